@@ -1,0 +1,268 @@
+"""Experiments on the disentangled model: one gradient step (Theorem C.1, check 6),
+multi-step gradient descent, and the random-embedding variant.
+
+One step: W^1 = W^0 + eta G1 with G1 the exact leading term of -grad L(W^0) on 1-var data
+(``gradient.g1``).  Predictions are argmax_y F_y(h) (independent of xi > 0); a sequence is
+correct only if its label is the unique argmax (``metrics``).  A step "solves 2-var" when
+the exact 2-var population accuracy is 1 (to 1e-12).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+
+from .basis import Basis
+from .config import SimConfig
+from .embedding import RandomGeometry, ReadoutOnly
+from .fast import ORTHOGONAL, Geometry
+from .gradient import Kind, cross_entropy_terms, expectation_and_grad, g1, mixture
+from .metrics import population_stats
+from .model import initial_W
+from .population import KINDS, population_size
+
+SOLVED = 1.0 - 1e-12
+
+
+def accuracies(W: torch.Tensor, cfg: SimConfig, geometry: Geometry = ORTHOGONAL):
+    return {k: population_stats(W, cfg, k, geometry).accuracy for k in KINDS}
+
+
+def default_etas(G1: torch.Tensor, n: int = 26) -> list[float]:
+    """Geometric grid with eta * max|G1| (largest score change) from 1e-2 to 1e3."""
+    scale = float(G1.abs().max())
+    return [float(s / scale) for s in np.geomspace(1e-2, 1e3, n)]
+
+
+def _solves(W0, G1, eta, cfg, kind="2var") -> bool:
+    return population_stats(W0 + eta * G1, cfg, kind).accuracy >= SOLVED
+
+
+def _bisect(W0, G1, cfg, kind, lo: float, hi: float, rel_tol: float = 1e-3) -> float:
+    """Edge between lo and hi (solve(lo) != solve(hi)), bisected in log eta; returns the
+    solving end of the final bracket."""
+    s_lo = _solves(W0, G1, lo, cfg, kind)
+    while hi / lo > 1 + rel_tol:
+        mid = math.sqrt(lo * hi)
+        if _solves(W0, G1, mid, cfg, kind) == s_lo:
+            lo = mid
+        else:
+            hi = mid
+    return lo if s_lo else hi
+
+
+def _intervals(W0, G1, cfg, kind, etas, solved, refine) -> list[list[float | None]]:
+    """Maximal runs of solving grid etas as [low, high]; edges bisected when ``refine``;
+    high is None when the run reaches the end of the grid."""
+    out = []
+    i = 0
+    while i < len(etas):
+        if not solved[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(etas) and solved[j + 1]:
+            j += 1
+        lo = etas[i]
+        if i > 0 and refine:
+            lo = _bisect(W0, G1, cfg, kind, etas[i - 1], etas[i])
+        hi = None
+        if j + 1 < len(etas):
+            hi = _bisect(W0, G1, cfg, kind, etas[j], etas[j + 1]) if refine else etas[j]
+        out.append([lo, hi])
+        i = j + 1
+    return out
+
+
+@dataclass
+class OneStepResult:
+    """``rows[i]`` holds eta, eta*max|G1| and the 0/1/2-var accuracy after the step;
+    ``solving_intervals`` the maximal runs of grid etas with 2-var accuracy 1, each
+    [low, high] with edges refined by bisection (high None: still solving at the grid's end);
+    ``intervals_by_kind`` the same for every kind (0-var, 1-var, 2-var)."""
+
+    config: dict
+    max_abs_g1: float
+    before: dict
+    rows: list[dict] = field(default_factory=list)
+    solving_intervals: list[list[float | None]] = field(default_factory=list)
+    intervals_by_kind: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    def _fmt(self, intervals) -> str:
+        if not intervals:
+            return "none in the grid"
+        parts = []
+        for lo, hi in intervals:
+            top = f"{hi:.6g}" if hi is not None else f">= {self.rows[-1]['eta']:.6g} (grid end)"
+            parts.append(f"[{lo:.6g}, {top}]")
+        return ", ".join(parts)
+
+    def summary(self) -> str:
+        lines = [f"eta solving every 2-var sequence: {self._fmt(self.solving_intervals)}"]
+        for k in ("0var", "1var"):
+            lines.append(f"eta with 100% {k} accuracy: {self._fmt(self.intervals_by_kind[k])}")
+        return "\n".join(lines)
+
+    def to_markdown(self) -> str:
+        c = self.config
+        lines = [
+            f"One gradient step W1 = W0 + eta*G1 (1-var G1), p={c['p']}, K={c['K']}, "
+            f"beta={c['beta']}, L={c['L']}, operand order {c['operand_order']}; "
+            f"max|G1| = {self.max_abs_g1:.6g}",
+            "",
+            "| eta | eta*max|G1| | 0-var acc | 1-var acc | 2-var acc |",
+            "| --- | --- | --- | --- | --- |",
+            "| W0 (before) | 0 | " + " | ".join(f"{self.before[k]:.4f}" for k in KINDS) + " |",
+        ]
+        for r in self.rows:
+            lines.append(
+                f"| {r['eta']:.4g} | {r['step_scale']:.4g} | "
+                + " | ".join(f"{r[k]:.4f}" for k in KINDS)
+                + " |"
+            )
+        lines += ["", self.summary()]
+        return "\n".join(lines)
+
+
+def one_step(cfg: SimConfig, etas: list[float] | None = None, refine: bool = True):
+    """Accuracy before/after W1 = W0 + eta G1 on every eta of the grid (see module doc)."""
+    W0, G1 = initial_W(cfg), g1(cfg, "1var")
+    etas = sorted(etas) if etas else default_etas(G1)
+    if any(not math.isfinite(e) or e <= 0 for e in etas):
+        raise ValueError(f"etas={etas}: every eta must be finite and > 0")
+    scale = float(G1.abs().max())
+    res = OneStepResult(asdict(cfg), scale, accuracies(W0, cfg))
+    for eta in etas:
+        res.rows.append({"eta": eta, "step_scale": eta * scale, **accuracies(W0 + eta * G1, cfg)})
+    for k in KINDS:
+        solved = [r[k] >= SOLVED for r in res.rows]
+        res.intervals_by_kind[k] = _intervals(W0, G1, cfg, k, etas, solved, refine)
+    res.solving_intervals = res.intervals_by_kind["2var"]
+    return res
+
+
+# ----------------------------------------------------------------------------------------
+def ebar_block(W: torch.Tensor, cfg: SimConfig) -> torch.Tensor:
+    """Rows bar_v (query component) x columns bar_v (key component)."""
+    b = Basis.from_config(cfg)
+    return b.block(W, b.labels_of("bar_v"), b.labels_of("bar_v"))
+
+
+def _snapshot(step: int, W: torch.Tensor, cfg: SimConfig, loss: float) -> dict:
+    stats = {k: population_stats(W, cfg, k) for k in KINDS}
+    blk = ebar_block(W, cfg)
+    K = cfg.K
+    off = (blk.sum() - blk.diagonal().sum()) / (K * (K - 1))
+    return {
+        "step": step,
+        "loss": loss,
+        "accuracy": {k: stats[k].accuracy for k in KINDS},
+        "bound_mass": {k: stats[k].bound_mass for k in ("1var", "2var")},
+        "operand_number_mass": {k: stats[k].operand_number_mass for k in ("0var", "1var")},
+        "ebar_block": blk.tolist(),
+        "ebar_diag_mean": float(blk.diagonal().mean()),
+        "ebar_offdiag_mean": float(off),
+    }
+
+
+def dynamics(
+    cfg: SimConfig,
+    steps: int = 300,
+    lr: float = 0.2,
+    xi: float = 10.0,
+    mix: Kind = "1var",
+    W: torch.Tensor | None = None,
+) -> dict:
+    """Full-batch gradient descent W <- W - lr grad L(W) on the exact population of ``mix``.
+
+    Returns {"config", "xi", "lr", "mix", "history": [snapshot per step 0..steps]}; each
+    snapshot has the training loss, the 0/1/2-var accuracies, the attention mass on the
+    bound assignment numbers (1-var, 2-var), on operand numbers (0-var, 1-var), and the
+    bar_v x bar_v block of W."""
+    if steps < 0:
+        raise ValueError(f"steps={steps}: must be >= 0")
+    mix_n = dict(mixture(mix))
+    W = initial_W(cfg) if W is None else W.clone()
+    history = []
+    for step in range(steps + 1):
+        loss, grad = expectation_and_grad(
+            W, cfg, mix_n, lambda F, y: cross_entropy_terms(F, y, xi), need_grad=step < steps
+        )
+        history.append(_snapshot(step, W, cfg, float(loss)))
+        if step < steps:
+            W = W - lr * grad
+    return {"config": asdict(cfg), "xi": xi, "lr": lr, "mix": mix_n, "history": history}
+
+
+# ----------------------------------------------------------------------------------------
+def random_embedding(
+    cfg: SimConfig,
+    dims: list[int],
+    eta: float | None = None,
+    seeds: int = 3,
+    recompute: bool = True,
+) -> dict:
+    """2-var (and 0/1-var) accuracy of the one-step W1 in Gaussian embeddings of dimension d.
+
+    ``mapped``: W1 = E^T (W0 + eta G1) E with G1 from the orthogonal model.
+    ``recomputed``: W1 = E^T W0 E + eta G1_d, where G1_d = -grad_{W in R^{d x d}} of the
+    first-order term E[mean F - F_y*] of the random model itself at E^T W0 E.  By the chain
+    rule through W_eff = E W E^T, G1_d = E^T Ghat E with Ghat the gradient in W_eff, so
+    W1 = E^T (W0 + eta Ghat) E and only dim x dim matrices are needed.  eta defaults to twice
+    the smallest eta that solves 2-var in the orthogonal model (found by ``one_step``)."""
+    W0, G1 = initial_W(cfg), g1(cfg, "1var")
+    ortho = one_step(cfg)
+    if eta is None:
+        if not ortho.solving_intervals:
+            raise ValueError("no eta solves 2-var in the orthogonal model; pass eta")
+        eta = 2.0 * ortho.solving_intervals[0][0]
+    rows = []
+    for d in dims:
+        for seed in range(seeds):
+            geo = RandomGeometry(cfg, d, seed)
+            row = {"d": d, "seed": seed}
+            row["before"] = accuracies(W0, cfg, geo)
+            row["mapped"] = accuracies(W0 + eta * G1, cfg, geo)
+            if recompute:
+                ghat = g1(cfg, "1var", W=geo.effective_W(W0), geometry=ReadoutOnly(geo.readout))
+                row["recomputed"] = accuracies(W0 + eta * ghat, cfg, geo)
+            rows.append(row)
+    return {
+        "config": asdict(cfg),
+        "eta": eta,
+        "orthogonal_after": accuracies(W0 + eta * G1, cfg),
+        "dim_basis": Basis.from_config(cfg).dim,
+        "population_2var": population_size(cfg, "2var"),
+        "rows": rows,
+    }
+
+
+def random_embedding_table(result: dict) -> str:
+    """Markdown: per d, mean (min) over seeds of the 2-var accuracy."""
+    variants = [v for v in ("before", "mapped", "recomputed") if v in result["rows"][0]]
+    lines = [
+        f"Random Gaussian embeddings (basis dim {result['dim_basis']}), eta = "
+        f"{result['eta']:.6g}; orthogonal model after the step: "
+        + ", ".join(f"{k} {v:.4f}" for k, v in result["orthogonal_after"].items()),
+        "",
+        "| d | seeds | "
+        + " | ".join(f"2-var {v} mean (min)" for v in variants)
+        + " | 0-var mapped | 1-var mapped |",
+        "| --- | --- | " + " | ".join("---" for _ in variants) + " | --- | --- |",
+    ]
+    for d in sorted({r["d"] for r in result["rows"]}):
+        rs = [r for r in result["rows"] if r["d"] == d]
+        cells = []
+        for v in variants:
+            a = [r[v]["2var"] for r in rs]
+            cells.append(f"{np.mean(a):.4f} ({min(a):.4f})")
+        z = np.mean([r["mapped"]["0var"] for r in rs])
+        o = np.mean([r["mapped"]["1var"] for r in rs])
+        lines.append(f"| {d} | {len(rs)} | " + " | ".join(cells) + f" | {z:.4f} | {o:.4f} |")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""The real model: task generator, hooked 2-layer transformer, training and analysis."""
