@@ -1,0 +1,85 @@
+"""`Batch`: sequences of the task with their labels and the facts analysis code needs."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+
+FIELDS = ("tokens", "labels", "n_vars", "operand_values", "value_positions", "operand_vars")
+
+
+@dataclass
+class Batch:
+    """n sequences. All fields are long tensors on one device.
+
+    tokens (n, L); labels (n,) = sum of the operand values mod p; n_vars (n,) in {0, 1, 2}
+    (variable operands, so `c+c` counts 2); operand_values (n, 2) resolved values of the
+    operands at L-3, L-2; value_positions (n, 2) position holding each operand's value (the
+    operand itself for a number, else the position of the number assigned to the variable);
+    operand_vars (n, 2) variable index 0..K-1 at each operand position, -1 for a number.
+    """
+
+    tokens: torch.Tensor
+    labels: torch.Tensor
+    n_vars: torch.Tensor
+    operand_values: torch.Tensor
+    value_positions: torch.Tensor
+    operand_vars: torch.Tensor
+
+    def __len__(self) -> int:
+        return int(self.tokens.shape[0])
+
+    @property
+    def device(self) -> torch.device:
+        return self.tokens.device
+
+    def _map(self, fn) -> Batch:
+        return Batch(**{f: fn(getattr(self, f)) for f in FIELDS})
+
+    def to(self, device: torch.device | str) -> Batch:
+        return self._map(lambda t: t.to(device))
+
+    def slice(self, i: int, j: int) -> Batch:
+        return self._map(lambda t: t[i:j])
+
+    def __getitem__(self, index) -> Batch:
+        """Rows by slice, index tensor or boolean mask; an int gives a one-row Batch."""
+        if isinstance(index, int):
+            n = len(self)
+            if not -n <= index < n:
+                raise IndexError(f"row {index} of a Batch of {n}")
+            index = index % n
+            index = slice(index, index + 1)
+        if isinstance(index, torch.Tensor):
+            index = index.to(self.tokens.device)
+            if index.dtype == torch.bool:
+                index = index.nonzero().reshape(-1)
+            if index.dim() == 1:
+                # index_select: plain 2-D advanced indexing goes parallel early on the CPU
+                return self._map(lambda t: t.index_select(0, index))
+        return self._map(lambda t: t[index])
+
+    def __iter__(self):
+        raise TypeError("iterate over Batch.slice(i, j) chunks or index it; a Batch is not a list")
+
+    @staticmethod
+    def cat(batches: list[Batch]) -> Batch:
+        return Batch(**{f: torch.cat([getattr(b, f) for b in batches]) for f in FIELDS})
+
+    def equal(self, other: Batch) -> bool:
+        return all(torch.equal(getattr(self, f), getattr(other, f)) for f in FIELDS)
+
+    def to_dict(self) -> dict[str, torch.Tensor]:
+        return {f: getattr(self, f) for f in FIELDS}
+
+    @staticmethod
+    def from_dict(data: dict[str, torch.Tensor]) -> Batch:
+        missing = [f for f in FIELDS if f not in data]
+        if missing:
+            raise ValueError(f"batch data lacks field(s) {', '.join(missing)}")
+        return Batch(**{f: data[f].long() for f in FIELDS})
+
+    def replace(self, **changes) -> Batch:
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,278 @@
+"""Vocabulary and tokenizer of the assign-and-add task.
+
+Fixed id layout (the model relies on it):
+
+    0 .. p-1        numbers
+    p .. p+K-1      variables a, b, c, ...
+    p+K             `+`
+    p+K+1           `=`
+    p+K+2           `pad`
+    d_vocab = p+K+3; the model predicts one of p classes (the numbers).
+
+Two text forms, both accepted by `encode`:
+
+* the paper's form `c=1,b=17,a=42,b+19=?` (pads dropped; `encode` packs the assignments
+  from position 0 and pads after them, so only the canonical placement round-trips);
+* the token form `c 1 pad b 17 pad pad a 42 pad pad pad + b 19 =` (exactly L tokens; round
+  trips exactly with `decode_tokens`).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Sequence
+
+import torch
+
+_ASSIGN_RE = re.compile(r"\s*([A-Za-z]\w*)\s*=\s*(\S*?)\s*")
+_EXPR_RE = re.compile(r"\s*(\S+?)\s*\+\s*(\S+?)\s*=\s*\?\s*")
+
+
+class TokenizeError(ValueError):
+    """Text or token ids that are not a sequence of the task; the message says where."""
+
+
+class Vocabulary:
+    """Token ids of the task for modulus `p`, `K` variables and sequence length `L`."""
+
+    def __init__(self, p: int, K: int, L: int = 16):
+        if not (isinstance(p, int) and p >= 2):
+            raise ValueError(f"p = {p!r} must be an integer >= 2")
+        if not (isinstance(K, int) and 1 <= K <= 26):
+            raise ValueError(f"K = {K!r} must be an integer in [1, 26]")
+        if not (isinstance(L, int) and L >= 8):
+            raise ValueError(f"L = {L!r} must be an integer >= 8")
+        self.p, self.K, self.L = p, K, L
+        self.letters = string.ascii_lowercase[:K]
+        self.plus = p + K
+        self.eq = p + K + 1
+        self.pad = p + K + 2
+        self.d_vocab = p + K + 3
+        self.n_classes = p
+        self.region = L - 4  # assignment positions 0..L-5
+        self.names = [str(i) for i in range(p)] + list(self.letters) + ["+", "=", "pad"]
+        self._ids = {name: i for i, name in enumerate(self.names)}
+
+    @classmethod
+    def from_config(cls, cfg) -> Vocabulary:
+        return cls(cfg.p, cfg.K, cfg.L)
+
+    def __repr__(self) -> str:
+        return f"Vocabulary(p={self.p}, K={self.K}, L={self.L})"
+
+    # ------------------------------------------------------------------ ids
+    def var_id(self, letter: str) -> int:
+        if letter not in self.letters:
+            raise KeyError(f"{letter!r} is not a variable; K = {self.K}: {', '.join(self.letters)}")
+        return self.p + self.letters.index(letter)
+
+    def token_id(self, name: str) -> int:
+        try:
+            return self._ids[name]
+        except KeyError:
+            raise KeyError(f"{name!r} is not a token") from None
+
+    def is_number(self, ids: torch.Tensor) -> torch.Tensor:
+        return (ids >= 0) & (ids < self.p)
+
+    def is_var(self, ids: torch.Tensor) -> torch.Tensor:
+        return (ids >= self.p) & (ids < self.p + self.K)
+
+    # ------------------------------------------------------------------ text -> ids
+    def _operand(self, text: str, where: str) -> int:
+        if text in self.letters:
+            return self.p + self.letters.index(text)
+        return self._number(text, where, allow_var=True)
+
+    def _number(self, text: str, where: str, allow_var: bool = False) -> int:
+        if text.isdigit():
+            value = int(text)
+            if value < self.p:
+                return value
+            raise TokenizeError(f"{where}: number {value} is out of range 0..{self.p - 1}")
+        if len(text) == 1 and text.isalpha():
+            raise TokenizeError(
+                f"{where}: {text!r} is not a variable; with K = {self.K} the variables are "
+                f"{', '.join(self.letters)}"
+            )
+        what = f"a number 0..{self.p - 1}" + (f" or a variable {self.letters}" if allow_var else "")
+        raise TokenizeError(f"{where}: expected {what}, got {text!r}")
+
+    def encode(self, text: str, check: bool = True) -> torch.Tensor:
+        """Text (either form) -> LongTensor (L,).
+
+        With `check`, the sequence must also make sense: assigned variables distinct and
+        every variable operand assigned (so that its label is defined).
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"encode expects a str, got {type(text).__name__}")
+        stripped = text.strip()
+        if not stripped:
+            raise TokenizeError("empty sequence")
+        if "?" in stripped or "," in stripped or " " not in stripped:
+            ids = self._encode_text(stripped)
+        else:
+            ids = self._encode_token_form(stripped)
+        if check:
+            self._check_semantics(ids)
+        return ids
+
+    def _encode_text(self, text: str) -> torch.Tensor:
+        if not text.endswith("?"):
+            raise TokenizeError(
+                f"{text!r}: the paper's form ends with '=?', e.g. 'c=1,b=17,a=42,b+19=?'"
+            )
+        parts = text.split(",")
+        offsets, pos = [], 0
+        for part in parts:
+            offsets.append(pos)
+            pos += len(part) + 1
+        assigns: list[tuple[int, int]] = []
+        for i, (part, off) in enumerate(zip(parts[:-1], offsets[:-1], strict=True)):
+            where = f"assignment {i + 1} {part.strip()!r} (character {off})"
+            m = _ASSIGN_RE.fullmatch(part)
+            if m is None:
+                raise TokenizeError(f"{where}: expected VARIABLE=NUMBER, e.g. 'c=1'")
+            var, num = m.group(1), m.group(2)
+            if var not in self.letters:
+                raise TokenizeError(
+                    f"{where}: {var!r} is not a variable; with K = {self.K} the variables are "
+                    f"{', '.join(self.letters)}"
+                )
+            assigns.append((self.p + self.letters.index(var), self._number(num, where)))
+        expr, off = parts[-1], offsets[-1]
+        where = f"addition {expr.strip()!r} (character {off})"
+        m = _EXPR_RE.fullmatch(expr)
+        if m is None:
+            raise TokenizeError(f"{where}: expected OPERAND+OPERAND=?, e.g. 'b+19=?'")
+        a = self._operand(m.group(1), f"{where}, first operand")
+        b = self._operand(m.group(2), f"{where}, second operand")
+        if 2 * len(assigns) > self.region:
+            raise TokenizeError(
+                f"{text!r}: {len(assigns)} assignments need {2 * len(assigns)} positions, but "
+                f"positions 0..{self.region - 1} hold only {self.region} (L = {self.L})"
+            )
+        ids = torch.full((self.L,), self.pad, dtype=torch.long)
+        for j, (v, n) in enumerate(assigns):
+            ids[2 * j], ids[2 * j + 1] = v, n
+        ids[self.L - 4], ids[self.L - 3], ids[self.L - 2], ids[self.L - 1] = (
+            self.plus,
+            a,
+            b,
+            self.eq,
+        )
+        return ids
+
+    def _encode_token_form(self, text: str) -> torch.Tensor:
+        toks = text.split()
+        if len(toks) != self.L:
+            raise TokenizeError(
+                f"token form has {len(toks)} tokens, expected L = {self.L} "
+                "(e.g. 'c 1 pad b 17 pad pad a 42 pad pad pad + b 19 =')"
+            )
+        ids = []
+        for i, tok in enumerate(toks):
+            if tok in self._ids:
+                ids.append(self._ids[tok])
+            else:
+                ids.append(self._number(tok, f"token {i} {tok!r}", allow_var=True))
+        out = torch.tensor(ids, dtype=torch.long)
+        self._parse_ids(out)  # layout check
+        return out
+
+    # ------------------------------------------------------------------ ids -> text
+    def _parse_ids(self, ids) -> tuple[list[tuple[int, int, int]], int, int]:
+        """Check the layout; return ([(var_index, value, position)], op1_id, op2_id)."""
+        seq = [int(t) for t in (ids.tolist() if isinstance(ids, torch.Tensor) else ids)]
+        if len(seq) != self.L:
+            raise TokenizeError(f"sequence has {len(seq)} tokens, expected L = {self.L}")
+        for i, t in enumerate(seq):
+            if not 0 <= t < self.d_vocab:
+                raise TokenizeError(
+                    f"position {i}: id {t} is outside the vocabulary 0..{self.d_vocab - 1}"
+                )
+        R, p = self.region, self.p
+        assigns = []
+        i = 0
+        while i < R:
+            t = seq[i]
+            if t == self.pad:
+                i += 1
+            elif p <= t < p + self.K:
+                if i + 1 >= R or not seq[i + 1] < p:
+                    raise TokenizeError(
+                        f"position {i}: variable {self.names[t]!r} is not followed by its number "
+                        f"inside the assignment positions 0..{R - 1}"
+                    )
+                assigns.append((t - p, seq[i + 1], i))
+                i += 2
+            else:
+                raise TokenizeError(
+                    f"position {i}: {self.names[t]!r} where an assignment variable or pad belongs "
+                    f"(positions 0..{R - 1} hold 'VARIABLE NUMBER' pairs and pads)"
+                )
+        expected = {self.L - 4: "+", self.L - 1: "="}
+        for pos, name in expected.items():
+            if seq[pos] != self._ids[name]:
+                raise TokenizeError(
+                    f"position {pos}: expected {name!r}, got {self.names[seq[pos]]!r}"
+                )
+        for pos in (self.L - 3, self.L - 2):
+            if not seq[pos] < p + self.K:
+                raise TokenizeError(
+                    f"position {pos}: operand must be a number or a variable, got "
+                    f"{self.names[seq[pos]]!r}"
+                )
+        return assigns, seq[self.L - 3], seq[self.L - 2]
+
+    def _check_semantics(self, ids: torch.Tensor) -> None:
+        assigns, a, b = self._parse_ids(ids)
+        seen = set()
+        for v, _, pos in assigns:
+            if v in seen:
+                raise TokenizeError(
+                    f"position {pos}: variable {self.letters[v]!r} is assigned twice"
+                )
+            seen.add(v)
+        for pos, t in ((self.L - 3, a), (self.L - 2, b)):
+            if t >= self.p and t - self.p not in seen:
+                raise TokenizeError(
+                    f"position {pos}: operand {self.names[t]!r} is never assigned, so the sum is "
+                    "undefined"
+                )
+
+    def decode(self, ids: torch.Tensor | Sequence[int]) -> str | list[str]:
+        """Token ids (L,) -> the paper's text form; (n, L) -> a list of them."""
+        if isinstance(ids, torch.Tensor) and ids.dim() == 2:
+            return [self.decode(row) for row in ids.cpu()]
+        assigns, a, b = self._parse_ids(ids)
+        parts = [f"{self.letters[v]}={n}" for v, n, _ in assigns]
+        parts.append(f"{self.names[a]}+{self.names[b]}=?")
+        return ",".join(parts)
+
+    def decode_tokens(self, ids: torch.Tensor | Sequence[int]) -> str | list[str]:
+        """Token ids (L,) -> the token form (space separated); (n, L) -> a list of them."""
+        if isinstance(ids, torch.Tensor) and ids.dim() == 2:
+            return [self.decode_tokens(row) for row in ids.cpu()]
+        seq = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        for i, t in enumerate(seq):
+            if not 0 <= int(t) < self.d_vocab:
+                raise TokenizeError(
+                    f"position {i}: id {t} is outside the vocabulary 0..{self.d_vocab - 1}"
+                )
+        return " ".join(self.names[int(t)] for t in seq)
+
+    def label(self, ids: torch.Tensor | Sequence[int]) -> int:
+        """The answer of one sequence: operands resolved through its assignments, mod p."""
+        assigns, a, b = self._parse_ids(ids)
+        values = {v: n for v, n, _ in assigns}
+
+        def value(t: int, pos: int) -> int:
+            if t < self.p:
+                return t
+            if t - self.p not in values:
+                raise TokenizeError(f"position {pos}: operand {self.names[t]!r} is never assigned")
+            return values[t - self.p]
+
+        return (value(a, self.L - 3) + value(b, self.L - 2)) % self.p
