@@ -1,0 +1,134 @@
+"""Save and load a model with the config that built it, in one `torch.save` file.
+
+A checkpoint is a dict:
+
+    {"format": "assign-and-add-model", "format_version": 1,
+     "model_config": {...plain dict of ModelConfig fields...},
+     "model_state": {parameter name: CPU tensor},
+     ...any other keys (optimizer, RNG, step, run config: written by the trainer)...}
+
+`load_model` reads only `model_config` and `model_state` and ignores the rest, so a training
+checkpoint is a model checkpoint too. Files are read with `torch.load(weights_only=True)`: extra
+entries must be tensors and plain containers (dict, list, tuple, str, int, float, bool, None).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from empirical.config_io import ConfigError, atomic_write_bytes, from_dict, to_dict
+from empirical.model.config import DTYPES, ModelConfig
+from empirical.model.transformer import AssignAddTransformer
+
+FORMAT = "assign-and-add-model"
+FORMAT_VERSION = 1
+RESERVED_KEYS = ("format", "format_version", "model_config", "model_state")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used; the message names the path and the problem."""
+
+
+def checkpoint_dict(model: AssignAddTransformer, extra: dict[str, Any] | None = None) -> dict:
+    """The dict `save_model` writes: the model's config (with the dtype its weights have now)
+    and its weights on the CPU, plus `extra` entries (which may not use the reserved keys)."""
+    dtype_name = {v: k for k, v in DTYPES.items()}.get(model.dtype)
+    if dtype_name is None:
+        raise ValueError(f"cannot save a model in dtype {model.dtype}; allowed: {list(DTYPES)}")
+    cfg = dataclasses.replace(model.cfg, dtype=dtype_name)
+    ckpt = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "model_config": to_dict(cfg),
+        "model_state": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+    }
+    for key, value in (extra or {}).items():
+        if key in RESERVED_KEYS:
+            raise ValueError(f"extra checkpoint entry {key!r} would overwrite a reserved key")
+        ckpt[key] = value
+    return ckpt
+
+
+def save_model(
+    model: AssignAddTransformer, path: str | os.PathLike, extra: dict[str, Any] | None = None
+) -> None:
+    """Write weights + ModelConfig (+ `extra` entries) to `path` atomically."""
+    buffer = io.BytesIO()
+    torch.save(checkpoint_dict(model, extra), buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def load_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict[str, Any]:
+    """The checkpoint dict at `path`, checked to hold `model_config` and `model_state`."""
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"checkpoint {path}: file does not exist")
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path}: not a regular file")
+    try:
+        ckpt = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # torch raises many kinds for a bad file
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(
+            f"checkpoint {path}: cannot be read (corrupt, truncated, or not a torch.save file "
+            f"of tensors and plain containers): {type(exc).__name__}: {first}"
+        ) from exc
+    if not isinstance(ckpt, dict):
+        raise CheckpointError(f"checkpoint {path}: expected a dict, found {type(ckpt).__name__}")
+    for key in ("model_config", "model_state"):
+        if key not in ckpt:
+            raise CheckpointError(
+                f"checkpoint {path}: no {key!r} entry (keys: {sorted(map(str, ckpt))}); "
+                "it was not written by empirical.model.save_model"
+            )
+    version = ckpt.get("format_version", FORMAT_VERSION)
+    if version != FORMAT_VERSION:
+        raise CheckpointError(
+            f"checkpoint {path}: format_version {version!r}, this code reads {FORMAT_VERSION}"
+        )
+    return ckpt
+
+
+def model_from_checkpoint(
+    ckpt: dict[str, Any], path: str | os.PathLike = "<checkpoint>", device: Any = None
+) -> AssignAddTransformer:
+    """Rebuild the model from a checkpoint dict (as returned by `load_checkpoint`)."""
+    raw_cfg, state = ckpt["model_config"], ckpt["model_state"]
+    if not isinstance(raw_cfg, dict):
+        raise CheckpointError(f"checkpoint {path}: model_config is not a table: {raw_cfg!r}")
+    try:
+        cfg = from_dict(ModelConfig, raw_cfg, prefix="model_config.")
+        cfg.require_complete()
+    except ConfigError as exc:
+        raise CheckpointError(f"checkpoint {path}: bad model_config: {exc}") from exc
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise CheckpointError(f"checkpoint {path}: model_state is not a dict of tensors")
+    model = AssignAddTransformer(cfg, seed=0)
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    found = {k: tuple(v.shape) for k, v in state.items()}
+    problems = [f"missing {k}" for k in expected if k not in found]
+    problems += [f"unexpected {k}" for k in found if k not in expected]
+    problems += [
+        f"{k} has shape {list(found[k])}, the config needs {list(shape)}"
+        for k, shape in expected.items()
+        if k in found and found[k] != shape
+    ]
+    if problems:
+        raise CheckpointError(
+            f"checkpoint {path}: weights do not match model_config "
+            f"({', '.join(problems[:6])}{', ...' if len(problems) > 6 else ''})"
+        )
+    model.load_state_dict(state)
+    return model.to(device) if device is not None else model
+
+
+def load_model(path: str | os.PathLike, device: Any = None) -> AssignAddTransformer:
+    """Rebuild the model saved at `path` (by `save_model` or the trainer) from the file alone,
+    on `device` (default: the CPU), in the dtype it was saved in."""
+    return model_from_checkpoint(load_checkpoint(path), path, device)

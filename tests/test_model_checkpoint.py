@@ -1,0 +1,146 @@
+"""save_model / load_model: round trips, training-checkpoint compatibility, every bad case."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+from empirical.model import (
+    AssignAddTransformer,
+    CheckpointError,
+    ModelConfig,
+    load_checkpoint,
+    load_model,
+    save_model,
+)
+from empirical.model.checkpoint import checkpoint_dict
+
+P, K, L = 13, 3, 10
+
+
+def small_cfg(**kw) -> ModelConfig:
+    return ModelConfig.for_task(P, K, L, d_model=32, d_mlp=64, **kw)
+
+
+def tokens(batch: int = 8) -> torch.Tensor:
+    return torch.randint(0, P + K + 3, (batch, L), generator=torch.Generator().manual_seed(0))
+
+
+def write(path, obj) -> None:
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    path.write_bytes(buffer.getvalue())
+
+
+def test_round_trip_gives_identical_logits(tmp_path):
+    model = AssignAddTransformer(small_cfg(d_head=16, init_std=0.05), seed=3)
+    path = tmp_path / "sub" / "model.pt"
+    save_model(model, path)
+    loaded = load_model(path)
+    assert loaded.cfg == model.cfg
+    assert torch.equal(loaded(tokens()), model(tokens()))
+    assert torch.equal(loaded.forward_fast(tokens()), model.forward_fast(tokens()))
+    assert [p.name for p in tmp_path.joinpath("sub").iterdir()] == ["model.pt"]  # no temp files
+
+
+def test_round_trip_keeps_float64_even_after_to(tmp_path):
+    model = AssignAddTransformer(small_cfg(), seed=1).to(torch.float64)
+    save_model(model, tmp_path / "m.pt")
+    loaded = load_model(tmp_path / "m.pt", device="cpu")
+    assert loaded.cfg.dtype == "float64" and loaded.W_E.dtype == torch.float64
+    assert torch.equal(loaded(tokens()), model(tokens()))
+
+
+def test_training_checkpoint_with_extra_entries_loads(tmp_path):
+    model = AssignAddTransformer(small_cfg(), seed=0)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model.forward_fast(tokens(), torch.zeros(8, dtype=torch.long), "loss").backward()
+    opt.step()
+    extra = {
+        "optimizer": opt.state_dict(),
+        "step": 1,
+        "torch_rng": torch.get_rng_state(),
+        "run_config": {"seed": 0, "train": {"lr": 1e-3}},
+    }
+    save_model(model, tmp_path / "step1.pt", extra=extra)
+    ckpt = load_checkpoint(tmp_path / "step1.pt")
+    assert ckpt["step"] == 1 and ckpt["run_config"]["train"]["lr"] == 1e-3
+    opt2 = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    opt2.load_state_dict(ckpt["optimizer"])
+    assert torch.equal(load_model(tmp_path / "step1.pt")(tokens()), model(tokens()))
+    with pytest.raises(ValueError, match="reserved"):
+        save_model(model, tmp_path / "x.pt", extra={"model_state": {}})
+
+
+def test_missing_file(tmp_path):
+    path = tmp_path / "nope.pt"
+    with pytest.raises(CheckpointError, match="does not exist") as info:
+        load_model(path)
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("keep", [0, 10, 0.5, -1])
+def test_truncated_or_corrupt_file(tmp_path, keep):
+    good = tmp_path / "good.pt"
+    save_model(AssignAddTransformer(small_cfg(), seed=0), good)
+    data = good.read_bytes()
+    n = int(len(data) * keep) if isinstance(keep, float) else keep % len(data)
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(data[:n] if keep != -1 else b"not a checkpoint at all" * 10)
+    with pytest.raises(CheckpointError, match="cannot be read") as info:
+        load_model(bad)
+    assert str(bad) in str(info.value)
+
+
+def test_missing_config(tmp_path):
+    model = AssignAddTransformer(small_cfg(), seed=0)
+    path = tmp_path / "noconfig.pt"
+    write(path, {"model_state": model.state_dict()})
+    with pytest.raises(CheckpointError, match="model_config") as info:
+        load_model(path)
+    assert str(path) in str(info.value)
+    write(path, model.state_dict())  # a bare state dict
+    with pytest.raises(CheckpointError, match="model_config"):
+        load_model(path)
+    write(path, [1, 2, 3])
+    with pytest.raises(CheckpointError, match="expected a dict"):
+        load_model(path)
+
+
+def test_config_that_does_not_match_the_weights(tmp_path):
+    ckpt = checkpoint_dict(AssignAddTransformer(small_cfg(), seed=0))
+    ckpt["model_config"]["d_mlp"] = 96
+    path = tmp_path / "mismatch.pt"
+    write(path, ckpt)
+    with pytest.raises(CheckpointError, match=r"blocks\.1\.mlp\.W_in has shape") as info:
+        load_model(path)
+    assert str(path) in str(info.value)
+
+    ckpt = checkpoint_dict(AssignAddTransformer(small_cfg(), seed=0))
+    del ckpt["model_state"]["unembed.W_U"]
+    ckpt["model_state"]["blocks.0.mlp.W_in"] = torch.zeros(32, 64)
+    write(path, ckpt)
+    with pytest.raises(CheckpointError, match="missing unembed.W_U.*unexpected blocks.0.mlp"):
+        load_model(path)
+
+
+def test_invalid_config_values(tmp_path):
+    path = tmp_path / "badcfg.pt"
+    for field, value in (("d_model", -1), ("dtype", "int8"), ("n_layers", 3), ("n_ctx", None)):
+        ckpt = checkpoint_dict(AssignAddTransformer(small_cfg(), seed=0))
+        ckpt["model_config"][field] = value
+        write(path, ckpt)
+        with pytest.raises(CheckpointError, match=f"bad model_config.*{field}") as info:
+            load_model(path)
+        assert str(path) in str(info.value)
+
+
+def test_not_weights_only_loadable(tmp_path):
+    ckpt = checkpoint_dict(AssignAddTransformer(small_cfg(), seed=0))
+    ckpt["something"] = io.StringIO("arbitrary object")  # not safe to unpickle
+    path = tmp_path / "pickle.pt"
+    write(path, ckpt)
+    with pytest.raises(CheckpointError, match="cannot be read"):
+        load_model(path)
