@@ -1,0 +1,160 @@
+"""The trainer: a short real run, bit-for-bit resume, refusals, divergence, atomic checkpoints."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from empirical.config_io import ConfigError
+from empirical.model import load_model
+from empirical.run_config import load_run_config
+from empirical.train.loop import TrainingError, train_run
+from empirical.train.metrics import read_metrics
+from empirical.train.state import load_training_state
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ROOT / "configs" / "smoke.toml"
+
+
+def smoke(*overrides: str):
+    return load_run_config(SMOKE, ["task.eval_size=200", "train.steps=40", *overrides])
+
+
+def strip_time(records):
+    return [{k: v for k, v in r.items() if k != "elapsed_s"} for r in records]
+
+
+def test_short_run_writes_everything(tmp_path):
+    result = train_run(smoke(), tmp_path, progress=False)
+    assert result.step == 40
+    for name in ("config.toml", "eval_sets.pt", "metrics.jsonl", "summary.json"):
+        assert (tmp_path / name).is_file(), name
+    assert (tmp_path / "training_curves.png").stat().st_size > 10_000
+    records = read_metrics(tmp_path / "metrics.jsonl")
+    assert [r["step"] for r in records] == [0, 20, 40]
+    assert all(0.0 <= a <= 1.0 for r in records for a in r["acc"].values())
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["final_step"] == 40 and "phases" in summary
+    # the training checkpoint is a model checkpoint too
+    model = load_model(tmp_path / "checkpoints" / "last.pt")
+    assert model.cfg.d_model == 32
+    assert sorted(p.name for p in (tmp_path / "snapshots").iterdir()) == [
+        "step_000000.pt",
+        "step_000020.pt",
+        "step_000040.pt",
+    ]
+
+
+def test_interrupted_and_resumed_run_matches_bit_for_bit(tmp_path):
+    cfg = smoke()
+    train_run(cfg, tmp_path / "whole", progress=False)
+    stopped = train_run(cfg, tmp_path / "split", progress=False, stop_at=20)
+    assert stopped.stopped_early and stopped.step == 20
+    train_run(cfg, tmp_path / "split", resume=True, progress=False)
+    whole = strip_time(read_metrics(tmp_path / "whole" / "metrics.jsonl"))
+    split = strip_time(read_metrics(tmp_path / "split" / "metrics.jsonl"))
+    assert whole == split
+    a = load_training_state(tmp_path / "whole" / "checkpoints" / "last.pt")["model_state"]
+    b = load_training_state(tmp_path / "split" / "checkpoints" / "last.pt")["model_state"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_same_config_and_seed_give_same_numbers(tmp_path):
+    train_run(smoke(), tmp_path / "a", progress=False)
+    train_run(smoke(), tmp_path / "b", progress=False)
+    ra = strip_time(read_metrics(tmp_path / "a" / "metrics.jsonl"))
+    rb = strip_time(read_metrics(tmp_path / "b" / "metrics.jsonl"))
+    assert ra == rb
+    train_run(smoke("seed=1"), tmp_path / "c", progress=False)
+    rc = strip_time(read_metrics(tmp_path / "c" / "metrics.jsonl"))
+    assert rc != ra
+
+
+def test_run_dir_with_other_config_is_not_overwritten(tmp_path):
+    train_run(smoke(), tmp_path, progress=False)
+    before = (tmp_path / "config.toml").read_text()
+    with pytest.raises(TrainingError, match="different config"):
+        train_run(smoke("train.lr=0.002"), tmp_path, progress=False)
+    with pytest.raises(TrainingError, match="--resume"):
+        train_run(smoke(), tmp_path, progress=False)
+    assert (tmp_path / "config.toml").read_text() == before
+    with pytest.raises(TrainingError, match="no config.toml"):
+        train_run(smoke(), tmp_path / "empty", resume=True, progress=False)
+
+
+def test_resume_may_extend_the_run(tmp_path):
+    train_run(smoke(), tmp_path, progress=False)
+    result = train_run(smoke("train.steps=60"), tmp_path, resume=True, progress=False)
+    assert result.step == 60
+    assert [r["step"] for r in read_metrics(tmp_path / "metrics.jsonl")] == [0, 20, 40, 60]
+
+
+def test_diverging_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypatch):
+    from empirical.model import AssignAddTransformer
+
+    cfg = smoke()
+    train_run(cfg, tmp_path, progress=False, stop_at=20)
+    good = load_training_state(tmp_path / "checkpoints" / "last.pt")
+    real = AssignAddTransformer.forward_fast
+    calls = {"n": 0}
+
+    def poisoned(self, tokens):
+        calls["n"] += 1
+        out = real(self, tokens)
+        return out * float("nan") if calls["n"] > 5 else out
+
+    monkeypatch.setattr(AssignAddTransformer, "forward_fast", poisoned)
+    with pytest.raises(TrainingError, match=r"loss became nan at step 2[0-9].*last good"):
+        train_run(cfg, tmp_path, resume=True, progress=False)
+    kept = load_training_state(tmp_path / "checkpoints" / "last.pt")
+    assert kept["step"] == good["step"] == 20
+    assert all(torch.equal(kept["model_state"][k], good["model_state"][k]) for k in kept["model_state"])
+
+
+def test_killed_checkpoint_write_leaves_previous_checkpoint(tmp_path, monkeypatch):
+    cfg = smoke()
+    train_run(cfg, tmp_path, progress=False, stop_at=20)
+    path = tmp_path / "checkpoints" / "last.pt"
+    before = path.read_bytes()
+
+    def killed(src, dst):
+        raise KeyboardInterrupt("killed during checkpoint write")
+
+    monkeypatch.setattr(os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        train_run(cfg, tmp_path, resume=True, progress=False)
+    assert path.read_bytes() == before
+    assert not [p for p in path.parent.iterdir() if p.name != "last.pt"]  # no temp files left
+    monkeypatch.undo()
+    assert train_run(cfg, tmp_path, resume=True, progress=False).step == 40
+
+
+def test_config_file_and_overrides():
+    cfg = load_run_config(ROOT / "configs" / "paper.toml", ["train.steps=123", "seed=4"])
+    assert cfg.train.steps == 123 and cfg.seed == 4 and cfg.task.p == 97
+    assert cfg.built_model_config().d_vocab == 97 + 5 + 3
+    for bad, field in [
+        ("train.lr=-1", "train.lr"),
+        ("train.steps=0", "train.steps"),
+        ("train.betas=[0.9]", "train.betas"),
+        ("train.device=tpu", "train.device"),
+        ("task.p=1", "task.p"),
+        ("train.nope=1", "nope"),
+        ("model.d_vocab=7", "model.d_vocab"),
+    ]:
+        with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+            load_run_config(ROOT / "configs" / "paper.toml", [bad])
+
+
+def test_cli_reports_bad_input_in_one_line(tmp_path, capsys):
+    from empirical.cli.train import main
+
+    assert main(["--config", str(SMOKE), "train.lr=abc", "--run-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "train.lr" in err[0]
+    assert main(["--resume", str(tmp_path / "missing")]) == 2
+    assert "no config.toml" in capsys.readouterr().err
