@@ -171,7 +171,9 @@ def _drop_none(d: Any) -> Any:
 
 def parse_override(text: str) -> tuple[list[str], str]:
     if "=" not in text:
-        raise ConfigError(f"override {text!r} is not of the form key=value (e.g. train.steps=20000)")
+        raise ConfigError(
+            f"override {text!r} is not of the form key=value (e.g. train.steps=20000)"
+        )
     key, value = text.split("=", 1)
     key = key.strip()
     if not key:
@@ -210,7 +212,9 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
         with path.open("rb") as fh:
             return tomllib.load(fh)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"config file {path} is not valid {path.suffix[1:].upper()}: {exc}") from exc
+        raise ConfigError(
+            f"config file {path} is not valid {path.suffix[1:].upper()}: {exc}"
+        ) from exc
 
 
 def load_config(

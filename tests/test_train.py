@@ -112,7 +112,9 @@ def test_diverging_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypat
         train_run(cfg, tmp_path, resume=True, progress=False)
     kept = load_training_state(tmp_path / "checkpoints" / "last.pt")
     assert kept["step"] == good["step"] == 20
-    assert all(torch.equal(kept["model_state"][k], good["model_state"][k]) for k in kept["model_state"])
+    assert all(
+        torch.equal(kept["model_state"][k], good["model_state"][k]) for k in kept["model_state"]
+    )
 
 
 def test_killed_checkpoint_write_leaves_previous_checkpoint(tmp_path, monkeypatch):

@@ -21,7 +21,6 @@ from empirical.run_config import RunConfig, load_run_config
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "paper.toml"
 
 
-
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m empirical train",
@@ -79,7 +78,9 @@ def _resume_config(run_dir: Path, overrides: list[str]) -> RunConfig:
         key = text.split("=", 1)[0].strip()
         if not (key.startswith("train.") and key[len("train.") :] in RESUMABLE_CHANGES):
             allowed = ", ".join(f"train.{k}" for k in sorted(RESUMABLE_CHANGES))
-            raise ConfigError(f"--resume: {key!r} cannot change in an existing run; allowed: {allowed}")
+            raise ConfigError(
+                f"--resume: {key!r} cannot change in an existing run; allowed: {allowed}"
+            )
     saved = load_run_config(path)
     return from_dict(RunConfig, apply_overrides(to_dict(saved), RunConfig, overrides))
 

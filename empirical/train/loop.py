@@ -246,5 +246,3 @@ def _evaluate_and_log(model, sets, tc, metrics_path, step, train_loss, lr, elaps
 
 def summary_of(run_dir: str | Path) -> dict:
     return json.loads((Path(run_dir) / "summary.json").read_text())
-
-

@@ -1,7 +1,7 @@
 """The run's metrics log: one JSON object per line (`metrics.jsonl`), one line per evaluation.
 
-    {"step": 250, "train_loss": 4.1, "lr": 0.001, "elapsed_s": 12.3,
-     "acc": {"0var/ind": 0.41, ...}, "loss": {"0var/ind": 3.2, ...}}
+{"step": 250, "train_loss": 4.1, "lr": 0.001, "elapsed_s": 12.3,
+ "acc": {"0var/ind": 0.41, ...}, "loss": {"0var/ind": 3.2, ...}}
 """
 
 from __future__ import annotations

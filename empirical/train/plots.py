@@ -11,7 +11,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from empirical.train.phases import Phases  # noqa: E402
 
-KIND_COLORS = {"0var": "tab:blue", "1var": "tab:orange", "2var": "tab:green", "curated": "tab:purple"}
+KIND_COLORS = {
+    "0var": "tab:blue",
+    "1var": "tab:orange",
+    "2var": "tab:green",
+    "curated": "tab:purple",
+}
 SPLIT_STYLES = {"ind": "-", "pair": "--", "var": ":", "both": "-.", "": "-"}
 
 
@@ -26,7 +31,11 @@ def plot_training_curves(
         steps = [r["step"] for r in records if name in r["acc"]]
         acc = [100 * r["acc"][name] for r in records if name in r["acc"]]
         kind, _, split = name.partition("/")
-        style = SPLIT_STYLES.get(split, "-") if kind != "curated" else ("-" if "novel" in split else "--")
+        style = (
+            SPLIT_STYLES.get(split, "-")
+            if kind != "curated"
+            else ("-" if "novel" in split else "--")
+        )
         ax.plot(steps, acc, style, color=KIND_COLORS.get(kind, "gray"), label=name, lw=1.4)
     if phases is not None:
         marks = []

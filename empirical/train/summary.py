@@ -15,7 +15,9 @@ from empirical.train.plots import plot_training_curves
 TARGET = 0.99
 
 
-def write_summary(cfg, run_dir: Path, records: list[dict] | None = None, elapsed_s=None, device=None):
+def write_summary(
+    cfg, run_dir: Path, records: list[dict] | None = None, elapsed_s=None, device=None
+):
     run_dir = Path(run_dir)
     records = read_metrics(run_dir / "metrics.jsonl") if records is None else records
     final = records[-1]
