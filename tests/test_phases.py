@@ -35,3 +35,17 @@ def test_no_spike_when_accuracy_never_rises():
     assert ph.second_spike is None
     ph = detect_phases(records(10**9, 10**9, 10**9))
     assert ph.zero_var_learned_step is None and ph.first_spike is None
+
+
+def test_first_spike_is_searched_after_zero_var_is_learned():
+    # variables rise a little together with 0-var, then sharply at 12 000
+    out = []
+    for step in range(0, 20001, 250):
+        z = logistic(step, 1200)
+        v = 0.5 * logistic(step, 1200) + 0.45 * logistic(step, 12000)
+        acc = {"0var/ind": z}
+        for name in ("1var/ind", "2var/ind"):
+            acc[name] = v
+        out.append({"step": step, "acc": acc})
+    ph = detect_phases(out)
+    assert ph.first_spike.start_step <= 12000 <= ph.first_spike.end_step

@@ -160,3 +160,18 @@ def test_cli_reports_bad_input_in_one_line(tmp_path, capsys):
     assert len(err) == 1 and "train.lr" in err[0]
     assert main(["--resume", str(tmp_path / "missing")]) == 2
     assert "no config.toml" in capsys.readouterr().err
+
+
+def test_breakdown_by_operand_variable_counts_every_sequence(tmp_path):
+    from empirical.task import load_eval_sets
+    from empirical.train.breakdown import accuracy_by_operand_variable
+
+    train_run(smoke(), tmp_path, progress=False)
+    model = load_model(tmp_path / "checkpoints" / "last.pt")
+    batch = load_eval_sets(tmp_path / "eval_sets.pt")["1var/var"]
+    cells = accuracy_by_operand_variable(model, batch, L=16)
+    assert sum(c["n"] for c in cells.values()) == len(batch)  # 1-var: one variable each
+    overall = sum(c["acc"] * c["n"] for c in cells.values()) / len(batch)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert abs(overall - summary["final_acc"]["1var/var"]) < 1e-9
+    assert set(cells) <= {"c@13", "b@14"}  # smoke: R1 = {c}, R2 = {b}

@@ -92,6 +92,9 @@ def _report(result) -> None:
     print(f"{result.run_dir}: step {result.step}, {result.elapsed_s:.0f} s")
     for name, acc in sorted(summary["final_acc"].items()):
         print(f"  {name:<26} {100 * acc:6.2f}%")
+    for name, cells in (summary.get("accuracy_by_operand_variable") or {}).items():
+        text = ", ".join(f"{k} {100 * c['acc']:.0f}%" for k, c in cells.items())
+        print(f"  {name} by operand variable: {text}")
     ph = summary["phases"]
     print(f"  0-var >= 90% at step {ph['zero_var_learned_step']}")
     for key in ("first_spike", "second_spike"):

@@ -36,6 +36,7 @@ from empirical.task import (
     save_eval_sets,
 )
 from empirical.task.pairs import training_generator
+from empirical.train.breakdown import restricted_breakdown
 from empirical.train.evaluate import evaluate_sets
 from empirical.train.metrics import append_metrics, read_metrics, truncate_metrics
 from empirical.train.schedule import learning_rate
@@ -214,7 +215,8 @@ def train_run(
     records = read_metrics(metrics_path)
     from empirical.train.summary import write_summary
 
-    write_summary(cfg, run_dir, records, elapsed, device)
+    breakdown = restricted_breakdown(model, sets, cfg.task.L)
+    write_summary(cfg, run_dir, records, elapsed, device, breakdown)
     return TrainResult(run_dir, step, records[-1]["acc"], elapsed)
 
 

@@ -3,10 +3,14 @@
 - phase 1 ends when 0-var addition is learned: the first evaluation where the 0-var
   in-distribution accuracy reaches 90% (`zero_var_learned`);
 - the first spike: the sharpest rise of variable-operand accuracy (the mean over the 1-var and
-  2-var in-distribution and pair-restricted sets), i.e. the window of `window` steps with the
-  largest gain, and the first step where it reaches 90%;
+  2-var in-distribution and pair-restricted sets) from the end of phase 1 on, i.e. the window
+  of `window` steps with the largest gain, and the first step where it reaches 90%;
 - the second spike: the same for var-restricted accuracy (mean over the `*/var` and `*/both`
-  sets).
+  sets), from the start of the first spike on.
+
+Searching each spike only after the previous event keeps the early rise that comes with 0-var
+addition (variable sequences whose answer needs no routing, e.g. by chance) from being taken
+for the routing spike.
 
 A rise counts as a spike only if it gains at least `min_gain` (default 0.2) within the window;
 otherwise the entry is None and the summary says so.
@@ -59,11 +63,14 @@ def first_crossing(steps: list[int], values: list[float], level: float) -> int |
 
 
 def steepest_rise(
-    steps: list[int], values: list[float], window: int, min_gain: float
+    steps: list[int], values: list[float], window: int, min_gain: float, start: int = 0
 ) -> Rise | None:
-    """The window of at most `window` steps over which `values` gains the most."""
+    """The window of at most `window` steps, beginning at or after `start`, over which
+    `values` gains the most."""
     best = None
     for i in range(len(steps)):
+        if steps[i] < start:
+            continue
         j = i
         while j + 1 < len(steps) and steps[j + 1] - steps[i] <= window:
             j += 1
@@ -81,10 +88,13 @@ def detect_phases(records: list[dict], window: int = 1000, min_gain: float = 0.2
     steps0, zero = mean_series(records, ("0var/ind",))
     sv, var = mean_series(records, VARIABLE_SETS)
     sr, restricted = mean_series(records, RESTRICTED_SETS)
+    zero_learned = first_crossing(steps0, zero, 0.9)
+    first = steepest_rise(sv, var, window, min_gain, start=zero_learned or 0)
+    second = steepest_rise(sr, restricted, window, min_gain, start=first.start_step if first else 0)
     return Phases(
-        zero_var_learned_step=first_crossing(steps0, zero, 0.9),
-        first_spike=steepest_rise(sv, var, window, min_gain),
-        second_spike=steepest_rise(sr, restricted, window, min_gain),
+        zero_var_learned_step=zero_learned,
+        first_spike=first,
+        second_spike=second,
         variable_series="mean of " + ", ".join(VARIABLE_SETS),
         restricted_series="mean of " + ", ".join(RESTRICTED_SETS),
     )

@@ -47,12 +47,12 @@ def plot_training_curves(
         if phases.second_spike is not None:
             s = phases.second_spike
             marks.append(((s.start_step + s.end_step) / 2, "second spike (var-restricted)", "k"))
-        for x, label, color in marks:
+        for i, (x, label, color) in enumerate(marks):
             for a in (ax, ax_loss):
                 a.axvline(x, color=color, ls=":", lw=1.2)
-            ax.text(x, 101, label, rotation=0, fontsize=8, color=color, ha="center", va="bottom")
+            ax.text(x, 101 + 2.3 * i, f" {label}", fontsize=8, color=color, ha="left", va="bottom")
     ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(-2, 108)
+    ax.set_ylim(-2, 110)
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=3, loc="lower right", title="evaluation set (kind/split)")

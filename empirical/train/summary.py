@@ -16,7 +16,12 @@ TARGET = 0.99
 
 
 def write_summary(
-    cfg, run_dir: Path, records: list[dict] | None = None, elapsed_s=None, device=None
+    cfg,
+    run_dir: Path,
+    records: list[dict] | None = None,
+    elapsed_s=None,
+    device=None,
+    breakdown=None,
 ):
     run_dir = Path(run_dir)
     records = read_metrics(run_dir / "metrics.jsonl") if records is None else records
@@ -32,6 +37,7 @@ def write_summary(
         "all_sets_at_least_99": not below,
         "sets_below_99": below,
         "phases": phases.to_dict(),
+        "accuracy_by_operand_variable": breakdown,
         "elapsed_s": elapsed_s,
         "steps_per_s": (final["step"] / elapsed_s) if elapsed_s else None,
         "device": str(device) if device is not None else None,
