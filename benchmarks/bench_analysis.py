@@ -1,0 +1,127 @@
+"""Speed of the analysis on a random-weight model of the default size.
+
+    python benchmarks/bench_analysis.py [--snapshots 81] [--threads 1 2] [--reps 5] [--full]
+
+Times (medians over --reps) the seven progress measures plus the second-spike scores of one
+snapshot (what `analyze` does per snapshot), the Section-5 analyses of one model, and with
+--full the whole `python -m empirical analyze` path (all figures) on a fake run directory of
+--snapshots random-weight snapshots of the default config (p = 97, K = 5, d_model = 128,
+d_mlp = 512; one snapshot every 250 steps over 20 000 steps gives 81). Prints a table and a
+markdown row for docs/analysis.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from empirical.analysis import make_probe_data, progress_measures
+from empirical.analysis.common import torch_threads
+from empirical.analysis.report import analyze_model, analyze_run
+from empirical.config_io import config_to_toml
+from empirical.model import AssignAddTransformer, save_model
+from empirical.run_config import RunConfig
+
+
+def median_time(fn, reps: int) -> float:
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def fake_run(root: Path, cfg: RunConfig, n_snapshots: int, every: int) -> Path:
+    """A run directory with random-weight snapshots and a plausible metrics log."""
+    run = root / "run"
+    (run / "snapshots").mkdir(parents=True)
+    (run / "checkpoints").mkdir()
+    (run / "config.toml").write_text(config_to_toml(cfg))
+    model = None
+    lines = []
+    for i in range(n_snapshots):
+        step = i * every
+        model = AssignAddTransformer(cfg.built_model_config(), seed=i)
+        save_model(model, run / "snapshots" / f"step_{step:06d}.pt", {"step": step})
+        frac = i / max(n_snapshots - 1, 1)
+        acc = {"0var/ind": min(1.0, 2 * frac), "1var/ind": frac, "2var/ind": frac**2}
+        acc |= {"1var/var": frac**3, "2var/var": frac**4}
+        lines.append(json.dumps({"step": step, "train_loss": 1.0, "acc": acc, "loss": {}}))
+    save_model(model, run / "checkpoints" / "last.pt", {"step": (n_snapshots - 1) * every})
+    (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    return run
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--snapshots", type=int, default=81)
+    ap.add_argument("--every", type=int, default=250, help="steps between snapshots")
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--full", action="store_true", help="also time the whole analyze command")
+    args = ap.parse_args(argv)
+
+    cfg = RunConfig()
+    task = cfg.task
+    model = AssignAddTransformer(cfg.built_model_config(), seed=0)
+    t0 = time.perf_counter()
+    data = make_probe_data(task, seed=0)
+    t_data = time.perf_counter() - t0
+    progress_measures(model, data)  # warm-up (imports, first optimizer)
+    cpu = platform.processor() or platform.machine()
+    print(
+        f"CPU {cpu}, torch {torch.__version__}, probe data built in {t_data:.2f} s "
+        f"({len(data.test)} + {len(data.train)} + {len(data.second)} sequences)"
+    )
+    rows = []
+    for threads in args.threads:
+        with torch_threads(threads):
+            per_snap = median_time(
+                lambda: progress_measures(model, data, with_second_spike=True), args.reps
+            )
+            section5 = median_time(lambda: analyze_model(model, task, data), max(1, args.reps // 2))
+        rows.append((threads, per_snap, section5))
+        print(
+            f"threads {threads}: progress measures {1000 * per_snap:.0f} ms / snapshot "
+            f"(x{args.snapshots} = {per_snap * args.snapshots:.1f} s), "
+            f"Section-5 analyses {section5:.2f} s"
+        )
+    best = min(rows, key=lambda r: r[1])
+    full = None
+    if args.full:
+        with tempfile.TemporaryDirectory() as tmp:
+            run = fake_run(Path(tmp), cfg, args.snapshots, args.every)
+            t0 = time.perf_counter()
+            analyze_run(run, threads=best[0])
+            full = time.perf_counter() - t0
+        print(
+            f"full analyze ({args.snapshots} snapshots, all figures, {best[0]} thread(s)): "
+            f"{full:.1f} s"
+        )
+    print()
+    print(
+        "| machine | threads | progress measures / snapshot (ms) | "
+        f"x {args.snapshots} snapshots (s) | Section-5 analyses (s) | full analyze (s) |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
+    for threads, per_snap, section5 in rows:
+        shown = f"{full:.1f}" if full is not None and threads == best[0] else "-"
+        print(
+            f"| {cpu}, {os.cpu_count()} cores, torch {torch.__version__} | {threads} | "
+            f"{1000 * per_snap:.0f} | {per_snap * args.snapshots:.1f} | {section5:.2f} | "
+            f"{shown} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,109 @@
+"""Mechanistic analysis of a trained assign-and-add model (paper Sections 5-6, Appendix B).
+
+Each analysis is a plain function of a loaded model and the task config:
+
+    from empirical.analysis import *
+    data = make_probe_data(task, seed=0)                  # fixed probe sequences, built once
+    ov_mlp_cosine(model, task, data.test)                 # Figure 5
+    same_addition_cosine(model, task, data.test)          # Figure 5a
+    isolated_ov_mlp(model, task)                          # exact OV-MLP subnetwork accuracy
+    answer_probes(model, task, data.train, data.test)     # probes before / after the MLP
+    fourier_analysis(model, task)                         # Figure 11, key frequencies
+    qk1_embedding_scores(model, task)                     # Figure 6
+    qk1_positional_preference(model, task)                # Figure 7a
+    qk2_ov1_identity(model, task)                         # Figure 7b
+    attention_examples(model, task, data.test)            # Figure 4
+    progress_measures(model, data)                        # the seven measures of Appendix B
+    progress_over_training(run_dir, data)                 # over every snapshot (Figures 9, 12)
+    analyze_run(run_dir)                                  # all of it, files under run_dir/analysis
+
+See docs/analysis.md for every definition.
+"""
+
+from empirical.analysis.attention import attention_examples, attention_summary, pick_examples
+from empirical.analysis.common import (
+    LightForward,
+    ProbeData,
+    light_forward,
+    make_probe_data,
+    ov_matrix,
+    qk_matrix,
+)
+from empirical.analysis.fourier import FourierFit, fit_gromov, fourier_analysis
+from empirical.analysis.ov_mlp import (
+    isolated_ov_mlp,
+    ov2_mlp2_accuracy,
+    ov_mlp_cosine,
+    same_addition_cosine,
+)
+from empirical.analysis.probes import ProbeResult, answer_probes, train_linear_probe
+from empirical.analysis.progress import (
+    MEASURE_NAMES,
+    MEASURES,
+    ProgressHistory,
+    attn_l1_equal_to_operands,
+    attn_l1_num_to_prev,
+    attn_l2_equal_to_values,
+    crossing_steps,
+    probe_l1_var_from_num,
+    progress_measures,
+    progress_over_training,
+    second_spike_scores,
+)
+from empirical.analysis.qk import (
+    qk1_embedding_scores,
+    qk1_num_to_prev_var,
+    qk1_positional_preference,
+    qk2_ov1_identity,
+    qk2_ov1_var_identity,
+)
+from empirical.analysis.reference import reference_model
+
+__all__ = [
+    "MEASURES",
+    "MEASURE_NAMES",
+    "FourierFit",
+    "LightForward",
+    "ProbeData",
+    "ProbeResult",
+    "ProgressHistory",
+    "analyze_model",
+    "analyze_run",
+    "answer_probes",
+    "attention_examples",
+    "attention_summary",
+    "attn_l1_equal_to_operands",
+    "attn_l1_num_to_prev",
+    "attn_l2_equal_to_values",
+    "crossing_steps",
+    "fit_gromov",
+    "fourier_analysis",
+    "isolated_ov_mlp",
+    "light_forward",
+    "make_probe_data",
+    "ov2_mlp2_accuracy",
+    "ov_matrix",
+    "ov_mlp_cosine",
+    "pick_examples",
+    "probe_l1_var_from_num",
+    "progress_measures",
+    "progress_over_training",
+    "qk1_embedding_scores",
+    "qk1_num_to_prev_var",
+    "qk1_positional_preference",
+    "qk2_ov1_identity",
+    "qk2_ov1_var_identity",
+    "qk_matrix",
+    "reference_model",
+    "same_addition_cosine",
+    "second_spike_scores",
+    "train_linear_probe",
+]
+
+
+def __getattr__(name):  # the report pulls in matplotlib: import it only when asked for
+    if name in ("analyze_model", "analyze_run"):
+        from empirical.analysis import report
+
+        return getattr(report, name)
+    raise AttributeError(f"module 'empirical.analysis' has no attribute {name!r}")

@@ -1,0 +1,252 @@
+"""Shared pieces of the analyses: circuit matrices, fixed probe batches, a light forward pass.
+
+Conventions (used by every module of `empirical.analysis`):
+
+* layers are 0-indexed like TransformerLens's blocks: "layer 1" of the paper is block 0,
+  "layer 2" is block 1. Function names say `l1` / `l2` in the paper's numbering.
+* `qk_matrix(model, layer)` is W_Q W_K^T / sqrt(d_head): x_query @ it @ x_key gives the
+  attention score exactly as the model computes it (before the causal mask and softmax).
+* `ov_matrix(model, layer)` is W_V W_O: x_source @ it is what the head writes for x_source.
+* The probe data (`ProbeData`) are drawn once from the *unrestricted* distribution of the
+  task (every variable allowed at both operand positions, no held-out pairs, equal thirds of
+  0-, 1- and 2-var sequences), so the measures see the variables that training never put at
+  a position (the paper's `b` as second operand) as well as the trained ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from empirical.task import Batch, TaskConfig, TrainingSampler, Vocabulary
+from empirical.task.pairs import derive_seed
+
+# -- circuit matrices -------------------------------------------------------------------
+
+
+def qk_matrix(model, layer: int) -> Tensor:
+    """W_Q W_K^T / sqrt(d_head) of block `layer` (0 = the paper's layer 1), [d_model, d_model]."""
+    attn = model.blocks[layer].attn
+    return (attn.W_Q[0] @ attn.W_K[0].T) / model.cfg.attn_scale
+
+
+def ov_matrix(model, layer: int) -> Tensor:
+    """W_V W_O of block `layer`, [d_model, d_model] (source row vector -> written vector)."""
+    attn = model.blocks[layer].attn
+    return attn.W_V[0] @ attn.W_O[0]
+
+
+def mlp_out(model, x: Tensor) -> Tensor:
+    """The layer-2 MLP on residual vectors x [..., d_model] (ReLU, no biases)."""
+    return torch.relu(x @ model.W_in) @ model.W_out
+
+
+# -- probe data -------------------------------------------------------------------------
+
+
+def unrestricted_task(task: TaskConfig, frac_1var: float = 1 / 3, ratio: float = 1.0):
+    """`task` with no variable-position restriction and no held-out pair, and the given mix
+    (default: equal thirds of 0-, 1- and 2-var sequences)."""
+    return dataclasses.replace(
+        task, r1=(), r2=(), held_out_fraction=0.0, frac_1var=frac_1var, ratio_2var_to_0var=ratio
+    )
+
+
+def sample_unrestricted(
+    task: TaskConfig, n: int, seed: int, tag: str, frac_1var: float = 1 / 3, ratio: float = 1.0
+) -> Batch:
+    """n sequences of the unrestricted distribution (see `unrestricted_task`), on the CPU,
+    deterministic in (task, n, seed, tag)."""
+    cfg = unrestricted_task(task, frac_1var, ratio)
+    sampler = TrainingSampler(cfg, torch.zeros((0, 2), dtype=torch.long))
+    gen = torch.Generator().manual_seed(derive_seed(seed, "analysis", tag))
+    return sampler.sample(n, gen)
+
+
+def second_operand_batch(task: TaskConfig, n: int, seed: int) -> Batch:
+    """Sequences whose second operand (position L-2) is a variable: 1-var and 2-var sequences
+    of the unrestricted distribution, so every variable sits there about equally often."""
+    batch = sample_unrestricted(task, n, seed, "second", frac_1var=0.5, ratio=float("inf"))
+    return batch[batch.operand_vars[:, 1] >= 0]
+
+
+@dataclass
+class ProbeData:
+    """The fixed sequences every per-snapshot measure reads (built once, reused).
+
+    test: n sequences, unrestricted distribution, equal thirds 0/1/2-var (attention measures,
+        the probes' held-out split). train: another n of the same distribution (probe
+        training). second: sequences with a variable as second operand (Figure 9).
+    """
+
+    task: TaskConfig
+    seed: int
+    test: Batch
+    train: Batch
+    second: Batch
+
+    @property
+    def vocab(self) -> Vocabulary:
+        return Vocabulary.from_config(self.task)
+
+
+def make_probe_data(task: TaskConfig, seed: int = 0, n: int = 2048, n_second: int = 1536):
+    """ProbeData for `task`, deterministic in (task, seed, n, n_second)."""
+    return ProbeData(
+        task=task,
+        seed=int(seed),
+        test=sample_unrestricted(task, n, seed, "probe-test"),
+        train=sample_unrestricted(task, n, seed, "probe-train"),
+        second=second_operand_batch(task, n_second, seed),
+    )
+
+
+# -- a light forward pass ---------------------------------------------------------------
+
+
+@dataclass
+class LightForward:
+    """What the per-snapshot measures need, without any [batch, L, d_model] tensor.
+
+    pattern1 [B, L, L]: layer-1 attention; pattern2 [B, L]: layer-2 attention of the last
+    position (`=`); resid_mid [B, d] and logits [B, p] at the last position. The residual
+    after layer 1 (blocks.0.hook_resid_post) is computed on demand: `resid1_at(rows, pos)`
+    for chosen (row, position) pairs, `resid1` for all of them.
+    """
+
+    pattern1: Tensor
+    pattern2: Tensor
+    resid_mid: Tensor
+    logits: Tensor
+    tokens: Tensor = field(repr=False)
+    C: Tensor = field(repr=False)  # [W_E; W_pos[:L]], [V + L, d]
+    COV: Tensor = field(repr=False)  # C @ W_OV^1
+
+    def rows(self, i: int, j: int) -> LightForward:
+        """The rows i..j-1 (a sub-batch)."""
+        return LightForward(
+            self.pattern1[i:j],
+            self.pattern2[i:j],
+            self.resid_mid[i:j],
+            self.logits[i:j],
+            self.tokens[i:j],
+            self.C,
+            self.COV,
+        )
+
+    def resid1_at(self, rows: Tensor, pos: Tensor) -> Tensor:
+        """Residual after layer 1 at (rows[i], pos[i]), [n, d]: the input embedding plus the
+        attention-weighted layer-1 OV images of the tokens and positions attended to."""
+        V = self.C.shape[0] - self.tokens.shape[1]
+        rows, pos = rows.to(self.tokens.device), pos.to(self.tokens.device)
+        x = self.C[self.tokens[rows, pos]] + self.C[V + pos]
+        return x + _pool(self.pattern1[rows, pos], self.tokens[rows], V) @ self.COV
+
+    @property
+    def resid1(self) -> Tensor:
+        B, L = self.tokens.shape
+        rows = torch.arange(B, device=self.tokens.device).repeat_interleave(L)
+        pos = torch.arange(L, device=self.tokens.device).repeat(B)
+        return self.resid1_at(rows, pos).reshape(B, L, -1)
+
+
+def _pool(w: Tensor, tokens: Tensor, V: int) -> Tensor:
+    """Weights w [n, L] per position -> [n, V + L] per id (token ids, then positions), so
+    that sum_t w_t (C[tok_t] + C[V + t]) = _pool(w) @ C."""
+    return torch.cat([w.new_zeros(w.shape[0], V).scatter_add(1, tokens, w), w], dim=1)
+
+
+@torch.no_grad()
+def light_forward(model, tokens: Tensor, chunk: int = 2048) -> LightForward:
+    """The model's forward pass (same numbers as `run_with_cache`, up to float rounding),
+    computed like `forward_fast`: layer 1 from per-id tables, layer 2 only for the last
+    query, so no [batch, L, d_model] tensor is built (memory traffic dominates on the CPU)."""
+    tokens = tokens.to(model.device)
+    parts = [_light_forward(model, tokens[i : i + chunk]) for i in range(0, len(tokens), chunk)]
+    if len(parts) == 1:
+        return parts[0]
+    cat = [torch.cat([getattr(p, name) for p in parts]) for name in _BATCHED]
+    return LightForward(*cat, parts[0].C, parts[0].COV)
+
+
+_BATCHED = ("pattern1", "pattern2", "resid_mid", "logits", "tokens")
+
+
+def _light_forward(model, tok: Tensor) -> LightForward:
+    B, L = tok.shape
+    V = model.cfg.d_vocab
+    a0, a1 = model.blocks[0].attn, model.blocks[1].attn
+    C = torch.cat([model.W_E, model.W_pos[:L]])  # [N, d]
+    N = C.shape[0]
+    # layer 1: score(q, k) = x_q QK x_k, x = C[tok] + C[V + pos]: four table lookups
+    T = (C @ a0.W_Q[0]) @ (C @ a0.W_K[0]).T / model.cfg.attn_scale  # [N, N]
+    pos = torch.arange(L, device=tok.device)
+    scores = (
+        T[:V, :V][tok[:, :, None], tok[:, None, :]]
+        + T[:V, V:][tok]
+        + T[V:, :V][pos[None, :, None], tok[:, None, :]]
+        + T[V:, V:]
+    )
+    mask = torch.ones(L, L, dtype=torch.bool, device=tok.device).tril()
+    A = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)  # [B, L, L]
+    COV = C @ ov_matrix(model, 0)  # [N, d]
+    last = C[tok[:, -1]] + C[V + L - 1] + _pool(A[:, -1], tok, V) @ COV  # resid1 at `=`
+    # layer 2 at `=`: score_s = r . resid1_s, resid1_s = C[tok_s] + C[V+s] + sum_j A_sj COV[..]
+    r = (last @ a1.W_Q[0]) @ a1.W_K[0].T / model.cfg.attn_scale  # [B, d]
+    CC = torch.cat([C, COV])  # [2N, d]
+    rr = r @ CC.T  # [B, 2N]
+
+    def at(row: Tensor) -> Tensor:  # per-id values -> per position: row[tok_s] + row[V + s]
+        return row[:, :V].gather(1, tok) + row[:, V:]
+
+    scores2 = at(rr[:, :N]) + (A * at(rr[:, N:]).unsqueeze(1)).sum(-1)
+    a2 = torch.softmax(scores2, dim=-1)  # [B, L]
+    a2A = (a2.unsqueeze(-1) * A).sum(1)  # weight of each position's layer-1 OV image
+    mixed = torch.cat([_pool(a2, tok, V), _pool(a2A, tok, V)], dim=1) @ CC
+    resid_mid = last + mixed @ ov_matrix(model, 1)
+    post = resid_mid + mlp_out(model, resid_mid)
+    return LightForward(A, a2, resid_mid, post @ model.W_U, tok, C, COV)
+
+
+# -- small helpers ----------------------------------------------------------------------
+
+
+def number_positions(task: TaskConfig, tokens: Tensor) -> tuple[Tensor, Tensor]:
+    """(row, position) of every assigned number: the numbers in the assignment region
+    0..L-5 (each follows its variable)."""
+    region = tokens[:, : task.L - 4]
+    rows, pos = torch.nonzero(region < task.p, as_tuple=True)
+    return rows, pos
+
+
+def token_labels(vocab: Vocabulary, tokens: Tensor) -> list[str]:
+    """Axis labels "pos:token" of one sequence."""
+    return [f"{i}:{vocab.names[int(t)]}" for i, t in enumerate(tokens.tolist())]
+
+
+@contextmanager
+def torch_threads(n: int | None):
+    """Temporarily run torch with n CPU threads (None or 0: leave as is)."""
+    if not n:
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+def strict_argmax_is(scores: Tensor, target: Tensor, valid: Tensor | None = None) -> Tensor:
+    """Per row: whether the score at `target` is strictly above every other valid score
+    (ties count as failure). scores [..., n]; target [...] long; valid [..., n] bool."""
+    if valid is not None:
+        scores = scores.masked_fill(~valid, float("-inf"))
+    at = scores.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    others = scores.scatter(-1, target.unsqueeze(-1), float("-inf"))
+    return at > others.max(dim=-1).values

@@ -1,0 +1,292 @@
+"""The seven progress measures of the paper's Appendix B, and the second-spike scores of
+Section 6 (Figure 9), per model and over a run's snapshots.
+
+Every measure is a number in [0, 1] computed from (model, task config, fixed probe data);
+`MEASURES` gives each one's threshold and one-line definition (also in docs/analysis.md).
+
+    data = make_probe_data(task, seed)                 # once
+    values = progress_measures(model, data)            # {name: value}
+    history = progress_over_training(run_dir, data)    # every snapshot of a run
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from empirical.analysis.common import (
+    LightForward,
+    ProbeData,
+    light_forward,
+    number_positions,
+    strict_argmax_is,
+)
+from empirical.analysis.ov_mlp import ov2_mlp2_accuracy
+from empirical.analysis.probes import train_linear_probe
+from empirical.analysis.qk import qk1_num_to_prev_var, qk2_ov1_var_identity
+from empirical.task import Batch, TaskConfig
+
+# name -> (threshold, one-line definition)
+MEASURES: dict[str, tuple[float, str]] = {
+    "ov2_mlp2_accuracy": (
+        0.9,
+        "accuracy over all p^2 operand pairs of the isolated layer-2 OV-MLP circuit, "
+        "argmax (v + MLP(v)) W_U with v = (W_E[x] + W_E[y]) W_OV^2 / 2",
+    ),
+    "qk1_num_to_prev_var": (
+        0.9,
+        "fraction of (number n, position t in 3..L-5) for which the layer-1 score "
+        "(W_E[n] + W_pos[t]) W_QK^1 W_pos[s] over s in {0..t-1} minus {t-2} is strictly "
+        "largest at s = t-1",
+    ),
+    "qk2_ov1_var_identity": (
+        1.0,
+        "fraction of variables u for which S[u, v] = (W_E[=] + W_pos[L-1] + ebar_u) W_QK^2 "
+        "(nbar + ebar_v)^T, ebar = W_E[var] W_OV^1, is strictly largest at v = u",
+    ),
+    "attn_l1_equal_to_operands": (
+        0.9,
+        "fraction of probe sequences with a variable operand in which every variable "
+        "operand position (L-3, L-2) gets at least 1/4 of `=`'s layer-1 attention",
+    ),
+    "attn_l1_num_to_prev": (
+        0.9,
+        "fraction of assigned numbers (positions 1..L-5) whose layer-1 attention is "
+        "strictly largest on the previous token (their variable)",
+    ),
+    "attn_l2_equal_to_values": (
+        0.9,
+        "fraction of probe sequences whose `=` layer-2 attention has its top-m positions "
+        "equal to the m distinct value positions of the operands (m = 2, or 1 for `c+c`)",
+    ),
+    "probe_l1_var_from_num": (
+        0.9,
+        "held-out accuracy of a linear probe (logistic regression) classifying the "
+        "assigned variable from the residual after layer 1 at assigned-number positions",
+    ),
+}
+MEASURE_NAMES = tuple(MEASURES)
+
+
+# -- the measures from a light forward pass ---------------------------------------------
+
+
+def _l1_equal_to_operands(task: TaskConfig, batch: Batch, fw: LightForward) -> float:
+    L = task.L
+    dev = fw.pattern1.device
+    is_var = batch.operand_vars.to(dev) >= 0  # [B, 2]
+    has_var = is_var.any(-1)
+    if not bool(has_var.any()):
+        return float("nan")
+    att = fw.pattern1[:, L - 1, L - 3 : L - 1]  # [B, 2]
+    ok = ((att >= 0.25) | ~is_var).all(-1)
+    return ok[has_var].double().mean().item()
+
+
+def _l1_num_to_prev(task: TaskConfig, batch: Batch, fw: LightForward) -> float:
+    rows, pos = number_positions(task, batch.tokens)
+    rows, pos = rows.to(fw.pattern1.device), pos.to(fw.pattern1.device)
+    pat = fw.pattern1[rows, pos]  # [n, L] (masked future positions are 0)
+    valid = torch.arange(task.L, device=pat.device)[None, :] <= pos[:, None]
+    return strict_argmax_is(pat, pos - 1, valid).double().mean().item()
+
+
+def _l2_equal_to_values(task: TaskConfig, batch: Batch, fw: LightForward) -> float:
+    pat = fw.pattern2
+    vp = batch.value_positions.to(pat.device)
+    # every value position must strictly beat every other position
+    others = pat.scatter(1, vp, float("-inf")).max(-1).values
+    ok = pat.gather(1, vp).min(-1).values > others
+    return ok.double().mean().item()
+
+
+def _var_from_num_features(task: TaskConfig, batch: Batch, fw: LightForward):
+    rows, pos = number_positions(task, batch.tokens)
+    X = fw.resid1_at(rows, pos)
+    y = batch.tokens[rows, pos - 1] - task.p
+    return X, y.to(X.device)
+
+
+PROBE_MAX_TRAIN = 2048  # assigned numbers the variable probe trains on (plenty for K classes)
+
+
+def _probe_var_from_num(task, train: Batch, fw_train, test: Batch, fw_test, steps=50) -> float:
+    Xtr, ytr = _var_from_num_features(task, train, fw_train)
+    Xte, yte = _var_from_num_features(task, test, fw_test)
+    Xtr, ytr = Xtr[:PROBE_MAX_TRAIN], ytr[:PROBE_MAX_TRAIN]
+    return train_linear_probe(Xtr, ytr, Xte, yte, task.K, steps=steps).test_acc
+
+
+# -- public single-measure functions ----------------------------------------------------
+
+
+def attn_l1_equal_to_operands(model, task: TaskConfig, batch: Batch) -> float:
+    return _l1_equal_to_operands(task, batch, light_forward(model, batch.tokens))
+
+
+def attn_l1_num_to_prev(model, task: TaskConfig, batch: Batch) -> float:
+    return _l1_num_to_prev(task, batch, light_forward(model, batch.tokens))
+
+
+def attn_l2_equal_to_values(model, task: TaskConfig, batch: Batch) -> float:
+    return _l2_equal_to_values(task, batch, light_forward(model, batch.tokens))
+
+
+def probe_l1_var_from_num(model, task: TaskConfig, train: Batch, test: Batch) -> float:
+    fw_tr, fw_te = light_forward(model, train.tokens), light_forward(model, test.tokens)
+    return _probe_var_from_num(task, train, fw_tr, test, fw_te)
+
+
+# -- second spike (Figure 9) ------------------------------------------------------------
+
+
+def _second_spike(task: TaskConfig, batch: Batch, fw: LightForward) -> dict:
+    L = task.L
+    dev = fw.pattern1.device
+    var2 = batch.operand_vars[:, 1].to(dev)
+    vpos = batch.value_positions[:, 1].to(dev)
+    l1 = fw.pattern1[:, L - 1, L - 2]
+    l2 = fw.pattern2.gather(1, vpos[:, None]).squeeze(1)
+    correct = (fw.logits.argmax(-1) == batch.labels.to(dev)).double()
+    out = {}
+    for v, letter in enumerate(task.letters):
+        m = var2 == v
+        n = int(m.sum())
+        if n == 0:
+            continue
+        out[letter] = {
+            "l1_eq_to_second": l1[m].mean().item(),
+            "l2_eq_to_second_value": l2[m].mean().item(),
+            "accuracy": correct[m].mean().item(),
+            "n": n,
+        }
+    return out
+
+
+def second_spike_scores(model, task: TaskConfig, batch: Batch) -> dict:
+    """Per variable v (sequences with v as second operand): mean layer-1 attention from `=`
+    to position L-2, mean layer-2 attention from `=` to the number assigned to v, accuracy."""
+    return _second_spike(task, batch, light_forward(model, batch.tokens))
+
+
+# -- all of them at once ----------------------------------------------------------------
+
+
+@torch.no_grad()
+def progress_measures(model, data: ProbeData, with_second_spike: bool = False):
+    """All seven measures on `data` (one light forward pass over its three batches).
+    With `with_second_spike`, returns (measures, second_spike_scores)."""
+    task = data.task
+    n_te, n_tr = len(data.test), len(data.train)
+    tokens = torch.cat([data.test.tokens, data.train.tokens, data.second.tokens])
+    fw = light_forward(model, tokens)
+
+    fw_te, fw_tr, fw_2 = (
+        fw.rows(0, n_te),
+        fw.rows(n_te, n_te + n_tr),
+        fw.rows(n_te + n_tr, len(tokens)),
+    )
+    values = {
+        "ov2_mlp2_accuracy": ov2_mlp2_accuracy(model, task),
+        "qk1_num_to_prev_var": qk1_num_to_prev_var(model, task),
+        "qk2_ov1_var_identity": qk2_ov1_var_identity(model, task),
+        "attn_l1_equal_to_operands": _l1_equal_to_operands(task, data.test, fw_te),
+        "attn_l1_num_to_prev": _l1_num_to_prev(task, data.test, fw_te),
+        "attn_l2_equal_to_values": _l2_equal_to_values(task, data.test, fw_te),
+        "probe_l1_var_from_num": _probe_var_from_num(task, data.train, fw_tr, data.test, fw_te),
+    }
+    if not with_second_spike:
+        return values
+    return values, _second_spike(task, data.second, fw_2)
+
+
+# -- over a run's snapshots -------------------------------------------------------------
+
+
+def list_snapshots(run_dir: str | Path) -> list[tuple[int, Path]]:
+    """(step, path) of every snapshots/step_XXXXXX.pt of a run, sorted by step."""
+    found = []
+    for path in (Path(run_dir) / "snapshots").glob("step_*.pt"):
+        m = re.fullmatch(r"step_(\d+)\.pt", path.name)
+        if m:
+            found.append((int(m.group(1)), path))
+    return sorted(found)
+
+
+def crossing_steps(steps: list[int], values: list[float], threshold: float) -> dict:
+    """first: the first step whose value is >= threshold; stable: the first step from which
+    every later value is >= threshold (None if never)."""
+    first = next((s for s, v in zip(steps, values, strict=True) if v >= threshold), None)
+    stable = None
+    for s, v in zip(reversed(steps), reversed(values), strict=True):
+        if v >= threshold:
+            stable = s
+        else:
+            break
+    return {"threshold": threshold, "first": first, "stable": stable}
+
+
+@dataclass
+class ProgressHistory:
+    steps: list[int]
+    measures: dict[str, list[float]]
+    second_spike: dict[str, dict[str, list[float]]]  # letter -> quantity -> per step
+    crossings: dict[str, dict] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "steps": self.steps,
+            "measures": self.measures,
+            "second_spike": self.second_spike,
+            "crossings": self.crossings,
+            "seconds": self.seconds,
+        }
+
+
+def progress_over_training(
+    run_dir: str | Path,
+    data: ProbeData,
+    every: int = 1,
+    progress: bool = False,
+    snapshots: list[tuple[int, Path]] | None = None,
+) -> ProgressHistory:
+    """The seven measures and the second-spike scores at every `every`-th snapshot of
+    `run_dir` (the last snapshot always included), with each measure's threshold crossings."""
+    import time
+
+    from empirical.model import load_model
+
+    snaps = list_snapshots(run_dir) if snapshots is None else snapshots
+    if not snaps:
+        raise FileNotFoundError(f"{run_dir}: no snapshots/step_*.pt (train.snapshot_every = 0?)")
+    chosen = snaps[::every]
+    if chosen[-1] != snaps[-1]:
+        chosen.append(snaps[-1])
+    t0 = time.perf_counter()
+    steps: list[int] = []
+    measures: dict[str, list[float]] = {name: [] for name in MEASURE_NAMES}
+    second: dict[str, dict[str, list[float]]] = {}
+    iterator = chosen
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(chosen, desc="progress measures")
+    for step, path in iterator:
+        model = load_model(path)
+        model.eval()
+        values, spike = progress_measures(model, data, with_second_spike=True)
+        steps.append(step)
+        for name in MEASURE_NAMES:
+            measures[name].append(values[name])
+        for letter, d in spike.items():
+            slot = second.setdefault(letter, {})
+            for key, value in d.items():
+                slot.setdefault(key, []).append(value)
+    crossings = {
+        name: crossing_steps(steps, measures[name], MEASURES[name][0]) for name in MEASURE_NAMES
+    }
+    return ProgressHistory(steps, measures, second, crossings, time.perf_counter() - t0)

@@ -1,0 +1,141 @@
+"""QK circuits on embeddings (paper Section 5.2, Figures 6, 7a, 7b).
+
+Scores are attention logits as the model computes them: x_query @ W_Q W_K^T @ x_key^T /
+sqrt(d_head) (`qk_matrix`).
+
+* `qk1_embedding_scores` (Figure 6): layer-1 scores between every pair of embeddings, rows
+  (queries) and columns (keys) both [W_E (all d_vocab tokens); W_pos (positions 0..L-1)],
+  i.e. the token x token, token x position, position x token and position x position blocks.
+  The full score of query token a at position t to key token b at position s is
+  T[a, b] + T[a, pos s] + T[pos t, b] + T[pos t, pos s].
+* `qk1_positional_preference` (Figure 7a): for a number n at position t (1..L-5: an
+  assigned number follows its variable), score_t(s) = (W_E[n] + W_pos[t]) W_QK^1 W_pos[s]^T
+  over the positions where its variable could sit: s < t (causal; s = t is the number
+  itself), s != t-2 (structurally a pad or a number). The key-token term of a variable key
+  is the same for every s, so it is left out. The measure is the fraction of (n, t) with
+  t in 3..L-5 (where more than one s is valid) whose strict argmax is s = t-1. The paper's
+  wording also keeps s = t; that variant is reported as `fraction_incl_self`.
+* `qk2_ov1_identity` (Figure 7b): S[u, v] = q_u W_QK^2 k_v^T with
+  q_u = W_E[=] + W_pos[L-1] + ebar_u (the `=` query after layer 1 copied operand variable u)
+  and k_v = nbar + ebar_v (an assigned number after layer 1 copied its variable v), where
+  ebar_v = W_E[var v] @ W_OV^1 and nbar is the mean number embedding. Positional terms of the
+  key and terms that depend on u only are the same along a row and do not move its argmax.
+  Identity score: fraction of rows u whose strict argmax is v = u; margin: mean over rows of
+  S[u, u] - max_{v != u} S[u, v]; diag_softmax: mean over rows of softmax_v(S[u, :])[u].
+"""
+
+from __future__ import annotations
+
+import torch
+
+from empirical.analysis.common import ov_matrix, qk_matrix, strict_argmax_is
+from empirical.task import TaskConfig, Vocabulary
+
+
+@torch.no_grad()
+def qk1_embedding_scores(model, task: TaskConfig) -> dict:
+    """Figure 6: the [(V + L), (V + L)] layer-1 score table over token and position
+    embeddings, with labels, and where `=` (token and position L-1) looks."""
+    vocab = Vocabulary.from_config(task)
+    L = task.L
+    E = torch.cat([model.W_E, model.W_pos[:L]])
+    T = E @ qk_matrix(model, 0) @ E.T
+    V = vocab.d_vocab
+    labels = list(vocab.names) + [f"pos {i}" for i in range(L)]
+    # `=` at position L-1 looking at positions (token-independent part of its key)
+    eq_to_pos = T[vocab.eq, V:] + T[V + L - 1, V:]
+    order = torch.argsort(eq_to_pos, descending=True).tolist()
+    operands = {L - 3, L - 2}
+    return {
+        "scores": T.cpu(),
+        "labels": labels,
+        "n_tokens": V,
+        "p": task.p,
+        "K": task.K,
+        "eq_position_scores": eq_to_pos.cpu().tolist(),
+        "eq_top2_positions": sorted(order[:2]),
+        "eq_prefers_operand_positions": set(order[:2]) == operands,
+        "num_to_var_mean": T[: task.p, task.p : task.p + task.K].mean().item(),
+        "num_to_num_mean": T[: task.p, : task.p].mean().item(),
+    }
+
+
+@torch.no_grad()
+def qk1_positional_preference(model, task: TaskConfig) -> dict:
+    """Figure 7a and the progress measure qk1_num_to_prev_var (see the module docstring)."""
+    L, p = task.L, task.p
+    QK = qk_matrix(model, 0)
+    ts = torch.arange(1, L - 4)  # number positions 1..L-5
+    # scores[n, t, s] = (W_E[n] + W_pos[t]) QK W_pos[s]
+    key = QK @ model.W_pos[:L].T  # [d, L]
+    tok = model.W_E[:p] @ key  # [p, L]
+    pos = model.W_pos[ts] @ key  # [T, L]
+    scores = tok[:, None, :] + pos[None, :, :]  # [p, T, L]
+    s = torch.arange(L)
+    valid = (s[None, :] < ts[:, None]) & (s[None, :] != ts[:, None] - 2)  # [T, L]
+    with_self = valid | (s[None, :] == ts[:, None])
+    valid, with_self = valid.to(scores.device), with_self.to(scores.device)
+    target = (ts - 1).to(scores.device).expand(p, -1)
+    hit = strict_argmax_is(scores, target, valid.expand(p, -1, -1))  # [p, T]
+    hit_self = strict_argmax_is(scores, target, with_self.expand(p, -1, -1))
+    scored = (ts >= 3).to(scores.device)  # t = 1, 2 have one valid s (t-1): trivially right
+    mean_scores = scores.mean(0).masked_fill(~valid, float("nan"))
+    argmax_mean = scores.mean(0).masked_fill(~valid, float("-inf")).argmax(-1)
+    return {
+        "fraction": hit[:, scored].double().mean().item(),
+        "fraction_incl_self": hit_self.double().mean().item(),
+        "fraction_by_position": {
+            int(t): hit[:, i].double().mean().item() for i, t in enumerate(ts)
+        },
+        "positions": ts.tolist(),
+        "positions_scored": ts[ts >= 3].tolist(),
+        "mean_scores": mean_scores.cpu(),  # [T, L], NaN where not a valid position
+        "argmax_of_mean": argmax_mean.cpu().tolist(),
+        "note": "score_t(s) = (W_E[n] + W_pos[t]) W_QK^1 W_pos[s] over s in {0..t-1} minus "
+        "{t-2}; fraction of (number n, position t in 3..L-5) whose strict argmax is s = t-1. "
+        "fraction_incl_self also lets s = t (the number itself) compete, t in 1..L-5",
+    }
+
+
+def qk1_num_to_prev_var(model, task: TaskConfig) -> float:
+    """Progress measure: `qk1_positional_preference(...)["fraction"]`."""
+    return qk1_positional_preference(model, task)["fraction"]
+
+
+@torch.no_grad()
+def qk2_ov1_matrix(model, task: TaskConfig) -> torch.Tensor:
+    """S[u, v] of Figure 7b (module docstring), [K, K]."""
+    vocab = Vocabulary.from_config(task)
+    p, K, L = task.p, task.K, task.L
+    ebar = model.W_E[p : p + K] @ ov_matrix(model, 0)  # [K, d]
+    q = model.W_E[vocab.eq] + model.W_pos[L - 1] + ebar
+    k = model.W_E[:p].mean(0) + ebar
+    return q @ qk_matrix(model, 1) @ k.T
+
+
+@torch.no_grad()
+def qk2_ov1_identity(model, task: TaskConfig) -> dict:
+    S = qk2_ov1_matrix(model, task)
+    K = S.shape[0]
+    eye = torch.eye(K, dtype=torch.bool, device=S.device)
+    hit = strict_argmax_is(S, torch.arange(K, device=S.device))
+    off = S.masked_fill(eye, float("-inf")).max(-1).values if K > 1 else S.diagonal() * 0
+    margin = S.diagonal() - off
+    spread = S.std().item() if K > 1 else 1.0
+    return {
+        "matrix": S.cpu(),
+        "labels": list(task.letters),
+        "identity_score": hit.double().mean().item(),
+        "margin_mean": margin.mean().item(),
+        "margin_min": margin.min().item(),
+        "margin_over_std": margin.mean().item() / max(spread, 1e-12),
+        "diag_softmax": torch.softmax(S, -1).diagonal().mean().item(),
+        "row_argmax": S.argmax(-1).tolist(),
+        "note": "S[u,v] = (W_E[=] + W_pos[L-1] + ebar_u) W_QK^2 (nbar + ebar_v)^T, "
+        "ebar_v = W_E[var v] W_OV^1, nbar = mean number embedding",
+    }
+
+
+def qk2_ov1_var_identity(model, task: TaskConfig) -> float:
+    """Progress measure: fraction of rows of S whose strict argmax is the diagonal."""
+    return qk2_ov1_identity(model, task)["identity_score"]

@@ -1,0 +1,112 @@
+"""A hand-built model that solves the task with exactly the paper's circuit: the reference
+point of every analysis (each progress measure is 1 on it), and the tests' ground truth.
+
+    model = reference_model(task)                     # AssignAddTransformer, exact circuit
+    model = reference_model(task, shuffle_qk2=True)   # layer 2 matches u with v != u
+    model = reference_model(task, shuffle_qk1=True)   # numbers attend to position 0
+
+The residual stream has orthogonal one-hot blocks: token ids, positions, "bound variable"
+B_u (K), operand value (p) and answer (p); d_model = d_head = d_vocab + L + K + 2p.
+
+* Layer 1 is purely positional: an assigned number at t (1..L-5) attends to t-1 (its
+  variable); `=` attends to L-3 and L-2 equally; positions 0, L-4, L-3, L-2 attend to
+  themselves. Its OV maps variable token u to B_u, everything else to 0.
+* Layer 2 (query `=`): the operand positions L-3, L-2 score P = 20; the B-B block scores
+  G = 40 per unit of B_u on both sides, so a number bound to an operand variable scores
+  0.5 * G = P (the `=` carries B_u with weight 1/2 from each operand position); variable
+  tokens and `=` itself as keys score -100. Its OV maps number token n to 5 * e_val[n].
+* The MLP is a lookup table without biases: neuron (i, j), i <= j, reads
+  +1 on val i and val j and -1 on the other values, so with v = a(e_x + e_y) exactly neuron
+  (x, y) fires (and for x = y also (x, j), which the weight 2 of the diagonal neuron
+  outvotes); it writes e_ans[(i + j) mod p], which W_U reads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from empirical.model import AssignAddTransformer, ModelConfig
+from empirical.task import TaskConfig, Vocabulary
+
+
+def reference_layout(task: TaskConfig) -> dict[str, int]:
+    V = task.p + task.K + 3
+    tok, pos = 0, V
+    bound = pos + task.L
+    val = bound + task.K
+    ans = val + task.p
+    return {"tok": tok, "pos": pos, "bound": bound, "val": val, "ans": ans, "d": ans + task.p}
+
+
+@torch.no_grad()
+def reference_model(
+    task: TaskConfig,
+    shuffle_qk1: bool = False,
+    shuffle_qk2: bool = False,
+    A: float = 30.0,
+    P: float = 20.0,
+    G: float = 40.0,
+    penalty: float = 100.0,
+    value_gain: float = 5.0,
+) -> AssignAddTransformer:
+    p, K, L = task.p, task.K, task.L
+    vocab = Vocabulary.from_config(task)
+    lay = reference_layout(task)
+    d = lay["d"]
+    pairs = [(i, j) for i in range(p) for j in range(i, p)]
+    cfg = ModelConfig.for_task(p, K, L, d_model=d, d_mlp=len(pairs), dtype="float64")
+    model = AssignAddTransformer(cfg, seed=0)
+    for param in model.parameters():
+        param.zero_()
+    scale = math.sqrt(cfg.d_head_)
+    eye = torch.eye(d, dtype=torch.float64)
+    pos = lay["pos"]
+
+    model.W_E.copy_(eye[: p + K + 3])
+    model.W_pos.copy_(eye[pos : pos + L])
+
+    # layer 1: positional previous-token head, `=` -> operand positions
+    M1 = torch.zeros(d, d, dtype=torch.float64)
+    for t in range(1, L - 4):
+        M1[pos + t, pos + (0 if shuffle_qk1 else t - 1)] = A
+    for t in (0, L - 4, L - 3, L - 2):
+        M1[pos + t, pos + t] = A
+    M1[pos + L - 1, pos + L - 3] = A
+    M1[pos + L - 1, pos + L - 2] = A
+    a0 = model.blocks[0].attn
+    a0.W_Q[0].copy_(eye)
+    a0.W_K[0].copy_(scale * M1.T)
+    a0.W_V[0].copy_(eye)
+    O1 = torch.zeros(d, d, dtype=torch.float64)
+    for u in range(K):
+        O1[p + u, lay["bound"] + u] = 1.0
+    a0.W_O[0].copy_(O1)
+
+    # layer 2: `=` -> operand positions and numbers bound to the operand variables
+    M2 = torch.zeros(d, d, dtype=torch.float64)
+    M2[pos + L - 1, pos + L - 3] = P
+    M2[pos + L - 1, pos + L - 2] = P
+    perm = [(u + 1) % K for u in range(K)] if shuffle_qk2 else list(range(K))
+    for u in range(K):
+        M2[lay["bound"] + u, lay["bound"] + perm[u]] = G
+        M2[pos + L - 1, p + u] = -penalty
+    M2[pos + L - 1, vocab.eq] = -penalty
+    a1 = model.blocks[1].attn
+    a1.W_Q[0].copy_(eye)
+    a1.W_K[0].copy_(scale * M2.T)
+    a1.W_V[0].copy_(eye)
+    O2 = torch.zeros(d, d, dtype=torch.float64)
+    for n in range(p):
+        O2[n, lay["val"] + n] = value_gain
+    a1.W_O[0].copy_(O2)
+
+    # layer-2 MLP: lookup table of unordered pairs
+    for c, (i, j) in enumerate(pairs):
+        col = torch.full((p,), -1.0, dtype=torch.float64)
+        col[i] = col[j] = 1.0
+        model.W_in[lay["val"] : lay["val"] + p, c] = col
+        model.W_out[c, lay["ans"] + (i + j) % p] = 2.0 if i == j else 1.0
+    model.W_U[lay["ans"] : lay["ans"] + p].copy_(torch.eye(p, dtype=torch.float64))
+    return model

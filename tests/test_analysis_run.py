@@ -1,0 +1,102 @@
+"""`python -m empirical analyze` on a short real training run: every output file, numbers in
+range, --step, the over-training history, and the errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from empirical.analysis import MEASURE_NAMES, make_probe_data, progress_over_training
+from empirical.cli.analyze import main
+from empirical.run_config import load_run_config
+from empirical.train.loop import train_run
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = {
+    "attention_patterns.png",
+    "ov_mlp_cosine.png",
+    "probes.png",
+    "fourier_neuron.png",
+    "fourier_spectrum.png",
+    "qk1_embeddings.png",
+    "qk1_positional.png",
+    "qk2_ov1_identity.png",
+    "progress_measures.png",
+    "second_spike.png",
+}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    cfg = load_run_config(
+        ROOT / "configs" / "smoke.toml",
+        ["task.eval_size=200", "train.steps=40", "train.snapshot_every=20", "train.threads=1"],
+    )
+    path = tmp_path_factory.mktemp("run")
+    train_run(cfg, path, progress=False)
+    yield path
+    torch.set_num_threads(old)
+
+
+def in_unit(x) -> bool:
+    return x is None or (isinstance(x, (int, float)) and -1e-9 <= x <= 1 + 1e-9)
+
+
+def test_analyze_writes_every_output(run_dir, capsys):
+    assert main([str(run_dir), "--probe-size", "256", "--no-progress"]) == 0
+    out = run_dir / "analysis"
+    assert FIGURES <= {p.name for p in out.iterdir()}
+    for name in FIGURES:
+        assert (out / name).stat().st_size > 15_000, name  # a real picture, not an empty canvas
+    summary = (out / "summary.md").read_text()
+    assert capsys.readouterr().out.strip() == summary.strip()
+    for name in MEASURE_NAMES:
+        assert name in summary
+    result = json.loads((out / "analysis.json").read_text())
+    assert result["step"] == 40
+    m = result["model"]
+    assert set(m["progress_measures"]) == set(MEASURE_NAMES)
+    assert all(in_unit(v) for v in m["progress_measures"].values())
+    for kind, d in m["ov_mlp_cosine"]["by_kind"].items():
+        assert -1 <= d["matched"]["mean"] <= 1 and -1 <= d["shuffled"]["mean"] <= 1, kind
+    assert in_unit(m["isolated_ov_mlp"]["accuracy"])
+    assert in_unit(m["answer_probes"]["resid_mid"]["test_acc"])
+    assert in_unit(m["qk2_ov1_identity"]["identity_score"])
+    assert in_unit(m["qk1_positional_preference"]["fraction"])
+    assert len(m["fourier"]["per_neuron_r2"]) == 64
+    assert all(in_unit(r) for r in m["fourier"]["per_neuron_r2"])
+    assert len(m["qk1_embeddings"]["scores"]) == 17 + 16  # d_vocab + L
+    dyn = result["training_dynamics"]
+    assert dyn["steps"] == [0, 20, 40]
+    for name in MEASURE_NAMES:
+        assert len(dyn["measures"][name]) == 3
+        assert all(in_unit(v) for v in dyn["measures"][name])
+        assert set(dyn["crossings"][name]) == {"threshold", "first", "stable"}
+    assert set(dyn["second_spike"]) == {"a", "b", "c"}
+
+
+def test_analyze_a_snapshot_without_dynamics(run_dir):
+    args = [str(run_dir), "--step", "20", "--no-dynamics", "--no-figures", "--quiet"]
+    assert main(args + ["--probe-size", "128"]) == 0
+    result = json.loads((run_dir / "analysis" / "step_000020" / "analysis.json").read_text())
+    assert result["step"] == 20 and result["training_dynamics"] is None
+    assert result["checkpoint"].endswith("step_000020.pt")
+
+
+def test_analyze_refuses_a_missing_step_and_a_non_run(run_dir, tmp_path, capsys):
+    assert main([str(run_dir), "--step", "7", "--quiet"]) == 2
+    assert "no snapshot for step 7" in capsys.readouterr().err
+    assert main([str(tmp_path), "--quiet"]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+
+
+def test_progress_over_training_every_other_snapshot_keeps_the_last(run_dir):
+    cfg = load_run_config(run_dir / "config.toml")
+    data = make_probe_data(cfg.task, 0, n=128, n_second=128)
+    history = progress_over_training(run_dir, data, every=2)
+    assert history.steps == [0, 40]
