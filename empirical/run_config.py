@@ -36,7 +36,9 @@ class TrainConfig:
     snapshot_every: int = 250  # weights-only snapshot for analysis over training (0: none)
     eval_batch_size: int = 4096
     device: str = "auto"  # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...
-    threads: int = 0  # torch CPU threads (0: torch's default)
+    threads: int = 1  # torch CPU threads (0: torch's default). 1 is fastest on our 2-core
+    # machines: `python benchmarks/bench_train.py` measured 20 ms/step with 1 thread and
+    # 120-500 ms/step with 2 (small ops pay for waking the second thread)
 
     def __post_init__(self) -> None:
         positive = ("steps", "batch_size", "eval_every", "checkpoint_every", "eval_batch_size")

@@ -100,7 +100,8 @@ def _check_run_dir(cfg: RunConfig, run_dir: Path, resume: bool) -> None:
         )
 
 
-def _setup_eval_sets(cfg: RunConfig, run_dir: Path, device: torch.device):
+def setup_eval_sets(cfg: RunConfig, run_dir: Path, device: torch.device):
+    """The run's evaluation sets on `device`: loaded from eval_sets.pt, or built and saved."""
     path = run_dir / "eval_sets.pt"
     if path.exists():
         sets = load_eval_sets(path)
@@ -138,7 +139,7 @@ def train_run(
     )
     sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, cfg.seed), device=device)
     generator = training_generator(cfg.seed, device)
-    sets = _setup_eval_sets(cfg, run_dir, device)
+    sets = setup_eval_sets(cfg, run_dir, device)
     metrics_path = run_dir / "metrics.jsonl"
 
     step, loss_sum, elapsed_before = 0, 0.0, 0.0
@@ -147,7 +148,7 @@ def train_run(
         ckpt = load_training_state(last_path)
         model.load_state_dict({k: v.to(device) for k, v in ckpt["model_state"].items()})
         optimizer.load_state_dict(ckpt["optimizer_state"])
-        generator.set_state(ckpt["data_rng_state"].to(generator.device))
+        generator.set_state(ckpt["data_rng_state"].cpu())
         torch.set_rng_state(ckpt["torch_rng_state"])
         step, loss_sum = ckpt["step"], ckpt["train_loss_sum"]
         elapsed_before = ckpt["elapsed_s"]
@@ -156,7 +157,7 @@ def train_run(
         metrics_path.unlink()
 
     if step == 0:
-        _evaluate_and_log(model, sets, tc, metrics_path, 0, float("nan"), 0.0, 0.0)
+        evaluate_and_log(model, sets, tc, metrics_path, 0, float("nan"), 0.0, 0.0)
         if tc.snapshot_every:
             save_model(model, run_dir / "snapshots" / f"step_{0:06d}.pt", {"step": 0})
 
@@ -194,7 +195,7 @@ def train_run(
 
         if step % tc.eval_every == 0 or step == tc.steps:
             elapsed = elapsed_before + time.perf_counter() - t0
-            acc = _evaluate_and_log(
+            acc = evaluate_and_log(
                 model, sets, tc, metrics_path, step, window_losses / window_n, lr, elapsed
             )
             window_losses, window_n = 0.0, 0
@@ -232,7 +233,8 @@ def _short_acc(acc: dict[str, float]) -> dict[str, str]:
     return out
 
 
-def _evaluate_and_log(model, sets, tc, metrics_path, step, train_loss, lr, elapsed):
+def evaluate_and_log(model, sets, tc, metrics_path, step, train_loss, lr, elapsed):
+    """Evaluate every set and append one record to metrics.jsonl; returns the accuracies."""
     acc, loss = evaluate_sets(model, sets, tc.eval_batch_size)
     record = {
         "step": step,

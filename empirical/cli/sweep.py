@@ -1,0 +1,108 @@
+"""`python -m empirical sweep`: the paper's Figure-3 sweeps, many models trained as one batch.
+
+Examples:
+    python -m empirical sweep --config configs/sweep_pairs.toml        # CPU-sized default
+    python -m empirical sweep --config configs/sweep_priming.toml
+    python -m empirical sweep --config configs/paper.toml \\
+        --param pair_fraction=1.0,0.9,0.8,0.7,0.6,0.5,0.4,0.3 --seeds 0 1 2
+    python -m empirical sweep --config configs/sweep_pairs.toml \\
+        --param task.held_out_fraction=0.5,0.4 train.steps=2000      # run-config overrides
+    python -m empirical sweep --config configs/sweep_pairs.toml --summarize   # only re-plot
+
+Re-running the same command skips finished members and resumes unfinished ones.
+See docs/sweep.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m empirical sweep",
+        description=(
+            "Train one model per (swept value, seed), batched as one stacked model, and plot "
+            "the final accuracy against the swept value with its threshold (Figure 3)."
+        ),
+    )
+    ap.add_argument("overrides", nargs="*", help="run-config overrides, e.g. train.steps=2000")
+    ap.add_argument("--config", help="sweep config: a run config plus a [sweep] table")
+    ap.add_argument(
+        "--param",
+        metavar="KEY=V1,V2,...",
+        help="swept field and values (a dotted run-config field, or the alias pair_fraction = "
+        "1 - task.held_out_fraction); ';' separates values that contain commas",
+    )
+    ap.add_argument(
+        "--seeds", nargs="+", metavar="SEED", help="seeds (every value is trained for each seed)"
+    )
+    ap.add_argument("--metric", help="accuracy to plot and threshold (default: the config's)")
+    ap.add_argument("--target", type=float, help="threshold target accuracy (default 0.99)")
+    ap.add_argument("--max-batch", type=int, help="members per batched model (0: no limit)")
+    ap.add_argument("--out", help="sweep directory (default runs/sweep/NAME)")
+    ap.add_argument("--summarize", action="store_true", help="no training: rewrite the summary")
+    ap.add_argument("--no-progress", action="store_true", help="a line per evaluation instead")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    if args.seeds is not None:  # `--seeds 0 1 train.steps=100`: the override is no seed
+        extra = [s for s in args.seeds if "=" in s]
+        args.seeds = [s for s in args.seeds if "=" not in s]
+        args.overrides = list(args.overrides) + extra
+    from empirical.config_io import ConfigError
+    from empirical.model import CheckpointError
+    from empirical.sweep.runner import run_sweep
+    from empirical.sweep.spec import load_sweep_config, parse_param
+    from empirical.train.loop import TrainingError
+
+    try:
+        base, spec = load_sweep_config(args.config, args.overrides)
+        if args.param:
+            spec.param, spec.values = parse_param(args.param)
+        if args.seeds is not None:
+            spec.seeds = [_seed(s) for s in args.seeds]
+        if args.metric is not None:
+            spec.metric = args.metric
+        if args.target is not None:
+            spec.target = args.target
+        if args.max_batch is not None:
+            spec.max_batch = args.max_batch
+        spec.__post_init__()  # re-validate after the command-line changes
+        if spec.note and not args.summarize:
+            print(spec.note.strip(), file=sys.stderr)
+        command = "python -m empirical sweep " + " ".join(shlex.quote(a) for a in argv)
+        outcome = run_sweep(
+            base,
+            spec,
+            Path(args.out) if args.out else None,
+            progress=not args.no_progress,
+            log=lambda text: print(text, file=sys.stderr),
+            train=not args.summarize,
+            command=command,
+        )
+        if args.summarize and not outcome.results["points"]:
+            print(f"no finished members in {outcome.sweep_dir}", file=sys.stderr)
+        return 0
+    except (ConfigError, TrainingError, CheckpointError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _seed(text: str) -> int:
+    from empirical.config_io import ConfigError
+
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"--seeds: {text!r} is not an integer seed") from None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

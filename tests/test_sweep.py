@@ -1,0 +1,280 @@
+"""Figure-3 sweeps: batched members equal single runs, own data per member, member-by-member
+resume, clear errors, threshold detection."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from empirical.cli.sweep import main as sweep_main
+from empirical.config_io import ConfigError
+from empirical.run_config import load_run_config
+from empirical.sweep import find_threshold, run_sweep, train_batch
+from empirical.sweep.batched import BatchedModel
+from empirical.sweep.results import MetricWeights, metric_value, summarize, write_results
+from empirical.sweep.runner import plan_batches
+from empirical.sweep.spec import SweepSpec, expand_members, parse_param
+from empirical.task import TrainingSampler, held_out_pairs, is_held, load_eval_sets
+from empirical.task.pairs import training_generator
+from empirical.train.loop import train_run
+from empirical.train.metrics import read_metrics
+from empirical.train.state import load_training_state
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ROOT / "configs" / "smoke.toml"
+TINY = ["task.eval_size=200", "train.steps=40", "train.snapshot_every=0"]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def tiny(*overrides: str):
+    return load_run_config(SMOKE, [*TINY, *overrides])
+
+
+def strip_time(records):
+    return [{k: v for k, v in r.items() if k != "elapsed_s"} for r in records]
+
+
+def assert_records_close(a, b, rel=1e-5):
+    assert [r["step"] for r in a] == [r["step"] for r in b]
+    for ra, rb in zip(a, b, strict=True):
+        for key in ("acc", "loss"):
+            assert ra[key].keys() == rb[key].keys()
+            for name in ra[key]:
+                assert ra[key][name] == pytest.approx(rb[key][name], rel=rel, abs=1e-6)
+        if rb["train_loss"] is None:
+            assert ra["train_loss"] is None
+        else:
+            assert ra["train_loss"] == pytest.approx(rb["train_loss"], rel=rel)
+
+
+def final_weights(run_dir: Path) -> dict:
+    return load_training_state(run_dir / "checkpoints" / "last.pt")["model_state"]
+
+
+def test_batched_members_match_single_runs(tmp_path):
+    cfgs = [tiny(), tiny("seed=1", "task.held_out_fraction=0.4", "task.ratio_2var_to_0var=0.5")]
+    train_batch([(c, tmp_path / f"batch{i}") for i, c in enumerate(cfgs)], progress=False)
+    for i, cfg in enumerate(cfgs):
+        train_run(cfg, tmp_path / f"single{i}", progress=False)
+        batched = read_metrics(tmp_path / f"batch{i}" / "metrics.jsonl")
+        single = read_metrics(tmp_path / f"single{i}" / "metrics.jsonl")
+        assert [r["step"] for r in batched] == [0, 20, 40]
+        assert_records_close(batched, single)
+        wb, ws = final_weights(tmp_path / f"batch{i}"), final_weights(tmp_path / f"single{i}")
+        assert wb.keys() == ws.keys()
+        for k in ws:
+            torch.testing.assert_close(wb[k], ws[k], rtol=1e-5, atol=1e-7)
+        # the member directory is a standard run directory, optimiser state included
+        ob = load_training_state(tmp_path / f"batch{i}" / "checkpoints" / "last.pt")
+        os_ = load_training_state(tmp_path / f"single{i}" / "checkpoints" / "last.pt")
+        for j, entry in os_["optimizer_state"]["state"].items():
+            for k, v in entry.items():
+                torch.testing.assert_close(ob["optimizer_state"]["state"][j][k], v)
+        assert (tmp_path / f"batch{i}" / "summary.json").is_file()
+
+
+def test_batched_forward_and_grads_match_float64():
+    cfg = tiny("model.dtype=float64")
+    mc = cfg.built_model_config()
+    from empirical.model import AssignAddTransformer
+
+    seeds = [0, 3, 5]
+    model = BatchedModel(mc, seeds)
+    singles = [AssignAddTransformer(mc, seed=s) for s in seeds]
+    gen = torch.Generator().manual_seed(0)
+    sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, 0))
+    batches = [sampler.sample(32, gen) for _ in seeds]
+    tokens = torch.stack([b.tokens for b in batches])
+    logits = model.forward_fast(tokens)
+    loss = sum(torch.nn.functional.cross_entropy(logits[m], batches[m].labels) for m in range(3))
+    loss.backward()
+    for m, single in enumerate(singles):
+        out = single.forward_fast(batches[m].tokens)
+        torch.testing.assert_close(logits[m], out, rtol=1e-12, atol=1e-12)
+        torch.nn.functional.cross_entropy(out, batches[m].labels).backward()
+        for name, p in single.named_parameters():
+            torch.testing.assert_close(
+                model.w(name).grad[m], p.grad, rtol=1e-10, atol=1e-12, msg=name
+            )
+
+
+def test_members_get_their_own_held_out_pairs_and_data(tmp_path):
+    base = tiny()
+    spec = SweepSpec(param="task.held_out_fraction", values=[0.1, 0.5], seeds=[0])
+    members = expand_members(base, spec)
+    assert [m.cfg.task.held_out_fraction for m in members] == [0.1, 0.5]
+    held = [held_out_pairs(m.cfg.task, m.cfg.seed) for m in members]
+    assert held[0].shape[0] == members[0].cfg.task.n_held_out < held[1].shape[0]
+    firsts = []
+    for m, h in zip(members, held, strict=True):
+        sampler = TrainingSampler(m.cfg.task, h)
+        batch = sampler.sample(512, training_generator(m.cfg.seed))
+        pairs = batch.operand_values
+        assert not bool(is_held(pairs, h, m.cfg.task.p).any())  # never a held-out pair
+        firsts.append(batch.tokens)
+    assert not torch.equal(firsts[0], firsts[1])
+    # the eval sets saved with each member hold that member's held-out pairs
+    train_batch([(m.cfg, tmp_path / m.dirname) for m in members], progress=False, stop_at=20)
+    for m, h in zip(members, held, strict=True):
+        saved = load_eval_sets(tmp_path / m.dirname / "eval_sets.pt")
+        assert torch.equal(saved.held_out, h)
+
+
+def test_resume_skips_finished_and_continues_unfinished(tmp_path, capsys):
+    args = ["--config", str(SMOKE), "--param", "pair_fraction=1.0,0.5", "--seeds", "0", *TINY]
+    # uninterrupted, through the command line
+    assert sweep_main([*args, "--out", str(tmp_path / "whole"), "--no-progress"]) == 0
+    whole = tmp_path / "whole"
+    for name in ("results.json", "summary.md", "smoke.png", "sweep.toml"):
+        assert (whole / name).is_file(), name
+    results = json.loads((whole / "results.json").read_text())
+    assert [p["x"] for p in results["points"]] == [0.5, 1.0]
+    err = capsys.readouterr().err
+    assert "pair_fraction=0.5_seed0" in err and "step 40" in err
+
+    base = tiny()
+    split = tmp_path / "split"
+    first = run_sweep(
+        base,
+        SweepSpec(param="pair_fraction", values=[1.0], seeds=[0]),
+        split,
+        progress=False,
+        log=None,
+    )
+    assert first.fresh == ["pair_fraction=1.0_seed0"]
+    done = split / "members" / "pair_fraction=1.0_seed0" / "metrics.jsonl"
+    mtime = done.stat().st_mtime_ns
+    spec = SweepSpec(param="pair_fraction", values=[1.0, 0.5], seeds=[0])
+    stopped = run_sweep(base, spec, split, progress=False, log=None, stop_at=20)
+    assert stopped.skipped == ["pair_fraction=1.0_seed0"] and stopped.stopped_early
+    assert stopped.results["missing_members"] == ["pair_fraction=0.5_seed0"]
+    resumed = run_sweep(base, spec, split, progress=False, log=None)
+    assert resumed.skipped == ["pair_fraction=1.0_seed0"]
+    assert resumed.resumed == ["pair_fraction=0.5_seed0"] and not resumed.fresh
+    assert done.stat().st_mtime_ns == mtime  # the finished member was not touched
+    for name in ("pair_fraction=1.0_seed0", "pair_fraction=0.5_seed0"):
+        a = strip_time(read_metrics(whole / "members" / name / "metrics.jsonl"))
+        b = strip_time(read_metrics(split / "members" / name / "metrics.jsonl"))
+        assert_records_close(a, b)
+        wa, wb = final_weights(whole / "members" / name), final_weights(split / "members" / name)
+        for k in wa:
+            torch.testing.assert_close(wa[k], wb[k], rtol=1e-5, atol=1e-7)
+    again = run_sweep(base, spec, split, progress=False, log=None)
+    assert len(again.skipped) == 2 and not again.batches
+
+
+@pytest.mark.parametrize(
+    ("param", "needle"),
+    [
+        ("task.nonexistent=1,2", "unknown field 'nonexistent'"),
+        ("task.held_out_fraction=0.5,1.5", "'1.5'"),
+        ("task.held_out_fraction=0.5,abc", "'abc'"),
+        ("pair_fraction=0.5,x", "not a number"),
+        ("seed=1,2", "--seeds"),
+        ("task.held_out_fraction", "KEY=V1,V2"),
+        ("task.held_out_fraction=0.5,0.5", "repeated"),
+        ("task=1,2", "is a table"),
+    ],
+)
+def test_bad_param_is_one_error_line_and_exit_2(tmp_path, capsys, param, needle):
+    rc = sweep_main(["--config", str(SMOKE), "--param", param, "--out", str(tmp_path), *TINY])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert len(err.splitlines()) == 1 and err.startswith("error: "), err
+    assert needle in err
+    assert not (tmp_path / "members").exists()
+
+
+def test_bad_metric_and_seeds_are_errors(tmp_path, capsys):
+    common = ["--config", str(SMOKE), "--param", "pair_fraction=1,0.5", "--out", str(tmp_path)]
+    assert sweep_main([*common, "--metric", "0var/everything"]) == 2
+    assert sweep_main([*common, "--seeds", "0", "x"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("error: ") for line in err)
+
+
+def test_architecture_params_are_batched_separately():
+    key, values = parse_param("model.d_model=16,32")
+    members = expand_members(tiny(), SweepSpec(param=key, values=values, seeds=[0, 1]))
+    batches = plan_batches(members, {m.dirname: 0 for m in members}, max_batch=0)
+    assert [[m.cfg.model.d_model for m in b] for b in batches] == [[16, 16], [32, 32]]
+    split = plan_batches(members, {m.dirname: 0 for m in members}, max_batch=1)
+    assert len(split) == 4
+    # task fields that only change the data share a batch
+    members = expand_members(
+        tiny(), SweepSpec(param="task.ratio_2var_to_0var", values=[0, 0.5, 2], seeds=[0])
+    )
+    assert len(plan_batches(members, {m.dirname: 0 for m in members}, 0)) == 1
+    with pytest.raises(ConfigError, match="cannot be swept"):
+        parse_param("train.device=cpu,cuda")
+
+
+def test_threshold_detection():
+    xs = [0.2, 0.4, 0.6, 0.8, 1.0]
+    got = find_threshold(xs, [0.1, 0.5, 0.995, 0.999, 1.0], 0.99)
+    assert got["threshold"] == 0.6 and got["stable_threshold"] == 0.6 and got["monotone"]
+    got = find_threshold(xs[::-1], [1.0, 0.999, 0.995, 0.5, 0.1], 0.99)  # unsorted input
+    assert got["threshold"] == 0.6
+    got = find_threshold(xs, [0.1, 0.995, 0.98, 0.999, 1.0], 0.99)  # a dip: not monotone
+    assert got["threshold"] == 0.4 and got["stable_threshold"] == 0.8 and not got["monotone"]
+    got = find_threshold(xs, [0.1, 0.2, 0.3, 0.995, 0.98], 0.99)  # the largest x fails
+    assert got["threshold"] == 0.8 and got["stable_threshold"] is None
+    assert find_threshold(xs, [1.0] * 5, 0.99)["threshold"] == 0.2
+    got = find_threshold(xs, [0.1, 0.2, 0.3, 0.9, float("nan")], 0.99)
+    assert got["threshold"] is None and got["stable_threshold"] is None
+
+
+def test_derived_metrics_and_summary_files(tmp_path):
+    cfg = tiny("task.held_out_fraction=0.5")
+    w = MetricWeights(cfg)
+    assert 0.4 < w.pair < 0.6
+    acc = {"0var/ind": 1.0, "0var/pair": 0.0, "2var/ind": 1.0, "2var/pair": 1.0}
+    acc |= {"2var/var": 0.0, "2var/both": 0.0}
+    assert metric_value("0var/all", acc, w) == pytest.approx(1 - w.pair)
+    assert metric_value("0var/pair", acc, w) == 0.0
+    assert metric_value("2var/all", acc, w) == pytest.approx(1 - w.restricted["2var"])
+    assert metric_value("2var/mean", acc, w) == 0.5
+    # synthetic sweep: 3 seeds, the threshold lands at 0.6
+    rows = []
+    for x, base_acc in [(0.2, 0.3), (0.4, 0.8), (0.6, 0.995), (0.8, 0.999), (1.0, 1.0)]:
+        for seed in range(3):
+            value = min(1.0, base_acc + 0.002 * (seed - 1))
+            rows.append(
+                {
+                    "member": f"m{x}_{seed}",
+                    "value": x,
+                    "x": x,
+                    "seed": seed,
+                    "final_step": 40,
+                    "metric": value,
+                    "aux": {"0var/pair": value / 2},
+                    "final_acc": {},
+                }
+            )
+    results = summarize(
+        rows,
+        param="pair_fraction",
+        x_label="fraction of pairs",
+        metric="0var/all",
+        target=0.99,
+        missing=[],
+        title="synthetic sweep",
+    )
+    assert results["threshold"]["threshold"] == 0.6
+    point = results["points"][1]
+    assert point["n"] == 3 and point["mean"] == pytest.approx(0.8)
+    assert point["min"] == pytest.approx(0.798) and point["max"] == pytest.approx(0.802)
+    json_path, md_path, fig_path = write_results(results, tmp_path, "fig.png")
+    assert json.loads(json_path.read_text())["threshold"]["threshold"] == 0.6
+    assert "threshold 0.6" in md_path.read_text()
+    assert fig_path.stat().st_size > 10_000
