@@ -1,0 +1,238 @@
+"""The whole paper in one command: theory tests, theory report, training, analysis, QK
+comparison, and `runs/<name>/report.md` linking every figure with this run's paper-checks table.
+
+    python -m empirical reproduce                      # configs/paper.toml, seed 0
+    python -m empirical reproduce train.steps=2000     # dotted overrides, as for `train`
+
+A stage that already finished is not redone: training resumes from its checkpoint, and an
+analysis whose output is newer than the final checkpoint is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Stage:
+    name: str
+    status: str = "not run"
+    seconds: float = 0.0
+    detail: str = ""
+    links: list[str] = field(default_factory=list)
+
+
+def _say(text: str) -> None:
+    print(f"[reproduce] {text}", file=sys.stderr, flush=True)
+
+
+def _subprocess_stage(stage: Stage, argv: list[str]) -> None:
+    t = time.perf_counter()
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
+    stage.seconds = time.perf_counter() - t
+    lines = [line for line in proc.stdout.splitlines() + proc.stderr.splitlines() if line.strip()]
+    stage.detail = lines[-1] if lines else ""
+    stage.status = "ok" if proc.returncode == 0 else f"failed (exit {proc.returncode})"
+
+
+def reproduce(cfg, runs_root: Path, skip_theory: bool = False, progress: bool = True) -> Path:
+    """Run every stage for `cfg` (a RunConfig); returns the path of the report."""
+    from empirical.train.loop import train_run
+
+    root = Path(runs_root) / cfg.name
+    run_dir = root / f"seed{cfg.seed}"
+    root.mkdir(parents=True, exist_ok=True)
+    stages = [Stage(n) for n in ("theory tests", "theory report", "train", "analyze", "compare-qk")]
+    total = len(stages)
+
+    def begin(i: int) -> Stage:
+        _say(f"stage {i + 1}/{total}: {stages[i].name}")
+        return stages[i]
+
+    if not skip_theory:
+        st = begin(0)
+        _subprocess_stage(
+            st, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "theory"]
+        )
+        st = begin(1)
+        report = root / "theory_report.md"
+        _subprocess_stage(st, [sys.executable, "-m", "theory", "report", "--out", str(report)])
+        st.links.append(report.name)
+    else:
+        stages[0].status = stages[1].status = "skipped"
+
+    st = begin(2)
+    t = time.perf_counter()
+    resume = (run_dir / "checkpoints" / "last.pt").exists()
+    result = train_run(cfg, run_dir, resume=resume, progress=progress)
+    st.seconds, st.status = time.perf_counter() - t, "ok"
+    st.detail = f"{result.step} steps" + (" (resumed)" if resume else "")
+    st.links.append(f"seed{cfg.seed}/training_curves.png")
+
+    st = begin(3)
+    from empirical.cli.analyze import main as analyze_main
+
+    t = time.perf_counter()
+    rc = analyze_main([str(run_dir), "--quiet"] + ([] if progress else ["--no-progress"]))
+    st.seconds, st.status = time.perf_counter() - t, "ok" if rc == 0 else f"failed (exit {rc})"
+    st.links.append(f"seed{cfg.seed}/analysis/summary.md")
+
+    st = begin(4)
+    t = time.perf_counter()
+    try:
+        from empirical.cli.compare_qk import main as compare_main
+
+        rc = compare_main([str(run_dir)])
+        st.status = "ok" if rc == 0 else f"failed (exit {rc})"
+        st.links.append(f"seed{cfg.seed}/compare_qk/summary.md")
+    except ImportError as exc:
+        st.status, st.detail = "not available", str(exc)
+    st.seconds = time.perf_counter() - t
+
+    path = root / "report.md"
+    path.write_text(render_report(cfg, root, run_dir, stages))
+    _say(f"wrote {path}")
+    return path
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def paper_check_rows(summary: dict, analysis: dict) -> list[tuple[str, str, str, str]]:
+    """(claim, paper, measured in this run, holds) for the claims one run can check."""
+    acc = summary.get("final_acc", {})
+    rows = []
+    for kind in ("0var", "1var", "2var"):
+        names = [n for n in acc if n.startswith(kind + "/")]
+        measured = ", ".join(f"{n} {_pct(acc[n])}" for n in sorted(names))
+        ok = all(acc[n] >= 0.99 for n in names) if names else None
+        rows.append((f"> 99% on every {kind} set (Fig. 2)", "> 99%", measured, _yes(ok)))
+    for name in ("curated/novel_orderings", "curated/held_out_pairs"):
+        if name in acc:
+            rows.append((f"{name} (Section 4)", "(lost)", _pct(acc[name]), _yes(acc[name] >= 0.99)))
+    ph = summary.get("phases", {})
+    z = ph.get("zero_var_learned_step")
+    first, second = ph.get("first_spike"), ph.get("second_spike")
+    rows.append(
+        (
+            "0-var learned first (Section 6)",
+            "phase 1",
+            f"0-var >= 90% at step {z}",
+            _yes(z is not None and (first is None or z <= first["start_step"])),
+        )
+    )
+    rows.append(
+        ("first spike: variable routing", "steps 5300-5400", _span(first), _yes(first is not None))
+    )
+    rows.append(
+        (
+            "second spike: var-restricted sets",
+            "steps 14500-16000",
+            _span(second),
+            _yes(second is not None and second.get("reached_90_step")),
+        )
+    )
+    model = analysis.get("model", {})
+    cos = model.get("ov_mlp_cosine", {})
+    if cos:
+        rows.append(
+            (
+                "MLP input ~ OV sum of the operands (Fig. 5)",
+                "near 1, >> shuffled",
+                f"{cos.get('matched_mean', 0):.3f} vs shuffled {cos.get('shuffled_mean', 0):.3f}",
+                _yes(cos.get("matched_mean", 0) > 0.8 > 5 * cos.get("shuffled_mean", 1)),
+            )
+        )
+    iso = model.get("isolated_ov_mlp", {})
+    if iso:
+        rows.append(
+            (
+                "isolated OV-MLP adds all pairs",
+                "(lost), near full model",
+                _pct(iso.get("accuracy")),
+                _yes(iso.get("accuracy", 0) >= 0.99),
+            )
+        )
+    four = model.get("fourier", {})
+    if four:
+        rows.append(
+            (
+                "MLP neurons fit Gromov's Fourier form (Fig. 11)",
+                "near-perfect match",
+                f"best neuron R^2 {four.get('best_neuron_r2', 0):.3f}, mean "
+                f"{four.get('r2_mean_active', 0):.3f}",
+                _yes(four.get("best_neuron_r2", 0) > 0.95),
+            )
+        )
+    qk2 = model.get("qk2_ov1_identity", {})
+    if qk2:
+        rows.append(
+            (
+                "layer-2 QK on OV'd variables peaks on the diagonal (Fig. 7b)",
+                "diagonal",
+                f"identity score {qk2.get('identity_score', 0):.2f}",
+                _yes(qk2.get("identity_score", 0) >= 1.0),
+            )
+        )
+    return rows
+
+
+def _yes(ok) -> str:
+    return "-" if ok is None else ("yes" if ok else "no")
+
+
+def _span(rise) -> str:
+    if not rise:
+        return "none detected"
+    return f"steps {rise['start_step']}-{rise['end_step']} (gain {100 * rise['gain']:.0f} points)"
+
+
+def render_report(cfg, root: Path, run_dir: Path, stages: list[Stage]) -> str:
+    summary = _load(run_dir / "summary.json")
+    analysis = _load(run_dir / "analysis" / "analysis.json")
+    rel = f"seed{cfg.seed}"
+    out = [f"# Reproduction report: {cfg.name}, seed {cfg.seed}", ""]
+    out += [
+        "Made by `python -m empirical reproduce`. Config: "
+        f"[`{rel}/config.toml`]({rel}/config.toml). Claims, commands and multi-seed values: "
+        "`paper_checks.md` in the repository.",
+        "",
+    ]
+    out += [
+        "## Stages",
+        "",
+        "| stage | status | time | detail | output |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for s in stages:
+        links = ", ".join(f"[{Path(x).name}]({x})" for x in s.links)
+        out.append(f"| {s.name} | {s.status} | {s.seconds:.0f} s | {s.detail} | {links} |")
+    out += [
+        "",
+        "## Paper checks (this run)",
+        "",
+        "| claim | paper | measured | holds |",
+        "| --- | --- | --- | --- |",
+    ]
+    out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in paper_check_rows(summary, analysis)]
+    breakdown = summary.get("accuracy_by_operand_variable") or {}
+    if breakdown:
+        out += ["", "## Var-restricted sets by operand variable", ""]
+        for name, cells in breakdown.items():
+            text = ", ".join(f"{k} {_pct(c['acc'])}" for k, c in cells.items())
+            out.append(f"- {name}: {text}")
+    figures = sorted(p.relative_to(root) for p in run_dir.rglob("*.png"))
+    out += ["", "## Figures", ""] + [f"- [{f}]({f})" for f in figures] + [""]
+    return "\n".join(out)
