@@ -141,7 +141,7 @@ def paper_check_rows(summary: dict, analysis: dict) -> list[tuple[str, str, str,
             "second spike: var-restricted sets",
             "steps 14500-16000",
             _span(second),
-            _yes(second is not None and second.get("reached_90_step")),
+            _yes(bool(second and second.get("reached_90_step"))),
         )
     )
     model = analysis.get("model", {})
