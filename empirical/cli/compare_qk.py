@@ -1,0 +1,154 @@
+"""`python -m empirical compare-qk RUN_DIR [...]`: the theory's predicted layer-2 key-query
+update (Theorem C.1's G1) against the one observed in a trained run, over its snapshots.
+
+Examples:
+    python -m empirical compare-qk runs/paper/seed0
+    python -m empirical compare-qk runs/paper/seed0 --steps 1000,1250,1500 --batch-size 8192
+    python -m empirical compare-qk runs/paper/seed0 --one-step-at 1250 --one-step-lrs 1,10,100
+
+Writes compare_qk.json (every number), blocks.npz (every labelled block), summary.md and
+PNG figures to RUN_DIR/compare_qk (or --out), and prints summary.md. See docs/compare_qk.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        ) from exc
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        vals = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from exc
+    if not vals or any(v <= 0 for v in vals):
+        raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
+    return vals
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m empirical compare-qk",
+        description="Theorem C.1's predicted layer-2 QK update vs the observed one in a run.",
+    )
+    ap.add_argument("run_dir", help="a run directory written by `python -m empirical train`")
+    ap.add_argument("--out", help="output directory (default RUN_DIR/compare_qk)")
+    ap.add_argument("--steps", type=_ints, help="snapshot steps, e.g. 0,1000,1250 (default: all)")
+    ap.add_argument("--every", type=int, default=1, help="use every N-th snapshot (default 1)")
+    ap.add_argument(
+        "--batch-size", type=int, default=4096, help="1-var sequences for gradients (default 4096)"
+    )
+    ap.add_argument(
+        "--order", choices=("fixed", "mixed"), default="fixed",
+        help="1-var operand order: fixed = variable second (the theorem's; default) or mixed",
+    )  # fmt: skip
+    ap.add_argument(
+        "--distribution", choices=("unrestricted", "train"), default="unrestricted",
+        help="1-var data: every variable at every position (default) or the run's restrictions",
+    )  # fmt: skip
+    ap.add_argument(
+        "--all-assigned", action="store_true",
+        help="assign every variable in each sequence (the theorem's sequences)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--ab-from", choices=("operands", "values"), default="operands",
+        help="measure a from `=`'s attention to the operand positions (default) or values",
+    )  # fmt: skip
+    ap.add_argument(
+        "--layout", choices=("averaged", "packed"), default="averaged",
+        help="prediction's pos0..pos{L-5} columns: averaged (random layouts; default) or packed",
+    )  # fmt: skip
+    ap.add_argument("--seed", type=int, default=0, help="data seed of the comparison batch")
+    ap.add_argument("--no-one-step", action="store_true", help="skip the one-step test")
+    ap.add_argument(
+        "--one-step-at", type=int, help="snapshot of the one-step test (default: first with "
+        "0var/ind >= 0.9)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--one-step-lrs", type=_floats, default=(0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0),
+        help="plain-SGD learning rates (default 0.03,0.1,0.3,1,3,10,30,100)",
+    )  # fmt: skip
+    ap.add_argument("--one-step-steps", type=int, default=1, help="SGD steps per lr (default 1)")
+    ap.add_argument(
+        "--score-steps", type=_floats, default=(0.03, 0.1, 0.3, 1.0, 3.0, 10.0),
+        help="sizes t of the non-SGD steps: RMS change of `=`'s layer-2 scores on the batch",
+    )  # fmt: skip
+    ap.add_argument(
+        "--one-step-order", choices=("fixed", "mixed"), default="mixed",
+        help="operand order of the one-step test's 1-var data (default mixed, as the task)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--one-step-distribution", choices=("unrestricted", "train"), default="train",
+        help="1-var data of the one-step test: the run's training distribution (default)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--eval-size", type=int, default=5000,
+        help="sequences per evaluation set in the one-step test (default 5000; 0: all)",
+    )  # fmt: skip
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    ap.add_argument("--no-figures", action="store_true", help="numbers only")
+    ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    import torch
+
+    from empirical.compare_qk import Options, compare_run, write_outputs
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "config.toml").exists():
+        print(f"error: {run_dir} holds no config.toml (not a run directory)", file=sys.stderr)
+        return 2
+    for name in ("batch_size", "every", "one_step_steps"):
+        if getattr(args, name) < 1:
+            print(f"error: --{name.replace('_', '-')} must be >= 1", file=sys.stderr)
+            return 2
+    opts = Options(
+        steps=args.steps,
+        every=args.every,
+        batch_size=args.batch_size,
+        order=args.order,
+        distribution=args.distribution,
+        all_assigned=args.all_assigned,
+        ab_from=args.ab_from,
+        layout=args.layout,
+        seed=args.seed,
+        one_step=not args.no_one_step,
+        one_step_at=args.one_step_at,
+        one_step_lrs=args.one_step_lrs,
+        one_step_steps=args.one_step_steps,
+        score_steps=args.score_steps,
+        one_step_order=args.one_step_order,
+        one_step_distribution=args.one_step_distribution,
+        eval_size=args.eval_size or None,
+        progress=not args.quiet,
+    )
+    try:
+        result = compare_run(run_dir, opts)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else run_dir / "compare_qk"
+    paths = write_outputs(result, out, figures=not args.no_figures)
+    if not args.quiet:
+        print(paths["summary"].read_text())
+        print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

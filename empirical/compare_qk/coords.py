@@ -1,0 +1,181 @@
+"""The theorem's coordinates in a real checkpoint: labelled query and key vectors.
+
+The theory (shared/spec/theorem_c1.md, theory/) writes the layer-2 key-query matrix W in an
+orthonormal basis whose entries are scores, score_t = x_T^T W x_t. A checkpoint of
+`AssignAddTransformer` has no such basis, so we name one vector of the model's residual
+space per basis label and read the layer-2 key-query matrix between them:
+
+    query rows    '='        W_E[=]                       (token part of the query)
+                  'pos{L-1}' W_pos[L-1]                   (its position)
+                  'bar_v{u}' ebar_u = W_E[var u] @ W_OV^1 (what layer 1 copies into `=`)
+    key columns   'n{m}'     W_E[m]          'v{u}' W_E[var u]
+                  '=', '+', 'pad'  W_E[...]  'pos{t}' W_pos[t]
+                  'bar_v{u}' ebar_u          (what layer 1 copies into an assigned number)
+
+with W_OV^1 = W_V^1 W_O^1 (block 0) and the score block
+
+    S = Q @ W_QK^2 @ K^T / sqrt(d_head),   W_QK^2 = W_Q^2 W_K^2^T (block 1),
+
+so S[i, j] is the attention score (as the model computes it) between query component i and
+key component j: the theory's W entry for that pair. A change dW of W_QK^2 maps to
+dS = Q dW K^T / sqrt(d_head) with the *same* vectors (the "primal" map); with orthonormal
+vectors the map is exact and invertible on their span (`lift` inverts it by least squares).
+The orth frame (`orthonormalized`) puts the same labels on the closest orthonormal vectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+
+def row_labels(K: int, L: int) -> list[str]:
+    return ["=", f"pos{L - 1}"] + [f"bar_v{u}" for u in range(K)]
+
+
+def col_labels(p: int, K: int, L: int) -> list[str]:
+    return (
+        [f"n{m}" for m in range(p)]
+        + [f"v{u}" for u in range(K)]
+        + ["=", "+", "pad"]
+        + [f"pos{t}" for t in range(L)]
+        + [f"bar_v{u}" for u in range(K)]
+    )
+
+
+@dataclass
+class Coordinates:
+    """Labelled query vectors Q [R, d] and key vectors K [C, d] of one checkpoint (float64),
+    and the score scale sqrt(d_head)."""
+
+    rows: list[str]
+    cols: list[str]
+    Q: Tensor
+    K: Tensor
+    scale: float
+    p: int
+    n_vars: int
+    L: int
+
+    def project(self, W: Tensor) -> np.ndarray:
+        """S = Q W K^T / scale for a [d, d] matrix in W_QK's convention (score = x W y / scale)."""
+        W = W.detach().to(torch.float64)
+        return ((self.Q @ W @ self.K.T) / self.scale).cpu().numpy()
+
+    def lift(self, S: np.ndarray, rcond: float = 1e-6) -> Tensor:
+        """The minimum-norm [d, d] W with Q W K^T / scale = S (least squares when Q or K is
+        rank deficient): W = scale * pinv(Q) S pinv(K)^T."""
+        Qp = torch.linalg.pinv(self.Q, rtol=rcond)  # [d, R]
+        Kp = torch.linalg.pinv(self.K, rtol=rcond)  # [d, C]
+        S_t = torch.as_tensor(S, dtype=torch.float64, device=self.Q.device)
+        return self.scale * (Qp @ S_t @ Kp.T)
+
+    def gram(self) -> tuple[np.ndarray, np.ndarray]:
+        """(Q Q^T, K K^T): the inner products of the coordinate vectors."""
+        return (self.Q @ self.Q.T).cpu().numpy(), (self.K @ self.K.T).cpu().numpy()
+
+    def index(self, label: str, side: str) -> int:
+        return (self.rows if side == "row" else self.cols).index(label)
+
+    @property
+    def exact(self) -> bool:
+        """Whether the labelled vectors are linearly independent on each side, up to the
+        relative tolerance RTOL on the Gram eigenvalues (so `lift` realises any block and the
+        orth frame is orthonormal). Needs at least as many residual dimensions as key labels,
+        p + 2K + L + 3 <= d_model, and no two labels merged (see `deficit`)."""
+        return self.deficit() == (0, 0)
+
+    def deficit(self) -> tuple[int, int]:
+        """(query, key) directions the orth frame drops: Gram eigenvalues below RTOL * max.
+        In trained models W_E[+] and W_pos[L-4] (always together) become parallel under
+        weight decay, and so can W_E[=] and W_pos[L-1]; each such pair costs one."""
+        return _deficit(self.Q), _deficit(self.K)
+
+    def orthonormalized(self) -> Coordinates:
+        """The same labels on the closest orthonormal vectors (Loewdin / symmetric
+        orthonormalisation, V -> (V V^T)^{-1/2} V, done separately for the query and the key
+        side): the frame in which the theorem's "orthogonal embeddings" hold by construction.
+        In it `lift` is well conditioned (and exact when `exact`)."""
+        return Coordinates(
+            self.rows, self.cols, lowdin(self.Q), lowdin(self.K), self.scale, self.p,
+            self.n_vars, self.L,
+        )  # fmt: skip
+
+
+RTOL = 1e-6  # Gram eigenvalues below RTOL * max count as zero (a merged pair of labels)
+
+
+def _deficit(V: Tensor, rtol: float = RTOL) -> int:
+    e = torch.linalg.eigvalsh(V @ V.T)
+    return int((e <= rtol * e.max()).sum())
+
+
+def lowdin(V: Tensor, rtol: float = RTOL) -> Tensor:
+    """(V V^T)^{-1/2} V: orthonormal rows, each as close to its row of V as possible.
+
+    Needs linearly independent rows (as many as the residual width at most); otherwise the
+    inverse square root is taken on the span only (eigenvalues below rtol * max dropped) and
+    the rows form a tight frame of that span rather than an orthonormal set (see
+    `Coordinates.exact`). E.g. two labels whose vectors have become parallel get the same
+    row (their common direction / sqrt 2) instead of rows dominated by their tiny, noisy
+    difference."""
+    G = V @ V.T
+    e, U = torch.linalg.eigh(G)
+    keep = e > rtol * e.max()
+    inv = torch.where(keep, e.clamp_min(1e-300).rsqrt(), torch.zeros_like(e))
+    return (U @ torch.diag(inv) @ U.T) @ V
+
+
+@torch.no_grad()
+def ebar_vectors(model, p: int, K: int) -> Tensor:
+    """ebar_u = W_E[p + u] @ W_V^1 @ W_O^1 for the K variables, [K, d] (float64)."""
+    a0 = model.blocks[0].attn
+    E = model.W_E.detach().to(torch.float64)
+    return E[p : p + K] @ a0.W_V[0].detach().double() @ a0.W_O[0].detach().double()
+
+
+def qk_matrix(model, layer: int = 1) -> Tensor:
+    """W_Q W_K^T of block `layer` (unscaled), [d, d], float64."""
+    attn = model.blocks[layer].attn
+    return attn.W_Q[0].detach().double() @ attn.W_K[0].detach().double().T
+
+
+@torch.no_grad()
+def coordinates(model, p: int, K: int, L: int) -> Coordinates:
+    """The labelled query / key vectors of `model` (see the module docstring)."""
+    E = model.W_E.detach().to(torch.float64)
+    P = model.W_pos.detach().to(torch.float64)
+    plus, eq, pad = p + K, p + K + 1, p + K + 2
+    ebar = ebar_vectors(model, p, K)
+    Q = torch.cat([E[eq][None], P[L - 1][None], ebar])
+    Kv = torch.cat([E[:p], E[p : p + K], E[[eq, plus, pad]], P[:L], ebar])
+    return Coordinates(
+        rows=row_labels(K, L),
+        cols=col_labels(p, K, L),
+        Q=Q,
+        K=Kv,
+        scale=float(model.cfg.attn_scale),
+        p=p,
+        n_vars=K,
+        L=L,
+    )
+
+
+def set_qk(model, W: Tensor, layer: int = 1) -> None:
+    """Set block `layer`'s W_Q W_K^T to W (unscaled [d, d]) in place: W_Q = W, W_K = I when
+    d_head = d_model (exact); otherwise the best rank-d_head factorisation by SVD."""
+    attn = model.blocks[layer].attn
+    d, e = attn.W_Q.shape[1], attn.W_Q.shape[2]
+    W = W.to(torch.float64)
+    if d == e:
+        WQ, WK = W, torch.eye(d, dtype=torch.float64)
+    else:
+        U, s, Vh = torch.linalg.svd(W)
+        r = s[:e].sqrt()
+        WQ, WK = U[:, :e] * r, Vh[:e].T * r
+    with torch.no_grad():
+        attn.W_Q[0].copy_(WQ.to(attn.W_Q.dtype))
+        attn.W_K[0].copy_(WK.to(attn.W_K.dtype))

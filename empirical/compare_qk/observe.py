@@ -1,0 +1,386 @@
+"""What a checkpoint does: its layer-2 key-query gradient on 1-var data, its attention, and
+how far its first layer and embeddings are from the theorem's assumptions.
+
+Everything runs in float64 on copies of the weights. Only the query at the last position
+(`=`, L-1) reaches the logits, so layer 2 is computed for that query alone, from the fixed
+layer-1 residuals (the same numbers as `model(tokens)`, tested).
+
+Gradients (docs/compare_qk.md). For the layer-2 scores we insert a [d, d] perturbation P of
+the key-query matrix, score_t = x_T (W_Q W_K^T + P) x_t^T / sqrt(d_head), and take autograd
+at P = 0: dL/dP = dL/dW_QK, the gradient with respect to the merged matrix (the theorem's
+parameter). The same backward pass gives dL/dW_Q and dL/dW_K, whose first-order effect on
+the product under a plain SGD step is dW_QK = -(dL/dW_Q W_K^T + W_Q dL/dW_K^T) per unit lr.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from empirical.compare_qk.coords import coordinates, ebar_vectors
+from empirical.compare_qk.metrics import cross_cos_max, gram_stats
+from empirical.task import Batch, TaskConfig, TrainingSampler
+from empirical.task.pairs import derive_seed
+
+# -- data --------------------------------------------------------------------------------
+
+
+def one_var_batch(
+    task: TaskConfig,
+    n: int,
+    seed: int = 0,
+    order: str = "fixed",
+    distribution: str = "unrestricted",
+    held_out: Tensor | None = None,
+    all_assigned: bool = False,
+) -> Batch:
+    """n 1-var sequences, deterministic in the arguments, on the CPU.
+
+    order 'fixed': the variable is the second operand (L-2), the number the first (the
+    theorem's default); 'mixed': either, equal odds (the task's 1-var sequences).
+    distribution 'unrestricted': every variable at both operand positions, no held-out pair
+    (the theorem's population: all K variables are operands); 'train': the run's training
+    restrictions (r1, r2 and the held-out pairs `held_out`).
+    all_assigned: every one of the K variables is assigned (the theorem's sequences) instead
+    of the task's min..max_assignments."""
+    if order not in ("fixed", "mixed"):
+        raise ValueError(f"order must be 'fixed' or 'mixed', got {order!r}")
+    changes: dict = {"frac_1var": 1.0}
+    if distribution == "unrestricted":
+        changes.update(r1=(), r2=(), held_out_fraction=0.0)
+        held = torch.zeros((0, 2), dtype=torch.long)
+    elif distribution == "train":
+        if held_out is None:
+            raise ValueError("distribution='train' needs held_out (the run's held-out pairs)")
+        held = held_out
+    else:
+        raise ValueError(f"distribution must be 'unrestricted' or 'train', got {distribution!r}")
+    if all_assigned:
+        changes.update(min_assignments=task.K, max_assignments=task.K)
+    cfg = dataclasses.replace(task, **changes)
+    sampler = TrainingSampler(cfg, held)
+    gen = torch.Generator().manual_seed(derive_seed(seed, "compare-qk", order, distribution))
+    parts, have = [], 0
+    while have < n:
+        batch = sampler.sample(max(2 * (n - have), 64), gen)
+        if order == "fixed":
+            batch = batch[batch.operand_vars[:, 1] >= 0]
+        parts.append(batch)
+        have += len(batch)
+    return Batch.cat(parts).slice(0, n)
+
+
+# -- forward -----------------------------------------------------------------------------
+
+
+@dataclass
+class Weights:
+    """float64 copies of the weights the comparison reads."""
+
+    W_E: Tensor
+    W_pos: Tensor
+    W_Q1: Tensor
+    W_K1: Tensor
+    W_OV1: Tensor
+    W_Q2: Tensor
+    W_K2: Tensor
+    W_V2: Tensor
+    W_O2: Tensor
+    W_in: Tensor
+    W_out: Tensor
+    W_U: Tensor
+    scale: float
+
+    @staticmethod
+    def of(model) -> Weights:
+        a0, a1 = model.blocks[0].attn, model.blocks[1].attn
+
+        def d(t):
+            return t.detach().to(torch.float64).cpu().clone()
+
+        return Weights(
+            W_E=d(model.W_E),
+            W_pos=d(model.W_pos),
+            W_Q1=d(a0.W_Q[0]),
+            W_K1=d(a0.W_K[0]),
+            W_OV1=d(a0.W_V[0]) @ d(a0.W_O[0]),
+            W_Q2=d(a1.W_Q[0]),
+            W_K2=d(a1.W_K[0]),
+            W_V2=d(a1.W_V[0]),
+            W_O2=d(a1.W_O[0]),
+            W_in=d(model.W_in),
+            W_out=d(model.W_out),
+            W_U=d(model.W_U),
+            scale=float(model.cfg.attn_scale),
+        )
+
+
+@dataclass
+class Layer1:
+    pattern1: Tensor  # [B, L, L]
+    x: Tensor  # [B, L, d] embeddings (token + position)
+    resid1: Tensor  # [B, L, d] after layer 1 (layer 2's input)
+
+
+@torch.no_grad()
+def layer1(w: Weights, tokens: Tensor) -> Layer1:
+    L = tokens.shape[1]
+    x = w.W_E[tokens] + w.W_pos[:L]
+    q, k = x @ w.W_Q1, x @ w.W_K1
+    scores = torch.einsum("bqe,bke->bqk", q, k) / w.scale
+    mask = torch.ones(L, L, dtype=torch.bool).tril()
+    pattern1 = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    return Layer1(pattern1, x, x + pattern1 @ (x @ w.W_OV1))
+
+
+def layer2(w: Weights, resid1: Tensor, W_Q2=None, W_K2=None, P=None) -> tuple[Tensor, Tensor]:
+    """(logits [B, p], layer-2 pattern of `=` [B, L]) from layer-1 residuals; W_Q2 / W_K2
+    replace the weights' (for autograd), P is added to W_Q2 W_K2^T."""
+    W_Q2 = w.W_Q2 if W_Q2 is None else W_Q2
+    W_K2 = w.W_K2 if W_K2 is None else W_K2
+    last = resid1[:, -1]
+    qr = (last @ W_Q2) @ W_K2.T
+    if P is not None:
+        qr = qr + last @ P
+    scores = torch.einsum("bd,bld->bl", qr, resid1) / w.scale
+    pattern = torch.softmax(scores, dim=-1)
+    mid = last + torch.einsum("bl,bld->bd", pattern, resid1) @ w.W_V2 @ w.W_O2
+    post = mid + torch.relu(mid @ w.W_in) @ w.W_out
+    return post @ w.W_U, pattern
+
+
+@torch.no_grad()
+def oracle_routing_accuracy(w: Weights, resid1: Tensor, batch: Batch) -> float:
+    """Accuracy when layer 2's attention of `=` is replaced by the ideal routing: weight 1/2 on
+    each operand's value position (1 on it when both are the same position). The rest of the
+    network is the model's. The most any key-query update can achieve downstream: low
+    values mean that OV^2 + MLP cannot read numbers at assignment positions yet (the
+    theorem assumes they can: F reads only number coordinates)."""
+    B, L, _ = resid1.shape
+    pattern = torch.zeros(B, L, dtype=resid1.dtype)
+    vp = batch.value_positions
+    rows = torch.arange(B)
+    pattern[rows, vp[:, 0]] += 0.5
+    pattern[rows, vp[:, 1]] += 0.5
+    last = resid1[:, -1]
+    mid = last + torch.einsum("bl,bld->bd", pattern, resid1) @ w.W_V2 @ w.W_O2
+    logits = (mid + torch.relu(mid @ w.W_in) @ w.W_out) @ w.W_U
+    return float((logits.argmax(-1) == batch.labels).double().mean())
+
+
+def loss_of(logits: Tensor, labels: Tensor, kind: str) -> Tensor:
+    """'ce': cross-entropy. 'linear': -(f_{y*} - mean_y f_y), the first-order (small-output,
+    xi -> 0) term of the cross-entropy in the logit scale, whose negative gradient is the
+    theorem's G1 for the real network (theory/g1_closed_form.py's definition)."""
+    if kind == "ce":
+        return F.cross_entropy(logits, labels)
+    if kind == "linear":
+        return -(logits.gather(1, labels[:, None]).squeeze(1) - logits.mean(-1)).mean()
+    raise ValueError(f"loss kind must be 'ce' or 'linear', got {kind!r}")
+
+
+@dataclass
+class Gradients:
+    """Gradients of the mean loss: dL/dW_QK (merged, [d, d]), dL/dW_Q2, dL/dW_K2."""
+
+    G_QK: Tensor
+    G_Q: Tensor
+    G_K: Tensor
+    loss: float
+
+    def factored_change(self, w: Weights) -> Tensor:
+        """First-order change of W_Q W_K^T per unit lr under SGD on W_Q, W_K."""
+        return -(self.G_Q @ w.W_K2.T + w.W_Q2 @ self.G_K.T)
+
+
+def gradients(w: Weights, resid1: Tensor, labels: Tensor, kind: str = "ce") -> Gradients:
+    WQ = w.W_Q2.clone().requires_grad_(True)
+    WK = w.W_K2.clone().requires_grad_(True)
+    P = torch.zeros(WQ.shape[0], WQ.shape[0], dtype=WQ.dtype, requires_grad=True)
+    logits, _ = layer2(w, resid1, WQ, WK, P)
+    loss = loss_of(logits, labels, kind)
+    gQ, gK, gP = torch.autograd.grad(loss, (WQ, WK, P))
+    return Gradients(gP, gQ, gK, float(loss.detach()))
+
+
+# -- attention and assumptions -------------------------------------------------------------
+
+
+@torch.no_grad()
+def layer2_attention(pattern2: Tensor, batch: Batch, p: int, K: int) -> dict:
+    """Where `=` looks in layer 2 on 1-var sequences, and the theorem's weights a, b.
+
+    a_operands: mean attention per operand position (L-3, L-2), what W^0 describes;
+    a_values: mean attention per value position (the number operand and the number assigned
+    to the variable operand), what the trained circuit attends to. b = (1 - 2a) / (L - 2)
+    for each, so that 2a + (L-2) b = 1 as in the closed form."""
+    B, L = pattern2.shape
+    tok = batch.tokens
+    rows = torch.arange(B)
+    vp = batch.value_positions
+    var_first = batch.operand_vars[:, 0] >= 0
+    var_op_pos = torch.where(var_first, L - 3, L - 2)
+    num_op_pos = torch.where(var_first, L - 2, L - 3)
+    var_value = torch.where(var_first, vp[:, 0], vp[:, 1])
+    region = torch.zeros_like(pattern2, dtype=torch.bool)
+    region[:, : L - 4] = True
+    is_num = (tok < p) & region
+    is_var = (tok >= p) & (tok < p + K) & region
+    is_pad = (tok == p + K + 2) & region
+    bound = torch.zeros_like(region)
+    bound[rows, var_value] = True
+
+    def m(x):
+        return float(x.mean())
+
+    a_op = m((pattern2[:, L - 3] + pattern2[:, L - 2]) / 2)
+    a_val = m((pattern2[rows, vp[:, 0]] + pattern2[rows, vp[:, 1]]) / 2)
+    out = {
+        "a_operands": a_op,
+        "a_values": a_val,
+        "mass": {
+            "number_operand": m(pattern2[rows, num_op_pos]),
+            "variable_operand": m(pattern2[rows, var_op_pos]),
+            "bound_number": m(pattern2[rows, var_value]),
+            "other_assigned_numbers": m((pattern2 * (is_num & ~bound)).sum(-1)),
+            "assignment_variables": m((pattern2 * is_var).sum(-1)),
+            "pads": m((pattern2 * is_pad).sum(-1)),
+            "plus": m(pattern2[:, L - 4]),
+            "self": m(pattern2[:, L - 1]),
+        },
+    }
+    for key, a in (("operands", a_op), ("values", a_val)):
+        b = (1 - 2 * a) / (L - 2)
+        out[f"b_{key}"] = b
+        out[f"beta_{key}"] = float(np.log(a / b)) if a > 0 and b > 0 else float("nan")
+    return out
+
+
+@torch.no_grad()
+def layer1_measures(l1: Layer1, w: Weights, batch: Batch, p: int, K: int) -> dict:
+    """Layer 1 against the theorem's augmented inputs: `=` attends to the operands and
+    carries ebar_v; each assigned number attends to its variable and carries ebar_u."""
+    tok, A = batch.tokens, l1.pattern1
+    B, L = tok.shape
+    ebar = w.W_E[p : p + K] @ w.W_OV1
+    eq_to_ops = A[:, L - 1, L - 3 : L - 1].sum(-1)
+    # assigned numbers (they always follow their variable)
+    region = tok[:, : L - 4]
+    r, t = torch.nonzero(region < p, as_tuple=True)
+    prev = A[r, t, t - 1]
+    row = A[r, t].clone()
+    row[torch.arange(len(t)), t - 1] = -1.0
+    argmax_prev = (prev > row.max(-1).values).double()
+    added = l1.resid1 - l1.x  # what layer 1 wrote
+    var = torch.where(
+        batch.operand_vars[:, 0] >= 0, batch.operand_vars[:, 0], batch.operand_vars[:, 1]
+    )
+    q_cos = F.cosine_similarity(added[:, L - 1], ebar[var], dim=-1)
+    n_cos = F.cosine_similarity(added[r, t], ebar[tok[r, t - 1] - p], dim=-1)
+    # least-squares coefficient of ebar_v in what layer 1 wrote at `=` (theory: 1)
+    q_coef = (added[:, L - 1] * ebar[var]).sum(-1) / (ebar[var] ** 2).sum(-1)
+    return {
+        "l1_eq_to_operands_mass": float(eq_to_ops.mean()),
+        "l1_num_to_prev_mass": float(prev.mean()),
+        "l1_num_to_prev_argmax": float(argmax_prev.mean()),
+        "query_added_cos_ebar": float(q_cos.mean()),
+        "query_ebar_coefficient": float(q_coef.mean()),
+        "number_added_cos_ebar": float(n_cos.mean()),
+    }
+
+
+@torch.no_grad()
+def embedding_measures(w: Weights, p: int, K: int, L: int) -> dict:
+    """How orthogonal the theorem's basis is in the model: |cos| among token and position
+    embeddings, among the ebar_v, between the two groups, and the conditioning of the
+    labelled key vectors (random vectors in d dims: |cos| ~ 1/sqrt(d))."""
+    E = torch.cat([w.W_E, w.W_pos[:L]]).numpy()
+    ebar = (w.W_E[p : p + K] @ w.W_OV1).numpy()
+    d = E.shape[1]
+    s = np.linalg.svd(np.concatenate([E, ebar]), compute_uv=False)
+    V = p + K + 3
+    names = [f"n{m}" for m in range(p)] + [f"v{u}" for u in range(K)] + ["+", "=", "pad"]
+    names += [f"pos{t}" for t in range(L)]
+    unit = E / np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-300)
+    C = np.abs(unit @ unit.T)
+    np.fill_diagonal(C, 0.0)
+    # `+` is always at L-4 and `=` at L-1: only the sums are seen by the model
+    together = [(p + K, V + L - 4), (p + K + 1, V + L - 1)]
+    C_rest = C.copy()
+    for x, y in together:
+        C_rest[x, y] = C_rest[y, x] = 0.0
+    i, j = np.unravel_index(C_rest.argmax(), C_rest.shape)
+    return {
+        "embeddings": gram_stats(E),
+        "embeddings_max_pair_excluding_cooccurring": [names[i], names[j]],
+        "embeddings_max_abs_cos_excluding_cooccurring": float(C_rest.max()),
+        "cos_plus_pos_plus": float(unit[p + K] @ unit[V + L - 4]),
+        "cos_eq_pos_eq": float(unit[p + K + 1] @ unit[V + L - 1]),
+        "numbers": gram_stats(E[:p]),
+        "positions": gram_stats(E[-L:]),
+        "ebar": gram_stats(ebar),
+        "ebar_vs_embeddings_max_abs_cos": cross_cos_max(ebar, E),
+        "ebar_vs_own_variable_cos": [
+            float(np.dot(ebar[u], E[p + u]) / (np.linalg.norm(ebar[u]) * np.linalg.norm(E[p + u])))
+            for u in range(K)
+        ],
+        "key_vectors_condition_number": float(s[0] / s[-1]) if s[-1] > 0 else float("inf"),
+        "numbers_effective_rank_99": effective_rank(E[:p], 0.99),
+        "all_embeddings_effective_rank_99": effective_rank(E, 0.99),
+        "random_baseline_abs_cos": float(np.sqrt(2 / (np.pi * d))),
+        "norms": {
+            "numbers_mean": float(np.linalg.norm(E[:p], axis=1).mean()),
+            "variables_mean": float(np.linalg.norm(E[p : p + K], axis=1).mean()),
+            "positions_mean": float(np.linalg.norm(E[-L:], axis=1).mean()),
+            "eq": float(np.linalg.norm(E[p + K + 1])),
+            "ebar_mean": float(np.linalg.norm(ebar, axis=1).mean()),
+        },
+    }
+
+
+def effective_rank(V: np.ndarray, energy: float = 0.99) -> int:
+    """How many singular directions hold `energy` of sum |row|^2 (orthonormal rows: all)."""
+    s2 = np.linalg.svd(np.asarray(V, float), compute_uv=False) ** 2
+    return int(np.searchsorted(np.cumsum(s2) / s2.sum(), energy - 1e-12) + 1)
+
+
+def ov2_mlp2_accuracy(model, task: TaskConfig) -> tuple[float, str]:
+    """Isolated OV-MLP accuracy over all p^2 pairs: logits = (v + MLP(v)) W_U,
+    v = (W_E[x] + W_E[y]) W_OV^2 / 2. Uses empirical.analysis's function when present."""
+    try:
+        from empirical.analysis.ov_mlp import ov2_mlp2_accuracy as f
+
+        return float(f(model, task)), "empirical.analysis.ov_mlp.ov2_mlp2_accuracy"
+    except ImportError:
+        pass
+    w = Weights.of(model)
+    p = task.p
+    EO = w.W_E[:p] @ w.W_V2 @ w.W_O2
+    v = 0.5 * (EO[:, None] + EO[None, :])
+    logits = (v + torch.relu(v @ w.W_in) @ w.W_out) @ w.W_U
+    target = (torch.arange(p)[:, None] + torch.arange(p)[None, :]) % p
+    return float((logits.argmax(-1) == target).double().mean()), "local (compare_qk.observe)"
+
+
+__all__ = [
+    "Gradients",
+    "Layer1",
+    "Weights",
+    "coordinates",
+    "ebar_vectors",
+    "embedding_measures",
+    "gradients",
+    "layer1",
+    "layer1_measures",
+    "layer2",
+    "layer2_attention",
+    "loss_of",
+    "one_var_batch",
+    "oracle_routing_accuracy",
+    "ov2_mlp2_accuracy",
+]

@@ -1,0 +1,539 @@
+"""Theorem C.1's predicted layer-2 key-query update against a trained run, over its snapshots.
+
+    from empirical.compare_qk import compare_run, write_outputs
+    result = compare_run("runs/paper/seed0")            # a dict of every number
+    write_outputs(result, "runs/paper/seed0/compare_qk")  # JSON, blocks.npz, summary.md, PNGs
+
+Per snapshot (docs/compare_qk.md has the definitions):
+1. coordinates: labelled query/key vectors (`coords`), in two frames: 'raw' (the model's
+   vectors, S = Q W K^T / sqrt(d_head)) and 'orth' (the same labels on the closest
+   orthonormal vectors);
+2. the layer-2 attention of `=` on 1-var sequences -> the theorem's softmax weights a, b;
+3. the prediction G1(a, b, p, K) of theory/ restricted to the labelled block;
+4. observed updates, each a [d, d] change of W_QK^2 projected in both frames:
+   grad_ce      -dL/dW_QK, cross-entropy on the 1-var batch (a merged-matrix GD step)
+   grad_lin     -dL/dW_QK of the first-order loss -(f_y* - mean_y f_y) (the theorem's G1
+                definition applied to the real network: small-output limit)
+   sgd_factored first-order change of W_Q W_K^T under SGD on W_Q, W_K (cross-entropy)
+   diff         W_QK(next snapshot) - W_QK(this one) (what training did: AdamW, weight decay,
+                the full 0/1/2-var mix)
+   diff_perp    diff with its component along W_QK(this snapshot) removed (weight decay)
+5. cosines (whole block and sub-blocks), identity scores, attenuation signs, a null level;
+6. the theorem's assumptions, measured.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from empirical.compare_qk.coords import coordinates, qk_matrix
+from empirical.compare_qk.metrics import (
+    SUBBLOCKS,
+    attenuation_entries,
+    barv_block,
+    identity_score,
+    sign_agreement,
+    subblock,
+    subblock_cosines,
+)
+from empirical.compare_qk.observe import (
+    Weights,
+    embedding_measures,
+    gradients,
+    layer1,
+    layer1_measures,
+    layer2,
+    layer2_attention,
+    one_var_batch,
+    oracle_routing_accuracy,
+    ov2_mlp2_accuracy,
+)
+from empirical.compare_qk.prediction import beta_from_ab, g1_block
+
+VARIANTS = ("grad_ce", "grad_lin", "sgd_factored", "diff", "diff_perp")
+FRAMES = ("orth", "raw")
+
+
+@dataclasses.dataclass
+class Options:
+    """Everything `compare_run` can vary (CLI flags of `python -m empirical compare-qk`)."""
+
+    steps: list[int] | None = None  # snapshot steps (None: all)
+    every: int = 1  # use every N-th of those
+    batch_size: int = 4096  # 1-var sequences for the gradients and the attention measures
+    order: str = "fixed"  # 'fixed' (variable second, the theorem's) or 'mixed'
+    distribution: str = "unrestricted"  # or 'train' (the run's restrictions)
+    all_assigned: bool = False  # every variable assigned (the theorem's sequences)
+    ab_from: str = "operands"  # a from attention to the operand positions, or 'values'
+    layout: str = "averaged"  # prediction's assignment-region columns: 'averaged' or 'packed'
+    seed: int = 0  # data seed of the comparison's batch
+    one_step: bool = True
+    one_step_at: int | None = None  # snapshot step (None: first with 0var/ind >= 0.9)
+    one_step_lrs: tuple[float, ...] = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
+    one_step_steps: int = 1  # plain SGD steps per learning rate
+    score_steps: tuple[float, ...] = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0)  # RMS score change
+    one_step_order: str = "mixed"  # 1-var data of the one-step test: the task's operand orders
+    one_step_distribution: str = "train"  # ... and the run's own training restrictions
+    eval_size: int | None = 5000  # sequences per evaluation set in the one-step test (None: all)
+    progress: bool = True
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def list_snapshots(run_dir: Path) -> list[tuple[int, Path]]:
+    out = []
+    for path in sorted((run_dir / "snapshots").glob("step_*.pt")):
+        try:
+            out.append((int(path.stem.split("_")[1]), path))
+        except (IndexError, ValueError):
+            continue
+    return sorted(out)
+
+
+@cache
+def null_cos95(n: int, draws: int = 20000) -> float:
+    """95% quantile of |cos| between a fixed n-vector and a uniformly random direction
+    (what an unrelated block scores; about 1.96 / sqrt(n))."""
+    if n < 2:
+        return float("nan")
+    rng = np.random.default_rng(12345)
+    c2 = rng.beta(0.5, (n - 1) / 2, size=draws)
+    return float(np.quantile(np.sqrt(c2), 0.95))
+
+
+def gram_null95(GQ, GK, target, rows, cols, draws: int = 200) -> dict[str, float]:
+    """95% quantile of |cos(G_Q R G_K, target)| for iid Gaussian R: how high an unrelated
+    prediction scores once pushed through the Gram matrices of the raw frame."""
+    rng = np.random.default_rng(7)
+    vals = {k: [] for k in SUBBLOCKS}
+    for _ in range(draws):
+        R = rng.standard_normal(target.shape)
+        for k, v in subblock_cosines(GQ @ R @ GK, target, rows, cols).items():
+            vals[k].append(abs(v))
+    return {k: float(np.nanquantile(v, 0.95)) for k, v in vals.items()}
+
+
+def first_zero_var_step(records: list[dict], snap_steps: list[int], level: float = 0.9):
+    """The first snapshot at or after the first evaluation with 0var/ind >= level."""
+    for r in records:
+        if r.get("acc", {}).get("0var/ind", 0.0) >= level:
+            later = [s for s in snap_steps if s >= r["step"]]
+            return later[0] if later else None
+    return None
+
+
+def _load(path):
+    from empirical.model import load_model
+
+    model = load_model(path)
+    model.eval()
+    return model
+
+
+# -- one snapshot ------------------------------------------------------------------------------
+
+
+def analyse_snapshot(model, task, batch, opts: Options, next_model=None) -> tuple[dict, dict]:
+    """(scalars, blocks) for one checkpoint. blocks: name -> labelled array."""
+    p, K, L = task.p, task.K, task.L
+    w = Weights.of(model)
+    raw = coordinates(model, p, K, L)
+    frames = {"raw": raw, "orth": raw.orthonormalized()}
+    rows, cols = raw.rows, raw.cols
+    l1 = layer1(w, batch.tokens)
+    logits, pattern2 = layer2(w, l1.resid1)
+    att = layer2_attention(pattern2, batch, p, K)
+    a = att[f"a_{opts.ab_from}"]
+    b = att[f"b_{opts.ab_from}"]
+    out: dict = {
+        "batch_accuracy": float((logits.argmax(-1) == batch.labels).double().mean()),
+        "attention": att,
+        "a": a,
+        "b": b,
+        "beta": beta_from_ab(a, b),
+        "frame_exact": raw.exact,
+        "frame_deficit": list(raw.deficit()),
+    }
+    valid = 0 < a < 0.5 and b > 0
+    pred = (
+        g1_block(a, b, p, K, L, opts.order, opts.layout)
+        if valid
+        else np.full((len(rows), len(cols)), np.nan)
+    )
+    blocks = {"pred": pred}
+
+    g_ce = gradients(w, l1.resid1, batch.labels, "ce")
+    g_lin = gradients(w, l1.resid1, batch.labels, "linear")
+    out["loss_ce"], out["loss_lin"] = g_ce.loss, g_lin.loss
+    W = qk_matrix(model)
+    mats = {
+        "grad_ce": -g_ce.G_QK,
+        "grad_lin": -g_lin.G_QK,
+        "sgd_factored": g_ce.factored_change(w),
+    }
+    if next_model is not None:
+        D = qk_matrix(next_model) - W
+        mats["diff"] = D
+        mats["diff_perp"] = D - (D * W).sum() / (W * W).sum() * W
+    att_entries = attenuation_entries(rows, cols, L, opts.order)
+    comp: dict = {}
+    for fname, fr in frames.items():
+        blocks[f"{fname}/weights"] = fr.project(W)
+        comp[fname] = {
+            "weights_identity": identity_score(barv_block(blocks[f"{fname}/weights"], rows, cols))
+        }
+        for vname, M in mats.items():
+            obs = fr.project(M)
+            blocks[f"{fname}/{vname}"] = obs
+            comp[fname][vname] = {
+                "cos": subblock_cosines(pred, obs, rows, cols),
+                "identity": identity_score(barv_block(obs, rows, cols)),
+                "attenuation": sign_agreement(pred, obs, rows, cols, att_entries),
+                "norm": float(np.linalg.norm(obs)),
+                "max_abs": float(np.abs(obs).max()),
+            }
+    out["comparison"] = comp
+    out["pred_identity"] = identity_score(barv_block(pred, rows, cols))
+    # the raw frame with the prediction pushed through the Gram matrices, and its null level
+    GQ, GK = raw.gram()
+    pg = GQ @ pred @ GK
+    obs = blocks["raw/grad_ce"]
+    out["raw_gram_corrected"] = {
+        "cos": subblock_cosines(pg, obs, rows, cols),
+        "null95": gram_null95(GQ, GK, obs, rows, cols) if valid else None,
+    }
+    # noise floor: the ce gradient of two halves of the batch, in the orth frame
+    h = len(batch) // 2
+    if h >= 2:
+        g1 = gradients(w, l1.resid1[:h], batch.labels[:h], "ce")
+        g2 = gradients(w, l1.resid1[h:], batch.labels[h:], "ce")
+        fo = frames["orth"]
+        out["split_half_cos_grad_ce_orth"] = subblock_cosines(
+            fo.project(-g1.G_QK), fo.project(-g2.G_QK), rows, cols
+        )
+    out["assumptions"] = {
+        **layer1_measures(l1, w, batch, p, K),
+        "oracle_routing_accuracy": oracle_routing_accuracy(w, l1.resid1, batch),
+        "embeddings": embedding_measures(w, p, K, L),
+    }
+    out["assumptions"]["ov2_mlp2_accuracy"], out["ov2_mlp2_source"] = ov2_mlp2_accuracy(model, task)
+    return out, blocks
+
+
+# -- the one-step experiment ------------------------------------------------------------------
+
+
+@torch.no_grad()
+def _accuracy(model, batch, chunk: int = 2048) -> float:
+    correct = 0
+    for i in range(0, len(batch), chunk):
+        logits = model.forward_fast(batch.tokens[i : i + chunk])
+        correct += int((logits.argmax(-1) == batch.labels[i : i + chunk]).sum())
+    return correct / max(len(batch), 1)
+
+
+@torch.no_grad()
+def _value_attention(w: Weights, l1_resid, batch) -> float:
+    """Mean layer-2 attention of `=` on the value positions (both operands' values)."""
+    _, pat = layer2(w, l1_resid)
+    rows = torch.arange(len(batch))
+    vp = batch.value_positions
+    same = vp[:, 0] == vp[:, 1]
+    mass = pat[rows, vp[:, 0]] + torch.where(same, 0.0, pat[rows, vp[:, 1]])
+    return float(mass.mean())
+
+
+def one_step_experiment(model, task, batch, sets: dict, opts: Options, order: str) -> dict:
+    """Steps on layer-2 W_Q, W_K from `model` on the 1-var sequences `batch` (operand order
+    `order`, which the prediction uses too), and the accuracies they give.
+
+    families:
+      sgd            plain SGD on W_Q, W_K (cross-entropy on `batch`), lr in opts.one_step_lrs,
+                     opts.one_step_steps full-batch steps
+      grad_merged    W_QK -= eta dL/dW_QK (the theorem's step on the merged matrix)
+      predicted_orth W_QK += the theory's G1 block lifted from the orth frame,
+                     dW = scale * Q~^T G1 K~ (exact and well conditioned)
+      predicted_raw  the same lifted from the raw frame by least squares (pseudo-inverse)
+      random_orth    a random Gaussian block lifted like predicted_orth (control)
+    Every step except sgd is sized by t = the RMS change of the layer-2 scores of `=` over
+    the sequences of `batch` (score units, what the step does to real inputs); sgd rows
+    report the same RMS for each lr (`rms_dscore`).
+    """
+    import copy
+
+    p, K, L = task.p, task.K, task.L
+    names = [n for n in ("0var/ind", "1var/ind", "2var/ind") if n in sets]
+    if opts.eval_size:
+        sets = {n: sets[n].slice(0, opts.eval_size) for n in names}
+    two = sets.get("2var/ind")
+    w0 = Weights.of(model)
+    raw = coordinates(model, p, K, L)
+    orth = raw.orthonormalized()
+    l1b = layer1(w0, batch.tokens)
+    _, pattern2 = layer2(w0, l1b.resid1)
+    att = layer2_attention(pattern2, batch, p, K)
+    a, b = att[f"a_{opts.ab_from}"], att[f"b_{opts.ab_from}"]
+    pred = g1_block(a, b, p, K, L, order, opts.layout)
+    two_sub = two.slice(0, 2048) if two is not None else None
+
+    def evaluate(m) -> dict:
+        w = Weights.of(m)
+        res = {n: _accuracy(m, sets[n]) for n in names}
+        l1r = layer1(w, batch.tokens).resid1
+        logits, _ = layer2(w, l1r)
+        res["batch_loss"] = float(torch.nn.functional.cross_entropy(logits, batch.labels))
+        if two_sub is not None:
+            res["2var_value_attention"] = _value_attention(
+                w, layer1(w, two_sub.tokens).resid1, two_sub
+            )
+        S_raw, S_orth = raw.project(qk_matrix(m)), orth.project(qk_matrix(m))
+        res["raw_identity"] = identity_score(barv_block(S_raw, raw.rows, raw.cols))
+        res["orth_identity"] = identity_score(barv_block(S_orth, raw.rows, raw.cols))
+        return res
+
+    W0 = qk_matrix(model)
+    S0_raw, S0_orth = raw.project(W0), orth.project(W0)
+
+    last = l1b.resid1[:, -1]
+
+    def rms_dscore(D) -> float:
+        """RMS over the batch's sequences and positions of the change of `=`'s layer-2
+        scores when W_QK changes by D."""
+        d = torch.einsum("bd,bld->bl", last @ D.to(last.dtype), l1b.resid1) / w0.scale
+        return float(d.pow(2).mean().sqrt())
+
+    def moved(m) -> dict:
+        W = qk_matrix(m)
+        return {
+            "rms_dscore": rms_dscore(W - W0),
+            "max_abs_dS_raw": float(np.abs(raw.project(W) - S0_raw).max()),
+            "max_abs_dS_orth": float(np.abs(orth.project(W) - S0_orth).max()),
+        }
+
+    def with_qk(W):
+        from empirical.compare_qk.coords import set_qk
+
+        m = copy.deepcopy(model)
+        set_qk(m, W)
+        return m
+
+    out = {"before": evaluate(model), "a": a, "b": b, "order": order, "families": {}}
+    # what ideal routing would give (no key-query update can do better downstream)
+    out["oracle_routing_accuracy"] = {
+        n: oracle_routing_accuracy(w0, layer1(w0, sets[n].tokens[:2048]).resid1, sets[n][:2048])
+        for n in names
+    }
+    # plain SGD on W_Q, W_K
+    rows = []
+    for lr in opts.one_step_lrs:
+        m = copy.deepcopy(model)
+        for _ in range(opts.one_step_steps):
+            w = Weights.of(m)
+            g = gradients(w, layer1(w, batch.tokens).resid1, batch.labels, "ce")
+            attn = m.blocks[1].attn
+            with torch.no_grad():
+                attn.W_Q[0].sub_(lr * g.G_Q.to(attn.W_Q.dtype))
+                attn.W_K[0].sub_(lr * g.G_K.to(attn.W_K.dtype))
+        rows.append({"lr": lr, **moved(m), **evaluate(m)})
+    out["families"]["sgd"] = rows
+    # the other steps: a direction D, scaled so that rms_dscore(t D) = t
+    G = gradients(w0, l1b.resid1, batch.labels, "ce").G_QK
+    rng = np.random.default_rng(opts.seed + 1)
+    R = rng.standard_normal(pred.shape)
+    directions = {
+        "grad_merged": -G,
+        "predicted_orth": orth.lift(pred),
+        "predicted_raw": raw.lift(pred),
+        "random_orth": orth.lift(R),
+    }
+    for fam, D in directions.items():
+        D = D / rms_dscore(D)
+        rows = []
+        for t in opts.score_steps:
+            m = with_qk(W0 + t * D)
+            rows.append({"t": t, **moved(m), **evaluate(m)})
+        out["families"][fam] = rows
+    return out
+
+
+# -- over a run -------------------------------------------------------------------------------
+
+
+def _metrics_at(records, step):
+    for r in records:
+        if r["step"] == step:
+            return r.get("acc", {})
+    return {}
+
+
+def compare_run(run_dir, opts: Options | None = None) -> dict:
+    """Every number of the comparison for the run in `run_dir` (see the module docstring)."""
+    from empirical.run_config import load_run_config
+    from empirical.task import held_out_pairs, load_eval_sets
+    from empirical.train.metrics import read_metrics
+    from empirical.train.phases import detect_phases
+
+    opts = opts or Options()
+    run_dir = Path(run_dir)
+    cfg = load_run_config(run_dir / "config.toml")
+    task = cfg.task
+    snaps = list_snapshots(run_dir)
+    if not snaps:
+        raise FileNotFoundError(f"{run_dir}: no snapshots/step_*.pt (train with snapshot_every)")
+    snap_steps = [s for s, _ in snaps]
+    by_step = dict(snaps)
+    if opts.steps is not None:
+        missing = [s for s in opts.steps if s not in by_step]
+        if missing:
+            raise ValueError(f"no snapshot at steps {missing}; available: {snap_steps}")
+        chosen = sorted(set(opts.steps))
+    else:
+        chosen = snap_steps
+    chosen = chosen[:: max(opts.every, 1)]
+    records = read_metrics(run_dir / "metrics.jsonl")
+    phases = detect_phases(records).to_dict() if records else None
+    held = held_out_pairs(task, cfg.seed) if opts.distribution == "train" else None
+    batch = one_var_batch(
+        task, opts.batch_size, opts.seed, opts.order, opts.distribution, held, opts.all_assigned
+    )
+    result = {
+        "run_dir": str(run_dir),
+        "task": {"p": task.p, "K": task.K, "L": task.L},
+        "options": {k: v for k, v in dataclasses.asdict(opts).items() if k != "progress"},
+        "phases": phases,
+        "snapshot_steps": snap_steps,
+        "labels": None,
+        "steps": [],
+    }
+    all_blocks: dict[str, list] = {}
+    t0 = time.time()
+    for i, step in enumerate(chosen):
+        model = _load(by_step[step])
+        later = [s for s in snap_steps if s > step]
+        nxt = _load(by_step[later[0]]) if later else None
+        scal, blocks = analyse_snapshot(model, task, batch, opts, nxt)
+        scal["step"] = step
+        scal["next_step"] = later[0] if later else None
+        scal["metrics_acc"] = _metrics_at(records, step)
+        result["steps"].append(scal)
+        for k, v in blocks.items():
+            all_blocks.setdefault(k, []).append((step, v))
+        if result["labels"] is None:
+            raw = coordinates(model, task.p, task.K, task.L)
+            result["labels"] = {"rows": raw.rows, "cols": raw.cols}
+        if opts.progress:
+            c = scal["comparison"]["orth"]["grad_ce"]["cos"]
+            print(
+                f"[compare-qk] step {step:6d} ({i + 1}/{len(chosen)}, {time.time() - t0:5.0f}s) "
+                f"a={scal['a']:.3f} cos(orth grad_ce): all {c['all']:+.3f} "
+                f"bar_v {c['barv_barv']:+.3f}",
+                flush=True,
+            )
+    result["windows"] = phase_windows(result["steps"], phases)
+    rows, cols = result["labels"]["rows"], result["labels"]["cols"]
+    result["null95"] = {
+        k: null_cos95(subblock(np.zeros((len(rows), len(cols))), rows, cols, k).size)
+        for k in SUBBLOCKS
+    }
+    result["_blocks"] = all_blocks
+    if opts.one_step:
+        at = opts.one_step_at
+        if at is None:
+            at = first_zero_var_step(records, snap_steps)
+        if at is None:
+            result["one_step"] = {"skipped": "no snapshot with 0var/ind >= 0.9 (use --one-step-at)"}
+        else:
+            if at not in by_step:
+                raise ValueError(f"--one-step-at {at}: no snapshot there; available {snap_steps}")
+            eval_path = run_dir / "eval_sets.pt"
+            if eval_path.exists():
+                sets = load_eval_sets(eval_path)
+            else:
+                from empirical.task import build_eval_sets
+
+                sets = build_eval_sets(task, cfg.seed)
+            t1 = time.time()
+            held_os = (
+                held_out_pairs(task, cfg.seed) if opts.one_step_distribution == "train" else None
+            )
+            batch_os = one_var_batch(
+                task, opts.batch_size, opts.seed, opts.one_step_order, opts.one_step_distribution,
+                held_os, opts.all_assigned,
+            )  # fmt: skip
+            res = one_step_experiment(
+                _load(by_step[at]), task, batch_os, sets, opts, opts.one_step_order
+            )
+            res["step"] = at
+            res["metrics_acc"] = _metrics_at(records, at)
+            result["one_step"] = res
+            if opts.progress:
+                print(
+                    f"[compare-qk] one-step test at step {at}: {time.time() - t1:.0f}s", flush=True
+                )
+    result["elapsed_s"] = time.time() - t0
+    return result
+
+
+def phase_windows(steps: list[dict], phases: dict | None) -> dict:
+    """Means of the main numbers over training windows: before 0-var is learned, the plateau
+    from then to the variable spike (detect_phases' first spike), the spike, and after it."""
+    if not phases or phases.get("zero_var_learned_step") is None:
+        return {}
+    z = phases["zero_var_learned_step"]
+    spike = phases.get("first_spike")
+    s0, s1 = (spike["start_step"], spike["end_step"]) if spike else (math.inf, math.inf)
+    bounds = {
+        "before_0var": (-math.inf, z),
+        "plateau": (z, s0) if s0 > z else (z, z),
+        "spike": (s0, s1 + 1),
+        "after": (s1 + 1, math.inf),
+    }
+    out = {}
+    for name, (lo, hi) in bounds.items():
+        sel = [r for r in steps if lo <= r["step"] < hi]
+        if not sel:
+            continue
+        entry = {"steps": [sel[0]["step"], sel[-1]["step"]], "n": len(sel)}
+        for frame in FRAMES:
+            for var in VARIANTS:
+                vals = [r["comparison"][frame][var] for r in sel if var in r["comparison"][frame]]
+                if not vals:
+                    continue
+                entry[f"{frame}/{var}"] = {
+                    "cos_all": float(np.nanmean([v["cos"]["all"] for v in vals])),
+                    "cos_barv": float(np.nanmean([v["cos"]["barv_barv"] for v in vals])),
+                    "identity_rows": float(
+                        np.nanmean([v["identity"]["row_argmax_on_diag"] for v in vals])
+                    ),
+                    "attenuation_sign": float(
+                        np.nanmean([v["attenuation"]["fraction"] for v in vals])
+                    ),
+                }
+        out[name] = entry
+    return out
+
+
+def jsonable(obj):
+    """Plain JSON types; NaN / inf -> None; numpy -> lists and floats."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items() if not str(k).startswith("_")}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, (np.floating, float)):
+        x = float(obj)
+        return x if math.isfinite(x) else None
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    return obj
