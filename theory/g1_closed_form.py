@@ -33,6 +33,7 @@ from functools import cache
 import numpy as np
 import sympy as sp
 
+from disentangled.basis import Basis
 from theory import fourier
 from theory.expectations import Context, RSum, expect, form, fresh, rsum
 from theory.population import (
@@ -179,15 +180,9 @@ def entry(
 
 
 def basis_labels(p_value: int, K_value: int, L: int = DEFAULT_L) -> list[str]:
-    """n0..n{p-1}, v0..v{K-1}, '=', '+', 'pad', pos0..pos{L-1}, bar_n0.., bar_v0.. (spec order)."""
-    return (
-        [f"n{m}" for m in range(p_value)]
-        + [f"v{u}" for u in range(K_value)]
-        + ["=", "+", "pad"]
-        + [f"pos{t}" for t in range(L)]
-        + [f"bar_n{m}" for m in range(p_value)]
-        + [f"bar_v{u}" for u in range(K_value)]
-    )
+    """n0..n{p-1}, v0..v{K-1}, '=', '+', 'pad', pos0..pos{L-1}, bar_n0.., bar_v0.. (spec order):
+    the simulator's basis, so the two JSON outputs share one label order."""
+    return list(Basis(p_value, K_value, L).labels)
 
 
 def descriptor(label: str, K_value: int, L: int, role: str) -> tuple[tuple, int | None]:

@@ -31,19 +31,16 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from disentangled.basis import Basis
+
 
 def row_labels(K: int, L: int) -> list[str]:
     return ["=", f"pos{L - 1}"] + [f"bar_v{u}" for u in range(K)]
 
 
 def col_labels(p: int, K: int, L: int) -> list[str]:
-    return (
-        [f"n{m}" for m in range(p)]
-        + [f"v{u}" for u in range(K)]
-        + ["=", "+", "pad"]
-        + [f"pos{t}" for t in range(L)]
-        + [f"bar_v{u}" for u in range(K)]
-    )
+    """Key-side labels: the simulator's basis without the bar_n (never a key in the model)."""
+    return [lab for lab in Basis(p, K, L).labels if not lab.startswith("bar_n")]
 
 
 @dataclass
