@@ -8,7 +8,8 @@
 Times the training step of train_run and of train_batch (sample each member's batch, fast
 forward, cross-entropy, backward, AdamW step; no evaluation or checkpoints, which cost the
 same per member either way): N members as one BatchedModel, against the same N configs
-trained one after the other as single models. Members differ in seed and
+trained one after the other as single models. Batches are drawn train.sample_chunk steps at
+a time (override it: train.sample_chunk=10 on a GPU). Members differ in seed and
 task.held_out_fraction, as in a pair-fraction sweep. Reports member-steps per second.
 """
 
@@ -45,6 +46,7 @@ def bench_sequential(cfgs, device, warmup: int, steps: int) -> float:
     from empirical.model import AssignAddTransformer
     from empirical.task import TrainingSampler, held_out_pairs
     from empirical.task.pairs import training_generator
+    from empirical.train.batches import BatchStream
 
     total = 0.0
     for cfg in cfgs:
@@ -54,12 +56,14 @@ def bench_sequential(cfgs, device, warmup: int, steps: int) -> float:
             model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay, betas=tc.betas
         )
         sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, cfg.seed), device=device)
-        gen = training_generator(cfg.seed, device)
+        stream = BatchStream(
+            sampler, training_generator(cfg.seed, device), tc.batch_size, tc.sample_chunk
+        )
         for i in range(warmup + steps):
             if i == warmup:
                 sync(device)
                 t0 = time.perf_counter()
-            batch = sampler.sample(tc.batch_size, gen)
+            batch = stream.next()
             loss = F.cross_entropy(model.forward_fast(batch.tokens).float(), batch.labels)
             assert torch.isfinite(loss)  # train_run's per-step check (a sync, as there)
             opt.zero_grad(set_to_none=True)
@@ -74,6 +78,7 @@ def bench_batched(cfgs, device, warmup: int, steps: int) -> float:
     from empirical.sweep.batched import BatchedModel
     from empirical.task import TrainingSampler, held_out_pairs
     from empirical.task.pairs import training_generator
+    from empirical.train.batches import BatchStream
 
     tc = cfgs[0].train
     M = len(cfgs)
@@ -82,12 +87,15 @@ def bench_batched(cfgs, device, warmup: int, steps: int) -> float:
     samplers = [
         TrainingSampler(c.task, held_out_pairs(c.task, c.seed), device=device) for c in cfgs
     ]
-    gens = [training_generator(c.seed, device) for c in cfgs]
+    streams = [
+        BatchStream(s, training_generator(c.seed, device), tc.batch_size, tc.sample_chunk)
+        for s, c in zip(samplers, cfgs, strict=True)
+    ]
     for i in range(warmup + steps):
         if i == warmup:
             sync(device)
             t0 = time.perf_counter()
-        batches = [s.sample(tc.batch_size, g) for s, g in zip(samplers, gens, strict=True)]
+        batches = [stream.next() for stream in streams]
         logits = model.forward_fast(torch.stack([b.tokens for b in batches]))
         losses = torch.stack(
             [F.cross_entropy(logits[m].float(), batches[m].labels) for m in range(M)]

@@ -12,6 +12,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("empirical.cli.analyze", "mechanistic analysis of a run's checkpoints"),
     "compare-qk": ("empirical.cli.compare_qk", "theory's predicted vs observed layer-2 QK update"),
     "sweep": ("empirical.cli.sweep", "Figure 3 sweeps with batched multi-model training"),
+    "grid": ("empirical.cli.grid", "named config variants x seeds, trained as batched models"),
     "reproduce": ("empirical.cli.reproduce", "the whole paper, one command"),
 }
 

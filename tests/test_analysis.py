@@ -37,14 +37,6 @@ from empirical.task import TaskConfig, build_eval_sets
 TASK = TaskConfig(p=11, K=3, max_assignments=3, r1=("c",), r2=("b",), eval_size=300)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)  # small ops: one thread is faster on a 2-core machine
-    yield
-    torch.set_num_threads(old)
-
-
 @pytest.fixture(scope="module")
 def data():
     return make_probe_data(TASK, seed=0, n=768, n_second=512)

@@ -14,11 +14,13 @@ from empirical.config_io import ConfigError
 from empirical.run_config import load_run_config
 from empirical.sweep import find_threshold, run_sweep, train_batch
 from empirical.sweep.batched import BatchedModel
+from empirical.sweep.optim import MemberAdamW
 from empirical.sweep.results import MetricWeights, metric_value, summarize, write_results
 from empirical.sweep.runner import plan_batches
 from empirical.sweep.spec import SweepSpec, expand_members, parse_param
 from empirical.task import TrainingSampler, held_out_pairs, is_held, load_eval_sets
 from empirical.task.pairs import training_generator
+from empirical.train.batches import BatchStream
 from empirical.train.loop import train_run
 from empirical.train.metrics import read_metrics
 from empirical.train.state import load_training_state
@@ -26,14 +28,6 @@ from empirical.train.state import load_training_state
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke.toml"
 TINY = ["task.eval_size=200", "train.steps=40", "train.snapshot_every=0"]
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def tiny(*overrides: str):
@@ -278,3 +272,146 @@ def test_derived_metrics_and_summary_files(tmp_path):
     assert json.loads(json_path.read_text())["threshold"]["threshold"] == 0.6
     assert "threshold 0.6" in md_path.read_text()
     assert fig_path.stat().st_size > 10_000
+
+
+# ---- members that differ in lr / weight decay, chunked data, a diverging member
+
+
+def test_member_adamw_equals_adamw_per_member():
+    torch.manual_seed(0)
+    lrs, wds = [1e-3, 3e-3, 1e-2], [1.0, 0.1, 0.0]
+    stacked = torch.randn(3, 4, 5, dtype=torch.float64, requires_grad=True)
+    singles = [stacked[m].detach().clone().requires_grad_(True) for m in range(3)]
+    opt = MemberAdamW([stacked], lrs, wds, betas=(0.9, 0.98))
+    refs = [
+        torch.optim.AdamW([s], lr=lr, weight_decay=wd, betas=(0.9, 0.98))
+        for s, lr, wd in zip(singles, lrs, wds, strict=True)
+    ]
+    for step in range(5):
+        grad = torch.randn(3, 4, 5, dtype=torch.float64)
+        scale = (step + 1) / 5  # a warm-up factor
+        opt.set_lr_scale(scale)
+        stacked.grad = grad.clone()
+        opt.step()
+        for m, (s, ref) in enumerate(zip(singles, refs, strict=True)):
+            ref.param_groups[0]["lr"] = scale * lrs[m]
+            s.grad = grad[m].clone()
+            ref.step()
+    for m, s in enumerate(singles):
+        torch.testing.assert_close(stacked[m].detach(), s.detach(), rtol=1e-12, atol=1e-14)
+        group = opt.member_param_group(m)
+        assert group["lr"] == pytest.approx(lrs[m]) and group["weight_decay"] == wds[m]
+    with pytest.raises(ValueError, match="weight decays"):
+        MemberAdamW([stacked], [1e-3], [1.0, 2.0])
+
+
+def test_members_differing_in_lr_and_weight_decay_batch_together_and_match_single_runs(
+    tmp_path,
+):
+    # float64: the per-member update rounds differently from AdamW's fused one, and 40 steps
+    # of training amplify float32 rounding past any tight tolerance
+    f64 = "model.dtype=float64"
+    cfgs = [tiny(f64), tiny(f64, "train.lr=0.003", "train.weight_decay=0.1", "seed=1")]
+    spec = SweepSpec(param="train.weight_decay", values=[1.0, 0.1], seeds=[0])
+    members = expand_members(tiny(), spec)
+    assert len(plan_batches(members, {m.dirname: 0 for m in members}, 0)) == 1
+    train_batch([(c, tmp_path / f"batch{i}") for i, c in enumerate(cfgs)], progress=False)
+    for i, cfg in enumerate(cfgs):
+        train_run(cfg, tmp_path / f"single{i}", progress=False)
+        batched = read_metrics(tmp_path / f"batch{i}" / "metrics.jsonl")
+        single = read_metrics(tmp_path / f"single{i}" / "metrics.jsonl")
+        assert [r["step"] for r in batched] == [r["step"] for r in single] == [0, 20, 40]
+        for rb, rs in zip(batched, single, strict=True):
+            assert rb["lr"] == rs["lr"]
+            for name in rs["acc"]:
+                assert rb["acc"][name] == pytest.approx(rs["acc"][name], abs=1e-9)
+                assert rb["loss"][name] == pytest.approx(rs["loss"][name], rel=1e-9)
+        wb = load_training_state(tmp_path / f"batch{i}" / "checkpoints" / "last.pt")
+        ws = load_training_state(tmp_path / f"single{i}" / "checkpoints" / "last.pt")
+        for k, v in ws["model_state"].items():
+            torch.testing.assert_close(wb["model_state"][k], v, rtol=1e-9, atol=1e-12)
+        # the member's optimiser state is a single run's: its own lr and weight decay
+        group = wb["optimizer_state"]["param_groups"][0]
+        assert group["weight_decay"] == cfg.train.weight_decay
+        assert group["lr"] == pytest.approx(cfg.train.lr)
+    # a member directory resumes as a single run
+    train_run(
+        load_run_config(tmp_path / "batch1" / "config.toml", ["train.steps=60"]),
+        tmp_path / "batch1",
+        resume=True,
+        progress=False,
+    )
+    assert [r["step"] for r in read_metrics(tmp_path / "batch1" / "metrics.jsonl")][-1] == 60
+
+
+def test_batch_stream_chunks_are_slices_of_one_draw():
+    cfg = tiny()
+    sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, 0))
+    stream = BatchStream(sampler, training_generator(0, "cpu"), batch_size=16, chunk=3)
+    got = [stream.next() for _ in range(6)]
+    gen = training_generator(0, "cpu")
+    draws = [sampler.sample(48, gen) for _ in range(2)]
+    for i, batch in enumerate(got):
+        assert batch.equal(draws[i // 3].slice(16 * (i % 3), 16 * (i % 3 + 1)))
+    plain = BatchStream(sampler, training_generator(0, "cpu"), batch_size=16)
+    assert plain.next().equal(sampler.sample(16, training_generator(0, "cpu")))
+
+
+def test_chunked_run_resumes_bit_for_bit_and_chunk_is_validated(tmp_path):
+    cfg = tiny("train.sample_chunk=4", "train.checkpoint_every=20", "train.eval_every=20")
+    train_run(cfg, tmp_path / "whole", progress=False)
+    train_run(cfg, tmp_path / "split", progress=False, stop_at=20)
+    train_run(cfg, tmp_path / "split", resume=True, progress=False)
+    whole = strip_time(read_metrics(tmp_path / "whole" / "metrics.jsonl"))
+    assert whole == strip_time(read_metrics(tmp_path / "split" / "metrics.jsonl"))
+    # on CPU the sampler turns one row of uniforms into one sequence, in order: drawing 4
+    # steps at once is the very stream of drawing one step at a time
+    plain = tiny("train.checkpoint_every=20", "train.eval_every=20")
+    train_run(plain, tmp_path / "plain", progress=False)
+    assert whole == strip_time(read_metrics(tmp_path / "plain" / "metrics.jsonl"))
+    with pytest.raises(ConfigError, match="checkpoint_every = 20 must be a multiple of"):
+        tiny("train.sample_chunk=3", "train.checkpoint_every=20", "train.steps=60")
+    with pytest.raises(ConfigError, match="train.steps = 40 must be a multiple of"):
+        tiny("train.sample_chunk=3", "train.checkpoint_every=30")
+    with pytest.raises(ConfigError, match="sample_chunk = 0"):
+        tiny("train.sample_chunk=0")
+
+
+def test_a_diverging_member_stops_alone(tmp_path):
+    base = tiny()
+    spec = SweepSpec(param="train.lr", values=[0.001, 1e30], seeds=[0], metric="0var/ind")
+    out = run_sweep(base, spec, tmp_path / "sw", progress=False, log=None)
+    bad = tmp_path / "sw" / "members" / "lr=1e+30_seed0"
+    good = tmp_path / "sw" / "members" / "lr=0.001_seed0"
+    assert out.stopped == [bad.name]
+    stop = json.loads((bad / "stopped.json").read_text())
+    assert stop["step"] >= 1 and "train.lr" in stop["reason"]
+    assert not (bad / "summary.json").exists()
+    assert json.loads((good / "summary.json").read_text())["final_step"] == 40
+    assert list(out.results["stopped_members"]) == [bad.name]
+    assert not out.results["missing_members"]
+    assert [r["member"] for r in out.results["members"]] == [good.name]
+    assert "Stopped, not in the figure: lr=1e+30" in (tmp_path / "sw" / "summary.md").read_text()
+    # a second call does not train the stopped member again
+    again = run_sweep(base, spec, tmp_path / "sw", progress=False, log=None)
+    assert again.stopped == [bad.name] and again.skipped == [good.name] and not again.batches
+
+
+def test_cosine_schedule_and_its_resume_rule(tmp_path):
+    from empirical.train.loop import TrainingError
+    from empirical.train.schedule import learning_rate
+
+    assert learning_rate(0, 1.0, 0, "cosine", 100) == pytest.approx(1.0)
+    assert learning_rate(50, 1.0, 0, "cosine", 100) == pytest.approx(0.5)
+    assert learning_rate(99, 1.0, 0, "cosine", 100) == pytest.approx(0.000247, abs=1e-5)
+    assert learning_rate(4, 1.0, 10, "cosine", 100) == pytest.approx(0.5)  # warm-up first
+    assert learning_rate(10, 1.0, 10, "cosine", 100) == pytest.approx(1.0)
+    with pytest.raises(ConfigError, match="lr_schedule = 'linear'"):
+        tiny("train.lr_schedule=linear")
+    cfg = tiny("train.lr_schedule=cosine")
+    train_run(cfg, tmp_path, progress=False, stop_at=20)
+    train_run(cfg, tmp_path, resume=True, progress=False)
+    lrs = [r["lr"] for r in read_metrics(tmp_path / "metrics.jsonl")]
+    assert lrs[1] > lrs[2] > 0  # decaying towards 0 at step 40
+    with pytest.raises(TrainingError, match="decay is fixed by train.steps"):
+        train_run(tiny("train.lr_schedule=cosine", "train.steps=60"), tmp_path, resume=True)

@@ -13,13 +13,13 @@ from empirical.task import TaskConfig
 def test_defaults():
     cfg = TaskConfig()
     assert (cfg.p, cfg.K, cfg.L, cfg.min_assignments, cfg.max_assignments) == (97, 5, 16, 1, 4)
-    assert cfg.r1 == ("d", "e") and cfg.r2 == ("b", "e")
+    assert cfg.r1 == ("d",) and cfg.r2 == ("b",)
     assert cfg.allow_same_variable_operands is True
     assert cfg.eval_size == 10_000
     assert cfg.frac_0var == pytest.approx(1 / 3)
     assert cfg.frac_2var == pytest.approx(1 / 3)
     assert cfg.n_pairs == 97 * 98 // 2 and cfg.n_held_out == 475
-    assert cfg.allowed_vars(0) == [0, 1, 2] and cfg.allowed_vars(1) == [0, 2, 3]
+    assert cfg.allowed_vars(0) == [0, 1, 2, 4] and cfg.allowed_vars(1) == [0, 2, 3, 4]
 
 
 def test_mix_fields():

@@ -210,6 +210,7 @@ def summarize(
     missing: list[str],
     title: str,
     command: str | None = None,
+    stopped: dict[str, str] | None = None,
 ) -> dict:
     """The results dict (`results.json`) of finished members' rows
     ({"member", "value", "x", "seed", "final_step", "metric", "aux": {...}, "final_acc"})."""
@@ -238,6 +239,7 @@ def summarize(
         "points": points,
         "members": rows,
         "missing_members": missing,
+        "stopped_members": dict(stopped or {}),
     }
 
 
@@ -317,6 +319,8 @@ def markdown(results: dict, figure_name: str) -> str:
         )
     if results["missing_members"]:
         lines += ["", "Not finished yet: " + ", ".join(results["missing_members"])]
+    for name, reason in results.get("stopped_members", {}).items():
+        lines += ["", f"Stopped, not in the figure: {name}: {reason}"]
     return "\n".join(lines) + "\n"
 
 
@@ -351,7 +355,7 @@ def plot_sweep(results: dict, path: Path) -> None:
     stable = results["threshold"].get("stable_threshold")
     if thr is not None:
         tx = thr if is_num else where[thr]
-        ax.axvline(tx, color="C3", ls="--", lw=1, label=f"threshold {_fmt_x(thr)}")
+        ax.axvline(tx, color="black", ls="-.", lw=1.2, label=f"threshold {_fmt_x(thr)}")
     if stable is not None and stable != thr:
         sx = stable if is_num else where[stable]
         ax.axvline(sx, color="C4", ls=":", lw=1, label=f"stable threshold {_fmt_x(stable)}")

@@ -39,7 +39,7 @@ from empirical.sweep.spec import (
     expand_members,
     sweep_to_toml,
 )
-from empirical.sweep.trainer import member_step, train_batch
+from empirical.sweep.trainer import member_step, member_stopped, train_batch
 from empirical.train.loop import RESUMABLE_CHANGES
 
 
@@ -52,6 +52,7 @@ class SweepOutcome:
     sweep_dir: Path
     results: dict
     skipped: list[str] = field(default_factory=list)  # finished before this call
+    stopped: list[str] = field(default_factory=list)  # non-finite loss (stopped.json)
     resumed: list[str] = field(default_factory=list)  # continued from a checkpoint
     fresh: list[str] = field(default_factory=list)  # started from step 0
     batches: list[list[str]] = field(default_factory=list)  # members trained together
@@ -68,7 +69,8 @@ def _comparable(cfg: RunConfig) -> str:
 
 
 def member_status(member: Member, run_dir: Path) -> tuple[str, int]:
-    """('finished' | 'resume' | 'fresh', checkpoint step) of a member's directory."""
+    """('finished' | 'stopped' | 'resume' | 'fresh', checkpoint step) of a member's
+    directory ('stopped': its loss became non-finite; it is not trained again)."""
     config_path = run_dir / "config.toml"
     if not config_path.exists():
         return "fresh", 0
@@ -81,7 +83,18 @@ def member_status(member: Member, run_dir: Path) -> tuple[str, int]:
             f"member directory {run_dir} holds a run with a different config; use another "
             "sweep directory (--out) or remove that member directory"
         )
+    if (
+        member.cfg.train.lr_schedule != "constant"
+        and existing.train.steps != member.cfg.train.steps
+    ):
+        raise SweepError(
+            f"member {run_dir.name} was trained with train.steps = {existing.train.steps} and "
+            f"train.lr_schedule = '{member.cfg.train.lr_schedule}' (decay fixed by steps); "
+            "it cannot continue to another train.steps"
+        )
     step = member_step(run_dir)
+    if member_stopped(run_dir) is not None:
+        return "stopped", step
     steps = member.cfg.train.steps
     if step > steps:
         raise SweepError(
@@ -112,9 +125,13 @@ def plan_batches(
 def collect_results(
     members: list[Member], spec: SweepSpec, sweep_dir: Path, metric: str, title: str, command
 ) -> dict:
-    rows, missing = [], []
+    rows, missing, stopped = [], [], {}
     aux = aux_metrics(metric)
     for m in members:
+        stop = member_stopped(sweep_dir / "members" / m.dirname)
+        if stop is not None:
+            stopped[m.dirname] = stop["reason"]
+            continue
         summary_path = sweep_dir / "members" / m.dirname / "summary.json"
         if not summary_path.exists():
             missing.append(m.dirname)
@@ -147,6 +164,7 @@ def collect_results(
         missing=missing,
         title=title,
         command=command,
+        stopped=stopped,
     )
 
 
@@ -174,10 +192,15 @@ def run_sweep(
         statuses[m.dirname] = member_status(m, sweep_dir / "members" / m.dirname)
     for m in members:
         status, _ = statuses[m.dirname]
-        {"finished": outcome.skipped, "resume": outcome.resumed, "fresh": outcome.fresh}[
-            status
-        ].append(m.dirname)
-    todo = [m for m in members if statuses[m.dirname][0] != "finished"]
+        {
+            "finished": outcome.skipped,
+            "stopped": outcome.stopped,
+            "resume": outcome.resumed,
+            "fresh": outcome.fresh,
+        }[status].append(m.dirname)
+    for name in outcome.stopped:
+        say(f"{name}: not trained: {member_stopped(sweep_dir / 'members' / name)['reason']}")
+    todo = [m for m in members if statuses[m.dirname][0] in ("resume", "fresh")]
     starts = {m.dirname: statuses[m.dirname][1] for m in todo}
     batches = plan_batches(todo, starts, spec.max_batch)
     outcome.batches = [[m.dirname for m in b] for b in batches]
@@ -222,13 +245,20 @@ def run_sweep(
                 metric=lambda j, acc, weights=weights: metric_value(metric, acc, weights[j]),
             )
             for m, r, w in zip(batch, records, weights, strict=True):
+                stop = member_stopped(sweep_dir / "members" / m.dirname)
+                if stop is not None:
+                    outcome.stopped.append(m.dirname)
+                    say(f"  {m.dirname}: stopped: {stop['reason']}")
+                    continue
                 say(
                     f"  {m.dirname}: step {r['step']}, {metric} "
                     f"{100 * metric_value(metric, r['acc'], w):.2f}%"
                 )
             say(f"  batch {i + 1} took {time.perf_counter() - t0:.0f} s")
             if stop_at is not None and any(
-                r["step"] < m.cfg.train.steps for m, r in zip(batch, records, strict=True)
+                r["step"] < m.cfg.train.steps
+                for m, r in zip(batch, records, strict=True)
+                if m.dirname not in outcome.stopped
             ):
                 outcome.stopped_early = True
     title = _title(spec, metric, base)

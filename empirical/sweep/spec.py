@@ -277,12 +277,18 @@ def _plain(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
+# [train] fields members of one batched model may differ in (a per-member optimiser)
+PER_MEMBER_TRAIN_FIELDS = ("lr", "weight_decay")
+
+
 def batch_key(cfg: RunConfig) -> str:
     """Members with equal keys can train as one batched model: the same built architecture
-    (model fields and the task's p, K, L) and the same [train] settings."""
+    (model fields and the task's p, K, L) and the same [train] settings, except lr and
+    weight decay (PER_MEMBER_TRAIN_FIELDS)."""
     task = {k: getattr(cfg.task, k) for k in ARCHITECTURE_TASK_FIELDS}
+    train = {k: v for k, v in to_dict(cfg.train).items() if k not in PER_MEMBER_TRAIN_FIELDS}
     return json.dumps(
-        {"model": to_dict(cfg.built_model_config()), "train": to_dict(cfg.train), "task": task},
+        {"model": to_dict(cfg.built_model_config()), "train": train, "task": task},
         sort_keys=True,
     )
 

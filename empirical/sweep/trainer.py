@@ -9,11 +9,17 @@ a standard run directory (config.toml, eval_sets.pt, metrics.jsonl, checkpoints/
 train_run's format, snapshots/, summary.json, training_curves.png): `python -m empirical train
 --resume DIR` and the analysis tools work on it.
 
-What the members share: the architecture and the [train] settings (`spec.batch_key`), and
-the step they start from. The optimiser is one `torch.optim.AdamW` over the stacked [M, ...]
-parameters: its update is elementwise, so member m's slice is updated exactly as a single
-run's AdamW would update it (lr, betas, weight decay are shared: members differing in them
-are put in different batches). Gradient clipping (train.grad_clip) is per member.
+What the members share: the architecture and the [train] settings but lr and weight decay
+(`spec.batch_key`), and the step they start from. The optimiser is one `torch.optim.AdamW`
+over the stacked [M, ...] parameters when the members share lr and weight decay: its update
+is elementwise, so member m's slice is updated exactly as a single run's AdamW would update it
+(bit for bit on CPU). Members that differ in them get `MemberAdamW` (the same update with a
+per-member lr and decay, equal to float rounding). Gradient clipping (train.grad_clip) is per
+member.
+
+A member whose loss becomes NaN or inf stops alone: it is frozen (out of the loss, no more
+evaluations or checkpoints), its checkpoints/last.pt stays its last good state, and
+`stopped.json` in its directory says at which step and why; the others train on.
 
 Checkpoints are per member (`DIR/checkpoints/last.pt`, each written atomically, all at the
 same step), so a sweep resumes member by member and members can be regrouped on resume.
@@ -21,6 +27,7 @@ same step), so a sweep resumes member by member and members can be regrouped on 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,9 +40,11 @@ from empirical.config_io import atomic_write_bytes, config_to_toml
 from empirical.model import AssignAddTransformer, save_model
 from empirical.run_config import RunConfig
 from empirical.sweep.batched import BatchedModel
+from empirical.sweep.optim import MemberAdamW
 from empirical.sweep.spec import batch_key
 from empirical.task import TrainingSampler, held_out_pairs
 from empirical.task.pairs import training_generator
+from empirical.train.batches import BatchStream
 from empirical.train.loop import (
     TrainingError,
     evaluate_and_log,
@@ -43,7 +52,7 @@ from empirical.train.loop import (
     setup_eval_sets,
 )
 from empirical.train.metrics import read_metrics, truncate_metrics
-from empirical.train.schedule import learning_rate
+from empirical.train.schedule import learning_rate, schedule_of
 from empirical.train.state import load_training_state, save_training_state
 
 
@@ -62,7 +71,10 @@ class _MemberOptimizer:
                 k: (v[self.m].detach().cpu().clone() if k != "step" else v.detach().cpu().clone())
                 for k, v in entry.items()
             }
-        return {"state": state, "param_groups": [dict(g) for g in full["param_groups"]]}
+        groups = [dict(g) for g in full["param_groups"]]
+        if isinstance(self.optimizer, MemberAdamW):
+            groups = [{**self.optimizer.member_param_group(self.m), "params": groups[0]["params"]}]
+        return {"state": state, "param_groups": groups}
 
 
 def _stacked_optimizer_state(states: list[dict], device) -> dict:
@@ -80,6 +92,20 @@ def _stacked_optimizer_state(states: list[dict], device) -> dict:
             else:
                 state[i][k] = torch.stack([s["state"][i][k] for s in states]).to(device)
     return {"state": state, "param_groups": first["param_groups"]}
+
+
+STOPPED_FILE = "stopped.json"
+
+
+def member_stopped(run_dir: Path) -> dict | None:
+    """What `stopped.json` says about a member that stopped on a non-finite loss (else None)."""
+    path = Path(run_dir) / STOPPED_FILE
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {"step": None, "reason": f"{path} is unreadable"}
 
 
 def member_step(run_dir: Path) -> int:
@@ -133,13 +159,27 @@ def train_batch(
 
     torch.manual_seed(cfgs[0].seed)
     model = BatchedModel(mc, [cfg.seed for cfg in cfgs], device=device)
-    optimizer = torch.optim.AdamW(
-        model.params(), lr=tc.lr, weight_decay=tc.weight_decay, betas=tc.betas
-    )
+    base_lrs = [cfg.train.lr for cfg in cfgs]
+    decays = [cfg.train.weight_decay for cfg in cfgs]
+    shared_hyper = len(set(base_lrs)) == 1 and len(set(decays)) == 1
+    if shared_hyper:
+        optimizer = torch.optim.AdamW(
+            model.params(), lr=tc.lr, weight_decay=tc.weight_decay, betas=tc.betas
+        )
+    else:
+        optimizer = MemberAdamW(model.params(), base_lrs, decays, betas=tc.betas)
     samplers = [
         TrainingSampler(cfg.task, held_out_pairs(cfg.task, cfg.seed), device=device) for cfg in cfgs
     ]
     generators = [training_generator(cfg.seed, device) for cfg in cfgs]
+    streams = [
+        BatchStream(s, g, tc.batch_size, tc.sample_chunk)
+        for s, g in zip(samplers, generators, strict=True)
+    ]
+    alive = [member_stopped(d) is None for d in dirs]
+    if not all(alive):
+        stopped = [d.name for d, a in zip(dirs, alive, strict=True) if not a]
+        raise TrainingError(f"train_batch: member(s) {', '.join(stopped)} stopped earlier")
     sets = [setup_eval_sets(cfg, d, device) for cfg, d in members]
     metrics_paths = [d / "metrics.jsonl" for d in dirs]
     loss_sums = torch.zeros(M, dtype=torch.float64, device=device)
@@ -170,8 +210,12 @@ def train_batch(
             return metric(m, acc)
         return acc.get("0var/ind", float("nan"))
 
-    def evaluate_all(at_step: int, window, lr: float, elapsed: float) -> None:
+    def evaluate_all(at_step: int, window, lr_step: int | None, elapsed: float) -> None:
+        """lr_step: the optimiser step whose learning rate is logged (None: before training)."""
         for m in range(M):
+            if not alive[m]:
+                continue
+            lr = 0.0 if lr_step is None else learning_rate(lr_step, base_lrs[m], **schedule_of(tc))
             model.copy_member_into(m, scratch)
             train_loss = float("nan") if window is None else window[m]
             evaluate_and_log(
@@ -190,11 +234,13 @@ def train_batch(
 
     def snapshot_all(at_step: int) -> None:
         for m, d in enumerate(dirs):
+            if not alive[m]:
+                continue
             model.copy_member_into(m, scratch)
             save_model(scratch, d / "snapshots" / f"step_{at_step:06d}.pt", {"step": at_step})
 
     if step == 0:
-        evaluate_all(0, None, 0.0, 0.0)
+        evaluate_all(0, None, None, 0.0)
         if tc.snapshot_every:
             snapshot_all(0)
 
@@ -215,11 +261,15 @@ def train_batch(
     window = torch.zeros(M, dtype=torch.float64, device=device)
     window_n = 0
     params = model.params()
+    mask = alive_mask(alive, device)
     while step < tc.steps:
-        lr = learning_rate(step, tc.lr, tc.warmup_steps)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        batches = [s.sample(tc.batch_size, g) for s, g in zip(samplers, generators, strict=True)]
+        scale = learning_rate(step, 1.0, **schedule_of(tc))
+        if shared_hyper:
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(step, tc.lr, **schedule_of(tc))
+        else:
+            optimizer.set_lr_scale(scale)
+        batches = [stream.next() for stream in streams]
         tokens = torch.stack([b.tokens for b in batches])
         logits = model.forward_fast(tokens)
         # per member, exactly train_run's loss (same reduction order)
@@ -227,15 +277,30 @@ def train_batch(
             [F.cross_entropy(logits[m].float(), batches[m].labels) for m in range(M)]
         )
         finite = torch.isfinite(losses)
-        if not bool(finite.all()):
-            bad = [labels[m] for m in range(M) if not bool(finite[m])]
-            raise TrainingError(
-                f"loss became non-finite at step {step + 1} (lr {lr:g}) for member(s) "
-                f"{', '.join(bad)}; the batch stopped and each member's last good checkpoint "
-                "is its checkpoints/last.pt — lower train.lr or set train.grad_clip"
-            )
+        if not bool(finite[mask].all()):
+            for m in range(M):
+                if alive[m] and not bool(finite[m]):
+                    alive[m] = False
+                    _write_stopped(
+                        dirs[m], step + 1, float(losses[m].detach()), scale * base_lrs[m]
+                    )
+                    bar.write(
+                        f"{labels[m]}: loss {float(losses[m].detach())} at step {step + 1}: stopped"
+                    )
+            if not any(alive):
+                bar.close()
+                raise TrainingError(
+                    f"loss became non-finite at step {step + 1} for every member; each "
+                    "member's last good checkpoint is its checkpoints/last.pt — lower "
+                    "train.lr or set train.grad_clip"
+                )
+            mask = alive_mask(alive, device)
         optimizer.zero_grad(set_to_none=True)
-        losses.sum().backward()
+        torch.where(mask, losses, torch.zeros_like(losses)).sum().backward()
+        if not all(alive):
+            for p in params:
+                if p.grad is not None:
+                    p.grad[~mask] = 0.0
         if tc.grad_clip is not None:
             _clip_per_member(params, tc.grad_clip)
         optimizer.step()
@@ -248,7 +313,7 @@ def train_batch(
 
         if step % tc.eval_every == 0 or step == tc.steps:
             elapsed = time.perf_counter() - t0
-            evaluate_all(step, (window / window_n).tolist(), lr, elapsed)
+            evaluate_all(step, (window / window_n).tolist(), step - 1, elapsed)
             window.zero_()
             window_n = 0
             postfix()
@@ -258,6 +323,8 @@ def train_batch(
             elapsed = time.perf_counter() - t0
             sums = loss_sums.tolist()
             for m, (cfg, d) in enumerate(members):
+                if not alive[m]:
+                    continue
                 model.copy_member_into(m, scratch)
                 save_training_state(
                     d / "checkpoints" / "last.pt",
@@ -277,8 +344,29 @@ def train_batch(
     from empirical.train.summary import write_summary
 
     for m, (cfg, d) in enumerate(members):
-        write_summary(cfg, d, read_metrics(metrics_paths[m]), elapsed_before[m] + elapsed, device)
+        if alive[m]:
+            write_summary(
+                cfg, d, read_metrics(metrics_paths[m]), elapsed_before[m] + elapsed, device
+            )
     return last_records
+
+
+def alive_mask(alive: list[bool], device) -> torch.Tensor:
+    return torch.tensor(alive, dtype=torch.bool).to(device)
+
+
+def _write_stopped(run_dir: Path, step: int, loss: float, lr: float) -> None:
+    text = json.dumps(
+        {
+            "step": step,
+            "loss": repr(loss),
+            "lr": lr,
+            "reason": f"loss became {loss} at step {step} (lr {lr:g}); checkpoints/last.pt is "
+            "the last good state — lower train.lr or set train.grad_clip",
+        },
+        indent=2,
+    )
+    atomic_write_bytes(Path(run_dir) / STOPPED_FILE, text.encode())
 
 
 @torch.no_grad()

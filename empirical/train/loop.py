@@ -36,10 +36,11 @@ from empirical.task import (
     save_eval_sets,
 )
 from empirical.task.pairs import training_generator
+from empirical.train.batches import BatchStream
 from empirical.train.breakdown import restricted_breakdown
 from empirical.train.evaluate import evaluate_sets
 from empirical.train.metrics import append_metrics, read_metrics, truncate_metrics
-from empirical.train.schedule import learning_rate
+from empirical.train.schedule import learning_rate, schedule_of
 from empirical.train.state import load_training_state, save_training_state
 
 
@@ -93,6 +94,12 @@ def _check_run_dir(cfg: RunConfig, run_dir: Path, resume: bool) -> None:
             "choose another run directory (--run-dir), or resume it with --resume "
             f"(which may change only train.{{{', '.join(sorted(RESUMABLE_CHANGES))}}})"
         )
+    if resume and cfg.train.lr_schedule != "constant" and existing.train.steps != cfg.train.steps:
+        raise TrainingError(
+            f"cannot resume {run_dir} with train.steps = {cfg.train.steps}: it was started with "
+            f"train.steps = {existing.train.steps} and train.lr_schedule = "
+            f"'{cfg.train.lr_schedule}', whose decay is fixed by train.steps"
+        )
     if not resume and (run_dir / "checkpoints" / "last.pt").exists():
         raise TrainingError(
             f"{run_dir} already holds a run of this config; continue it with --resume {run_dir} "
@@ -139,6 +146,7 @@ def train_run(
     )
     sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, cfg.seed), device=device)
     generator = training_generator(cfg.seed, device)
+    stream = BatchStream(sampler, generator, tc.batch_size, tc.sample_chunk)
     sets = setup_eval_sets(cfg, run_dir, device)
     metrics_path = run_dir / "metrics.jsonl"
 
@@ -169,10 +177,10 @@ def train_run(
     window_losses = 0.0
     window_n = 0
     while step < tc.steps:
-        lr = learning_rate(step, tc.lr, tc.warmup_steps)
+        lr = learning_rate(step, tc.lr, **schedule_of(tc))
         for group in optimizer.param_groups:
             group["lr"] = lr
-        batch = sampler.sample(tc.batch_size, generator)
+        batch = stream.next()
         logits = model.forward_fast(batch.tokens)
         loss = F.cross_entropy(logits.float(), batch.labels)
         if not torch.isfinite(loss):

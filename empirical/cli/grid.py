@@ -1,0 +1,83 @@
+"""`python -m empirical grid`: named config variants x seeds, trained as batched models.
+
+Examples:
+    python -m empirical grid --config configs/explore_generalization.toml
+    python -m empirical grid --config configs/explore_generalization.toml --seeds 0 1 2 \\
+        --only disjoint_wd01 spec train.steps=30000 --out runs/grid/longer
+
+Re-running the same command skips finished members and resumes unfinished ones.
+See docs/sweep.md ('Grids').
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m empirical grid",
+        description=(
+            "Train every (variant, seed) of a grid config as batched models and tabulate the "
+            "final accuracy of every evaluation set per variant."
+        ),
+    )
+    ap.add_argument("overrides", nargs="*", help="run-config overrides for every variant")
+    ap.add_argument("--config", required=True, help="grid config: a run config plus [grid]")
+    ap.add_argument("--seeds", nargs="+", metavar="SEED", help="seeds (default: the config's)")
+    ap.add_argument("--only", nargs="+", metavar="VARIANT", help="train only these variants")
+    ap.add_argument("--max-batch", type=int, help="members per batched model (0: no limit)")
+    ap.add_argument("--out", help="grid directory (default runs/grid/NAME)")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    for name in ("seeds", "only"):  # `--seeds 0 1 train.steps=100`: the override is no seed
+        values = getattr(args, name)
+        if values is not None:
+            args.overrides = list(args.overrides) + [v for v in values if "=" in v]
+            setattr(args, name, [v for v in values if "=" not in v])
+    from empirical.config_io import ConfigError
+    from empirical.model import CheckpointError
+    from empirical.sweep.grid import load_grid_config, run_grid
+    from empirical.train.loop import TrainingError
+
+    try:
+        base, spec = load_grid_config(args.config, args.overrides)
+        if args.seeds is not None:
+            try:
+                spec.seeds = [int(s) for s in args.seeds]
+            except ValueError:
+                raise ConfigError(f"--seeds {' '.join(args.seeds)}: seeds are integers") from None
+        if args.only is not None:
+            unknown = [v for v in args.only if v not in spec.variants]
+            if unknown:
+                raise ConfigError(
+                    f"--only: unknown variant(s) {', '.join(unknown)}; the config has "
+                    f"{', '.join(spec.variants)}"
+                )
+            spec.variants = {k: v for k, v in spec.variants.items() if k in args.only}
+        if args.max_batch is not None:
+            spec.max_batch = args.max_batch
+        spec.__post_init__()
+        out = Path(args.out) if args.out else Path("runs") / "grid" / base.name
+        run_grid(
+            base,
+            spec,
+            out,
+            progress=not args.no_progress,
+            log=lambda text: print(text, file=sys.stderr, flush=True),
+        )
+        return 0
+    except (ConfigError, TrainingError, CheckpointError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""AdamW over stacked [M, ...] parameters with a learning rate and weight decay per member.
+
+    opt = MemberAdamW(model.params(), lrs=[1e-3, 3e-3], weight_decays=[1.0, 0.1], betas=(0.9, 0.98))
+    opt.set_lr_scale(1.0)     # the schedule's factor (warm-up), applied to every member's lr
+    opt.step()
+
+Member m's slice is updated as `torch.optim.AdamW(lr=lrs[m], weight_decay=weight_decays[m])`
+updates a single run (decoupled decay, bias-corrected moments; the same arithmetic as its
+single-tensor path, equal to float rounding). Its state_dict has AdamW's layout (per
+parameter: `step`, `exp_avg`, `exp_avg_sq`), so a member's slice is a single run's AdamW
+state (`member_param_group` gives that run's param group).
+
+Members that share lr and weight decay are trained with torch's own AdamW instead
+(bit-identical to a single run on CPU); this class is what lets a sweep batch members that
+differ in `train.lr` or `train.weight_decay`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def adamw_param_group(lr: float, weight_decay: float, betas: tuple[float, float]) -> dict:
+    """The param group (without 'params') that torch.optim.AdamW would hold for one run."""
+    probe = torch.optim.AdamW([torch.zeros(1)], lr=lr, weight_decay=weight_decay, betas=betas)
+    group = dict(probe.state_dict()["param_groups"][0])
+    group.pop("params")
+    return group
+
+
+class MemberAdamW(torch.optim.Optimizer):
+    """AdamW whose lr and weight decay differ along the leading (member) axis of every
+    parameter. `lrs` are the base rates; `set_lr_scale(s)` makes member m use s * lrs[m]."""
+
+    def __init__(
+        self,
+        params: list[torch.Tensor],
+        lrs: list[float],
+        weight_decays: list[float],
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ):
+        params = list(params)
+        M = len(lrs)
+        if len(weight_decays) != M:
+            raise ValueError(f"{M} learning rates but {len(weight_decays)} weight decays")
+        for p in params:
+            if p.shape[0] != M:
+                raise ValueError(f"parameter of shape {tuple(p.shape)}: leading axis is not {M}")
+        super().__init__(params, {"lr": 1.0, "betas": tuple(betas), "eps": eps})
+        self.base_lrs = [float(v) for v in lrs]
+        self.weight_decays = [float(v) for v in weight_decays]
+        self.scale = 1.0
+        self._columns: dict[tuple, torch.Tensor] = {}
+
+    def set_lr_scale(self, scale: float) -> None:
+        self.scale = float(scale)
+
+    def member_param_group(self, m: int) -> dict:
+        """Member m's param group as a single run's AdamW holds it (at the current scale)."""
+        group = self.param_groups[0]
+        return adamw_param_group(
+            self.scale * self.base_lrs[m], self.weight_decays[m], tuple(group["betas"])
+        )
+
+    def _per_member(self, values: list[float], like: torch.Tensor) -> torch.Tensor:
+        """values as an [M, 1, ...] tensor shaped to broadcast over `like` (cached)."""
+        key = (tuple(values), like.dtype, like.device, like.ndim)
+        if key not in self._columns:
+            if len(self._columns) > 64:
+                self._columns.clear()
+            shape = (len(values),) + (1,) * (like.ndim - 1)
+            column = torch.tensor(values, dtype=like.dtype).view(shape)
+            self._columns[key] = column.to(like.device)
+        return self._columns[key]
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            eps = group["eps"]
+            lrs = [self.scale * lr for lr in self.base_lrs]
+            decay = [1.0 - lr * wd for lr, wd in zip(lrs, self.weight_decays, strict=True)]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = torch.tensor(0.0)
+                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                state["step"] += 1
+                step = float(state["step"])
+                grad = p.grad
+                p.mul_(self._per_member(decay, p))
+                state["exp_avg"].lerp_(grad, 1 - beta1)
+                state["exp_avg_sq"].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                bias_correction1 = 1 - beta1**step
+                bias_correction2_sqrt = (1 - beta2**step) ** 0.5
+                step_sizes = [lr / bias_correction1 for lr in lrs]
+                denom = (state["exp_avg_sq"].sqrt() / bias_correction2_sqrt).add_(eps)
+                p.sub_(self._per_member(step_sizes, p) * (state["exp_avg"] / denom))
+        return loss
