@@ -415,3 +415,16 @@ def test_cosine_schedule_and_its_resume_rule(tmp_path):
     assert lrs[1] > lrs[2] > 0  # decaying towards 0 at step 40
     with pytest.raises(TrainingError, match="decay is fixed by train.steps"):
         train_run(tiny("train.lr_schedule=cosine", "train.steps=60"), tmp_path, resume=True)
+
+
+def test_mixed_hyperparameter_batch_resumes_bit_for_bit(tmp_path):
+    cfgs = [tiny(), tiny("train.lr=0.003", "train.weight_decay=0.1", "seed=1")]
+    train_batch([(c, tmp_path / f"whole{i}") for i, c in enumerate(cfgs)], progress=False)
+    split = [(c, tmp_path / f"split{i}") for i, c in enumerate(cfgs)]
+    train_batch(split, progress=False, stop_at=20)
+    train_batch(split, progress=False)
+    for i in range(2):
+        whole = strip_time(read_metrics(tmp_path / f"whole{i}" / "metrics.jsonl"))
+        assert whole == strip_time(read_metrics(tmp_path / f"split{i}" / "metrics.jsonl"))
+        a, b = final_weights(tmp_path / f"whole{i}"), final_weights(tmp_path / f"split{i}")
+        assert all(torch.equal(a[k], b[k]) for k in a)
