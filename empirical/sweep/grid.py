@@ -33,12 +33,11 @@ from empirical.config_io import (
     apply_overrides,
     atomic_write_bytes,
     from_dict,
-    read_config_file,
     to_dict,
 )
 from empirical.run_config import RunConfig
 from empirical.sweep.runner import member_status, plan_batches
-from empirical.sweep.spec import Member, _merge
+from empirical.sweep.spec import Member, load_config_with_table
 from empirical.sweep.trainer import member_stopped, train_batch
 from empirical.train.metrics import read_metrics
 
@@ -83,12 +82,9 @@ class GridSpec:
 
 def load_grid_config(path, overrides: list[str] | None = None) -> tuple[RunConfig, GridSpec]:
     """(base run config, grid spec) from a grid config file and run-config overrides."""
-    data = dict(read_config_file(path))
-    table = data.pop("grid", None)
-    if not isinstance(table, dict):
+    base, table = load_config_with_table(path, "grid", overrides)
+    if table is None:
         raise ConfigError(f"{path}: no [grid] table (see docs/sweep.md, 'Grids')")
-    merged = _merge(to_dict(RunConfig()), data)
-    base = from_dict(RunConfig, apply_overrides(merged, RunConfig, list(overrides or [])))
     return base, from_dict(GridSpec, table, prefix="grid.")
 
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from empirical.config_io import ConfigError, atomic_write_bytes, config_to_toml
-from empirical.run_config import RunConfig, TrainConfig, load_run_config
+from empirical.config_io import ConfigError, atomic_write_bytes
+from empirical.run_config import RunConfig, load_run_config
 from empirical.sweep.results import (
     MetricWeights,
     aux_metrics,
@@ -40,7 +40,7 @@ from empirical.sweep.spec import (
     sweep_to_toml,
 )
 from empirical.sweep.trainer import member_step, member_stopped, train_batch
-from empirical.train.loop import RESUMABLE_CHANGES
+from empirical.train.loop import resume_view, steps_change_refusal
 
 
 class SweepError(ConfigError):
@@ -63,11 +63,6 @@ def default_sweep_dir(base: RunConfig) -> Path:
     return Path("runs") / "sweep" / base.name
 
 
-def _comparable(cfg: RunConfig) -> str:
-    keep = {k: v for k, v in vars(cfg.train).items() if k not in RESUMABLE_CHANGES}
-    return config_to_toml(replace(cfg, train=replace(TrainConfig(), **keep)))
-
-
 def member_status(member: Member, run_dir: Path) -> tuple[str, int]:
     """('finished' | 'stopped' | 'resume' | 'fresh', checkpoint step) of a member's
     directory ('stopped': its loss became non-finite; it is not trained again)."""
@@ -78,20 +73,14 @@ def member_status(member: Member, run_dir: Path) -> tuple[str, int]:
         existing = load_run_config(config_path)
     except ConfigError as exc:
         raise SweepError(f"{config_path} is not a readable run config: {exc}") from None
-    if _comparable(existing) != _comparable(member.cfg):
+    if resume_view(existing) != resume_view(member.cfg):
         raise SweepError(
             f"member directory {run_dir} holds a run with a different config; use another "
             "sweep directory (--out) or remove that member directory"
         )
-    if (
-        member.cfg.train.lr_schedule != "constant"
-        and existing.train.steps != member.cfg.train.steps
-    ):
-        raise SweepError(
-            f"member {run_dir.name} was trained with train.steps = {existing.train.steps} and "
-            f"train.lr_schedule = '{member.cfg.train.lr_schedule}' (decay fixed by steps); "
-            "it cannot continue to another train.steps"
-        )
+    refusal = steps_change_refusal(existing, member.cfg)
+    if refusal:
+        raise SweepError(f"member {run_dir.name}: {refusal}")
     step = member_step(run_dir)
     if member_stopped(run_dir) is not None:
         return "stopped", step

@@ -206,17 +206,26 @@ def _merge(base: dict, new: dict) -> dict:
     return out
 
 
+def load_config_with_table(
+    path, table: str, overrides: list[str] | None = None
+) -> tuple[RunConfig, dict | None]:
+    """(base run config, the file's `[table]` or None) from a config file (None: defaults):
+    everything but `[table]` is a run config, completed with RunConfig's defaults and the
+    dotted run-config overrides."""
+    data = dict(read_config_file(path)) if path is not None else {}
+    extra = data.pop(table, None)
+    if extra is not None and not isinstance(extra, dict):
+        raise ConfigError(f"{path}: [{table}] must be a table")
+    merged = _merge(to_dict(RunConfig()), data)
+    base = from_dict(RunConfig, apply_overrides(merged, RunConfig, list(overrides or [])))
+    return base, extra
+
+
 def load_sweep_config(path=None, overrides: list[str] | None = None) -> tuple[RunConfig, SweepSpec]:
     """(base run config, sweep spec) from a sweep config file (or defaults) and run-config
     overrides. The file's `[sweep]` table is the spec; the rest is a run config."""
-    data = dict(read_config_file(path)) if path is not None else {}
-    sweep_table = data.pop("sweep", {})
-    if not isinstance(sweep_table, dict):
-        raise ConfigError(f"{path}: [sweep] must be a table")
-    merged = _merge(to_dict(RunConfig()), data)
-    base = from_dict(RunConfig, apply_overrides(merged, RunConfig, list(overrides or [])))
-    spec = from_dict(SweepSpec, sweep_table, prefix="sweep.")
-    return base, spec
+    base, sweep_table = load_config_with_table(path, "sweep", overrides)
+    return base, from_dict(SweepSpec, sweep_table or {}, prefix="sweep.")
 
 
 def expand_members(base: RunConfig, spec: SweepSpec) -> list[Member]:

@@ -70,11 +70,27 @@ def resolve_device(name: str) -> torch.device:
 RESUMABLE_CHANGES = {"steps", "device", "threads", "eval_batch_size"}
 
 
-def _comparable(cfg: RunConfig, resume: bool) -> str:
-    if not resume:
-        return config_to_toml(cfg)
+def resume_view(cfg: RunConfig) -> str:
+    """The config as TOML without the fields a resume may change: two configs with equal
+    views may continue one another's run."""
     keep = {k: v for k, v in vars(cfg.train).items() if k not in RESUMABLE_CHANGES}
     return config_to_toml(replace(cfg, train=replace(TrainConfig(), **keep)))
+
+
+def steps_change_refusal(existing: RunConfig, cfg: RunConfig) -> str | None:
+    """Why `cfg` may not continue a run started as `existing` although their resume views
+    agree (None: it may): a decaying lr schedule is fixed by train.steps."""
+    if cfg.train.lr_schedule != "constant" and existing.train.steps != cfg.train.steps:
+        return (
+            f"it was started with train.steps = {existing.train.steps} and train.lr_schedule = "
+            f"'{cfg.train.lr_schedule}', whose decay is fixed by train.steps; it cannot "
+            f"continue to train.steps = {cfg.train.steps}"
+        )
+    return None
+
+
+def _comparable(cfg: RunConfig, resume: bool) -> str:
+    return resume_view(cfg) if resume else config_to_toml(cfg)
 
 
 def _check_run_dir(cfg: RunConfig, run_dir: Path, resume: bool) -> None:
@@ -94,12 +110,9 @@ def _check_run_dir(cfg: RunConfig, run_dir: Path, resume: bool) -> None:
             "choose another run directory (--run-dir), or resume it with --resume "
             f"(which may change only train.{{{', '.join(sorted(RESUMABLE_CHANGES))}}})"
         )
-    if resume and cfg.train.lr_schedule != "constant" and existing.train.steps != cfg.train.steps:
-        raise TrainingError(
-            f"cannot resume {run_dir} with train.steps = {cfg.train.steps}: it was started with "
-            f"train.steps = {existing.train.steps} and train.lr_schedule = "
-            f"'{cfg.train.lr_schedule}', whose decay is fixed by train.steps"
-        )
+    refusal = steps_change_refusal(existing, cfg) if resume else None
+    if refusal:
+        raise TrainingError(f"cannot resume {run_dir}: {refusal}")
     if not resume and (run_dir / "checkpoints" / "last.pt").exists():
         raise TrainingError(
             f"{run_dir} already holds a run of this config; continue it with --resume {run_dir} "
