@@ -175,3 +175,32 @@ def test_breakdown_by_operand_variable_counts_every_sequence(tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert abs(overall - summary["final_acc"]["1var/var"]) < 1e-9
     assert set(cells) <= {"c@13", "b@14"}  # smoke: R1 = {c}, R2 = {b}
+
+
+def test_accuracy_by_assignment_count_splits_by_distractors():
+    from empirical.task import TaskConfig, build_eval_set
+    from empirical.train.breakdown import accuracy_by_assignment_count
+
+    cfg = TaskConfig(p=11, K=4, max_assignments=4, r1=("c",), r2=("b",), eval_size=400)
+    batch, _ = build_eval_set(cfg, 0, "2var/ind")
+    n_assigned = ((batch.tokens >= 11) & (batch.tokens < 15))[:, :13].sum(1)
+
+    class AnswersWithTwoAssignments:  # right exactly when the sequence assigns 2 variables
+        def forward_fast(self, tokens):
+            rows = torch.arange(len(tokens))
+            idx = torch.nonzero((batch.tokens[:, None, :] == tokens[None]).all(-1))[:, 0]
+            labels = torch.where(
+                n_assigned[idx] == 2, batch.labels[idx], (batch.labels[idx] + 1) % 11
+            )
+            logits = torch.zeros(len(tokens), 11)
+            logits[rows, labels] = 1.0
+            return logits
+
+    got = accuracy_by_assignment_count(AnswersWithTwoAssignments(), batch, 11, 4, batch_size=64)
+    assert got[2]["acc"] == 1.0 and all(v["acc"] == 0.0 for c, v in got.items() if c != 2)
+    assert sum(v["n"] for v in got.values()) == len(batch)
+    distinct = accuracy_by_assignment_count(
+        AnswersWithTwoAssignments(), batch, 11, 4, distinct_operands=True
+    )
+    same = int((batch.operand_vars[:, 0] == batch.operand_vars[:, 1]).sum())
+    assert sum(v["n"] for v in distinct.values()) == len(batch) - same
