@@ -9,7 +9,8 @@ import pytest
 
 from empirical.cli.grid import main as grid_main
 from empirical.config_io import ConfigError
-from empirical.sweep.grid import GridSpec, expand_grid, first_step_all_above, load_grid_config
+from empirical.sweep.grid import GridSpec, expand_grid, load_grid_config
+from empirical.train.summary import first_step_all_above
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = (ROOT / "configs" / "smoke.toml").read_text()

@@ -39,6 +39,9 @@ def test_short_run_writes_everything(tmp_path):
     assert all(0.0 <= a <= 1.0 for r in records for a in r["acc"].values())
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["final_step"] == 40 and "phases" in summary
+    first = summary["first_step_all_sets_at_least_99"]
+    records = read_metrics(tmp_path / "metrics.jsonl")
+    assert first == next((r["step"] for r in records if min(r["acc"].values()) >= 0.99), None)
     # the training checkpoint is a model checkpoint too
     model = load_model(tmp_path / "checkpoints" / "last.pt")
     assert model.cfg.d_model == 32

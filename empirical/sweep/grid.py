@@ -40,6 +40,7 @@ from empirical.sweep.runner import member_status, plan_batches
 from empirical.sweep.spec import Member, load_config_with_table
 from empirical.sweep.trainer import member_stopped, train_batch
 from empirical.train.metrics import read_metrics
+from empirical.train.summary import first_step_all_above
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
@@ -101,14 +102,6 @@ def expand_grid(base: RunConfig, spec: GridSpec) -> list[Member]:
                 raise ConfigError(f"grid.variants.{name}: {exc}") from None
             members.append(Member(name, int(seed), cfg, f"{name}_seed{seed}"))
     return members
-
-
-def first_step_all_above(records: list[dict], target: float) -> int | None:
-    """The first evaluated step at which every evaluation set is >= target (None: never)."""
-    for r in records:
-        if r["acc"] and min(r["acc"].values()) >= target:
-            return int(r["step"])
-    return None
 
 
 def run_grid(

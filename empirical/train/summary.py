@@ -15,6 +15,14 @@ from empirical.train.plots import plot_training_curves
 TARGET = 0.99
 
 
+def first_step_all_above(records: list[dict], target: float = TARGET) -> int | None:
+    """The first evaluated step at which every evaluation set is >= target (None: never)."""
+    for r in records:
+        if r["acc"] and min(r["acc"].values()) >= target:
+            return int(r["step"])
+    return None
+
+
 def write_summary(
     cfg,
     run_dir: Path,
@@ -36,6 +44,7 @@ def write_summary(
         "final_loss": final["loss"],
         "all_sets_at_least_99": not below,
         "sets_below_99": below,
+        "first_step_all_sets_at_least_99": first_step_all_above(records),
         "phases": phases.to_dict(),
         "accuracy_by_operand_variable": breakdown,
         "elapsed_s": elapsed_s,
