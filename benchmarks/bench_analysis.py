@@ -1,6 +1,11 @@
-"""Speed of the analysis on a random-weight model of the default size.
+"""Speed of the analysis on a random-weight model of the default size, or on a real run.
 
     python benchmarks/bench_analysis.py [--snapshots 81] [--threads 1 2] [--reps 5] [--full]
+    python benchmarks/bench_analysis.py --run runs/authors [--threads 1]
+
+With --run: the whole `python -m empirical analyze RUN_DIR` (every snapshot, ours and the
+authors' measures, the spike comparisons, every figure) on that run, written to a temporary
+directory (the run is not touched), with the time of each part and per snapshot.
 
 Times (medians over --reps) the seven progress measures plus the second-spike scores of one
 snapshot (what `analyze` does per snapshot), the Section-5 analyses of one model, and with
@@ -61,6 +66,41 @@ def fake_run(root: Path, cfg: RunConfig, n_snapshots: int, every: int) -> Path:
     return run
 
 
+def bench_run(run: str, threads: int) -> int:
+    """The whole analyze command on a real run, into a temporary directory."""
+    from empirical.figures import use_cli_backend
+
+    use_cli_backend()
+    cpu = platform.processor() or platform.machine()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        result = analyze_run(run, out_dir=tmp, threads=threads)
+        total = time.perf_counter() - t0
+    dyn = result["training_dynamics"] or {"steps": [], "seconds": 0.0}
+    n = len(dyn["steps"])
+    section5 = sum(result["model"]["timings_s"].values())
+    per_snap = dyn["seconds"] / max(n, 1)
+    print(
+        f"{run}: {n} snapshots; full analyze {total:.1f} s ({threads} thread(s)): progress "
+        f"measures (ours + authors') {dyn['seconds']:.1f} s = {1000 * per_snap:.0f} ms / "
+        f"snapshot, Section-5 analyses {section5:.1f} s, the rest (spike comparisons, "
+        f"{len(result.get('figures', []))} figures, files) "
+        f"{total - dyn['seconds'] - section5:.1f} s; load average {load:.1f}"
+    )
+    print()
+    print(
+        "| run | snapshots | machine | threads | load avg | measures / snapshot (ms) | "
+        "all snapshots (s) | full analyze (s) |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print(
+        f"| {run} | {n} | {cpu}, {os.cpu_count()} cores, torch {torch.__version__} | "
+        f"{threads} | {load:.1f} | {1000 * per_snap:.0f} | {dyn['seconds']:.1f} | {total:.1f} |"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--snapshots", type=int, default=81)
@@ -68,7 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--full", action="store_true", help="also time the whole analyze command")
+    ap.add_argument("--run", help="time the whole analyze command on this real run directory")
     args = ap.parse_args(argv)
+    if args.run:
+        return bench_run(args.run, args.threads[0])
 
     cfg = RunConfig()
     task = cfg.task

@@ -45,7 +45,7 @@ from empirical.train.evaluate import evaluate_sets  # noqa: E402
 def make_step(model, opt, next_batch, fast: bool):
     def step():
         tokens, labels = next_batch()
-        logits = model.forward_fast(tokens) if fast else model(tokens)
+        logits = model.forward_fast(tokens) if fast else model(tokens, last_only=True)
         loss = F.cross_entropy(logits, labels)
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -21,18 +21,10 @@ from pathlib import Path
 import torch
 
 from .basis import Basis
+from .command_line import OneLineParser, UsageError, check_output_dir, run_main
 from .config import OPERAND_ORDERS, ConfigError, SimConfig
 
 FLAG = {"p": "--p", "K": "--K", "beta": "--beta", "L": "--L", "operand_order": "--operand-order"}
-
-
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2, no usage dump
-        raise UsageError(message)
 
 
 def _add_config(p: argparse.ArgumentParser) -> None:
@@ -48,8 +40,8 @@ def _add_config(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m disentangled", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = OneLineParser(prog="python -m disentangled", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("g1", help="leading term G1 of -grad L(W0) on 1-var data")
     _add_config(p)
@@ -180,22 +172,22 @@ def run(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def _main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    if args.threads < 1:
+        raise UsageError(f"--threads={args.threads}: must be >= 1")
+    if getattr(args, "out", None) is not None:
+        check_output_dir(args.out, "--out")  # before any computation
+    torch.set_num_threads(args.threads)
     try:
-        args = build_parser().parse_args(argv)
-        if args.threads < 1:
-            raise UsageError(f"--threads={args.threads}: must be >= 1")
-        torch.set_num_threads(args.threads)
         return run(args)
-    except UsageError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     except ConfigError as e:
-        print(f"error: {FLAG.get(e.field, e.field)}={e.value}: {e.message}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # e.g. piped into `head`
-        sys.stderr.close()
-        return 0
+        raise UsageError(f"{FLAG.get(e.field, e.field)}={e.value}: {e.message}") from e
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Bad arguments: one `error: ...` line and exit status 2 (disentangled.command_line)."""
+    return run_main(_main, argv)
 
 
 if __name__ == "__main__":

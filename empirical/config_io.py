@@ -21,10 +21,12 @@ from typing import Any, TypeVar
 
 import tomli_w
 
+from disentangled.command_line import UserError
+
 T = TypeVar("T")
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A config value, file or override that cannot be used; the message names the field."""
 
 
@@ -215,6 +217,11 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
         raise ConfigError(
             f"config file {path} is not valid {path.suffix[1:].upper()}: {exc}"
         ) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not UTF-8 text (byte {exc.start}: {exc.reason}); "
+            "give a TOML or JSON config file"
+        ) from None
 
 
 def load_config(
@@ -238,21 +245,82 @@ def _deep_update(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux /proc), else
+    by the set-and-restore idiom."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write `data` to `path` so that a crash leaves either the old file or the new one."""
+    """Write `data` to `path` so that a crash leaves either the old file or the new one.
+
+    The file gets the permissions a plain `open(path, "wb")` of a new file would give
+    (0o666 minus the umask: 0644 under umask 022), not mkstemp's private 0600, so others on a
+    shared file system can read what a run writes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        try:
+            os.fchmod(fd, 0o666 & ~_umask())
+        except OSError:  # a file system without permissions (some network mounts)
+            pass
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # e.g. ENOSPC from write/fsync
+            raise _with_path(exc, path) from exc
         raise
+
+
+def _with_path(exc: OSError, path: str | os.PathLike) -> OSError:
+    """The same fault, naming the file it happened to (for the one-line error)."""
+    return type(exc)(exc.errno, exc.strerror or str(exc), str(path))
+
+
+def append_text(path: str | os.PathLike, text: str) -> None:
+    """Append `text` to `path` (created if missing) and fsync it. A failed write (a full
+    disk, ...) is undone: the file is cut back to its previous length, so no torn line is
+    left behind, and the error names the file."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(text.encode())
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except BaseException as exc:
+            try:
+                os.ftruncate(fd, size)
+            except OSError:
+                pass
+            if isinstance(exc, OSError) and exc.filename is None:
+                raise _with_path(exc, path) from exc
+            raise
+    finally:
+        os.close(fd)
+
+
+def fingerprint_of(data: Any) -> str:
+    """sha256 (hex) of a plain-data value (dicts, lists, numbers, strings), key order aside."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(to_dict(data), sort_keys=True).encode()).hexdigest()
 
 
 def config_to_toml(cfg: Any) -> str:

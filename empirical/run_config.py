@@ -12,12 +12,18 @@ directory keeps the resolved config as `config.toml`.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from empirical.config_io import ConfigError, load_config
+from empirical.config_io import ConfigError, fingerprint_of, load_config, to_dict
 from empirical.model import ModelConfig
 from empirical.task import TaskConfig
+from empirical.task.eval_sets import task_fingerprint  # noqa: F401 (both fingerprints here)
+
+AUTOCAST = ("none", "bf16")
+DEVICE_RE = re.compile(r"auto|cpu|cuda(:\d+)?")
+COMPILE_MODES = ("none", "default", "reduce-overhead", "max-autotune")
 
 
 @dataclass
@@ -32,8 +38,17 @@ class TrainConfig:
     # (docs/training_search.md)
     betas: tuple[float, float] = (0.9, 0.98)
     warmup_steps: int = 0  # linear warm-up of the learning rate from 0
+    warmup_from: int = 0  # the step the warm-up starts at: 0, or the step a `--resume` that
+    # set train.warmup_steps (a recovery warm-up after a divergence) continued from
     lr_schedule: str = "cosine"  # after the warm-up: "constant" or "cosine" (to 0 at steps)
     grad_clip: float | None = None  # max global grad norm (None: no clipping)
+    divergence_factor: float = 10.0  # a checkpoint whose window's mean training loss is above
+    # this many times the running median of the earlier windows AND above ln(p) (worse than
+    # chance) counts as diverged: it is not written and the run stops (0: only non-finite)
+    autocast: str = "none"  # "none" or "bf16": forward and loss under bfloat16 autocast (the
+    # authors' runs used bf16 autocast on CUDA); weights and optimiser stay float32
+    compile: str = "none"  # torch.compile the training forward + loss: "none", "default",
+    # "reduce-overhead" (CUDA graphs; GPU only) or "max-autotune"
     eval_every: int = 250  # evaluate every evaluation set every this many steps
     checkpoint_every: int = 1000  # resumable checkpoint (model + optimiser + RNG) cadence
     snapshot_every: int = 250  # weights-only snapshot for analysis over training (0: none)
@@ -59,7 +74,7 @@ class TrainConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"train.{name} = {value!r} must be an integer >= 1")
-        for name in ("warmup_steps", "snapshot_every", "threads"):
+        for name in ("warmup_steps", "warmup_from", "snapshot_every", "threads"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"train.{name} = {value!r} must be an integer >= 0")
@@ -83,13 +98,32 @@ class TrainConfig:
             isinstance(self.grad_clip, (int, float)) and self.grad_clip > 0
         ):
             raise ConfigError(f"train.grad_clip = {self.grad_clip!r} must be > 0 or unset")
+        factor = self.divergence_factor
+        if not (isinstance(factor, (int, float)) and math.isfinite(factor) and factor >= 0):
+            raise ConfigError(
+                f"train.divergence_factor = {factor!r} must be a finite number >= 0 (0: off)"
+            )
+        if factor and factor <= 1:
+            raise ConfigError(
+                f"train.divergence_factor = {factor!r}: must be > 1 (a loss above the running "
+                "median is normal), or 0 to turn the check off"
+            )
+        if self.autocast not in AUTOCAST:
+            raise ConfigError(
+                f"train.autocast = {self.autocast!r}: allowed {', '.join(map(repr, AUTOCAST))}"
+            )
+        if self.compile not in COMPILE_MODES:
+            raise ConfigError(
+                f"train.compile = {self.compile!r}: allowed {', '.join(map(repr, COMPILE_MODES))}"
+            )
         if self.lr_schedule not in ("constant", "cosine"):
             raise ConfigError(
                 f"train.lr_schedule = {self.lr_schedule!r}: allowed 'constant' or 'cosine'"
             )
-        if not (self.device in ("auto", "cpu") or self.device.startswith("cuda")):
+        if not isinstance(self.device, str) or not DEVICE_RE.fullmatch(self.device):
             raise ConfigError(
-                f"train.device = {self.device!r}: allowed 'auto', 'cpu', 'cuda' or 'cuda:N'"
+                f"train.device = {self.device!r}: allowed 'auto', 'cpu', 'cuda' or 'cuda:N' "
+                "(N an integer >= 0)"
             )
 
 
@@ -119,3 +153,31 @@ class RunConfig:
 def load_run_config(path=None, overrides: list[str] | None = None) -> RunConfig:
     """RunConfig defaults, then the TOML/JSON file at `path`, then dotted overrides."""
     return load_config(RunConfig, path, overrides)
+
+
+# -- what a run directory holds is checked against its config --------------------------------
+
+# fields a resumed run (or a resumed sweep member) may change: how long, where, how fast
+RESUMABLE_CHANGES = frozenset({"steps", "device", "threads", "eval_batch_size", "compile"})
+# fields `train --resume` may also change, explicitly, to recover from a divergence
+RECOVERY_CHANGES = frozenset(
+    {"lr", "grad_clip", "warmup_steps", "warmup_from", "divergence_factor"}
+)
+
+
+# [train] fields that say how a run is executed, not which run it is: a resume may change
+# them, or (sample_chunk) they give the very data on the CPU and another realization of the
+# same distribution on CUDA, as train.device does
+NOT_FINGERPRINTED = RESUMABLE_CHANGES | RECOVERY_CHANGES | {"sample_chunk"}
+
+
+def config_fingerprint(cfg: RunConfig) -> str:
+    """The identity of a run: sha256 of its config (seed included) without the [train]
+    fields of NOT_FINGERPRINTED (what a resume may change, and sample_chunk). Every checkpoint,
+    snapshot and metrics record a run writes carries it; one carrying another fingerprint
+    comes from another run. (Its evaluation sets carry the `task_fingerprint` of its [task]
+    table and seed, which is all they depend on.)"""
+    data = to_dict(cfg)
+    for name in NOT_FINGERPRINTED:
+        data["train"].pop(name, None)
+    return fingerprint_of(data)

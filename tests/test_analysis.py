@@ -11,6 +11,8 @@ import pytest
 import torch
 
 from empirical.analysis import (
+    ALL_MEASURE_NAMES,
+    AUTHORS_MEASURE_NAMES,
     MEASURE_NAMES,
     answer_probes,
     crossing_steps,
@@ -57,7 +59,7 @@ def test_light_forward_matches_the_hooked_forward(data):
     tokens = data.test.tokens[:64]
     fw = light_forward(model, tokens, chunk=40)  # two chunks
     logits, cache = model.run_with_cache(tokens)
-    torch.testing.assert_close(fw.logits, logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fw.logits, logits[:, -1], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(fw.pattern1, cache["pattern", 0][:, 0], atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(fw.pattern2, cache["pattern", 1][:, 0, -1], atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(fw.resid1, cache["blocks.0.hook_resid_post"], atol=1e-5, rtol=1e-5)
@@ -79,15 +81,15 @@ def test_probe_data_is_fixed_and_covers_every_variable_as_second_operand(data):
 def test_reference_model_solves_every_evaluation_set(ideal):
     for name, batch in build_eval_sets(TASK, 0).items():
         batch = batch.slice(0, 100)
-        acc = (ideal(batch.tokens).argmax(-1) == batch.labels).double().mean().item()
+        acc = (ideal(batch.tokens)[:, -1].argmax(-1) == batch.labels).double().mean().item()
         assert acc == 1.0, name
 
 
 def test_every_progress_measure_is_one_on_the_reference_circuit(ideal, data):
     values, spike = progress_measures(ideal, data, with_second_spike=True)
-    assert set(values) == set(MEASURE_NAMES)
-    for name, value in values.items():
-        assert value == pytest.approx(1.0), name
+    assert set(values) == set(ALL_MEASURE_NAMES)
+    for name in MEASURE_NAMES:
+        assert values[name] == pytest.approx(1.0), name
     for letter in TASK.letters:
         assert spike[letter]["accuracy"] == 1.0
         assert spike[letter]["l1_eq_to_second"] == pytest.approx(0.5, abs=1e-6)
@@ -230,3 +232,214 @@ def test_crossing_steps():
     }
     assert crossing_steps(steps, [0.1] * 5, 0.9)["first"] is None
     assert crossing_steps(steps, [0.1, 0.2, 0.3, 0.4, 0.1], 0.9)["stable"] is None
+
+
+# -- the authors' definitions (`NAME@authors`) ----------------------------------------------
+
+DETERMINISTIC_AUTHORS = [n for n in AUTHORS_MEASURE_NAMES if not n.startswith("probe")]
+
+
+def test_authors_batches_are_their_unrestricted_zero_and_one_var_mix(data):
+    b = data.authors
+    assert (len(b.eval), len(b.train), len(b.test)) == (512, 1024, 256)
+    for batch in (b.eval, b.train, b.test):
+        assert set(batch.n_vars.tolist()) <= {0, 1}
+    one = b.train[b.train.n_vars == 1]
+    assert 0.25 < 1 - len(one) / len(b.train) < 0.42  # a third 0-var
+    first = torch.bincount(one.operand_vars[:, 0][one.operand_vars[:, 0] >= 0], minlength=3)
+    second = torch.bincount(one.operand_vars[:, 1][one.operand_vars[:, 1] >= 0], minlength=3)
+    assert (first > 50).all() and (second > 50).all()  # b second, c first: unrestricted
+
+
+def test_authors_measures_are_one_on_the_reference_circuit(ideal, data):
+    values = progress_measures(ideal, data)
+    assert set(values) == set(ALL_MEASURE_NAMES)
+    for name in DETERMINISTIC_AUTHORS:
+        assert values[name] == pytest.approx(1.0), name
+    # their probe: 4 Adam steps from a random start cannot fit the one-hot features of the
+    # hand-built basis, though the variable is exactly linear there (ours reads it perfectly)
+    assert values["probe_l1_var_from_num"] == 1.0
+    assert 0.45 < values["probe_l1_var_from_num@authors"] < 0.8
+
+
+def test_the_authors_probe_is_a_working_probe_with_a_small_budget(ideal, data):
+    from empirical.analysis.authors import _probe_features, adam_linear_probe
+
+    fw = light_forward(ideal, torch.cat([data.authors.train.tokens, data.authors.test.tokens]))
+    n = len(data.authors.train)
+    Xtr, ytr = _probe_features(TASK, data.authors.train, fw.rows(0, n))
+    Xte, yte = _probe_features(TASK, data.authors.test, fw.rows(n, n + len(data.authors.test)))
+    assert adam_linear_probe(Xtr, ytr, Xte, yte, TASK.K, epochs=300) == 1.0
+    assert adam_linear_probe(Xtr, ytr, Xte, yte, TASK.K) < 0.8
+
+
+def test_every_measure_is_basis_free_on_the_rotated_reference(data):
+    model = reference_model(TASK, rotation_seed=0)
+    for name, batch in build_eval_sets(TASK, 0).items():
+        batch = batch.slice(0, 100)
+        acc = (model(batch.tokens)[:, -1].argmax(-1) == batch.labels).double().mean().item()
+        assert acc == 1.0, name
+    values = progress_measures(model, data)
+    for name in MEASURE_NAMES + tuple(DETERMINISTIC_AUTHORS):
+        assert values[name] == pytest.approx(1.0), name
+    assert values["probe_l1_var_from_num@authors"] > 0.9  # dense features: their probe works
+
+
+def test_authors_variants_break_where_they_should(data):
+    values = progress_measures(reference_model(TASK, shuffle_qk1=True), data)
+    # numbers attend to position 0: only t = 1, 2 (where t-1 is the only valid key) count
+    assert values["qk1_num_to_prev_var@authors"] == pytest.approx(2 / (TASK.L - 5))
+    assert values["attn_l1_num_to_prev@authors"] < 0.25
+    assert values["attn_l2_equal_to_values@authors"] < 0.6
+    assert values["qk2_ov1_var_identity@authors"] == 1.0
+    values = progress_measures(reference_model(TASK, shuffle_qk2=True), data)
+    assert values["qk2_ov1_var_identity@authors"] == 0.0
+    assert values["attn_l2_equal_to_values@authors"] < 0.6  # 0-var sequences only
+    assert values["attn_l1_equal_to_operands@authors"] == 1.0
+    model = reference_model(TASK)
+    with torch.no_grad():
+        model.W_out.copy_(model.W_out[torch.randperm(model.W_out.shape[0])])
+    assert progress_measures(model, data)["ov2_mlp2_accuracy@authors"] < 0.3
+
+
+def test_authors_ov_mlp_has_no_skip_term():
+    from empirical.analysis.authors import ov2_mlp2_accuracy_authors
+
+    model = reference_model(TASK)
+    with torch.no_grad():  # a skip path that alone answers x + y: ours uses it, theirs not
+        model.W_in.zero_()
+        model.W_U.zero_()
+    assert ov2_mlp2_accuracy_authors(model, TASK) < 0.2
+    assert isolated_ov_mlp(model, TASK)["accuracy_mlp_only"] < 0.2
+
+
+# -- held-out pairs, Figure 6, phase-2 levels, compared steps --------------------------------
+
+
+def test_isolated_circuit_reads_held_out_pairs_in_the_tables_form(ideal):
+    import dataclasses
+
+    held = torch.tensor([[1, 2], [3, 3], [4, 7]])
+    ordered = dataclasses.replace(TASK, held_out_form="ordered")
+    iso_o = isolated_ov_mlp(ideal, ordered, held_out=held)
+    iso_u = isolated_ov_mlp(ideal, TASK, held_out=held)
+    assert iso_o["n_held_out_pairs"] == 3  # exactly the table's ordered pairs
+    assert iso_u["n_held_out_pairs"] == 5  # both orders of {1, 2}, {4, 7}; {3, 3} once
+    model = reference_model(TASK)
+    with torch.no_grad():
+        model.W_out.copy_(model.W_out[torch.randperm(model.W_out.shape[0])])
+    iso = isolated_ov_mlp(model, ordered, held_out=held)
+    correct = iso["correct"]
+    assert iso["accuracy_held_out_pairs"] == pytest.approx(
+        correct[held[:, 0], held[:, 1]].double().mean().item()
+    )
+
+
+def test_figure6_effects_on_a_planted_table():
+    from empirical.analysis.qk import figure6_effects
+
+    p, K, L = TASK.p, TASK.K, TASK.L
+    V = p + K + 3
+    T = torch.zeros(V + L, V + L, dtype=torch.float64)
+    T[:p, p : p + K] = 2.0  # numbers -> variables
+    T[V : V + L - 4, p : p + K] = 1.0  # positions 0..L-5 -> variables
+    T[V:, V:] = torch.arange(L, dtype=torch.float64)[None, :]  # rises with the key position
+    eff = figure6_effects(T, TASK)
+    assert eff["num_to_var_gap"] == pytest.approx(2.0)
+    assert eff["num_top_key_is_var"] == 1.0
+    assert eff["pos_to_var_gap"] == pytest.approx(1.0)
+    assert eff["pos_top_key_is_var"] == 1.0
+    assert eff["pos_pos_rank_corr"] == pytest.approx(1.0)
+    assert eff["pos_pos_rising_steps"] == 1.0
+    T[V:, V:] = -T[V:, V:]  # falls to the right
+    eff = figure6_effects(T, TASK)
+    assert eff["pos_pos_rank_corr_region"] == pytest.approx(-1.0)
+    assert eff["pos_pos_rising_steps_region"] == 0.0
+
+
+def test_phase2_levels_between_the_spikes():
+    from empirical.analysis.progress import ProgressHistory
+    from empirical.analysis.report import phase2_levels
+    from empirical.train.phases import Phases, Rise
+
+    steps = [0, 100, 200, 300, 400, 500]
+    history = ProgressHistory(
+        steps,
+        {
+            "attn_l2_equal_to_values": [0.1, 0.5, 0.85, 0.95, 0.9, 1.0],
+            "attn_l2_equal_to_values@authors": [0.1, 0.5, 0.9, 1.0, 1.0, 1.0],
+        },
+        {},
+    )
+    phases = Phases(
+        zero_var_learned_step=0,
+        first_spike=Rise(0, 200, 0.5, 200),
+        second_spike=Rise(400, 500, 0.1, 500),
+        variable_series="",
+        restricted_series="",
+    )
+    levels = phase2_levels(history, phases)
+    assert (levels["start"], levels["end"], levels["n_snapshots"]) == (200, 400, 3)
+    ours = levels["routing"]["attn_l2_equal_to_values"]
+    assert ours["mean"] == pytest.approx(0.9) and (ours["min"], ours["max"]) == (0.85, 0.95)
+    assert ours["within_80_99"] and ours["mean_within_80_99"]
+    theirs = levels["routing"]["attn_l2_equal_to_values@authors"]
+    assert not theirs["within_80_99"] and theirs["max"] == 1.0
+    assert phase2_levels(history, None) is None
+
+
+def test_default_compare_steps_prefers_the_papers_steps_inside_the_spikes():
+    from empirical.analysis.spikes import default_compare_steps, parse_steps
+
+    phases = {
+        "first_spike": {"start_step": 4501, "end_step": 6001, "jump_start_step": 5301,
+                        "jump_end_step": 5401, "gain": 0.4},
+        "second_spike": {"start_step": 14301, "end_step": 16201, "jump_start_step": 15101,
+                         "jump_end_step": 15201, "gain": 0.25},
+    }  # fmt: skip
+    paper = [1, 5301, 5401, 14301, 14501, 16001, 16201, 40000]
+    assert default_compare_steps(phases, paper) == {
+        "first_spike": (5301, 5401),
+        "second_spike": (14501, 16001),
+    }
+    every_500 = list(range(0, 40001, 500))
+    assert default_compare_steps(phases, every_500) == {
+        "first_spike": (5000, 5500),  # around the largest jump
+        "second_spike": (14000, 16500),  # the whole window, without records
+    }
+    records = [
+        {"step": s, "acc": {"1var/var": v, "1var/both": v, "2var/var": v, "2var/both": v}}
+        for s, v in ((14301, 0.70), (14801, 0.72), (15001, 0.75), (15301, 0.9), (16201, 0.95))
+    ]
+    no_paper = [s for s in range(1, 40002, 100) if s != 14501]
+    got = default_compare_steps(phases, no_paper, records)
+    assert got["second_spike"] == (14801, 16201)  # onset: last before +10% of the gain
+    assert default_compare_steps(None, paper) == {"first_spike": None, "second_spike": None}
+    assert parse_steps("5301, 5401") == (5301, 5401)
+    assert parse_steps("auto") == "auto" and parse_steps("off") is None
+    with pytest.raises(ValueError, match="before"):
+        parse_steps("20,10")
+    with pytest.raises(ValueError, match="two steps"):
+        parse_steps("1,2,3")
+
+
+def test_definition_agreement_reports_where_the_definitions_part():
+    from empirical.analysis.progress import ProgressHistory, definition_agreement
+
+    steps = [0, 10, 20, 30]
+    ours = [0.1, 0.5, 0.95, 1.0]
+    theirs = [0.1, 0.9, 0.95, 1.0]
+    h = ProgressHistory(
+        steps,
+        {"attn_l2_equal_to_values": ours, "attn_l2_equal_to_values@authors": theirs},
+        {},
+        {
+            "attn_l2_equal_to_values": crossing_steps(steps, ours, 0.9),
+            "attn_l2_equal_to_values@authors": crossing_steps(steps, theirs, 0.9),
+        },
+    )
+    a = definition_agreement(h)["attn_l2_equal_to_values"]
+    assert a["max_abs_diff"] == pytest.approx(0.4) and a["max_at_step"] == 10
+    assert a["mean_abs_diff"] == pytest.approx(0.1)
+    assert a["share_diff_above_0.05"] == 0.25
+    assert a["crossing_ours"]["stable"] == 20 and a["crossing_theirs"]["stable"] == 10

@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from empirical.analysis import MEASURE_NAMES, make_probe_data, progress_over_training
+from empirical.analysis import (
+    ALL_MEASURE_NAMES,
+    MEASURE_NAMES,
+    make_probe_data,
+    progress_over_training,
+)
 from empirical.cli.analyze import main
 from empirical.run_config import load_run_config
 from empirical.train.loop import train_run
@@ -60,7 +65,7 @@ def test_analyze_writes_every_output(run_dir, capsys):
     result = json.loads((out / "analysis.json").read_text())
     assert result["step"] == 40
     m = result["model"]
-    assert set(m["progress_measures"]) == set(MEASURE_NAMES)
+    assert set(m["progress_measures"]) == set(ALL_MEASURE_NAMES)
     assert all(in_unit(v) for v in m["progress_measures"].values())
     for kind, d in m["ov_mlp_cosine"]["by_kind"].items():
         assert -1 <= d["matched"]["mean"] <= 1 and -1 <= d["shuffled"]["mean"] <= 1, kind
@@ -73,7 +78,7 @@ def test_analyze_writes_every_output(run_dir, capsys):
     assert len(m["qk1_embeddings"]["scores"]) == 17 + 16  # d_vocab + L
     dyn = result["training_dynamics"]
     assert dyn["steps"] == [0, 20, 40]
-    for name in MEASURE_NAMES:
+    for name in ALL_MEASURE_NAMES:
         assert len(dyn["measures"][name]) == 3
         assert all(in_unit(v) for v in dyn["measures"][name])
         assert set(dyn["crossings"][name]) == {"threshold", "first", "stable"}
@@ -100,3 +105,44 @@ def test_progress_over_training_every_other_snapshot_keeps_the_last(run_dir):
     data = make_probe_data(cfg.task, 0, n=128, n_second=128)
     history = progress_over_training(run_dir, data, every=2)
     assert history.steps == [0, 40]
+
+
+def test_analyze_compares_the_given_steps(run_dir, tmp_path):
+    out = tmp_path / "cmp"
+    args = [str(run_dir), "--out", str(out), "--probe-size", "128", "--quiet", "--no-progress"]
+    args += ["--first-spike-steps", "0,20", "--second-spike-steps", "20,40"]
+    assert main(args) == 0
+    for name in ("first_spike_steps.png", "second_spike_steps.png"):
+        assert (out / name).stat().st_size > 15_000, name
+    result = json.loads((out / "analysis.json").read_text())
+    cmp = result["spike_comparisons"]
+    assert cmp["steps"] == {"first_spike": [0, 20], "second_spike": [20, 40]}
+    first = cmp["first_spike"]
+    assert first["steps"] == [0, 20] and set(first["states"]) == {"0", "20"}
+    st = first["states"]["20"]
+    assert len(st["example_pattern1"]) == 16 and len(st["S_authors"]) == 3
+    shares = st["l1_eq_on_variable_operand"] + st["l1_eq_on_number_operand"]
+    assert 0 <= shares <= 1 + 1e-6 and in_unit(st["identity_authors"])
+    second = cmp["second_spike"]
+    assert second["letter"] == "b" and set(second["states"]["40"]["per_variable"]) == {
+        "a",
+        "b",
+        "c",
+    }
+    oa = second["states"]["40"]["operand_attention"]
+    assert set(oa) == {"first", "second"} and "b" in oa["second"]
+    for d in oa["first"].values():
+        assert in_unit(d["l1_eq_attention"]) and in_unit(d["accuracy"]) and d["n"] > 0
+    summary = (out / "summary.md").read_text()
+    assert "## First spike, step 0 vs 20" in summary
+    assert "## Second spike, step 20 vs 40" in summary
+
+
+def test_analyze_refuses_compared_steps_it_cannot_show(run_dir, tmp_path, capsys):
+    base = [str(run_dir), "--out", str(tmp_path / "x"), "--quiet", "--no-dynamics"]
+    assert main(base + ["--first-spike-steps", "7,20"]) == 2
+    assert "no snapshot for step 7" in capsys.readouterr().err
+    assert main(base + ["--second-spike-steps", "40,20"]) == 2
+    assert "must come before" in capsys.readouterr().err
+    assert main(base + ["--example", "pad a 1 + a =", "--first-spike-steps", "0,20"]) == 2
+    assert "error" in capsys.readouterr().err

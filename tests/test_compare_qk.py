@@ -17,9 +17,9 @@ from empirical.compare_qk import (
     layer1,
     layer2,
     one_var_batch,
-    qk_matrix,
     set_qk,
     sign_agreement,
+    theorem_w,
 )
 from empirical.compare_qk.coords import col_labels, row_labels
 from empirical.compare_qk.metrics import attenuation_entries, subblock_cosines
@@ -66,18 +66,18 @@ def test_projection_recovers_a_planted_qk_exactly():
     M = rng.standard_normal((len(c.rows), len(c.cols)))
     W = c.scale * (c.Q.T @ torch.as_tensor(M) @ c.K)  # score(q_i, k_j) = M[i, j]
     set_qk(model, W)
-    np.testing.assert_allclose(qk_matrix(model).numpy(), W.numpy(), atol=1e-12)
-    np.testing.assert_allclose(c.project(qk_matrix(model)), M, atol=1e-10)
+    np.testing.assert_allclose(theorem_w(model).numpy(), W.numpy(), atol=1e-12)
+    np.testing.assert_allclose(c.project(theorem_w(model)), M, atol=1e-10)
     # the orthonormalised frame is the same frame here
-    np.testing.assert_allclose(c.orthonormalized().project(qk_matrix(model)), M, atol=1e-10)
+    np.testing.assert_allclose(c.orthonormalized().project(theorem_w(model)), M, atol=1e-10)
     # label by label: the score between `=`'s query and the key vector of position 14
     x_eq = model.W_E[P + K + 1].detach()
     k14 = model.W_pos[14].detach()
-    score = float(x_eq @ qk_matrix(model) @ k14 / model.cfg.attn_scale)
+    score = float(x_eq @ theorem_w(model) @ k14 / model.cfg.attn_scale)
     assert score == pytest.approx(M[c.rows.index("="), c.cols.index("pos14")], abs=1e-10)
     # ebar rows really are layer 1's remapped variables
     e1 = model.W_E[P + 1].detach() @ model.OV[0, 0].AB.detach()
-    score = float(e1 @ qk_matrix(model) @ model.W_E[0].detach() / model.cfg.attn_scale)
+    score = float(e1 @ theorem_w(model) @ model.W_E[0].detach() / model.cfg.attn_scale)
     assert score == pytest.approx(M[c.rows.index("bar_v1"), c.cols.index("n0")], abs=1e-10)
 
 
@@ -101,8 +101,8 @@ def test_every_entry_is_the_score_between_its_labels(orthonormal):
     model = orthonormal_model()[0] if orthonormal else random_model(seed=4)
     c = coordinates(model, P, K, L)
     vec = independent_vectors(model)
-    S = c.project(qk_matrix(model))
-    W = qk_matrix(model)
+    S = c.project(theorem_w(model))
+    W = theorem_w(model)
     for i, r in enumerate(c.rows):
         for j, col in enumerate(c.cols):
             want = float(vec[r].double() @ W @ vec[col].double()) / model.cfg.attn_scale
@@ -202,12 +202,12 @@ def test_layer2_forward_matches_the_model_and_gradients_match_autograd():
     batch = one_var_batch(small_task(), 64, seed=0)
     w = Weights.of(model)
     logits, pattern = layer2(w, layer1(w, batch.tokens).resid1)
-    ref, cache = model.run_with_cache(batch.tokens)
+    ref, cache = model.run_with_cache(batch.tokens, last_only=True)
     np.testing.assert_allclose(logits.numpy(), ref.detach().numpy(), atol=1e-10)
     np.testing.assert_allclose(pattern.numpy(), cache["pattern", 1][:, 0, -1].numpy(), atol=1e-12)
     g = gradients(w, layer1(w, batch.tokens).resid1, batch.labels, "ce")
     model.zero_grad()
-    torch.nn.functional.cross_entropy(model(batch.tokens), batch.labels).backward()
+    torch.nn.functional.cross_entropy(model(batch.tokens)[:, -1], batch.labels).backward()
     attn = model.blocks[1].attn
     np.testing.assert_allclose(g.G_Q.numpy(), attn.W_Q.grad[0].numpy(), atol=1e-10)
     np.testing.assert_allclose(g.G_K.numpy(), attn.W_K.grad[0].numpy(), atol=1e-10)
@@ -229,7 +229,7 @@ def test_merged_gradient_is_a_finite_difference():
     g = gradients(w, r1, batch.labels, "ce")
     c = coordinates(model, P, K, L)
     D = c.lift(np.random.default_rng(3).standard_normal((len(c.rows), len(c.cols))))
-    W0 = qk_matrix(model)
+    W0 = theorem_w(model)
     eps = 1e-6
 
     def loss_at(W):
@@ -246,13 +246,13 @@ def test_set_qk_keeps_the_function_and_handles_narrow_heads():
     model = random_model(seed=2)
     tokens = one_var_batch(small_task(), 16, seed=2).tokens
     before = model(tokens).detach()
-    set_qk(model, qk_matrix(model))
+    set_qk(model, theorem_w(model))
     np.testing.assert_allclose(model(tokens).detach().numpy(), before.numpy(), atol=1e-10)
     cfg = ModelConfig.for_task(P, K, L, d_model=24, d_head=6, d_mlp=8, dtype="float64")
     narrow = AssignAddTransformer(cfg, seed=0)
-    W = qk_matrix(narrow)  # rank 6
+    W = theorem_w(narrow)  # rank 6
     set_qk(narrow, W * 2)
-    np.testing.assert_allclose(qk_matrix(narrow).numpy(), (2 * W).numpy(), atol=1e-10)
+    np.testing.assert_allclose(theorem_w(narrow).numpy(), (2 * W).numpy(), atol=1e-10)
 
 
 def test_one_var_batch_and_attention_weights():
@@ -360,28 +360,6 @@ def test_parallel_co_occurring_labels_share_a_row_of_the_orth_frame():
     np.testing.assert_allclose(o.project(o.lift(S)), S, atol=1e-10)
 
 
-def test_phase_windows_average_the_right_snapshots():
-    from empirical.compare_qk.pipeline import phase_windows
-
-    def step(s, c):
-        v = {
-            "cos": {"all": c, "barv_barv": -c},
-            "identity": {"row_argmax_on_diag": 1.0},
-            "attenuation": {"fraction": 0.5},
-        }
-        return {"step": s, "comparison": {"orth": {"grad_ce": v}, "raw": {}}}
-
-    steps = [step(s, c) for s, c in [(0, 0.0), (100, 0.2), (200, 0.4), (300, 0.6), (400, 0.8)]]
-    phases = {"zero_var_learned_step": 100, "first_spike": {"start_step": 300, "end_step": 300}}
-    w = phase_windows(steps, phases)
-    assert w["before_0var"]["steps"] == [0, 0]
-    assert w["plateau"]["steps"] == [100, 200]
-    assert w["plateau"]["orth/grad_ce"]["cos_all"] == pytest.approx(0.3)
-    assert w["plateau"]["orth/grad_ce"]["cos_barv"] == pytest.approx(-0.3)
-    assert w["spike"]["steps"] == [300, 300] and w["after"]["steps"] == [400, 400]
-    assert phase_windows(steps, None) == {}
-
-
 def test_oracle_routing_matches_a_patched_attention_pattern():
     """The ideal-routing accuracy equals the model's accuracy with `=`'s layer-2 pattern
     patched (TransformerLens hook) to 1/2 on each value position."""
@@ -402,12 +380,11 @@ def test_oracle_routing_matches_a_patched_attention_pattern():
         pattern[:, 0, -1] = new
         return pattern
 
-    logits = model.run_with_hooks(
-        batch.tokens, fwd_hooks=[("blocks.1.attn.hook_pattern", patch)]
-    ).detach()
+    hooks = [("blocks.1.attn.hook_pattern", patch)]
+    logits = model.run_with_hooks(batch.tokens, fwd_hooks=hooks)[:, -1].detach()
     want = float((logits.argmax(-1) == batch.labels).double().mean())
     assert got == pytest.approx(want)
-    unpatched = float((model(batch.tokens).argmax(-1) == batch.labels).double().mean())
-    logits_diff = (logits - model(batch.tokens).detach()).abs().max()
+    unpatched = float((model(batch.tokens)[:, -1].argmax(-1) == batch.labels).double().mean())
+    logits_diff = (logits - model(batch.tokens)[:, -1].detach()).abs().max()
     assert float(logits_diff) > 1e-6  # the patch changed something
     assert 0 <= unpatched <= 1

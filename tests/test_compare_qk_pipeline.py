@@ -74,38 +74,58 @@ def test_pipeline_end_to_end(run_dir, tmp_path):
             assert 0 <= a[key] <= 1
         assert 0 <= a["embeddings"]["ebar"]["max_abs_cos"] <= 1
     # the snapshot change is the change of the merged matrix between the two snapshots
-    from empirical.compare_qk import coordinates, qk_matrix
+    from empirical.compare_qk import coordinates, theorem_w
     from empirical.model import load_model
 
     m0, m20 = (load_model(run_dir / "snapshots" / f"step_{s:06d}.pt") for s in (0, 20))
     c = coordinates(m0, 11, 3, 16)
     blocks = dict(result["_blocks"]["raw/diff"])
-    np.testing.assert_allclose(blocks[0], c.project(qk_matrix(m20) - qk_matrix(m0)), atol=1e-10)
-    # the one-step test: its "before" is the trainer's own evaluation of the same sets
+    np.testing.assert_allclose(blocks[0], c.project(theorem_w(m20) - theorem_w(m0)), atol=1e-10)
+    # the one-step test: its "before" is the trainer's own evaluation of every set
     one = result["one_step"]
-    assert one["step"] == 20
+    assert one["step"] == 20 and one["rule"] == "--one-step-at"
     acc20 = next(r for r in read_metrics(run_dir / "metrics.jsonl") if r["step"] == 20)["acc"]
-    for name in ("0var/ind", "1var/ind", "2var/ind"):
+    assert set(one["set_sizes"]) == set(acc20) and set(one["set_sizes"].values()) == {100}
+    for name in acc20:
         assert one["before"][name] == pytest.approx(acc20[name], abs=1.5 / 100)
     fams = one["families"]
     assert set(fams) == {"sgd", "grad_merged", "predicted_orth", "predicted_raw", "random_orth"}
     for fam, rows in fams.items():
-        for row in rows:
-            assert all(0 <= row[k] <= 1 for k in ("0var/ind", "1var/ind", "2var/ind"))
-            if fam != "sgd":
+        for row in rows + [one["before"]]:
+            for name, iv in row["intervals"].items():
+                assert iv["n"] == 100 and iv["acc"] == row[name] == iv["correct"] / 100
+                assert iv["ci95"][0] <= iv["acc"] <= iv["ci95"][1]  # Wilson, empirical.stats
+                assert iv["ci95"][1] - iv["ci95"][0] > 0.01
+            if fam != "sgd" and row is not one["before"]:
                 assert row["rms_dscore"] == pytest.approx(row["t"], rel=1e-4)
     # the prediction's lift moves the block along the prediction (exact frame: 48 dims)
     small = [r for r in fams["predicted_orth"] if r["t"] == 1.0][0]
     assert small["max_abs_dS_orth"] > 0
+    for r in fams["predicted_orth"]:
+        assert r["cos_dS_orth_G1"] == pytest.approx(1.0, abs=1e-6)
+    for r in fams["random_orth"]:
+        assert abs(r["cos_dS_orth_G1"]) < 0.5
+    # the windows: from the run's phases (a 40-step run: one window at least), each holding
+    # the snapshots inside it
+    assert result["windows_source"] == "phases" and result["windows"]
+    for e in result["windows"].values():
+        assert all(e["lo"] <= s <= e["hi"] for s in e["snapshots"])
+    # the theorem's decomposition at every snapshot; G1 has no residual
+    for r in result["steps"]:
+        assert r["terms"]["pred"]["share"]["residual"] < 1e-9
+        assert 0 <= r["terms"]["weights"]["aw_share_vs_memory"] <= 1
     paths = write_outputs(result, tmp_path / "out")
     data = _strict(paths["json"].read_text())
     assert data["one_step"]["step"] == 20 and len(data["steps"]) == 3
-    for key in ("cosines", "structure", "assumptions", "one_step", "blocks_png"):
+    for key in ("cosines", "cosines_raw", "terms", "structure", "assumptions", "one_step",
+                "blocks_png"):  # fmt: skip
         assert paths[key].stat().st_size > 10_000, key
     npz = np.load(paths["blocks"])
     assert npz["orth__grad_ce"].shape == (3, 2 + 3, 11 + 3 + 3 + 16 + 3)
     assert np.isnan(npz["raw__diff"][-1]).all() and np.isfinite(npz["raw__diff"][0]).all()
-    assert "| 20 |" in paths["summary"].read_text()
+    summary = paths["summary"].read_text()
+    assert "| 20 |" in summary and "## Training windows" in summary
+    assert "## One step from step 20" in summary and "[Wilson 95% interval]" in summary
 
 
 def test_cli(run_dir, tmp_path, capsys):
@@ -121,3 +141,49 @@ def test_cli(run_dir, tmp_path, capsys):
     assert main(["compare-qk", str(tmp_path / "missing")]) == 2
     assert main(["compare-qk", str(run_dir), "--steps", "41", "--quiet"]) == 2
     assert "no snapshot at steps [41]" in capsys.readouterr().err
+    # windows by step ranges: given ones replace the phases' (boundary snapshots in both)
+    out2 = tmp_path / "cli2"
+    code = main(["compare-qk", str(run_dir), "--steps", "0,20,40", "--batch-size", "64",
+                 "--no-one-step", "--no-figures", "--quiet", "--out", str(out2),
+                 "--windows", "early=0:20,late=20:40"])  # fmt: skip
+    assert code == 0
+    data = _strict((out2 / "compare_qk.json").read_text())
+    assert data["windows_source"] == "options"
+    assert data["windows"]["early"]["snapshots"] == [0, 20]
+    assert data["windows"]["late"]["updates"] == [[20, 40]]
+    assert data["windows"]["early"]["cos"]["orth"]["grad_ce"]["all"]["n"] == 2
+    assert "### early: steps 0-20" in (out2 / "summary.md").read_text()
+    for bad in ("early", "x=5:1", "x=1:2,x=2:3"):
+        capsys.readouterr()
+        assert main(["compare-qk", str(run_dir), "--windows", bad, "--quiet"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error:") and "window" in err[0], err
+
+
+def test_many_variables_use_the_sampled_population(tmp_path, capsys):
+    """K = 8 variables do not fit the closed form's 2K <= L - 4 slots: the default uses the
+    theorem's model on a sampled population, `--prediction closed` is refused in one line."""
+    from empirical.__main__ import main
+
+    cfg = load_run_config(
+        ROOT / "configs" / "smoke.toml",
+        ["task.K=8", "task.max_assignments=6", "task.r1=[]", "task.r2=[]", "task.eval_size=60",
+         "train.steps=20", "train.threads=1", "model.d_model=48"],
+    )  # fmt: skip
+    path = tmp_path / "k8"
+    train_run(cfg, path, progress=False)
+    opts = Options(batch_size=128, prediction_size=2048, one_step_at=20, one_step_lrs=(1.0,),
+                   score_steps=(1.0,), eval_size=60, progress=False)  # fmt: skip
+    result = compare_run(path, opts)
+    assert result["prediction"] == "population"
+    assert result["one_step"]["prediction"] == "population"
+    rows = result["labels"]["rows"]
+    assert len(rows) == 2 + 8 and result["labels"]["cols"][-1] == "bar_v7"
+    for r in result["steps"]:
+        c = r["comparison"]["orth"]["grad_lin"]["cos"]["all"]
+        assert -1 <= c <= 1
+        assert r["terms"]["pred"]["c_mem"] > 0  # the bound number's entry is the largest
+    assert main(["compare-qk", str(path), "--prediction", "closed", "--quiet",
+                 "--out", str(tmp_path / "o")]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--prediction population" in err[0]

@@ -84,7 +84,7 @@ def test_factored_circuits(model):
 def test_logits_shape_dtype_and_loss(model):
     tokens = tokens_for(6)
     labels = torch.arange(6)
-    logits = model(tokens)
+    logits = model(tokens)[:, -1]
     assert logits.shape == (6, P) and logits.dtype == torch.float32
     loss = model(tokens, labels, return_type="loss")
     torch.testing.assert_close(loss, F.cross_entropy(logits, labels))
@@ -92,6 +92,29 @@ def test_logits_shape_dtype_and_loss(model):
     torch.testing.assert_close(both_loss, loss)
     with pytest.raises(ValueError, match="labels"):
         model(tokens, return_type="loss")
+
+
+def test_forward_returns_transformer_lens_shape_and_last_only(model):
+    tokens = tokens_for(6)
+    labels = torch.arange(6)
+    logits = model(tokens)
+    assert logits.shape == (6, L, P)  # [batch, pos, d_vocab_out], the unembed at every position
+    _, cache = model.run_with_cache(tokens)
+    torch.testing.assert_close(logits, cache["resid_post", 1] @ model.W_U)
+    last = model(tokens, last_only=True)
+    assert last.shape == (6, P)
+    torch.testing.assert_close(last, logits[:, -1])
+    both_logits, both_loss = model(tokens, labels, return_type="both")
+    torch.testing.assert_close(both_logits, logits)
+    torch.testing.assert_close(both_loss, F.cross_entropy(logits[:, -1], labels))
+    last_logits, last_loss = model(tokens, labels, return_type="both", last_only=True)
+    assert last_logits.shape == (6, P)
+    torch.testing.assert_close(last_loss, both_loss)
+    assert model(tokens, return_type=None) is None
+    with pytest.raises(ValueError, match="return_type"):
+        model(tokens, labels, return_type="logprobs")
+    short = model(tokens[:, :5])  # fewer positions than n_ctx: the prefix's logits
+    torch.testing.assert_close(short, logits[:, :5], rtol=1e-5, atol=1e-6)
 
 
 def test_bad_tokens_rejected(model):
@@ -144,7 +167,7 @@ def test_cache_shorthand_and_semantics(model64):
     torch.testing.assert_close(cache["resid_post", 0], cache["resid_mid", 0])
     torch.testing.assert_close(cache["resid_mid", 0], cache["resid_pre", 0] + cache["attn_out", 0])
     torch.testing.assert_close(cache["resid_pre", 1], cache["resid_post", 0])
-    torch.testing.assert_close(cache["resid_post", 1][:, -1] @ model64.W_U, logits)
+    torch.testing.assert_close(cache["resid_post", 1][:, -1] @ model64.W_U, logits[:, -1])
     torch.testing.assert_close(cache["attn_out", 1], cache["result", 1].sum(2))
     scores = cache["attn_scores", 0]
     q, k = cache["q", 0], cache["k", 0]
@@ -216,7 +239,7 @@ def test_run_with_hooks_can_ablate(model):
     mlp = model.blocks[1].mlp
     with torch.no_grad():
         expected = (mid + F.relu(mid @ mlp.W_in) @ mlp.W_out) @ model.W_U
-    torch.testing.assert_close(ablated, expected)
+    torch.testing.assert_close(ablated[:, -1], expected)
     torch.testing.assert_close(model(tokens), clean)  # hooks were removed
 
 
@@ -251,8 +274,9 @@ def test_causal_masking(model64):
 
 def test_fast_path_matches_full_float32(model):
     tokens = tokens_for(64)
-    torch.testing.assert_close(model.forward_fast(tokens), model(tokens), rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(model(tokens, fast=True), model(tokens), rtol=1e-4, atol=1e-5)
+    full = model(tokens)[:, -1]
+    torch.testing.assert_close(model.forward_fast(tokens), full, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(model(tokens, fast=True), full, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(model.forward_fast(tokens.int()), model.forward_fast(tokens))
 
 
@@ -268,7 +292,7 @@ def test_fast_path_matches_full_float64_logits_and_gradients(model64, length):
         (F.cross_entropy(logits, labels) + (weights * logits).sum() / 32).backward()
         return logits.detach(), {n: p.grad.clone() for n, p in model64.named_parameters()}
 
-    full_logits, full = grads(model64.forward)
+    full_logits, full = grads(lambda t: model64(t, last_only=True))
     fast_logits, fast = grads(model64.forward_fast)
     model64.zero_grad(set_to_none=True)
     torch.testing.assert_close(fast_logits, full_logits, rtol=1e-12, atol=1e-12)
@@ -284,7 +308,9 @@ def test_fast_path_with_narrow_head():
     model = AssignAddTransformer(cfg, seed=5)
     assert model.W_Q.shape == (2, 1, 32, 8) and cfg.attn_scale == math.sqrt(8)
     tokens = tokens_for(16, 8, vocab=cfg.d_vocab)
-    torch.testing.assert_close(model.forward_fast(tokens), model(tokens), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(
+        model.forward_fast(tokens), model(tokens)[:, -1], rtol=1e-12, atol=1e-12
+    )
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -292,11 +318,15 @@ def test_cuda_fast_and_full_agree():
     model = AssignAddTransformer(ModelConfig.for_task(P, K, L), seed=0, device="cuda")
     tokens = tokens_for(64).cuda()
     assert model.device.type == "cuda"
-    torch.testing.assert_close(model.forward_fast(tokens), model(tokens), rtol=1e-3, atol=1e-4)
+    torch.testing.assert_close(
+        model.forward_fast(tokens), model(tokens)[:, -1], rtol=1e-3, atol=1e-4
+    )
     _, cache = model.run_with_cache(tokens)
     assert cache["pattern", 1].device.type == "cuda"
+    assert model.cfg.device.type == "cuda"
     cpu = AssignAddTransformer(ModelConfig.for_task(P, K, L), seed=0)
     torch.testing.assert_close(model(tokens).cpu(), cpu(tokens.cpu()), rtol=1e-3, atol=1e-4)
+    assert model.to_tokens("c=1, b=17, a=42, b+19=?").device.type == "cuda"
 
 
 # -- init and determinism -----------------------------------------------------------------------
@@ -378,3 +408,143 @@ def test_config_from_dict_errors_and_incomplete_config():
         ModelConfig(n_ctx=12).with_task(97, 5, 16)
     with pytest.raises(ConfigError, match="p"):
         ModelConfig.for_task(0, 5, 16)
+
+
+# -- the TransformerLens user's interface -------------------------------------------------------
+
+PROMPT = "c=1, b=17, a=42, b+19=?"  # answer 17 + 19 = 36
+CORRUPTED = "c=1, b=20, a=42, b+19=?"  # answer 39; differs at position 3 only
+
+
+def test_cfg_has_the_fields_transformer_lens_reads(model):
+    cfg = model.cfg
+    assert isinstance(cfg.d_head, int) and cfg.d_head == 128
+    assert cfg.device == model.device == torch.device("cpu")
+    assert cfg.n_key_value_heads is None and cfg.n_heads == 1 and cfg.n_layers == 2
+    assert ModelConfig.for_task(P, K, L).d_head == 128  # with_task fills it
+    assert ModelConfig.for_task(P, K, L, d_model=64).d_head == 64
+    assert ModelConfig.for_task(P, K, L, d_head=16).d_head == 16
+    assert "device" not in to_dict(cfg)  # an attribute, never saved
+
+
+def test_cfg_device_follows_the_model():
+    cfg = ModelConfig.for_task(11, 3, 8, d_model=16, d_mlp=16)
+    model = AssignAddTransformer(cfg, seed=0)
+    assert model.cfg is not cfg and cfg.d_head is not None
+    model.to("meta")
+    assert model.cfg.device == torch.device("meta") == model.device
+    assert cfg.device == torch.device("cpu")  # the caller's config is not the model's
+    model.to_empty(device="cpu")
+    assert model.cfg.device == torch.device("cpu")
+
+
+def test_to_tokens_and_to_str_tokens(model):
+    tokens = model.to_tokens(PROMPT)
+    assert tokens.shape == (1, L) and tokens.dtype == torch.long
+    assert tokens.device == model.device
+    names = model.to_str_tokens(tokens)
+    assert names[:6] == ["c", "1", "b", "17", "a", "42"]
+    assert names[-4:] == ["+", "b", "19", "="] and set(names[6:-4]) == {"pad"}
+    assert model.to_str_tokens(PROMPT) == names == model.to_str_tokens(tokens[0])
+    assert model.vocab.decode(tokens[0]) == "c=1,b=17,a=42,b+19=?"
+    assert model.vocab.label(tokens[0]) == 36
+    both = model.to_tokens([PROMPT, CORRUPTED])
+    assert both.shape == (2, L) and torch.equal(both[0], tokens[0])
+    assert (both[0] != both[1]).nonzero().flatten().tolist() == [3]
+    assert model.to_str_tokens([PROMPT, CORRUPTED])[1][3] == "20"
+    assert model.to_str_tokens(both)[1] == model.to_str_tokens(CORRUPTED)
+    token_form = " ".join(names)
+    assert torch.equal(model.to_tokens(token_form), tokens)
+    torch.testing.assert_close(model(PROMPT), model(tokens))  # forward takes text too
+    with pytest.raises(ValueError, match="BOS"):
+        model.to_tokens(PROMPT, prepend_bos=True)
+    with pytest.raises(ValueError, match="never assigned"):
+        model.to_tokens("c=1, d+2=?")
+    assert model.to_tokens("c=1, d+2=?", check=False).shape == (1, L)
+    with pytest.raises(TypeError):
+        model.to_tokens(3)
+    vocab = model.vocab
+    assert (vocab.p, vocab.K, vocab.L) == (P, K, L)
+
+
+def test_transformer_lens_patching_runs_unmodified(model64):
+    from transformer_lens import patching
+
+    model64.eval()
+    clean = model64.to_tokens(PROMPT)
+    corrupted = model64.to_tokens(CORRUPTED)
+    _, clean_cache = model64.run_with_cache(clean)
+
+    def logit_diff(logits):  # TransformerLens's metric contract: logits [batch, pos, d_vocab]
+        return (logits[:, -1, 36] - logits[:, -1, 39]).mean()
+
+    with torch.no_grad():
+        clean_diff = float(logit_diff(model64(clean)))
+        corrupted_diff = float(logit_diff(model64(corrupted)))
+    assert clean_diff != pytest.approx(corrupted_diff)
+
+    resid = patching.get_act_patch_resid_pre(model64, corrupted, clean_cache, logit_diff)
+    assert resid.shape == (2, L)  # [layer, pos]
+    # layer 0's input differs only at position 3: patching it there is the clean run
+    # (TransformerLens stores the metric in float32)
+    assert float(resid[0, 3]) == pytest.approx(clean_diff, rel=1e-6)
+    others = [t for t in range(L) if t != 3]
+    torch.testing.assert_close(resid[0, others], torch.full((L - 1,), corrupted_diff))
+    heads = patching.get_act_patch_attn_head_out_by_pos(model64, corrupted, clean_cache, logit_diff)
+    assert heads.shape == (2, L, 1)  # [layer, pos, head]
+    # causal: before position 3 both runs' heads output the same
+    torch.testing.assert_close(heads[:, :3, 0], torch.full((2, 3), corrupted_diff))
+
+
+def _hooked_transformer_available() -> bool:
+    try:
+        from transformer_lens import HookedTransformer  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(
+    _hooked_transformer_available(), reason="TransformerLens 3's patching does not check the mode"
+)
+def test_transformer_lens_refuses_training_mode(model):
+    from transformer_lens import patching
+
+    fresh = AssignAddTransformer(ModelConfig.for_task(P, K, L), seed=0)
+    assert fresh.training
+    tokens = fresh.to_tokens(PROMPT)
+    _, cache = fresh.run_with_cache(tokens)
+    with pytest.raises(ValueError, match="eval"):
+        patching.get_act_patch_resid_pre(fresh, tokens, cache, lambda x: x[0, -1, 0])
+
+
+@pytest.mark.skipif(
+    not _hooked_transformer_available(), reason="needs TransformerLens 3.x (HookedTransformer)"
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_export_to_hooked_transformer_gives_the_same_logits(dtype):
+    from transformer_lens import HookedTransformer
+
+    from empirical.model import to_hooked_transformer
+
+    cfg = ModelConfig.for_task(P, K, L, d_model=64, d_head=32, d_mlp=96, dtype=dtype)
+    model = AssignAddTransformer(cfg, seed=3).eval()
+    ht = to_hooked_transformer(model)
+    assert isinstance(ht, HookedTransformer) and not ht.training
+    tokens = tokens_for(16)
+    with torch.no_grad():
+        ours, theirs = model(tokens), ht(tokens)
+    assert theirs.shape == ours.shape == (16, L, P)
+    torch.testing.assert_close(theirs, ours, rtol=1e-6, atol=1e-6)
+    _, cache = ht.run_with_cache(tokens)
+    _, our_cache = model.run_with_cache(tokens)
+    torch.testing.assert_close(cache["pattern", 1], our_cache["pattern", 1], rtol=1e-6, atol=1e-6)
+    assert float(cache["mlp_out", 0].abs().max()) == 0.0  # block 0's MLP is absent: zeros
+
+
+@pytest.mark.skipif(_hooked_transformer_available(), reason="TransformerLens 3 is installed")
+def test_export_explains_that_it_needs_transformer_lens_3(model):
+    from empirical.model import to_hooked_transformer
+
+    with pytest.raises(ImportError, match="TransformerLens 3"):
+        to_hooked_transformer(model)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 import torch
@@ -144,3 +145,84 @@ def test_not_weights_only_loadable(tmp_path):
     write(path, ckpt)
     with pytest.raises(CheckpointError, match="cannot be read"):
         load_model(path)
+
+
+# -- eval mode, old configs, load_run, permissions ----------------------------------------------
+
+
+def test_load_model_returns_eval_mode(tmp_path):
+    model = AssignAddTransformer(small_cfg(), seed=0)
+    assert model.training
+    save_model(model, tmp_path / "m.pt")
+    loaded = load_model(tmp_path / "m.pt")
+    assert not loaded.training and not any(m.training for m in loaded.modules())
+
+
+def test_checkpoint_saved_with_d_head_none_still_loads(tmp_path):
+    model = AssignAddTransformer(small_cfg(), seed=2)
+    ckpt = checkpoint_dict(model)
+    assert ckpt["model_config"]["d_head"] == 32  # new checkpoints carry an int
+    ckpt["model_config"]["d_head"] = None  # as written before d_head was filled
+    write(tmp_path / "old.pt", ckpt)
+    loaded = load_model(tmp_path / "old.pt")
+    assert loaded.cfg.d_head == 32
+    assert torch.equal(loaded(tokens()), model(tokens()))
+
+
+SMOKE = Path(__file__).resolve().parents[1] / "configs" / "smoke.toml"
+
+
+def _fake_run(tmp_path, steps=(0, 20)):
+    """A run directory as the trainer leaves it: config.toml, snapshots, checkpoints/last.pt."""
+    from empirical.config_io import save_config
+    from empirical.run_config import load_run_config
+    from empirical.rundir import RunDir
+
+    cfg = load_run_config(SMOKE)
+    run = RunDir(tmp_path / "run")
+    save_config(cfg, run.config)
+    models = {}
+    for step in steps:
+        models[step] = AssignAddTransformer(cfg.built_model_config(), seed=step)
+        save_model(models[step], run.snapshot(step), {"step": step})
+    save_model(models[steps[-1]], run.last_checkpoint, {"step": steps[-1]})
+    return run, cfg.task, models
+
+
+def test_load_run_latest_and_snapshot(tmp_path):
+    from empirical import load_run
+    from empirical.rundir import RunDirError
+    from empirical.task import Vocabulary
+
+    run, task, models = _fake_run(tmp_path)
+    x = torch.randint(0, task.p + task.K + 3, (8, task.L), generator=torch.Generator())
+    model, vocab = load_run(run.path)
+    assert isinstance(vocab, Vocabulary) and (vocab.p, vocab.K, vocab.L) == (task.p, task.K, task.L)
+    assert not model.training and model.vocab.names == vocab.names
+    assert torch.equal(model(x), models[20](x))
+    first, _ = load_run(run.path, step=0, device="cpu")
+    assert torch.equal(first(x), models[0](x))
+    with pytest.raises(RunDirError, match="snapshots at: 0, 20"):
+        load_run(run.path, step=5)
+    with pytest.raises(RunDirError, match="not a run directory|no such directory"):
+        load_run(tmp_path / "nothing")
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_atomic_writes_respect_the_umask(tmp_path, umask, mode):
+    import os
+
+    from empirical.config_io import atomic_write_bytes, save_config
+
+    old = os.umask(umask)
+    try:
+        atomic_write_bytes(tmp_path / "a.bin", b"data")
+        save_model(AssignAddTransformer(small_cfg(), seed=0), tmp_path / "m.pt")
+        save_config(small_cfg(), tmp_path / "c.toml")
+        atomic_write_bytes(tmp_path / "a.bin", b"replaced")  # replacing keeps the rule
+    finally:
+        os.umask(old)
+    for name in ("a.bin", "m.pt", "c.toml"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == mode, name
+    assert (tmp_path / "a.bin").read_bytes() == b"replaced"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin", "c.toml", "m.pt"]

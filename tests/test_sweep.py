@@ -11,10 +11,9 @@ import torch
 
 from empirical.cli.sweep import main as sweep_main
 from empirical.config_io import ConfigError
+from empirical.model.batched import BatchedModel
 from empirical.run_config import load_run_config
 from empirical.sweep import find_threshold, run_sweep, train_batch
-from empirical.sweep.batched import BatchedModel
-from empirical.sweep.optim import MemberAdamW
 from empirical.sweep.results import MetricWeights, metric_value, summarize, write_results
 from empirical.sweep.runner import plan_batches
 from empirical.sweep.spec import SweepSpec, expand_members, parse_param
@@ -23,6 +22,7 @@ from empirical.task.pairs import training_generator
 from empirical.train.batches import BatchStream
 from empirical.train.loop import train_run
 from empirical.train.metrics import read_metrics
+from empirical.train.optim import MemberAdamW
 from empirical.train.state import load_training_state
 
 ROOT = Path(__file__).resolve().parents[1]

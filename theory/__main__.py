@@ -20,21 +20,14 @@ import math
 import sys
 from pathlib import Path
 
+from disentangled.command_line import OneLineParser, UsageError, check_output_file, run_main
+
 PROG = "python -m theory"
 
 
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2, no usage dump
-        raise UsageError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = OneLineParser(prog=PROG, description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
 
     g = sub.add_parser("g1", help="closed-form G1 evaluated at (p, K, beta)")
     g.add_argument("--p", type=int, default=5, help="modulus, >= 2 (default 5)")
@@ -96,6 +89,7 @@ def run(args) -> int:
         from theory.claims import Point
         from theory.report import write_report
 
+        check_output_file(args.out, "--out")  # before the minutes of checks
         points = [Point(3, 2, 1.0)] if args.quick else None
         out = write_report(args.out, points, quick=args.quick)
         print(f"wrote {out}")
@@ -103,15 +97,19 @@ def run(args) -> int:
     raise UsageError(f"unknown command {args.command!r}")
 
 
-def main(argv: list[str] | None = None) -> int:
+def _main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
     try:
-        return run(build_parser().parse_args(argv))
-    except UsageError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
+        return run(args)
     except ValueError as e:  # invalid values reaching the derivation
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
+        if isinstance(e, UsageError):
+            raise
+        raise UsageError(str(e)) from e
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Bad arguments: one `error: ...` line and exit status 2 (disentangled.command_line)."""
+    return run_main(_main, argv)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ every number in the checks table comes from :mod:`theory.claims` run at report t
 from __future__ import annotations
 
 import datetime
+import os
 import platform
+import tempfile
 import time
 from pathlib import Path
 
@@ -390,6 +392,18 @@ def build_report(points=None, quick: bool = False, L: int = DEFAULT_L) -> str:
 
 
 def write_report(out: Path, points=None, quick: bool = False) -> Path:
+    """Build the report and write it to `out` (its directory created if missing), replacing
+    the file atomically: a failed write leaves the earlier report intact."""
     out = Path(out)
-    out.write_text(build_report(points, quick))
+    text = build_report(points, quick)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.fchmod(fh.fileno(), 0o644)  # as a plain write would (not mkstemp's 0600)
+            fh.write(text)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return out

@@ -13,21 +13,31 @@ Each analysis is a plain function of a loaded model and the task config:
     qk1_positional_preference(model, task)                # Figure 7a
     qk2_ov1_identity(model, task)                         # Figure 7b
     attention_examples(model, task, data.test)            # Figure 4
-    progress_measures(model, data)                        # the seven measures of Appendix B
+    progress_measures(model, data)                        # the seven measures of Appendix B,
+                                                          # ours and the authors' (NAME@authors)
     progress_over_training(run_dir, data)                 # over every snapshot (Figures 9, 12)
+    compare_first_spike(run_dir, data, (5301, 5401))      # Figure 8: before / after a spike
+    compare_second_spike(run_dir, data, (14501, 16001))   # Figures 9c / 9d
     analyze_run(run_dir)                                  # all of it, files under run_dir/analysis
 
-See docs/analysis.md for every definition.
+Figures: `empirical.analysis.plots` (each function returns the matplotlib Figure and writes
+png / pdf / svg only when given a path); importing this package selects no matplotlib
+backend, so a notebook keeps its own. See docs/analysis.md for every definition.
 """
 
 from empirical.analysis.attention import attention_examples, attention_summary, pick_examples
+from empirical.analysis.authors import (
+    AUTHORS_MEASURE_NAMES,
+    AUTHORS_MEASURES,
+    AuthorsBatches,
+    authors_batches,
+    authors_measures,
+)
 from empirical.analysis.common import (
     LightForward,
     ProbeData,
     light_forward,
     make_probe_data,
-    ov_matrix,
-    qk_matrix,
 )
 from empirical.analysis.fourier import FourierFit, fit_gromov, fourier_analysis
 from empirical.analysis.ov_mlp import (
@@ -38,17 +48,22 @@ from empirical.analysis.ov_mlp import (
 )
 from empirical.analysis.probes import ProbeResult, answer_probes, train_linear_probe
 from empirical.analysis.progress import (
+    ALL_MEASURE_NAMES,
+    ALL_MEASURES,
     MEASURE_NAMES,
     MEASURES,
+    ROUTING_MEASURES,
     ProgressHistory,
     attn_l1_equal_to_operands,
     attn_l1_num_to_prev,
     attn_l2_equal_to_values,
     crossing_steps,
+    definition_agreement,
     probe_l1_var_from_num,
     progress_measures,
     progress_over_training,
     second_spike_scores,
+    window_levels,
 )
 from empirical.analysis.qk import (
     qk1_embedding_scores,
@@ -57,9 +72,29 @@ from empirical.analysis.qk import (
     qk2_ov1_identity,
     qk2_ov1_var_identity,
 )
-from empirical.analysis.reference import reference_model
+from empirical.analysis.reference import reference_model, rotate_residual
+from empirical.analysis.spikes import (
+    compare_first_spike,
+    compare_second_spike,
+    default_compare_steps,
+)
+from empirical.model.circuits import ov_matrix, qk_matrix
 
 __all__ = [
+    "ALL_MEASURES",
+    "ALL_MEASURE_NAMES",
+    "AUTHORS_MEASURES",
+    "AUTHORS_MEASURE_NAMES",
+    "AuthorsBatches",
+    "ROUTING_MEASURES",
+    "authors_batches",
+    "authors_measures",
+    "compare_first_spike",
+    "compare_second_spike",
+    "default_compare_steps",
+    "definition_agreement",
+    "rotate_residual",
+    "window_levels",
     "MEASURES",
     "MEASURE_NAMES",
     "FourierFit",

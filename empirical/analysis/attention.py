@@ -30,7 +30,9 @@ def attention_examples(model, task: TaskConfig, batch: Batch, rows: list[int] | 
     rows = pick_examples(task, batch) if rows is None else rows
     sub = batch[torch.tensor(rows, dtype=torch.long)].to(model.device)
     names = ("blocks.0.attn.hook_pattern", "blocks.1.attn.hook_pattern")
-    logits, cache = model.run_with_cache(sub.tokens, names_filter=lambda n: n in names)
+    logits, cache = model.run_with_cache(
+        sub.tokens, last_only=True, names_filter=lambda n: n in names
+    )  # logits at `=`, [batch, p]
     out = []
     for i in range(len(rows)):
         pattern = torch.stack([cache[n][i, 0] for n in names]).cpu()

@@ -4,8 +4,9 @@ Conventions (used by every module of `empirical.analysis`):
 
 * layers are 0-indexed like TransformerLens's blocks: "layer 1" of the paper is block 0,
   "layer 2" is block 1. Function names say `l1` / `l2` in the paper's numbering.
-* `qk_matrix(model, layer)` is W_Q W_K^T / sqrt(d_head): x_query @ it @ x_key gives the
-  attention score exactly as the model computes it (before the causal mask and softmax).
+* `qk_matrix(model, layer)` (from empirical.model.circuits) is W_Q W_K^T / sqrt(d_head):
+  x_query @ it @ x_key gives the attention score exactly as the model computes it (before
+  the causal mask and softmax).
 * `ov_matrix(model, layer)` is W_V W_O: x_source @ it is what the head writes for x_source.
 * The probe data (`ProbeData`) are drawn once from the *unrestricted* distribution of the
   task (every variable allowed at both operand positions, no held-out pairs, equal thirds of
@@ -18,26 +19,19 @@ from __future__ import annotations
 import dataclasses
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
+from empirical.model.fast import fast_forward, member_weights
 from empirical.task import Batch, TaskConfig, TrainingSampler, Vocabulary
 from empirical.task.pairs import derive_seed
 
+if TYPE_CHECKING:
+    from empirical.analysis.authors import AuthorsBatches
+
 # -- circuit matrices -------------------------------------------------------------------
-
-
-def qk_matrix(model, layer: int) -> Tensor:
-    """W_Q W_K^T / sqrt(d_head) of block `layer` (0 = the paper's layer 1), [d_model, d_model]."""
-    attn = model.blocks[layer].attn
-    return (attn.W_Q[0] @ attn.W_K[0].T) / model.cfg.attn_scale
-
-
-def ov_matrix(model, layer: int) -> Tensor:
-    """W_V W_O of block `layer`, [d_model, d_model] (source row vector -> written vector)."""
-    attn = model.blocks[layer].attn
-    return attn.W_V[0] @ attn.W_O[0]
 
 
 def mlp_out(model, x: Tensor) -> Tensor:
@@ -52,7 +46,15 @@ def unrestricted_task(task: TaskConfig, frac_1var: float = 1 / 3, ratio: float =
     """`task` with no variable-position restriction and no held-out pair, and the given mix
     (default: equal thirds of 0-, 1- and 2-var sequences)."""
     return dataclasses.replace(
-        task, r1=(), r2=(), held_out_fraction=0.0, frac_1var=frac_1var, ratio_2var_to_0var=ratio
+        task,
+        r1=(),
+        r2=(),
+        held_out_fraction=0.0,
+        train_pairs_file="",
+        mix="fractions",
+        two_var_frequency=1.0,
+        frac_1var=frac_1var,
+        ratio_2var_to_0var=ratio,
     )
 
 
@@ -81,6 +83,8 @@ class ProbeData:
     test: n sequences, unrestricted distribution, equal thirds 0/1/2-var (attention measures,
         the probes' held-out split). train: another n of the same distribution (probe
         training). second: sequences with a variable as second operand (Figure 9).
+    authors: the authors' measure and probe batches (0-/1-var only, see
+        empirical.analysis.authors), for the `@authors` variants; None: not computed.
     """
 
     task: TaskConfig
@@ -88,20 +92,27 @@ class ProbeData:
     test: Batch
     train: Batch
     second: Batch
+    authors: AuthorsBatches | None = None
 
     @property
     def vocab(self) -> Vocabulary:
         return Vocabulary.from_config(self.task)
 
 
-def make_probe_data(task: TaskConfig, seed: int = 0, n: int = 2048, n_second: int = 1536):
-    """ProbeData for `task`, deterministic in (task, seed, n, n_second)."""
+def make_probe_data(
+    task: TaskConfig, seed: int = 0, n: int = 2048, n_second: int = 1536, authors: bool = True
+):
+    """ProbeData for `task`, deterministic in (task, seed, n, n_second); with `authors`, also
+    the authors' batches (fixed sizes 512 / 1024 / 256) for the `@authors` measures."""
+    from empirical.analysis.authors import authors_batches
+
     return ProbeData(
         task=task,
         seed=int(seed),
         test=sample_unrestricted(task, n, seed, "probe-test"),
         train=sample_unrestricted(task, n, seed, "probe-train"),
         second=second_operand_batch(task, n_second, seed),
+        authors=authors_batches(task, seed) if authors else None,
     )
 
 
@@ -163,53 +174,20 @@ def _pool(w: Tensor, tokens: Tensor, V: int) -> Tensor:
 @torch.no_grad()
 def light_forward(model, tokens: Tensor, chunk: int = 2048) -> LightForward:
     """The model's forward pass (same numbers as `run_with_cache`, up to float rounding),
-    computed like `forward_fast`: layer 1 from per-id tables, layer 2 only for the last
-    query, so no [batch, L, d_model] tensor is built (memory traffic dominates on the CPU)."""
+    computed by the one fast forward (empirical.model.fast, `internals=True`): layer 1 from
+    per-id tables, layer 2 only for the last query, so no [batch, L, d_model] tensor is built
+    (memory traffic dominates on the CPU)."""
     tokens = tokens.to(model.device)
-    parts = [_light_forward(model, tokens[i : i + chunk]) for i in range(0, len(tokens), chunk)]
+    weights = member_weights(model)
+    parts = []
+    for i in range(0, len(tokens), chunk):
+        tok = tokens[i : i + chunk]
+        out = fast_forward(weights, tok.unsqueeze(0), model.cfg.attn_scale, internals=True)
+        parts.append((out.pattern1[0], out.pattern2[0], out.resid_mid[0], out.logits[0], tok))
+    C, COV = out.C[0], out.C_OV[0]
     if len(parts) == 1:
-        return parts[0]
-    cat = [torch.cat([getattr(p, name) for p in parts]) for name in _BATCHED]
-    return LightForward(*cat, parts[0].C, parts[0].COV)
-
-
-_BATCHED = ("pattern1", "pattern2", "resid_mid", "logits", "tokens")
-
-
-def _light_forward(model, tok: Tensor) -> LightForward:
-    B, L = tok.shape
-    V = model.cfg.d_vocab
-    a0, a1 = model.blocks[0].attn, model.blocks[1].attn
-    C = torch.cat([model.W_E, model.W_pos[:L]])  # [N, d]
-    N = C.shape[0]
-    # layer 1: score(q, k) = x_q QK x_k, x = C[tok] + C[V + pos]: four table lookups
-    T = (C @ a0.W_Q[0]) @ (C @ a0.W_K[0]).T / model.cfg.attn_scale  # [N, N]
-    pos = torch.arange(L, device=tok.device)
-    scores = (
-        T[:V, :V][tok[:, :, None], tok[:, None, :]]
-        + T[:V, V:][tok]
-        + T[V:, :V][pos[None, :, None], tok[:, None, :]]
-        + T[V:, V:]
-    )
-    mask = torch.ones(L, L, dtype=torch.bool, device=tok.device).tril()
-    A = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)  # [B, L, L]
-    COV = C @ ov_matrix(model, 0)  # [N, d]
-    last = C[tok[:, -1]] + C[V + L - 1] + _pool(A[:, -1], tok, V) @ COV  # resid1 at `=`
-    # layer 2 at `=`: score_s = r . resid1_s, resid1_s = C[tok_s] + C[V+s] + sum_j A_sj COV[..]
-    r = (last @ a1.W_Q[0]) @ a1.W_K[0].T / model.cfg.attn_scale  # [B, d]
-    CC = torch.cat([C, COV])  # [2N, d]
-    rr = r @ CC.T  # [B, 2N]
-
-    def at(row: Tensor) -> Tensor:  # per-id values -> per position: row[tok_s] + row[V + s]
-        return row[:, :V].gather(1, tok) + row[:, V:]
-
-    scores2 = at(rr[:, :N]) + (A * at(rr[:, N:]).unsqueeze(1)).sum(-1)
-    a2 = torch.softmax(scores2, dim=-1)  # [B, L]
-    a2A = (a2.unsqueeze(-1) * A).sum(1)  # weight of each position's layer-1 OV image
-    mixed = torch.cat([_pool(a2, tok, V), _pool(a2A, tok, V)], dim=1) @ CC
-    resid_mid = last + mixed @ ov_matrix(model, 1)
-    post = resid_mid + mlp_out(model, resid_mid)
-    return LightForward(A, a2, resid_mid, post @ model.W_U, tok, C, COV)
+        return LightForward(*parts[0], C, COV)
+    return LightForward(*(torch.cat(column) for column in zip(*parts, strict=True)), C, COV)
 
 
 # -- small helpers ----------------------------------------------------------------------

@@ -25,8 +25,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from empirical.analysis.common import mlp_out, ov_matrix
+from empirical.analysis.common import mlp_out
+from empirical.model.circuits import ov_matrix
 from empirical.task import Batch, TaskConfig
+from empirical.task.pairs import ordered_ranks
 
 
 def _stats(x: Tensor) -> dict:
@@ -164,7 +166,9 @@ def isolated_ov_mlp_logits(model, p: int, residual: bool = True, attn_weight: fl
 @torch.no_grad()
 def isolated_ov_mlp(model, task: TaskConfig, held_out: Tensor | None = None) -> dict:
     """Accuracy of the isolated OV-MLP circuit on all p^2 ordered operand pairs (with the
-    skip term, and MLP only), and on the held-out pairs if given."""
+    skip term, and MLP only), and on the held-out pairs if given: the ordered pairs the table
+    holds out as `task.held_out_form` reads it (unordered rows {x, y}: both orders; ordered
+    rows (x, y): exactly those)."""
     p = task.p
     target = (torch.arange(p)[:, None] + torch.arange(p)[None, :]) % p
     target = target.to(model.device)
@@ -180,9 +184,14 @@ def isolated_ov_mlp(model, task: TaskConfig, held_out: Tensor | None = None) -> 
         "independent of the 1/2 (no biases)",
     }
     if held_out is not None and len(held_out):
-        held = torch.as_tensor(held_out).long().to(model.device)
-        both = torch.cat([held, held.flip(1)])
-        out["accuracy_held_out_pairs"] = correct[both[:, 0], both[:, 1]].double().mean().item()
+        ranks = ordered_ranks(torch.as_tensor(held_out).long().cpu(), p, task.held_out_form)
+        flat = correct.reshape(-1)[ranks.to(correct.device)]
+        out["accuracy_held_out_pairs"] = flat.double().mean().item()
+        out["accuracy_mlp_only_held_out_pairs"] = (
+            (pred_mlp == target).reshape(-1)[ranks.to(correct.device)].double().mean().item()
+        )
+        out["n_held_out_pairs"] = int(len(ranks))
+        out["held_out_form"] = task.held_out_form
     return out
 
 

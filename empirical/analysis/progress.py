@@ -11,12 +11,12 @@ Every measure is a number in [0, 1] computed from (model, task config, fixed pro
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
+from empirical.analysis.authors import AUTHORS_MEASURES, authors_measures
 from empirical.analysis.common import (
     LightForward,
     ProbeData,
@@ -27,6 +27,7 @@ from empirical.analysis.common import (
 from empirical.analysis.ov_mlp import ov2_mlp2_accuracy
 from empirical.analysis.probes import train_linear_probe
 from empirical.analysis.qk import qk1_num_to_prev_var, qk2_ov1_var_identity
+from empirical.rundir import RunDir, RunDirError
 from empirical.task import Batch, TaskConfig
 
 # name -> (threshold, one-line definition)
@@ -69,6 +70,11 @@ MEASURES: dict[str, tuple[float, str]] = {
     ),
 }
 MEASURE_NAMES = tuple(MEASURES)
+# ours and the authors' definitions (`NAME@authors`, empirical.analysis.authors)
+ALL_MEASURES: dict[str, tuple[float, str]] = MEASURES | AUTHORS_MEASURES
+ALL_MEASURE_NAMES = tuple(ALL_MEASURES)
+# the routing measures that the paper says plateau at 80-99% between the two spikes
+ROUTING_MEASURES = ("qk2_ov1_var_identity", "attn_l1_equal_to_operands", "attn_l2_equal_to_values")
 
 
 # -- the measures from a light forward pass ---------------------------------------------
@@ -177,18 +183,19 @@ def second_spike_scores(model, task: TaskConfig, batch: Batch) -> dict:
 
 @torch.no_grad()
 def progress_measures(model, data: ProbeData, with_second_spike: bool = False):
-    """All seven measures on `data` (one light forward pass over its three batches).
-    With `with_second_spike`, returns (measures, second_spike_scores)."""
+    """All seven measures on `data` and, when `data.authors` is set, the seven `@authors`
+    variants (one light forward pass over every batch). With `with_second_spike`, returns
+    (measures, second_spike_scores)."""
     task = data.task
-    n_te, n_tr = len(data.test), len(data.train)
-    tokens = torch.cat([data.test.tokens, data.train.tokens, data.second.tokens])
-    fw = light_forward(model, tokens)
-
-    fw_te, fw_tr, fw_2 = (
-        fw.rows(0, n_te),
-        fw.rows(n_te, n_te + n_tr),
-        fw.rows(n_te + n_tr, len(tokens)),
-    )
+    batches = [data.test, data.train, data.second]
+    if data.authors is not None:
+        batches += [data.authors.eval, data.authors.train, data.authors.test]
+    fw = light_forward(model, torch.cat([b.tokens for b in batches]))
+    parts, start = [], 0
+    for b in batches:
+        parts.append(fw.rows(start, start + len(b)))
+        start += len(b)
+    fw_te, fw_tr, fw_2 = parts[:3]
     values = {
         "ov2_mlp2_accuracy": ov2_mlp2_accuracy(model, task),
         "qk1_num_to_prev_var": qk1_num_to_prev_var(model, task),
@@ -198,22 +205,14 @@ def progress_measures(model, data: ProbeData, with_second_spike: bool = False):
         "attn_l2_equal_to_values": _l2_equal_to_values(task, data.test, fw_te),
         "probe_l1_var_from_num": _probe_var_from_num(task, data.train, fw_tr, data.test, fw_te),
     }
+    if data.authors is not None:
+        values |= authors_measures(model, task, data.authors, *parts[3:], seed=data.seed)
     if not with_second_spike:
         return values
     return values, _second_spike(task, data.second, fw_2)
 
 
 # -- over a run's snapshots -------------------------------------------------------------
-
-
-def list_snapshots(run_dir: str | Path) -> list[tuple[int, Path]]:
-    """(step, path) of every snapshots/step_XXXXXX.pt of a run, sorted by step."""
-    found = []
-    for path in (Path(run_dir) / "snapshots").glob("step_*.pt"):
-        m = re.fullmatch(r"step_(\d+)\.pt", path.name)
-        if m:
-            found.append((int(m.group(1)), path))
-    return sorted(found)
 
 
 def crossing_steps(steps: list[int], values: list[float], threshold: float) -> dict:
@@ -260,15 +259,15 @@ def progress_over_training(
 
     from empirical.model import load_model
 
-    snaps = list_snapshots(run_dir) if snapshots is None else snapshots
+    snaps = RunDir(run_dir).snapshots() if snapshots is None else snapshots
     if not snaps:
-        raise FileNotFoundError(f"{run_dir}: no snapshots/step_*.pt (train.snapshot_every = 0?)")
+        raise RunDirError(f"{run_dir}: no snapshots (train.snapshot_every = 0?)")
     chosen = snaps[::every]
     if chosen[-1] != snaps[-1]:
         chosen.append(snaps[-1])
     t0 = time.perf_counter()
     steps: list[int] = []
-    measures: dict[str, list[float]] = {name: [] for name in MEASURE_NAMES}
+    measures: dict[str, list[float]] = {}
     second: dict[str, dict[str, list[float]]] = {}
     iterator = chosen
     if progress:
@@ -280,13 +279,64 @@ def progress_over_training(
         model.eval()
         values, spike = progress_measures(model, data, with_second_spike=True)
         steps.append(step)
-        for name in MEASURE_NAMES:
-            measures[name].append(values[name])
+        for name, value in values.items():
+            measures.setdefault(name, []).append(value)
         for letter, d in spike.items():
             slot = second.setdefault(letter, {})
             for key, value in d.items():
                 slot.setdefault(key, []).append(value)
     crossings = {
-        name: crossing_steps(steps, measures[name], MEASURES[name][0]) for name in MEASURE_NAMES
+        name: crossing_steps(steps, series, ALL_MEASURES[name][0])
+        for name, series in measures.items()
     }
     return ProgressHistory(steps, measures, second, crossings, time.perf_counter() - t0)
+
+
+def window_levels(history: ProgressHistory, start: int, end: int) -> dict:
+    """Per measure: mean, min and max over the snapshots with start <= step <= end (e.g.
+    phase 2, between the two spikes), with their count and steps. Empty if none."""
+    idx = [i for i, s in enumerate(history.steps) if start <= s <= end]
+    if not idx:
+        return {}
+    out = {"start": start, "end": end, "n_snapshots": len(idx), "measures": {}}
+    for name, series in history.measures.items():
+        vals = [series[i] for i in idx if series[i] is not None and series[i] == series[i]]
+        if vals:
+            out["measures"][name] = {
+                "mean": sum(vals) / len(vals),
+                "min": min(vals),
+                "max": max(vals),
+            }
+    return out
+
+
+def definition_agreement(history: ProgressHistory, suffix: str = "@authors") -> dict:
+    """Per measure computed under both definitions: over the common snapshots, the mean and
+    largest |ours - theirs| (and the step of the largest), the share of snapshots where
+    they differ by more than 0.05, and both crossings of the threshold."""
+    out = {}
+    for name in MEASURE_NAMES:
+        theirs = history.measures.get(name + suffix)
+        ours = history.measures.get(name)
+        if theirs is None or ours is None:
+            continue
+        pairs = [
+            (step, a, b)
+            for step, a, b in zip(history.steps, ours, theirs, strict=True)
+            if a is not None and b is not None and a == a and b == b
+        ]
+        if not pairs:
+            continue
+        diffs = [abs(a - b) for _, a, b in pairs]
+        worst = max(range(len(pairs)), key=diffs.__getitem__)
+        out[name] = {
+            "mean_abs_diff": sum(diffs) / len(diffs),
+            "max_abs_diff": diffs[worst],
+            "max_at_step": pairs[worst][0],
+            "ours_there": pairs[worst][1],
+            "theirs_there": pairs[worst][2],
+            "share_diff_above_0.05": sum(d > 0.05 for d in diffs) / len(diffs),
+            "crossing_ours": history.crossings.get(name),
+            "crossing_theirs": history.crossings.get(name + suffix),
+        }
+    return out

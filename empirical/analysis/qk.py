@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import torch
 
-from empirical.analysis.common import ov_matrix, qk_matrix, strict_argmax_is
+from empirical.analysis.common import strict_argmax_is
+from empirical.model.circuits import ov_matrix, qk_matrix
 from empirical.task import TaskConfig, Vocabulary
 
 
@@ -57,6 +58,69 @@ def qk1_embedding_scores(model, task: TaskConfig) -> dict:
         "eq_prefers_operand_positions": set(order[:2]) == operands,
         "num_to_var_mean": T[: task.p, task.p : task.p + task.K].mean().item(),
         "num_to_num_mean": T[: task.p, : task.p].mean().item(),
+    } | figure6_effects(T, task)
+
+
+def _rank_corr(x: torch.Tensor, y: torch.Tensor) -> float:
+    """Spearman rank correlation of two 1-d tensors (no ties expected)."""
+    if len(x) < 2:
+        return float("nan")
+    rx = torch.argsort(torch.argsort(x)).double()
+    ry = torch.argsort(torch.argsort(y)).double()
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    return (rx @ ry / (rx.norm() * ry.norm()).clamp_min(1e-12)).item()
+
+
+def figure6_effects(T: torch.Tensor, task: TaskConfig) -> dict:
+    """The three effects the paper reads off Figure 6, as numbers from the layer-1 table T
+    ([W_E; W_pos] W_QK^1 [W_E; W_pos]^T):
+
+    * numbers -> variables (purple outline): per number query n, its mean score on the K
+      variable keys minus its mean on every other token key; `num_to_var_gap` averages it,
+      `num_top_key_is_var` is the share of numbers whose highest-scoring key token is a
+      variable;
+    * positions 0..L-5 -> variables (orange outline): the same with the position query
+      W_pos[t], t in the assignment region (`pos_to_var_gap`, `pos_top_key_is_var`);
+    * position x position rises to the right (red outline): for each query position t, the
+      Spearman correlation of W_pos[t] W_QK^1 W_pos[s] with s over the visible keys s <= t
+      (`pos_pos_rank_corr`, mean over t = 2..L-1; `..._region` over t = 2..L-5), and the
+      share of adjacent key steps s-1 -> s (s <= t) whose score rises
+      (`pos_pos_rising_steps`, all t; `..._region` for t <= L-5).
+    """
+    p, K, L = task.p, task.K, task.L
+    V = p + K + 3
+    is_var = torch.zeros(V, dtype=torch.bool, device=T.device)
+    is_var[p : p + K] = True
+
+    def gap(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        on_var = rows[:, is_var].mean(-1)
+        off = rows[:, ~is_var].mean(-1)
+        top_is_var = is_var[rows.argmax(-1)]
+        return on_var - off, top_is_var.double()
+
+    num_gap, num_top = gap(T[:p, :V])
+    region = L - 4
+    pos_gap, pos_top = gap(T[V : V + region, :V])
+    PP = T[V:, V:]  # [L, L] query position x key position
+    corr = [_rank_corr(torch.arange(t + 1, dtype=torch.double), PP[t, : t + 1].double().cpu())
+            for t in range(2, L)]  # fmt: skip
+    rises, rises_region = [], []
+    for t in range(1, L):
+        up = (PP[t, 1 : t + 1] > PP[t, :t]).double().cpu()
+        rises.append(up)
+        if t <= L - 5:
+            rises_region.append(up)
+    return {
+        "num_to_var_gap": num_gap.mean().item(),
+        "num_top_key_is_var": num_top.mean().item(),
+        "pos_to_var_gap": pos_gap.mean().item(),
+        "pos_top_key_is_var": pos_top.mean().item(),
+        "pos_to_var_gap_by_position": pos_gap.cpu().tolist(),
+        "pos_pos_rank_corr": sum(corr) / len(corr),
+        "pos_pos_rank_corr_region": sum(corr[: L - 6]) / max(len(corr[: L - 6]), 1),
+        "pos_pos_rank_corr_by_query": {t: c for t, c in zip(range(2, L), corr, strict=True)},
+        "pos_pos_rising_steps": torch.cat(rises).mean().item(),
+        "pos_pos_rising_steps_region": torch.cat(rises_region).mean().item(),
     }
 
 

@@ -4,6 +4,7 @@ point of every analysis (each progress measure is 1 on it), and the tests' groun
     model = reference_model(task)                     # AssignAddTransformer, exact circuit
     model = reference_model(task, shuffle_qk2=True)   # layer 2 matches u with v != u
     model = reference_model(task, shuffle_qk1=True)   # numbers attend to position 0
+    model = reference_model(task, rotation_seed=0)    # the same circuit in a random basis
 
 The residual stream has orthogonal one-hot blocks: token ids, positions, "bound variable"
 B_u (K), operand value (p) and answer (p); d_model = d_head = d_vocab + L + K + 2p.
@@ -19,6 +20,12 @@ B_u (K), operand value (p) and answer (p); d_model = d_head = d_vocab + L + K + 
   +1 on val i and val j and -1 on the other values, so with v = a(e_x + e_y) exactly neuron
   (x, y) fires (and for x = y also (x, j), which the weight 2 of the diagonal neuron
   outvotes); it writes e_ans[(i + j) mod p], which W_U reads.
+
+With `rotation_seed`, the residual stream is expressed in a random orthonormal basis R (every
+weight that reads it multiplied by R^T, every one that writes it by R): the same function,
+attention patterns and circuits, but dense instead of one-hot features. Every measure of
+ours is basis-free and stays 1; the authors' 4-step Adam probe needs dense features (on the
+one-hot basis it cannot move far enough from its random start: docs/analysis.md).
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ def reference_model(
     G: float = 40.0,
     penalty: float = 100.0,
     value_gain: float = 5.0,
+    rotation_seed: int | None = None,
 ) -> AssignAddTransformer:
     p, K, L = task.p, task.K, task.L
     vocab = Vocabulary.from_config(task)
@@ -109,4 +117,28 @@ def reference_model(
         model.W_in[lay["val"] : lay["val"] + p, c] = col
         model.W_out[c, lay["ans"] + (i + j) % p] = 2.0 if i == j else 1.0
     model.W_U[lay["ans"] : lay["ans"] + p].copy_(torch.eye(p, dtype=torch.float64))
+    if rotation_seed is not None:
+        rotate_residual(model, rotation_seed)
     return model
+
+
+@torch.no_grad()
+def rotate_residual(model, seed: int = 0) -> None:
+    """Express `model`'s residual stream in a random orthonormal basis R, in place: the
+    writers W_E, W_pos, W_O and W_out are multiplied by R on the right, the readers W_Q,
+    W_K, W_V, W_in and W_U by R^T on the left. Without LayerNorm or biases the function is
+    unchanged."""
+    d = model.cfg.d_model
+    gen = torch.Generator().manual_seed(seed)
+    R, _ = torch.linalg.qr(torch.randn(d, d, dtype=torch.float64, generator=gen))
+    R = R.to(dtype=model.W_E.dtype, device=model.W_E.device)
+    model.W_E.copy_(model.W_E @ R)
+    model.W_pos.copy_(model.W_pos @ R)
+    for block in model.blocks:
+        attn = block.attn
+        for W in (attn.W_Q, attn.W_K, attn.W_V):
+            W.copy_(R.T @ W)
+        attn.W_O.copy_(attn.W_O @ R)
+    model.W_in.copy_(R.T @ model.W_in)
+    model.W_out.copy_(model.W_out @ R)
+    model.W_U.copy_(R.T @ model.W_U)

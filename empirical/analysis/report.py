@@ -7,12 +7,16 @@
 Output directory (default RUN_DIR/analysis, or RUN_DIR/analysis/step_XXXXXX with `step`):
     analysis.json            every number (see docs/analysis.md)
     summary.md               the headline numbers, the progress-measure crossings and phases
+    figures (png by default; `fmt` / --format pdf or svg):
     attention_patterns.png   Figure 4      ov_mlp_cosine.png        Figures 5, 5a
     probes.png               probes, isolated OV-MLP circuit
     fourier_neuron.png       Figure 11     fourier_spectrum.png     R^2, key frequencies
     qk1_embeddings.png       Figure 6      qk1_positional.png       Figure 7a
     qk2_ov1_identity.png     Figure 7b
-    progress_measures.png    Figure 12     second_spike.png         Figure 9
+    progress_measures.png    Figure 12 (ours and the authors' definitions)
+    second_spike.png         Figure 9 over training
+    first_spike_steps.png    Figure 8: before / after the first spike (two snapshots)
+    second_spike_steps.png   Figures 9c / 9d: before / after the second spike
 """
 
 from __future__ import annotations
@@ -27,21 +31,33 @@ import torch
 
 from empirical.analysis import plots
 from empirical.analysis.attention import attention_examples, attention_summary
+from empirical.analysis.authors import SUFFIX
 from empirical.analysis.common import ProbeData, make_probe_data, torch_threads
 from empirical.analysis.fourier import fourier_analysis
 from empirical.analysis.ov_mlp import isolated_ov_mlp, ov_mlp_cosine, same_addition_cosine
 from empirical.analysis.probes import answer_probes
 from empirical.analysis.progress import (
+    ALL_MEASURES,
     MEASURE_NAMES,
     MEASURES,
+    ROUTING_MEASURES,
     ProgressHistory,
-    list_snapshots,
+    definition_agreement,
     progress_measures,
     progress_over_training,
+    window_levels,
 )
 from empirical.analysis.qk import qk1_embedding_scores, qk1_positional_preference, qk2_ov1_identity
+from empirical.analysis.spikes import (
+    compare_first_spike,
+    compare_second_spike,
+    comparison_numbers,
+    default_compare_steps,
+)
 from empirical.config_io import atomic_write_bytes
-from empirical.task import TaskConfig
+from empirical.figures import saved_name
+from empirical.rundir import RunDir, RunDirError
+from empirical.task import TaskConfig, Vocabulary
 
 # the paper's phase (Appendix B) in which each measure completes
 PAPER_PHASE = {
@@ -146,25 +162,12 @@ def analyze_model(model, task: TaskConfig, data: ProbeData, held_out=None, seed:
     return to_jsonable(numbers), raw
 
 
-def _load_target(run_dir: Path, step: int | None):
+def _load_target(run_dir: RunDir, step: int | None):
     from empirical.model import load_checkpoint, model_from_checkpoint
 
-    if step is None:
-        path = run_dir / "checkpoints" / "last.pt"
-        if not path.exists():
-            snaps = list_snapshots(run_dir)
-            if not snaps:
-                raise FileNotFoundError(f"{run_dir}: no checkpoints/last.pt and no snapshots")
-            step, path = snaps[-1]
-    else:
-        path = run_dir / "snapshots" / f"step_{step:06d}.pt"
-        if not path.exists():
-            avail = [s for s, _ in list_snapshots(run_dir)]
-            shown = ", ".join(map(str, avail[:8])) + (", ..." if len(avail) > 8 else "")
-            raise FileNotFoundError(
-                f"{run_dir}: no snapshot for step {step} (snapshots at: {shown or 'none'})"
-            )
+    path = run_dir.model_path(step)
     ckpt = load_checkpoint(path)
+    run_dir.check_model_file(ckpt, path)  # not another run's weights
     model = model_from_checkpoint(ckpt, path)
     found = ckpt.get("step", step)
     return model, (int(found) if found is not None else None), path
@@ -181,42 +184,53 @@ def analyze_run(
     threads: int | None = 1,
     progress: bool = False,
     figures: bool = True,
+    fmt: str = "png",
+    first_spike_steps: str | tuple[int, int] | None = "auto",
+    second_spike_steps: str | tuple[int, int] | None = "auto",
+    example: str | None = None,
 ) -> dict:
     """Analyse the run in `run_dir` (final checkpoint, or the snapshot at `step`) and, with
-    `dynamics`, every `every`-th snapshot; write analysis.json, summary.md and the figures to
-    `out_dir`. Returns the analysis.json content."""
-    from empirical.run_config import load_run_config
-    from empirical.task import load_eval_sets
-    from empirical.train.metrics import read_metrics
+    `dynamics`, every `every`-th snapshot; write analysis.json, summary.md and the figures
+    (`fmt`: png, pdf or svg) to `out_dir`. Returns the analysis.json content.
+
+    `first_spike_steps` / `second_spike_steps`: the two snapshots compared around each spike
+    (Figure 8, Figures 9c / 9d): (A, B), "auto" (from the detected phases, when snapshots
+    bracket the spike) or None (skip). `example`: the Figure-8 sequence in token form."""
     from empirical.train.phases import detect_phases
 
-    run_dir = Path(run_dir)
-    if not (run_dir / "config.toml").exists():
-        raise FileNotFoundError(f"{run_dir}: no config.toml (not a run directory)")
-    cfg = load_run_config(run_dir / "config.toml")
+    run_dir = RunDir(run_dir).require_run()
+    cfg = run_dir.read_config()
     task = cfg.task
     seed = cfg.seed if seed is None else seed
-    if out_dir is None:
-        out_dir = (
-            run_dir / "analysis" if step is None else run_dir / "analysis" / f"step_{step:06d}"
-        )
-    out_dir = Path(out_dir)
+    out_dir = Path(run_dir.analysis_dir(step) if out_dir is None else out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     with torch_threads(threads):
         model, model_step, model_path = _load_target(run_dir, step)
-        held = None
-        if (run_dir / "eval_sets.pt").exists():
-            held = load_eval_sets(run_dir / "eval_sets.pt").held_out
+        held, set_sizes = None, {}
+        eval_sets = run_dir.read_eval_sets(cfg)  # checked to be this run's (None: absent)
+        if eval_sets is not None:
+            held = eval_sets.held_out
+            set_sizes = {name: len(batch) for name, batch in eval_sets.items()}
+        records = run_dir.read_metrics()  # checked (a bad line: an error) before the work
+        phases = detect_phases(records) if records else None
+        # the compared steps and the example are checked before the work too
+        compare = _spike_steps(run_dir, phases, records, first_spike_steps, second_spike_steps)
+        if example:
+            Vocabulary.from_config(task).encode(example)
         data = make_probe_data(task, seed, n=n_probe)
         numbers, raw = analyze_model(model, task, data, held, seed)
-        records = read_metrics(run_dir / "metrics.jsonl")
-        phases = detect_phases(records) if records else None
         history = None
-        if dynamics and list_snapshots(run_dir):
-            history = progress_over_training(run_dir, data, every=every, progress=progress)
+        if dynamics and run_dir.snapshots():
+            history = progress_over_training(run_dir.path, data, every=every, progress=progress)
+        plateau = phase2_levels(history, phases)
+        first_cmp = second_cmp = None
+        if compare["first_spike"]:
+            first_cmp = compare_first_spike(run_dir, data, compare["first_spike"], example)
+        if compare["second_spike"]:
+            second_cmp = compare_second_spike(run_dir, data, compare["second_spike"])
         result = {
-            "run_dir": str(run_dir),
+            "run_dir": str(run_dir.path),
             "checkpoint": str(model_path),
             "step": model_step,
             "seed": seed,
@@ -227,21 +241,122 @@ def analyze_run(
                 "n_test": len(data.test),
                 "n_train": len(data.train),
                 "n_second_operand": len(data.second),
+                "authors_batches": None
+                if data.authors is None
+                else {
+                    "distribution": "the authors' measure batches: unrestricted, a third 0-var, "
+                    "two thirds 1-var (variable first or second equally), no 2-var",
+                    "n_eval": len(data.authors.eval),
+                    "n_probe_train": len(data.authors.train),
+                    "n_probe_test": len(data.authors.test),
+                },
             },
             "model": numbers,
             "accuracy_at_step": _acc_at(records, model_step),
+            "accuracy_at_step_ci95": _acc_intervals(_acc_at(records, model_step), set_sizes),
             "phases": phases.to_dict() if phases is not None else None,
             "measures": {
-                name: {"threshold": t, "definition": d} for name, (t, d) in MEASURES.items()
+                name: {"threshold": t, "definition": d} for name, (t, d) in ALL_MEASURES.items()
             },
             "training_dynamics": to_jsonable(history.to_dict()) if history else None,
+            "phase2_plateau": to_jsonable(plateau),
+            "definition_agreement": to_jsonable(definition_agreement(history)) if history else None,
+            "spike_comparisons": {
+                "steps": compare,
+                "first_spike": to_jsonable(comparison_numbers(first_cmp)),
+                "second_spike": to_jsonable(comparison_numbers(second_cmp)),
+            },
         }
         if figures:
-            result["figures"] = _figures(out_dir, cfg, model_step, raw, history, records, phases)
+            result["figures"] = _figures(
+                out_dir, cfg, model_step, raw, history, records, phases, fmt
+            )
+            result["figures"] += _spike_figures(out_dir, cfg, first_cmp, second_cmp, fmt)
     result["seconds"] = round(time.perf_counter() - t_start, 2)
-    atomic_write_bytes(out_dir / "analysis.json", json.dumps(result, indent=1).encode())
-    (out_dir / "summary.md").write_text(summary_markdown(result))
+    atomic_write_bytes(out_dir / RunDir.ANALYSIS_JSON, json.dumps(result, indent=1).encode())
+    atomic_write_bytes(out_dir / RunDir.SUMMARY_MD, summary_markdown(result).encode())
     return result
+
+
+def phase2_levels(history: ProgressHistory | None, phases) -> dict | None:
+    """Every measure's mean / min / max over the snapshots of phase 2, between the two spikes
+    (from the end of the first spike's window to the start of the second's), and whether
+    each routing measure (ROUTING_MEASURES, ours and the authors') stays within the paper's
+    80-99% there. None without both spikes or without a snapshot between them."""
+    if history is None or phases is None:
+        return None
+    first, second = phases.first_spike, phases.second_spike
+    if first is None or second is None:
+        return None
+    levels = window_levels(history, first.end_step, second.start_step)
+    if not levels:
+        return None
+    levels["routing"] = {}
+    for base in ROUTING_MEASURES:
+        for name in (base, base + SUFFIX):
+            m = levels["measures"].get(name)
+            if m is not None:
+                levels["routing"][name] = {
+                    **m,
+                    "within_80_99": bool(0.8 <= m["min"] and m["max"] <= 0.99),
+                    "mean_within_80_99": bool(0.8 <= m["mean"] <= 0.99),
+                }
+    return levels
+
+
+def _spike_steps(run_dir: RunDir, phases, records, first, second) -> dict:
+    """The two snapshots compared around each spike (see `analyze_run`)."""
+    snaps = run_dir.snapshot_steps()
+    auto = default_compare_steps(phases, snaps, records)
+    out = {}
+    for key, given in (("first_spike", first), ("second_spike", second)):
+        if given == "auto":
+            out[key] = auto[key]
+        elif given is None:
+            out[key] = None
+        else:
+            a, b = (int(x) for x in given)
+            missing = [s for s in (a, b) if s not in snaps]
+            if missing:
+                raise RunDirError(
+                    f"{run_dir}: no snapshot for step {missing[0]} ({key.replace('_', ' ')} "
+                    f"comparison); snapshots: {snaps[:4]}...{snaps[-3:]}"
+                )
+            out[key] = (a, b)
+    return out
+
+
+def _spike_figures(out_dir: Path, cfg, first_cmp, second_cmp, fmt: str) -> list[str]:
+    made = []
+    tag = f"{cfg.name} seed {cfg.seed}"
+    if first_cmp is not None:
+        a, b = first_cmp["steps"]
+        made.append(
+            plots.plot_first_spike_comparison(
+                first_cmp,
+                out_dir / f"{FIGURE_NAMES['first_spike_steps']}.{fmt}",
+                f"Figure 8: the model before (step {a}) and after (step {b}) the first spike "
+                f"({tag})",
+            )
+        )
+    if second_cmp is not None:
+        a, b = second_cmp["steps"]
+        made.append(
+            plots.plot_second_spike_comparison(
+                second_cmp,
+                out_dir / f"{FIGURE_NAMES['second_spike_steps']}.{fmt}",
+                f"Figures 9c / 9d: variables as the second operand before (step {a}) and "
+                f"after (step {b}) the second spike ({tag})",
+            )
+        )
+    return [saved_name(fig) for fig in made]
+
+
+def _acc_intervals(acc: dict | None, sizes: dict[str, int]) -> dict | None:
+    """Per evaluation set: accuracy, size, correct count and its 95% Wilson interval."""
+    from empirical.stats import accuracy_intervals
+
+    return accuracy_intervals(acc, sizes) if acc and sizes else None
 
 
 def _acc_at(records: list[dict], step: int | None) -> dict | None:
@@ -251,44 +366,67 @@ def _acc_at(records: list[dict], step: int | None) -> dict | None:
     return None
 
 
-def _figures(out_dir: Path, cfg, step, raw, history, records, phases) -> list[str]:
+FIGURE_NAMES = {
+    "attention": "attention_patterns",
+    "ov_mlp_cosine": "ov_mlp_cosine",
+    "probes": "probes",
+    "fourier_neuron": "fourier_neuron",
+    "fourier_spectrum": "fourier_spectrum",
+    "qk1_embeddings": "qk1_embeddings",
+    "qk1_positional": "qk1_positional",
+    "qk2_ov1_identity": "qk2_ov1_identity",
+    "progress_measures": "progress_measures",
+    "second_spike": "second_spike",
+    "first_spike_steps": "first_spike_steps",
+    "second_spike_steps": "second_spike_steps",
+}
+
+
+def _figures(
+    out_dir: Path, cfg, step, raw, history, records, phases, fmt: str = "png"
+) -> list[str]:
+    """Write every figure to out_dir as NAME.fmt (png, pdf or svg); returns the file names."""
     tag = f"{cfg.name} seed {cfg.seed}, step {step}"
     task = cfg.task
+
+    def at(key: str) -> Path:
+        return out_dir / f"{FIGURE_NAMES[key]}.{fmt}"
+
     made = [
         plots.plot_attention_examples(
-            raw["examples"], out_dir / "attention_patterns.png", f"Attention patterns ({tag})"
+            raw["examples"], at("attention"), f"Attention patterns ({tag})"
         ),
         plots.plot_ov_mlp_cosine(
-            raw["cos"], raw["same"], out_dir / "ov_mlp_cosine.png", f"OV-MLP circuit ({tag})"
+            raw["cos"], raw["same"], at("ov_mlp_cosine"), f"OV-MLP circuit ({tag})"
         ),
         plots.plot_probes_and_circuit(
             raw["probes"],
             raw["isolated"],
             task.p,
-            out_dir / "probes.png",
+            at("probes"),
             f"The layer-2 MLP computes the sum ({tag})",
         ),
         plots.plot_fourier_neuron(
             raw["fourier"]["fit"],
             raw["fourier"]["model_pre"],
-            out_dir / "fourier_neuron.png",
+            at("fourier_neuron"),
             f"Fourier features ({tag})",
             r2_model=raw["fourier"]["summary"].get("best_neuron_r2_full_model"),
         ),
         plots.plot_fourier_spectrum(
             raw["fourier"]["fit"],
-            out_dir / "fourier_spectrum.png",
+            at("fourier_spectrum"),
             f"Layer-2 MLP neurons vs Gromov's form ({tag})",
         ),
         plots.plot_qk1_embeddings(
-            raw["qk1"], out_dir / "qk1_embeddings.png", f"Layer-1 QK on embeddings ({tag})"
+            raw["qk1"], at("qk1_embeddings"), f"Layer-1 QK on embeddings ({tag})"
         ),
         plots.plot_qk1_positional(
             raw["pref"],
-            out_dir / "qk1_positional.png",
+            at("qk1_positional"),
             f"Numbers' positional preference in layer 1 ({tag})",
         ),
-        plots.plot_qk2_identity(raw["ident"], out_dir / "qk2_ov1_identity.png", tag),
+        plots.plot_qk2_identity(raw["ident"], at("qk2_ov1_identity"), tag),
     ]
     if history is not None:
         made.append(
@@ -296,7 +434,7 @@ def _figures(out_dir: Path, cfg, step, raw, history, records, phases) -> list[st
                 history,
                 records,
                 phases,
-                out_dir / "progress_measures.png",
+                at("progress_measures"),
                 f"Progress measures over training ({cfg.name} seed {cfg.seed})",
             )
         )
@@ -306,12 +444,12 @@ def _figures(out_dir: Path, cfg, step, raw, history, records, phases) -> list[st
                 records,
                 phases,
                 task.r2,
-                out_dir / "second_spike.png",
+                at("second_spike"),
                 f"Variables as second operand over training ({cfg.name} seed {cfg.seed}; "
                 f"never second in training: {', '.join(task.r2) or 'none'})",
             )
         )
-    return [p.name for p in made]
+    return [saved_name(fig) for fig in made]
 
 
 def _phase_of(step: int | None, phases: dict | None) -> str:
@@ -331,6 +469,15 @@ def _fmt(x, pct: bool = False) -> str:
     return f"{100 * x:.1f}%" if pct else f"{x:.3f}"
 
 
+def _fmt_ci(acc, n: int | None) -> str:
+    """'97.2% [95.3, 98.3]': an accuracy over n sequences with its 95% Wilson interval."""
+    from empirical.stats import accuracy_interval, correct_count, format_accuracy
+
+    if acc is None or not n:
+        return _fmt(acc, True)
+    return format_accuracy(acc, accuracy_interval(correct_count(acc, n), n))
+
+
 def summary_markdown(result: dict) -> str:
     m = result["model"]
     lines = [
@@ -342,9 +489,22 @@ def summary_markdown(result: dict) -> str:
     ]
     acc = result.get("accuracy_at_step")
     if acc:
-        lines += ["## Accuracy at this step", "", "| set | accuracy |", "| --- | --- |"]
-        lines += [f"| {k} | {_fmt(v, True)} |" for k, v in acc.items()]
+        ci = result.get("accuracy_at_step_ci95") or {}
+        lines += [
+            "## Accuracy at this step",
+            "",
+            "95% interval: Wilson score interval over the evaluation set's sequences "
+            "(empirical.stats).",
+            "",
+            "| set | accuracy | 95% interval | sequences |",
+            "| --- | --- | --- | --- |",
+        ]
+        for k, v in acc.items():
+            c = ci.get(k)
+            interval = f"{100 * c['ci95'][0]:.1f}-{100 * c['ci95'][1]:.1f}%" if c else "-"
+            lines.append(f"| {k} | {_fmt(v, True)} | {interval} | {c['n'] if c else '-'} |")
         lines.append("")
+    n_test = result["probe_data"]["n_test"]
     cos = m["ov_mlp_cosine"]["by_kind"]
     same = m["same_addition_cosine"]
     iso = m["isolated_ov_mlp"]
@@ -378,10 +538,11 @@ def summary_markdown(result: dict) -> str:
     lines += [
         f"| same addition, variable vs direct form: matched / mismatched cosine | "
         f"{_fmt(same['matched']['mean'])} / {_fmt(same['mismatched']['mean'])} |",
-        f"| answer probe before the MLP (resid_mid), held-out accuracy | "
-        f"{_fmt(pr['resid_mid']['test_acc'], True)} |",
+        f"| answer probe before the MLP (resid_mid), held-out accuracy [95% interval] | "
+        f"{_fmt_ci(pr['resid_mid']['test_acc'], n_test)} |",
         f"| answer probe after the MLP (resid_post), held-out accuracy (model itself) | "
-        f"{_fmt(pr['resid_post']['test_acc'], True)} ({_fmt(pr['model_test_acc'], True)}) |",
+        f"{_fmt_ci(pr['resid_post']['test_acc'], n_test)} "
+        f"({_fmt_ci(pr['model_test_acc'], n_test)}) |",
         f"| isolated OV-MLP circuit, all p^2 pairs | {_fmt(iso['accuracy'], True)} "
         f"(MLP only: {_fmt(iso['accuracy_mlp_only'], True)}) |",
         f"| MLP neurons: mean R^2 of Gromov fit (active) / share R^2 >= 0.9 | "
@@ -391,6 +552,14 @@ def summary_markdown(result: dict) -> str:
         f"| best neuron (Figure 11): index, frequency, R^2 | {four['best_neuron']}, "
         f"{four['best_neuron_freq']}, {_fmt(four['best_neuron_r2'])} |",
         f"| layer 1: `=` prefers positions | {qk1['eq_top2_positions']} |",
+        f"| layer 1 (Fig. 6): numbers -> variables, mean score gap over other tokens / share "
+        f"of numbers whose top key token is a variable | {_fmt(qk1.get('num_to_var_gap'))} / "
+        f"{_fmt(qk1.get('num_top_key_is_var'), True)} |",
+        f"| layer 1 (Fig. 6): positions 0..L-5 -> variables, gap / share top key a variable | "
+        f"{_fmt(qk1.get('pos_to_var_gap'))} / {_fmt(qk1.get('pos_top_key_is_var'), True)} |",
+        f"| layer 1 (Fig. 6): position x position rises to the right, rank correlation with "
+        f"the key position (queries 2..L-5 / all) | {_fmt(qk1.get('pos_pos_rank_corr_region'))} "
+        f"/ {_fmt(qk1.get('pos_pos_rank_corr'))} |",
         f"| layer 1: numbers prefer the previous position (Fig. 7a) | "
         f"{_fmt(pref['fraction'], True)} |",
         f"| layer 2 QK on OV'd variables: identity score / mean margin (Fig. 7b) | "
@@ -413,40 +582,112 @@ def summary_markdown(result: dict) -> str:
         )
         lines.append("")
     lines += [
-        "| measure | threshold | at this step | first >= threshold | stays >= from | "
-        "phase there | paper's phase |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "Each measure twice: ours (docs/analysis.md) and the authors' definition of it "
+        "(`@authors`, their progress_measures.py; empirical.analysis.authors). first: the first "
+        "snapshot at or above the threshold; stays: the first from which every later one is.",
+        "",
+        "| measure | threshold | ours at this step | authors' at this step | ours: first / "
+        "stays >= from | authors': first / stays >= from | phase there (ours / authors') | "
+        "paper's phase |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+    values = m["progress_measures"]
     order = list(MEASURE_NAMES)
+    crossings = dyn["crossings"] if dyn else {}
     if dyn:
-        crossings = dyn["crossings"]
         big = 10**12
         order.sort(
             key=lambda n: crossings[n]["stable"] if crossings[n]["stable"] is not None else big
         )
+
+    def cross(name):
+        c = crossings.get(name)
+        if not c:
+            return "-", None
+        first, stable = c["first"], c["stable"]
+        text = f"{first if first is not None else '-'} / {stable if stable is not None else '-'}"
+        return text, stable
+
     for name in order:
-        value = m["progress_measures"][name]
-        threshold = MEASURES[name][0]
-        if dyn:
-            c = dyn["crossings"][name]
-            first, stable = c["first"], c["stable"]
-        else:
-            first = stable = None
+        theirs = name + SUFFIX
+        ours_text, ours_stable = cross(name)
+        their_text, their_stable = cross(theirs)
         lines.append(
-            f"| {name} | {threshold:g} | {_fmt(value)} | {first if first is not None else '-'} | "
-            f"{stable if stable is not None else '-'} | {_phase_of(stable, phases)} | "
+            f"| {name} | {MEASURES[name][0]:g} | {_fmt(values.get(name))} | "
+            f"{_fmt(values.get(theirs))} | {ours_text} | {their_text} | "
+            f"{_phase_of(ours_stable, phases)} / {_phase_of(their_stable, phases)} | "
             f"{PAPER_PHASE[name]} |"
         )
     lines.append("")
     if dyn:
-        crossed = [n for n in order if dyn["crossings"][n]["stable"] is not None]
-        never = [n for n in order if dyn["crossings"][n]["stable"] is None]
-        text = "Order of events (by the step from which each measure stays >= its threshold): "
-        text += " < ".join(crossed) if crossed else "no measure crossed its threshold"
-        if crossed and never:
-            text += "; never: " + ", ".join(never)
-        text += f". {len(dyn['steps'])} snapshots analysed in {dyn['seconds']:.1f} s."
-        lines += [text, ""]
+        for label, names in (
+            ("ours", order),
+            ("authors'", [n + SUFFIX for n in MEASURE_NAMES if n + SUFFIX in crossings]),
+        ):
+            if not names:
+                continue
+            names = sorted(
+                names,
+                key=lambda n: (
+                    crossings[n]["stable"] if crossings[n]["stable"] is not None else 1e12
+                ),
+            )
+            crossed = [n for n in names if crossings[n]["stable"] is not None]
+            never = [n for n in names if crossings[n]["stable"] is None]
+            text = (
+                f"Order of events, {label} definitions (by the step from which each stays >= "
+                "its threshold): "
+            )
+            text += " < ".join(crossed) if crossed else "no measure crossed its threshold"
+            if crossed and never:
+                text += "; never: " + ", ".join(never)
+            lines += [text + ".", ""]
+        lines += [f"{len(dyn['steps'])} snapshots analysed in {dyn['seconds']:.1f} s.", ""]
+    agree = result.get("definition_agreement")
+    if agree:
+        lines += [
+            "### Ours vs the authors' definitions over the snapshots",
+            "",
+            "| measure | mean abs difference | largest (step: ours / authors') | snapshots "
+            "differing by > 0.05 |",
+            "| --- | --- | --- | --- |",
+        ]
+        for name, a in agree.items():
+            lines.append(
+                f"| {name} | {_fmt(a['mean_abs_diff'])} | {_fmt(a['max_abs_diff'])} "
+                f"({a['max_at_step']}: {_fmt(a['ours_there'])} / {_fmt(a['theirs_there'])}) | "
+                f"{_fmt(a['share_diff_above_0.05'], True)} |"
+            )
+        lines.append("")
+    plateau = result.get("phase2_plateau")
+    if not plateau and dyn and phases:
+        lines += [
+            "## Phase 2 plateau of the routing measures (Appendix B)",
+            "",
+            "Not measurable on this run: it needs both spikes detected and a snapshot between "
+            "the end of the first and the start of the second.",
+            "",
+        ]
+    if plateau:
+        lines += [
+            "## Phase 2 plateau of the routing measures (Appendix B)",
+            "",
+            f"Over the {plateau['n_snapshots']} snapshots from step {plateau['start']} (end of the "
+            f"first spike) to step {plateau['end']} (start of the second). The paper: these "
+            "measures plateau between 80% and 99% in phase 2.",
+            "",
+            "| measure | mean | min | max | all within 80-99% | mean within 80-99% |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for name, d in plateau["routing"].items():
+            lines.append(
+                f"| {name} | {_fmt(d['mean'], True)} | {_fmt(d['min'], True)} | "
+                f"{_fmt(d['max'], True)} | {'yes' if d['within_80_99'] else 'no'} | "
+                f"{'yes' if d['mean_within_80_99'] else 'no'} |"
+            )
+        lines.append("")
+    lines += _spike_summary(result)
+    if dyn:
         spike = dyn["second_spike"]
         r2 = set(result["task"]["r2"])
         lines += [
@@ -456,19 +697,111 @@ def summary_markdown(result: dict) -> str:
             "layer-2 `=`->its value | accuracy |",
             "| --- | --- | --- | --- | --- |",
         ]
-        for letter, s in spike.items():
+        for letter, sp in spike.items():
             lines.append(
                 f"| {letter} | {'yes' if letter in r2 else 'no'} | "
-                f"{_fmt(s['l1_eq_to_second'][0])} -> {_fmt(s['l1_eq_to_second'][-1])} | "
-                f"{_fmt(s['l2_eq_to_second_value'][0])} -> "
-                f"{_fmt(s['l2_eq_to_second_value'][-1])} | "
-                f"{_fmt(s['accuracy'][0], True)} -> {_fmt(s['accuracy'][-1], True)} |"
+                f"{_fmt(sp['l1_eq_to_second'][0])} -> {_fmt(sp['l1_eq_to_second'][-1])} | "
+                f"{_fmt(sp['l2_eq_to_second_value'][0])} -> "
+                f"{_fmt(sp['l2_eq_to_second_value'][-1])} | "
+                f"{_fmt(sp['accuracy'][0], True)} -> {_fmt(sp['accuracy'][-1], True)} |"
             )
         lines.append("")
     if result.get("figures"):
         lines += ["## Figures", ""] + [f"- [{f}]({f})" for f in result["figures"]] + [""]
     lines.append(f"Analysis took {result.get('seconds', 0):.1f} s.")
     return "\n".join(lines) + "\n"
+
+
+def _spike_summary(result: dict) -> list[str]:
+    cmp = result.get("spike_comparisons") or {}
+    lines = []
+    first = cmp.get("first_spike")
+    if first:
+        a, b = first["steps"]
+        sa, sb = first["states"][str(a)], first["states"][str(b)]
+        lines += [
+            f"## First spike, step {a} vs {b} (Figure 8: first_spike_steps)",
+            "",
+            f"Example: `{first['example']['text']}` (answer {first['example']['answer']}); "
+            f"means over {sa['n_1var']} 1-var probe sequences.",
+            "",
+            f"| quantity | step {a} | step {b} |",
+            "| --- | --- | --- |",
+        ]
+        rows = (
+            ("layer-1 `=` attention on the variable operand", "l1_eq_on_variable_operand", 0),
+            ("layer-1 `=` attention on the number operand", "l1_eq_on_number_operand", 0),
+            ("share of sequences with more on the variable", "l1_eq_variable_above_number", 1),
+            ("variable matrix ebar W_QK^2 ebar^T: diagonal rows", "identity_authors", 1),
+            ("variable matrix: mean diagonal margin", "diag_margin_authors", 0),
+            ("our identity score (with `=` and numbers)", "identity_ours", 1),
+            ("accuracy on the 1-var probe sequences", "accuracy_1var", 1),
+            ("prediction on the example", "example_prediction", 2),
+        )
+        for label, key, kind in rows:
+            if kind == 2:
+                lines.append(f"| {label} | {sa[key]} | {sb[key]} |")
+            else:
+                lines.append(
+                    f"| {label} | {_fmt(sa[key], bool(kind))} | {_fmt(sb[key], bool(kind))} |"
+                )
+        lines.append("")
+    second = cmp.get("second_spike")
+    if second:
+        a, b = second["steps"]
+        sa, sb = second["states"][str(a)], second["states"][str(b)]
+        r2 = set(second["restricted"])
+        lines += [
+            f"## Second spike, step {a} vs {b} (Figures 9c / 9d: second_spike_steps)",
+            "",
+            "Per variable as the second operand (position L-2): layer-1 `=` attention on L-2 "
+            "(9c), layer-2 `=` attention on its assigned number (9d), accuracy.",
+            "",
+            "| variable | never 2nd in training | layer-1 `=`->L-2 | layer-2 `=`->its number | "
+            "accuracy |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for v, pa in sa["per_variable"].items():
+            pb = sb["per_variable"].get(v)
+            if pb is None:
+                continue
+            lines.append(
+                f"| {v} | {'yes' if v in r2 else 'no'} | {_fmt(pa['l1_eq_to_second'])} -> "
+                f"{_fmt(pb['l1_eq_to_second'])} | {_fmt(pa['l2_eq_to_second_value'])} -> "
+                f"{_fmt(pb['l2_eq_to_second_value'])} | {_fmt(pa['accuracy'], True)} -> "
+                f"{_fmt(pb['accuracy'], True)} |"
+            )
+        lines.append("")
+        oa, ob = sa.get("operand_attention"), sb.get("operand_attention")
+        if oa and ob:
+            lines += [
+                "`=` on a variable operand, by variable and operand position, over the probe "
+                f"sequences, step {a} -> {b}: layer-1 attention on it / share of sequences "
+                "where that is below 1/4 (what fails attn_l1_equal_to_operands) / layer-2 "
+                "attention on its assigned number / accuracy:",
+                "",
+                "| variable | as first operand (L-3) | as second operand (L-2) |",
+                "| --- | --- | --- |",
+            ]
+            letters = sorted(oa["first"].keys() | oa["second"].keys())
+            for v in letters:
+                cells = []
+                for side in ("first", "second"):
+                    x, y = oa[side].get(v), ob[side].get(v)
+                    if x is None or y is None:
+                        cells.append("-")
+                        continue
+                    cells.append(
+                        f"{_fmt(x['l1_eq_attention'])} -> {_fmt(y['l1_eq_attention'])} / "
+                        f"{_fmt(x['share_below_quarter'], True)} -> "
+                        f"{_fmt(y['share_below_quarter'], True)} / "
+                        f"{_fmt(x['l2_eq_on_value'])} -> {_fmt(y['l2_eq_on_value'])} / "
+                        f"{_fmt(x['accuracy'], True)} -> {_fmt(y['accuracy'], True)} "
+                        f"(n {x['n']})"
+                    )
+                lines.append(f"| {v} | {cells[0]} | {cells[1]} |")
+            lines.append("")
+    return lines
 
 
 def history_from_json(d: dict) -> ProgressHistory:

@@ -5,8 +5,8 @@ Examples:
     python -m empirical analyze runs/paper/seed0 --step 5000 # the snapshot at step 5000
     python -m empirical analyze runs/paper/seed0 --no-dynamics  # skip the snapshots
 
-Writes analysis.json, summary.md and PNG figures to RUN_DIR/analysis (with --step:
-RUN_DIR/analysis/step_XXXXXX) and prints summary.md. See docs/analysis.md.
+Writes analysis.json, summary.md and figures (PNG; --format pdf|svg) to RUN_DIR/analysis
+(with --step: RUN_DIR/analysis/step_XXXXXX) and prints summary.md. See docs/analysis.md.
 """
 
 from __future__ import annotations
@@ -15,12 +15,22 @@ import argparse
 import sys
 from pathlib import Path
 
+from empirical.cli.common import command_main, parser, positive_int, prepare_output_dir
+from empirical.figures import FORMATS, use_cli_backend
+from empirical.rundir import RunDir
+
+
+def _steps(text: str):
+    from empirical.analysis.spikes import parse_steps
+
+    try:
+        return parse_steps(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m empirical analyze",
-        description="Mechanistic analysis of a training run (paper Sections 5-6, Appendix B).",
-    )
+    ap = parser("analyze", "Mechanistic analysis of a training run (paper Sections 5-6, App. B).")
     ap.add_argument("run_dir", help="a run directory written by `python -m empirical train`")
     ap.add_argument("--step", type=int, help="analyse snapshots/step_S.pt (default: final)")
     ap.add_argument("--out", help="output directory (default RUN_DIR/analysis[/step_S])")
@@ -36,51 +46,81 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads", type=int, default=1, help="torch CPU threads (default 1: fastest here)"
     )
     ap.add_argument("--no-figures", action="store_true", help="numbers only")
+    ap.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="png",
+        help="figure file format: png (default), pdf or svg",
+    )
+    ap.add_argument(
+        "--first-spike-steps",
+        type=_steps,
+        default="auto",
+        metavar="A,B|auto|off",
+        help="compare the snapshots at steps A and B around the first spike (Figure 8); "
+        "auto (default): the paper's 5301,5401 when the run has them inside its detected "
+        "spike, else the snapshots around the detected spike's largest jump",
+    )
+    ap.add_argument(
+        "--second-spike-steps",
+        type=_steps,
+        default="auto",
+        metavar="A,B|auto|off",
+        help="compare the snapshots at A and B around the second spike (Figures 9c/9d); "
+        "auto (default): the paper's 14501,16001 when inside the detected spike, else its "
+        "onset and the end of its window",
+    )
+    ap.add_argument(
+        "--example",
+        help="the Figure-8 example in token form, e.g. 'pad pad a 40 pad j 18 pad pad pad "
+        "k 9 + a 27 =' (default: that one, the authors', when the task holds it)",
+    )
     ap.add_argument("--quiet", action="store_true", help="do not print the summary")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     return ap
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    use_cli_backend()
     from empirical.analysis.report import analyze_run
-    from empirical.config_io import ConfigError
-    from empirical.model import CheckpointError
 
-    if args.every < 1:
-        print("error: --every must be >= 1", file=sys.stderr)
-        return 2
-    if args.probe_size < 16:
-        print("error: --probe-size must be >= 16", file=sys.stderr)
-        return 2
-    try:
-        result = analyze_run(
-            args.run_dir,
-            step=args.step,
-            out_dir=args.out,
-            dynamics=not args.no_dynamics,
-            every=args.every,
-            n_probe=args.probe_size,
-            seed=args.seed,
-            threads=args.threads,
-            progress=not args.no_progress,
-            figures=not args.no_figures,
-        )
-    except (FileNotFoundError, ConfigError, CheckpointError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    out = Path(args.out) if args.out else None
-    if out is None:
-        base = Path(args.run_dir) / "analysis"
-        out = base if args.step is None else base / f"step_{args.step:06d}"
+    positive_int("--every", args.every)
+    positive_int("--probe-size", args.probe_size, 16)
+    positive_int("--threads", args.threads, 0)
+    if args.seed is not None:
+        positive_int("--seed", args.seed, 0)
+    run_dir = RunDir(args.run_dir).require_run()
+    run_dir.model_path(args.step)  # the step exists (an error listing the steps otherwise)
+    out = prepare_output_dir(args.out or run_dir.analysis_dir(args.step))  # before the work
+    result = analyze_run(
+        run_dir.path,
+        step=args.step,
+        out_dir=out,
+        dynamics=not args.no_dynamics,
+        every=args.every,
+        n_probe=args.probe_size,
+        seed=args.seed,
+        threads=args.threads,
+        progress=not args.no_progress,
+        figures=not args.no_figures,
+        fmt=args.format,
+        first_spike_steps=args.first_spike_steps,
+        second_spike_steps=args.second_spike_steps,
+        example=args.example,
+    )
     if not args.quiet:
-        print((out / "summary.md").read_text())
+        print((Path(out) / RunDir.SUMMARY_MD).read_text())
     print(
         f"wrote {out}/analysis.json, summary.md and {len(result.get('figures', []))} figures "
         f"in {result['seconds']:.1f} s",
         file=sys.stderr,
     )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command_main(run, argv)
 
 
 if __name__ == "__main__":

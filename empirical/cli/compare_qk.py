@@ -5,6 +5,7 @@ Examples:
     python -m empirical compare-qk runs/paper/seed0
     python -m empirical compare-qk runs/paper/seed0 --steps 1000,1250,1500 --batch-size 8192
     python -m empirical compare-qk runs/paper/seed0 --one-step-at 1250 --one-step-lrs 1,10,100
+    python -m empirical compare-qk runs/authors --windows plateau1=4801:5301,spike=5301:5401
 
 Writes compare_qk.json (every number), blocks.npz (every labelled block), summary.md and
 PNG figures to RUN_DIR/compare_qk (or --out), and prints summary.md. See docs/compare_qk.md.
@@ -14,7 +15,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+
+from empirical.cli.common import command_main, parser, positive_int, prepare_output_dir
+from empirical.figures import FORMATS, use_cli_backend
+from empirical.rundir import RunDir
 
 
 def _ints(text: str) -> list[int]:
@@ -36,11 +40,17 @@ def _floats(text: str) -> tuple[float, ...]:
     return vals
 
 
+def _windows(text: str) -> list[tuple[str, int, int]]:
+    from empirical.compare_qk.windows import parse_windows
+
+    try:
+        return parse_windows(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m empirical compare-qk",
-        description="Theorem C.1's predicted layer-2 QK update vs the observed one in a run.",
-    )
+    ap = parser("compare-qk", "Theorem C.1's predicted layer-2 QK update vs the observed one.")
     ap.add_argument("run_dir", help="a run directory written by `python -m empirical train`")
     ap.add_argument("--out", help="output directory (default RUN_DIR/compare_qk)")
     ap.add_argument("--steps", type=_ints, help="snapshot steps, e.g. 0,1000,1250 (default: all)")
@@ -69,10 +79,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="prediction's pos0..pos{L-5} columns: averaged (random layouts; default) or packed",
     )  # fmt: skip
     ap.add_argument("--seed", type=int, default=0, help="data seed of the comparison batch")
+    ap.add_argument(
+        "--windows", type=_windows,
+        help="training windows, e.g. plateau1=4801:5301,spike=5301:5401 (lo <= step <= hi; "
+        "default: from the detected phases)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--prediction", choices=("auto", "closed", "population"), default="auto",
+        help="G1: the closed form (needs 2K <= L-4), the theorem's model on a sampled "
+        "population, or auto (closed where it exists; default)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--prediction-size", type=int, default=65536,
+        help="sequences of the sampled population (--prediction population; default 65536)",
+    )  # fmt: skip
     ap.add_argument("--no-one-step", action="store_true", help="skip the one-step test")
     ap.add_argument(
-        "--one-step-at", type=int, help="snapshot of the one-step test (default: first with "
-        "0var/ind >= 0.9)",
+        "--one-step-at", type=int, help="snapshot of the one-step test (default: the last "
+        "before the first spike's jump, else the first with 0var/ind >= 0.9)",
     )  # fmt: skip
     ap.add_argument(
         "--one-step-lrs", type=_floats, default=(0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0),
@@ -98,25 +122,30 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     ap.add_argument("--no-figures", action="store_true", help="numbers only")
     ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")
+    ap.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="png",
+        help="figure file format: png (default), pdf or svg",
+    )
     return ap
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    use_cli_backend()
     import torch
 
     from empirical.compare_qk import Options, compare_run, write_outputs
 
+    run_dir = RunDir(args.run_dir).require_run()
+    for name in ("batch_size", "every", "one_step_steps", "prediction_size"):
+        positive_int(f"--{name.replace('_', '-')}", getattr(args, name))
+    positive_int("--eval-size", args.eval_size, 0)
+    positive_int("--threads", args.threads, 0)
+    out = prepare_output_dir(args.out or run_dir.compare_qk_dir)  # before minutes of work
     if args.threads:
         torch.set_num_threads(args.threads)
-    run_dir = Path(args.run_dir)
-    if not (run_dir / "config.toml").exists():
-        print(f"error: {run_dir} holds no config.toml (not a run directory)", file=sys.stderr)
-        return 2
-    for name in ("batch_size", "every", "one_step_steps"):
-        if getattr(args, name) < 1:
-            print(f"error: --{name.replace('_', '-')} must be >= 1", file=sys.stderr)
-            return 2
     opts = Options(
         steps=args.steps,
         every=args.every,
@@ -135,19 +164,21 @@ def main(argv: list[str] | None = None) -> int:
         one_step_order=args.one_step_order,
         one_step_distribution=args.one_step_distribution,
         eval_size=args.eval_size or None,
+        prediction=args.prediction,
+        prediction_size=args.prediction_size,
+        windows=args.windows,
         progress=not args.quiet,
     )
-    try:
-        result = compare_run(run_dir, opts)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    out = Path(args.out) if args.out else run_dir / "compare_qk"
-    paths = write_outputs(result, out, figures=not args.no_figures)
+    result = compare_run(run_dir.path, opts)
+    paths = write_outputs(result, out, figures=not args.no_figures, fmt=args.format)
     if not args.quiet:
         print(paths["summary"].read_text())
         print(f"wrote {', '.join(str(p) for p in paths.values())}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command_main(run, argv)
 
 
 if __name__ == "__main__":

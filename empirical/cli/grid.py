@@ -15,14 +15,16 @@ import argparse
 import sys
 from pathlib import Path
 
+from empirical.cli.common import UsageError, check_output_dir, command_main, parser
+from empirical.cli.executor import add_executor_arguments, executor_options
+from empirical.figures import FORMATS, use_cli_backend
+
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m empirical grid",
-        description=(
-            "Train every (variant, seed) of a grid config as batched models and tabulate the "
-            "final accuracy of every evaluation set per variant."
-        ),
+    ap = parser(
+        "grid",
+        "Train every (variant, seed) of a grid config as batched models and tabulate the "
+        "final accuracy of every evaluation set per variant.",
     )
     ap.add_argument("overrides", nargs="*", help="run-config overrides for every variant")
     ap.add_argument("--config", required=True, help="grid config: a run config plus [grid]")
@@ -31,52 +33,76 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-batch", type=int, help="members per batched model (0: no limit)")
     ap.add_argument("--out", help="grid directory (default runs/grid/NAME)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ap.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="png",
+        help="figure file format: png (default), pdf or svg",
+    )
+    ap.add_argument(
+        "--summarize", action="store_true", help="no training: rewrite grid.json/md/png"
+    )
+    add_executor_arguments(ap)
     return ap
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    use_cli_backend()
     for name in ("seeds", "only"):  # `--seeds 0 1 train.steps=100`: the override is no seed
         values = getattr(args, name)
         if values is not None:
             args.overrides = list(args.overrides) + [v for v in values if "=" in v]
             setattr(args, name, [v for v in values if "=" not in v])
-    from empirical.config_io import ConfigError
-    from empirical.model import CheckpointError
     from empirical.sweep.grid import load_grid_config, run_grid
-    from empirical.train.loop import TrainingError
 
-    try:
-        base, spec = load_grid_config(args.config, args.overrides)
-        if args.seeds is not None:
-            try:
-                spec.seeds = [int(s) for s in args.seeds]
-            except ValueError:
-                raise ConfigError(f"--seeds {' '.join(args.seeds)}: seeds are integers") from None
-        if args.only is not None:
-            unknown = [v for v in args.only if v not in spec.variants]
-            if unknown:
-                raise ConfigError(
-                    f"--only: unknown variant(s) {', '.join(unknown)}; the config has "
-                    f"{', '.join(spec.variants)}"
-                )
-            spec.variants = {k: v for k, v in spec.variants.items() if k in args.only}
-        if args.max_batch is not None:
-            spec.max_batch = args.max_batch
-        spec.__post_init__()
-        out = Path(args.out) if args.out else Path("runs") / "grid" / base.name
-        run_grid(
-            base,
-            spec,
-            out,
-            progress=not args.no_progress,
-            log=lambda text: print(text, file=sys.stderr, flush=True),
-        )
+    base, spec = load_grid_config(args.config, args.overrides)
+    if args.seeds is not None:
+        try:
+            spec.seeds = [int(s) for s in args.seeds]
+        except ValueError:
+            raise UsageError(f"--seeds {' '.join(args.seeds)}: seeds are integers") from None
+    if args.only is not None:
+        unknown = [v for v in args.only if v not in spec.variants]
+        if unknown:
+            raise UsageError(
+                f"--only: unknown variant(s) {', '.join(unknown)}; the config has "
+                f"{', '.join(spec.variants)}"
+            )
+        spec.variants = {k: v for k, v in spec.variants.items() if k in args.only}
+    if args.max_batch is not None:
+        spec.max_batch = args.max_batch
+    spec.__post_init__()
+    executor = executor_options(args)  # None: train here
+    out = Path(args.out) if args.out else Path("runs") / "grid" / base.name
+    check_output_dir(out, "--out")  # before any training
+    results = run_grid(
+        base,
+        spec,
+        out,
+        progress=not args.no_progress,
+        log=lambda text: print(text, file=sys.stderr, flush=True),
+        train=not args.summarize,
+        executor=executor,
+    )
+    if results.get("failed_jobs"):
+        failed = results["failed_jobs"]
+        print(f"error: {len(failed)} job(s) failed: {'; '.join(failed.values())}", file=sys.stderr)
+        return 1
+    if not results:
+        if args.summarize:
+            print(f"no member directories in {out}", file=sys.stderr)
         return 0
-    except (ConfigError, TrainingError, CheckpointError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    if args.format != "png":
+        from empirical.sweep.grid import plot_grid
+
+        fig = plot_grid(results, out / "grid", fmt=args.format)
+        print(f"wrote {fig.saved_path}", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command_main(run, argv)
 
 
 if __name__ == "__main__":

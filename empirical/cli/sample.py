@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import sys
 
+from empirical.cli.common import UsageError, command_main, parser
 from empirical.config_io import ConfigError, apply_overrides, from_dict, read_config_file, to_dict
 from empirical.task import (
     EVAL_SET_NAMES,
+    EXTRA_EVAL_SET_NAMES,
     TaskConfig,
-    TokenizeError,
     Vocabulary,
     build_eval_set,
     held_out_pairs,
@@ -39,25 +39,17 @@ class SampleConfig:
     task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, no usage dump
-        raise _UsageError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    ap = _Parser(
-        prog="python -m empirical sample",
-        description="Print sequences of the training distribution or of an evaluation set, "
+    ap = parser(
+        "sample",
+        "Print sequences of the training distribution or of an evaluation set, "
         "one per line with its label.",
     )
     ap.add_argument(
         "--split",
         default="train",
-        help="'train' (fresh on-the-fly batch) or an evaluation set: " + ", ".join(EVAL_SET_NAMES),
+        help="'train' (fresh on-the-fly batch) or an evaluation set: "
+        + ", ".join(EVAL_SET_NAMES + EXTRA_EVAL_SET_NAMES),
     )
     ap.add_argument(
         "--n", type=int, default=10, help="sequences to print (default 10; at most the set)"
@@ -91,12 +83,12 @@ def load_sample_config(path: str | None, overrides: list[str]) -> SampleConfig:
     return from_dict(SampleConfig, data)
 
 
-def run(args: argparse.Namespace) -> str:
+def render(args: argparse.Namespace) -> str:
     cfg = load_sample_config(args.config, args.overrides)
     seed = cfg.seed if args.seed is None else args.seed
     task = cfg.task
     if args.n < 0:
-        raise _UsageError(f"--n {args.n}: must be >= 0")
+        raise UsageError(f"--n {args.n}: must be >= 0")
     if args.held_out:
         return "".join(f"{x} {y}\n" for x, y in held_out_pairs(task, seed).tolist())
     vocab = Vocabulary.from_config(task)
@@ -106,51 +98,44 @@ def run(args: argparse.Namespace) -> str:
         try:
             device = torch.device(args.device)
         except (RuntimeError, ValueError):
-            raise _UsageError(
+            raise UsageError(
                 f"--device {args.device!r}: not a device (cpu, cuda, cuda:1)"
             ) from None
         if device.type == "cuda" and not torch.cuda.is_available():
-            raise _UsageError(f"--device {args.device!r}: CUDA is not available here")
+            raise UsageError(f"--device {args.device!r}: CUDA is not available here")
         gen = training_generator(seed, device)
         held = held_out_pairs(task, seed)
         batch = sample_training_batch(task, args.n, gen, device, held_out=held).to("cpu")
-    elif args.split in EVAL_SET_NAMES:
+    elif args.split in EVAL_SET_NAMES + EXTRA_EVAL_SET_NAMES:
         built = build_eval_set(task, seed, args.split)
         if built is None:
-            raise _UsageError(
+            raise UsageError(
                 f"--split {args.split}: this config has no such set (no held-out pair or no "
                 "restricted variable for it)"
             )
         batch = built[0].slice(0, args.n)
     else:
-        raise _UsageError(
-            f"--split {args.split!r}: unknown; use train or one of {', '.join(EVAL_SET_NAMES)}"
+        raise UsageError(
+            f"--split {args.split!r}: unknown; use train or one of "
+            f"{', '.join(EVAL_SET_NAMES + EXTRA_EVAL_SET_NAMES)}"
         )
     texts = vocab.decode_tokens(batch.tokens) if args.tokens else vocab.decode(batch.tokens)
     return "".join(f"{t} {y}\n" for t, y in zip(texts, batch.labels.tolist(), strict=True))
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def run(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
     try:
-        args = _parser().parse_args(argv)
-        out = run(args)
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
-    except (_UsageError, ConfigError, TokenizeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (ValueError, KeyError) as exc:
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"error: {msg}", file=sys.stderr)
-        return 2
-    try:
-        sys.stdout.write(out)
-        sys.stdout.flush()
-    except BrokenPipeError:  # e.g. `| head`
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        out = render(args)
+    except KeyError as exc:  # an unknown name reported by a lookup
+        raise UsageError(exc.args[0] if exc.args else str(exc)) from exc
+    sys.stdout.write(out)
+    sys.stdout.flush()
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command_main(run, argv)
 
 
 if __name__ == "__main__":

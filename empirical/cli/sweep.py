@@ -20,14 +20,16 @@ import shlex
 import sys
 from pathlib import Path
 
+from empirical.cli.common import UsageError, check_output_dir, command_main, parser
+from empirical.cli.executor import add_executor_arguments, executor_options
+from empirical.figures import FORMATS, use_cli_backend
+
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m empirical sweep",
-        description=(
-            "Train one model per (swept value, seed), batched as one stacked model, and plot "
-            "the final accuracy against the swept value with its threshold (Figure 3)."
-        ),
+    ap = parser(
+        "sweep",
+        "Train one model per (swept value, seed), batched as one stacked model, and plot "
+        "the final accuracy against the swept value with its threshold (Figure 3).",
     )
     ap.add_argument("overrides", nargs="*", help="run-config overrides, e.g. train.steps=2000")
     ap.add_argument("--config", help="sweep config: a run config plus a [sweep] table")
@@ -35,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--param",
         metavar="KEY=V1,V2,...",
         help="swept field and values (a dotted run-config field, or the alias pair_fraction = "
-        "1 - task.held_out_fraction); ';' separates values that contain commas",
+        "task.train_pair_fraction = 1 - task.held_out_fraction); ';' separates values that "
+        "contain commas",
     )
     ap.add_argument(
         "--seeds", nargs="+", metavar="SEED", help="seeds (every value is trained for each seed)"
@@ -46,62 +49,77 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", help="sweep directory (default runs/sweep/NAME)")
     ap.add_argument("--summarize", action="store_true", help="no training: rewrite the summary")
     ap.add_argument("--no-progress", action="store_true", help="a line per evaluation instead")
+    ap.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="png",
+        help="figure file format: png (default), pdf or svg",
+    )
+    add_executor_arguments(ap)
     return ap
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    use_cli_backend()
     if args.seeds is not None:  # `--seeds 0 1 train.steps=100`: the override is no seed
         extra = [s for s in args.seeds if "=" in s]
         args.seeds = [s for s in args.seeds if "=" not in s]
         args.overrides = list(args.overrides) + extra
-    from empirical.config_io import ConfigError
-    from empirical.model import CheckpointError
-    from empirical.sweep.runner import run_sweep
+    from empirical.sweep.runner import default_sweep_dir, run_sweep
     from empirical.sweep.spec import load_sweep_config, parse_param
-    from empirical.train.loop import TrainingError
 
-    try:
-        base, spec = load_sweep_config(args.config, args.overrides)
-        if args.param:
-            spec.param, spec.values = parse_param(args.param)
-        if args.seeds is not None:
-            spec.seeds = [_seed(s) for s in args.seeds]
-        if args.metric is not None:
-            spec.metric = args.metric
-        if args.target is not None:
-            spec.target = args.target
-        if args.max_batch is not None:
-            spec.max_batch = args.max_batch
-        spec.__post_init__()  # re-validate after the command-line changes
-        if spec.note and not args.summarize:
-            print(spec.note.strip(), file=sys.stderr)
-        command = "python -m empirical sweep " + " ".join(shlex.quote(a) for a in argv)
-        outcome = run_sweep(
-            base,
-            spec,
-            Path(args.out) if args.out else None,
-            progress=not args.no_progress,
-            log=lambda text: print(text, file=sys.stderr),
-            train=not args.summarize,
-            command=command,
-        )
-        if args.summarize and not outcome.results["points"]:
-            print(f"no finished members in {outcome.sweep_dir}", file=sys.stderr)
-        return 0
-    except (ConfigError, TrainingError, CheckpointError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    base, spec = load_sweep_config(args.config, args.overrides)
+    if args.param:
+        spec.param, spec.values = parse_param(args.param)
+    if args.seeds is not None:
+        spec.seeds = [_seed(s) for s in args.seeds]
+    if args.metric is not None:
+        spec.metric = args.metric
+    if args.target is not None:
+        spec.target = args.target
+    if args.max_batch is not None:
+        spec.max_batch = args.max_batch
+    spec.__post_init__()  # re-validate after the command-line changes
+    executor = executor_options(args)  # None: train here
+    out = Path(args.out) if args.out else default_sweep_dir(base)
+    check_output_dir(out, "--out")  # before any training
+    if spec.note and not args.summarize:
+        print(spec.note.strip(), file=sys.stderr)
+    command = "python -m empirical sweep " + " ".join(shlex.quote(a) for a in argv)
+    outcome = run_sweep(
+        base,
+        spec,
+        out,
+        progress=not args.no_progress,
+        log=lambda text: print(text, file=sys.stderr),
+        train=not args.summarize,
+        command=command,
+        executor=executor,
+    )
+    failed = outcome.submission.failed if outcome.submission is not None else {}
+    if failed:
+        print(f"error: {len(failed)} job(s) failed: {'; '.join(failed.values())}", file=sys.stderr)
+        return 1
+    if args.summarize and not outcome.results["points"]:
+        print(f"no finished members in {outcome.sweep_dir}", file=sys.stderr)
+    elif args.format != "png" and outcome.results.get("points"):
+        from empirical.sweep.results import plot_sweep
+
+        fig = plot_sweep(outcome.results, outcome.sweep_dir / base.name, fmt=args.format)
+        print(f"wrote {fig.saved_path}", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command_main(run, argv)
 
 
 def _seed(text: str) -> int:
-    from empirical.config_io import ConfigError
-
     try:
         return int(text)
     except ValueError:
-        raise ConfigError(f"--seeds: {text!r} is not an integer seed") from None
+        raise UsageError(f"--seeds: {text!r} is not an integer seed") from None
 
 
 if __name__ == "__main__":

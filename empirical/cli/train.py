@@ -15,24 +15,36 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from empirical.cli.common import UsageError, command_main, parser
 from empirical.config_io import ConfigError, apply_overrides, from_dict, to_dict
+from empirical.figures import FORMATS, use_cli_backend
 from empirical.run_config import RunConfig, load_run_config
+from empirical.rundir import RunDir
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "paper.toml"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m empirical train",
-        description="Train the paper's 2-layer transformer on the assign-and-add task.",
-    )
+    ap = parser("train", "Train the paper's 2-layer transformer on the assign-and-add task.")
     ap.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. train.steps=2000")
     ap.add_argument("--config", help=f"TOML config (default: {DEFAULT_CONFIG.name} if present)")
     ap.add_argument("--seeds", nargs="+", type=int, help="train one run per seed")
     ap.add_argument("--runs-root", default="runs", help="runs go to RUNS_ROOT/NAME/seedS")
     ap.add_argument("--run-dir", help="exact run directory (single seed only)")
     ap.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR")
+    ap.add_argument(
+        "--rebuild-eval-sets",
+        action="store_true",
+        help="with --resume: build RUN_DIR/eval_sets.pt again from the run's config (when it "
+        "is unreadable or belongs to another task or seed)",
+    )
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ap.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="png",
+        help="training-curve figure format: png (always written) plus pdf or svg if asked",
+    )
     return ap
 
 
@@ -40,58 +52,90 @@ def run_dir_for(cfg: RunConfig, runs_root: str | Path) -> Path:
     return Path(runs_root) / cfg.name / f"seed{cfg.seed}"
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from empirical.model import CheckpointError
-    from empirical.train.loop import TrainingError, train_run
+    use_cli_backend()
+    from empirical.train.loop import check_train_target, train_run
 
-    try:
-        if args.resume:
-            run_dir = Path(args.resume)
-            cfg = _resume_config(run_dir, args.overrides)
-            result = train_run(cfg, run_dir, resume=True, progress=not args.no_progress)
-            _report(result)
-            return 0
-        config_path = args.config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
-        base = load_run_config(config_path, args.overrides)
-        seeds = args.seeds if args.seeds else [base.seed]
-        if args.run_dir and len(seeds) > 1:
-            raise ConfigError("--run-dir takes a single seed; use --runs-root with --seeds")
-        for seed in seeds:
-            cfg = dataclasses.replace(base, seed=seed)
-            run_dir = Path(args.run_dir) if args.run_dir else run_dir_for(cfg, args.runs_root)
-            print(f"training {cfg.name} seed {seed} -> {run_dir}", file=sys.stderr)
-            _report(train_run(cfg, run_dir, progress=not args.no_progress))
+    if args.resume:
+        ignored = [f for f, v in _NEW_RUN_FLAGS.items() if getattr(args, v) is not None]
+        ignored += ["--runs-root"] if args.runs_root != "runs" else []
+        if ignored:
+            raise UsageError(
+                f"--resume {args.resume}: {', '.join(ignored)} cannot apply to an existing run "
+                "(it keeps its config; give dotted overrides of what a resume may change)"
+            )
+        run_dir = Path(args.resume)
+        cfg = _resume_config(run_dir, args.overrides)
+        result = train_run(
+            cfg,
+            run_dir,
+            resume=True,
+            progress=not args.no_progress,
+            rebuild_eval_sets=args.rebuild_eval_sets,
+        )
+        _report(result, cfg, args.format)
         return 0
-    except (ConfigError, TrainingError, CheckpointError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    if args.rebuild_eval_sets:
+        raise UsageError("--rebuild-eval-sets goes with --resume RUN_DIR (a new run builds them)")
+    config_path = args.config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
+    base = load_run_config(config_path, args.overrides)
+    seeds = args.seeds if args.seeds else [base.seed]
+    if args.run_dir and len(seeds) > 1:
+        raise ConfigError("--run-dir takes a single seed; use --runs-root with --seeds")
+    if len(set(seeds)) != len(seeds):
+        raise UsageError(f"--seeds {' '.join(map(str, seeds))}: a seed is repeated")
+    plan = []
+    for seed in seeds:  # every output location checked before the first run trains
+        cfg = dataclasses.replace(base, seed=seed)
+        run_dir = Path(args.run_dir) if args.run_dir else run_dir_for(cfg, args.runs_root)
+        check_train_target(cfg, run_dir, flag="--run-dir" if args.run_dir else "--runs-root")
+        plan.append((cfg, run_dir))
+    for cfg, run_dir in plan:
+        print(f"training {cfg.name} seed {cfg.seed} -> {run_dir}", file=sys.stderr)
+        _report(train_run(cfg, run_dir, progress=not args.no_progress), cfg, args.format)
+    return 0
+
+
+# flags of a new run, which a resume refuses rather than ignores (flag -> argparse name)
+_NEW_RUN_FLAGS = {"--config": "config", "--seeds": "seeds", "--run-dir": "run_dir"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command_main(run, argv)
 
 
 def _resume_config(run_dir: Path, overrides: list[str]) -> RunConfig:
-    path = run_dir / "config.toml"
+    path = RunDir(run_dir).config
     if not path.exists():
-        raise ConfigError(f"cannot resume {run_dir}: it holds no config.toml (no run there)")
-    from empirical.train.loop import RESUMABLE_CHANGES
+        raise ConfigError(f"cannot resume {run_dir}: it holds no {path.name} (no run there)")
+    from empirical.train.loop import RECOVERY_CHANGES, RESUMABLE_CHANGES
 
+    may_change = (RESUMABLE_CHANGES | RECOVERY_CHANGES) - {"warmup_from"}  # set by the trainer
     for text in overrides:
         key = text.split("=", 1)[0].strip()
-        if not (key.startswith("train.") and key[len("train.") :] in RESUMABLE_CHANGES):
-            allowed = ", ".join(f"train.{k}" for k in sorted(RESUMABLE_CHANGES))
+        if not (key.startswith("train.") and key[len("train.") :] in may_change):
+            allowed = ", ".join(f"train.{k}" for k in sorted(may_change))
             raise ConfigError(
                 f"--resume: {key!r} cannot change in an existing run; allowed: {allowed}"
             )
-    saved = load_run_config(path)
+    saved = RunDir(run_dir).read_config()
     return from_dict(RunConfig, apply_overrides(to_dict(saved), RunConfig, overrides))
 
 
-def _report(result) -> None:
+def _report(result, cfg: RunConfig | None = None, fmt: str = "png") -> None:
     from empirical.train.loop import summary_of
 
     summary = summary_of(result.run_dir)
+    if fmt != "png" and cfg is not None:  # the trainer wrote the PNG; add the asked format
+        from empirical.train.summary import write_training_curves
+
+        print(f"wrote {write_training_curves(cfg, result.run_dir, fmt=fmt)}", file=sys.stderr)
     print(f"{result.run_dir}: step {result.step}, {result.elapsed_s:.0f} s")
+    ci = summary.get("final_acc_ci95") or {}
     for name, acc in sorted(summary["final_acc"].items()):
-        print(f"  {name:<26} {100 * acc:6.2f}%")
+        interval = f"  [{100 * ci[name][0]:.2f}, {100 * ci[name][1]:.2f}]" if name in ci else ""
+        print(f"  {name:<26} {100 * acc:6.2f}%{interval}")
     for name, cells in (summary.get("accuracy_by_operand_variable") or {}).items():
         text = ", ".join(f"{k} {100 * c['acc']:.0f}%" for k, c in cells.items())
         print(f"  {name} by operand variable: {text}")

@@ -10,7 +10,7 @@ assumption measures), `metrics` (cosines, identity scores, attenuation signs), `
 (per snapshot and the one-step test), `report` / `plots` (files). See docs/compare_qk.md.
 """
 
-from empirical.compare_qk.coords import Coordinates, coordinates, lowdin, qk_matrix, set_qk
+from empirical.compare_qk.coords import Coordinates, coordinates, lowdin, set_qk, theorem_w
 from empirical.compare_qk.metrics import (
     barv_block,
     cosine,
@@ -46,7 +46,7 @@ __all__ = [
     "lowdin",
     "one_step_experiment",
     "one_var_batch",
-    "qk_matrix",
+    "theorem_w",
     "set_qk",
     "sign_agreement",
     "subblock_cosines",

@@ -32,6 +32,7 @@ import torch
 from torch import Tensor
 
 from disentangled.basis import Basis
+from empirical.model import circuits
 
 
 def row_labels(K: int, L: int) -> list[str]:
@@ -134,10 +135,9 @@ def ebar_vectors(model, p: int, K: int) -> Tensor:
     return E[p : p + K] @ a0.W_V[0].detach().double() @ a0.W_O[0].detach().double()
 
 
-def qk_matrix(model, layer: int = 1) -> Tensor:
-    """W_Q W_K^T of block `layer` (unscaled), [d, d], float64."""
-    attn = model.blocks[layer].attn
-    return attn.W_Q[0].detach().double() @ attn.W_K[0].detach().double().T
+def theorem_w(model, layer: int = 1) -> Tensor:
+    """The theorem's W: W_Q W_K^T of block `layer`, unscaled, [d, d], in float64."""
+    return circuits.qk_matrix(model, layer, scaled=False, dtype=torch.float64)
 
 
 @torch.no_grad()

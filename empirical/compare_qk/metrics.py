@@ -109,3 +109,96 @@ def cross_cos_max(A: np.ndarray, B: np.ndarray) -> float:
     A = A / np.maximum(np.linalg.norm(A, axis=1, keepdims=True), 1e-300)
     B = B / np.maximum(np.linalg.norm(B, axis=1, keepdims=True), 1e-300)
     return float(np.abs(A @ B.T).max())
+
+
+# -- the theorem's decomposition of a block -------------------------------------------------------
+
+TERMS = ("assignment_wide", "memory", "operand_attenuation", "token_attenuation")
+
+
+def theorem_terms(M: np.ndarray, rows: list[str], cols: list[str], L: int) -> dict:
+    """Split a labelled block into the terms of the theorem's G1 (theory/statement.py):
+
+        G1 = gamma [ q rho^T                                        (q = e_= + pi_T + ebar_mean)
+                     + c_mem sum_v ebar_v (K ebar_v - sum_u ebar_u)^T  (associative memory)
+                     + c_tok sum_v ebar_v (K e_v  - sum_u e_u)^T ]     (token attenuation)
+
+    and q rho^T further into its operand-position columns (pos{L-3}, pos{L-2}: the
+    attenuation of the pre-existing attraction to the operands, the paper's W-tilde) and all
+    its other columns: the *assignment-wide* (all-assignment) term, which raises every
+    assignment's number (number slots, n{m}, every bar_v) and lowers tokens that carry no
+    number, whichever variable is queried (spec claim 5; the paper's "also gives some
+    attention to all assignments ... should be attenuated if one takes subsequent steps").
+
+    For any block the terms are orthogonal projections (Frobenius inner product) onto these
+    subspaces: q rho^T for a free key vector rho (rows `=` and pos{L-1} weight 1, each bar_v
+    row 1/K), and the centred identity K I - J on the bar_v x bar_v and bar_v x v blocks;
+    the subspaces are mutually orthogonal, so the energies add up, with a residual outside
+    the theorem's form. The theorem's G1 itself has no residual (tested).
+
+    Returns {'energy': {term: |term|^2 ..., 'residual', 'total'}, 'share': {term: energy /
+    total}, 'aw_share_vs_memory': assignment-wide energy / (assignment-wide + memory): the
+    headline "share of the all-assignment term" (how much of the attention the block moves
+    toward assignments goes to all of them rather than to the bound one),
+    'aw_share_of_structured': assignment-wide energy / the four terms' energy,
+    'aw_over_memory_amplitude': |assignment_wide| / |memory|, 'c_mem', 'c_tok' (the
+    coefficients of K I - J; positive c_mem: the bound number is raised more than the
+    others), 'rho': the fitted key vector, 'terms': {term: block}}."""
+    M = np.asarray(M, float)
+    bar_r = [i for i, r in enumerate(rows) if r.startswith("bar_v")]
+    K = len(bar_r)
+    q = np.zeros(len(rows))
+    for i, r in enumerate(rows):
+        if r in ("=", f"pos{L - 1}"):
+            q[i] = 1.0
+        elif r.startswith("bar_v"):
+            q[i] = 1.0 / K
+    rho = (q @ M) / (q @ q)
+    A = np.outer(q, rho)
+    op = [j for j, c in enumerate(cols) if c in (f"pos{L - 3}", f"pos{L - 2}")]
+    A_op = np.zeros_like(A)
+    A_op[:, op] = A[:, op]
+    A_aw = A - A_op
+    terms = {"assignment_wide": A_aw, "operand_attenuation": A_op}
+    coef = {}
+    for name, prefix in (("memory", "bar_v"), ("token_attenuation", "v")):
+        T = np.zeros_like(M)
+        ri = sorted((int(rows[i][5:]), i) for i in bar_r)
+        if prefix == "bar_v":
+            cj = sorted((int(c[5:]), j) for j, c in enumerate(cols) if c.startswith("bar_v"))
+        else:
+            cj = sorted((int(c[1:]), j) for j, c in enumerate(cols) if c[0] == "v")
+        if K >= 2 and len(cj) == K:
+            ii, jj = [i for _, i in ri], [j for _, j in cj]
+            C = K * np.eye(K) - np.ones((K, K))
+            c = float((M[np.ix_(ii, jj)] * C).sum() / (C * C).sum())
+            T[np.ix_(ii, jj)] = c * C
+        else:
+            c = float("nan")
+        terms[name] = T
+        coef[name] = c
+    energy = {k: float((v * v).sum()) for k, v in terms.items()}
+    total = float((M * M).sum())
+    energy["residual"] = max(total - sum(energy.values()), 0.0)
+    energy["total"] = total
+    structured = sum(energy[k] for k in TERMS)
+    return {
+        "energy": energy,
+        "share": {
+            k: (energy[k] / total if total > 0 else float("nan")) for k in (*TERMS, "residual")
+        },  # fmt: skip
+        "aw_share_vs_memory": energy["assignment_wide"]
+        / (energy["assignment_wide"] + energy["memory"])
+        if energy["assignment_wide"] + energy["memory"] > 0
+        else float("nan"),
+        "aw_share_of_structured": energy["assignment_wide"] / structured
+        if structured > 0
+        else float("nan"),
+        "aw_over_memory_amplitude": float(np.sqrt(energy["assignment_wide"] / energy["memory"]))
+        if energy["memory"] > 0
+        else float("nan"),
+        "c_mem": coef["memory"],
+        "c_tok": coef["token_attenuation"],
+        "rho": rho,
+        "terms": terms,
+    }

@@ -38,6 +38,7 @@ def one_var_batch(
     distribution: str = "unrestricted",
     held_out: Tensor | None = None,
     all_assigned: bool = False,
+    stream: str = "compare-qk",
 ) -> Batch:
     """n 1-var sequences, deterministic in the arguments, on the CPU.
 
@@ -47,12 +48,13 @@ def one_var_batch(
     (the theorem's population: all K variables are operands); 'train': the run's training
     restrictions (r1, r2 and the held-out pairs `held_out`).
     all_assigned: every one of the K variables is assigned (the theorem's sequences) instead
-    of the task's min..max_assignments."""
+    of the task's min..max_assignments. stream: names the random stream (another stream,
+    another sample of the same distribution)."""
     if order not in ("fixed", "mixed"):
         raise ValueError(f"order must be 'fixed' or 'mixed', got {order!r}")
-    changes: dict = {"frac_1var": 1.0}
+    changes: dict = {"frac_1var": 1.0, "mix": "fractions", "two_var_frequency": 1.0}
     if distribution == "unrestricted":
-        changes.update(r1=(), r2=(), held_out_fraction=0.0)
+        changes.update(r1=(), r2=(), held_out_fraction=0.0, train_pairs_file="")
         held = torch.zeros((0, 2), dtype=torch.long)
     elif distribution == "train":
         if held_out is None:
@@ -64,7 +66,7 @@ def one_var_batch(
         changes.update(min_assignments=task.K, max_assignments=task.K)
     cfg = dataclasses.replace(task, **changes)
     sampler = TrainingSampler(cfg, held)
-    gen = torch.Generator().manual_seed(derive_seed(seed, "compare-qk", order, distribution))
+    gen = torch.Generator().manual_seed(derive_seed(seed, stream, order, distribution))
     parts, have = [], 0
     while have < n:
         batch = sampler.sample(max(2 * (n - have), 64), gen)
@@ -129,13 +131,23 @@ class Layer1:
 
 @torch.no_grad()
 def layer1(w: Weights, tokens: Tensor) -> Layer1:
-    L = tokens.shape[1]
+    """Layer 1 (attention only) in float64. The input at position t is W_E[tok] + W_pos[t],
+    so every score is an entry of one table over (position, token) pairs,
+    score(t, u; s, v) = (W_E[u] + W_pos[t]) W_Q W_K^T (W_E[v] + W_pos[s])^T / scale,
+    computed once and gathered; the values are (W_E W_OV)[tok] + W_pos W_OV. The [B, L, d]
+    queries and keys of a direct computation are never formed (the slow part on a CPU); the
+    result is the same to rounding."""
+    B, L = tokens.shape
+    V = w.W_E.shape[0]
     x = w.W_E[tokens] + w.W_pos[:L]
-    q, k = x @ w.W_Q1, x @ w.W_K1
-    scores = torch.einsum("bqe,bke->bqk", q, k) / w.scale
+    X = w.W_E[None] + w.W_pos[:L, None]  # [L, V, d]: every (position, token) input
+    table = ((X @ w.W_Q1).reshape(L * V, -1) @ (X @ w.W_K1).reshape(L * V, -1).T) / w.scale
+    flat = torch.arange(L) * V + tokens  # [B, L]: row of each position's input in the table
+    scores = table[flat[:, :, None], flat[:, None, :]]  # [B, L, L]
     mask = torch.ones(L, L, dtype=torch.bool).tril()
     pattern1 = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
-    return Layer1(pattern1, x, x + pattern1 @ (x @ w.W_OV1))
+    v = (w.W_E @ w.W_OV1)[tokens] + w.W_pos[:L] @ w.W_OV1
+    return Layer1(pattern1, x, x + torch.bmm(pattern1, v))
 
 
 def layer2(w: Weights, resid1: Tensor, W_Q2=None, W_K2=None, P=None) -> tuple[Tensor, Tensor]:
@@ -206,6 +218,46 @@ def gradients(w: Weights, resid1: Tensor, labels: Tensor, kind: str = "ce") -> G
     loss = loss_of(logits, labels, kind)
     gQ, gK, gP = torch.autograd.grad(loss, (WQ, WK, P))
     return Gradients(gP, gQ, gK, float(loss.detach()))
+
+
+def split_gradients(
+    w: Weights, resid1: Tensor, labels: Tensor, kinds: tuple[str, ...] = ("ce",)
+) -> dict[str, tuple[Gradients, Gradients, Gradients]]:
+    """kind -> (whole batch, first half, second half) for each loss kind in `kinds`: the
+    gradients of the two halves (the noise floor of the comparison) and their size-weighted
+    mean, which is the whole batch's gradient (each loss is a mean over sequences). One
+    forward pass per half serves every kind (one backward pass each); its (logits, `=`'s
+    layer-2 pattern) for the whole batch are under "forward"."""
+    n = len(labels)
+    h = n // 2
+    halves = []
+    for sl in (slice(0, h), slice(h, n)):
+        WQ = w.W_Q2.clone().requires_grad_(True)
+        WK = w.W_K2.clone().requires_grad_(True)
+        P = torch.zeros(WQ.shape[0], WQ.shape[0], dtype=WQ.dtype, requires_grad=True)
+        logits, pattern = layer2(w, resid1[sl], WQ, WK, P)
+        per = {"_forward": (logits.detach(), pattern.detach())}
+        for i, kind in enumerate(kinds):
+            loss = loss_of(logits, labels[sl], kind)
+            gQ, gK, gP = torch.autograd.grad(loss, (WQ, WK, P), retain_graph=i < len(kinds) - 1)
+            per[kind] = Gradients(gP, gQ, gK, float(loss.detach()))
+        halves.append(per)
+    f1, f2 = h / n, (n - h) / n
+    out = {
+        "forward": tuple(
+            torch.cat([halves[0]["_forward"][k], halves[1]["_forward"][k]]) for k in (0, 1)
+        )
+    }
+    for kind in kinds:
+        g1, g2 = halves[0][kind], halves[1][kind]
+        whole = Gradients(
+            f1 * g1.G_QK + f2 * g2.G_QK,
+            f1 * g1.G_Q + f2 * g2.G_Q,
+            f1 * g1.G_K + f2 * g2.G_K,
+            f1 * g1.loss + f2 * g2.loss,
+        )
+        out[kind] = (whole, g1, g2)
+    return out
 
 
 # -- attention and assumptions -------------------------------------------------------------
@@ -299,10 +351,13 @@ def embedding_measures(w: Weights, p: int, K: int, L: int) -> dict:
     """How orthogonal the theorem's basis is in the model: |cos| among token and position
     embeddings, among the ebar_v, between the two groups, and the conditioning of the
     labelled key vectors (random vectors in d dims: |cos| ~ 1/sqrt(d))."""
-    E = torch.cat([w.W_E, w.W_pos[:L]]).numpy()
-    ebar = (w.W_E[p : p + K] @ w.W_OV1).numpy()
+    E_t = torch.cat([w.W_E, w.W_pos[:L]])
+    ebar_t = w.W_E[p : p + K] @ w.W_OV1
+    E, ebar = E_t.numpy(), ebar_t.numpy()
     d = E.shape[1]
-    s = np.linalg.svd(np.concatenate([E, ebar]), compute_uv=False)
+    # torch's SVD (single-threaded with the CLI's default) rather than numpy's, whose BLAS
+    # threads stall on a loaded machine
+    s = torch.linalg.svdvals(torch.cat([E_t, ebar_t])).numpy()
     V = p + K + 3
     names = [f"n{m}" for m in range(p)] + [f"v{u}" for u in range(K)] + ["+", "=", "pad"]
     names += [f"pos{t}" for t in range(L)]
@@ -345,7 +400,7 @@ def embedding_measures(w: Weights, p: int, K: int, L: int) -> dict:
 
 def effective_rank(V: np.ndarray, energy: float = 0.99) -> int:
     """How many singular directions hold `energy` of sum |row|^2 (orthonormal rows: all)."""
-    s2 = np.linalg.svd(np.asarray(V, float), compute_uv=False) ** 2
+    s2 = torch.linalg.svdvals(torch.as_tensor(np.asarray(V, float))).numpy() ** 2
     return int(np.searchsorted(np.cumsum(s2) / s2.sum(), energy - 1e-12) + 1)
 
 
@@ -382,5 +437,6 @@ __all__ = [
     "loss_of",
     "one_var_batch",
     "oracle_routing_accuracy",
+    "split_gradients",
     "ov2_mlp2_accuracy",
 ]

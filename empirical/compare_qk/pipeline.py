@@ -27,21 +27,22 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from functools import cache
-from pathlib import Path
 
 import numpy as np
 import torch
 
-from empirical.compare_qk.coords import coordinates, qk_matrix
+from disentangled.command_line import UsageError
+from empirical.compare_qk.coords import coordinates, theorem_w
 from empirical.compare_qk.metrics import (
     SUBBLOCKS,
     attenuation_entries,
     barv_block,
+    cosine,
     identity_score,
     sign_agreement,
     subblock,
     subblock_cosines,
+    theorem_terms,
 )
 from empirical.compare_qk.observe import (
     Weights,
@@ -54,8 +55,16 @@ from empirical.compare_qk.observe import (
     one_var_batch,
     oracle_routing_accuracy,
     ov2_mlp2_accuracy,
+    split_gradients,
 )
-from empirical.compare_qk.prediction import beta_from_ab, g1_block
+from empirical.compare_qk.prediction import (
+    PREDICTIONS,
+    PopulationG1,
+    beta_from_ab,
+    closed_form_applies,
+    g1_block,
+)
+from empirical.rundir import RunDir, RunDirError
 
 VARIANTS = ("grad_ce", "grad_lin", "sgd_factored", "diff", "diff_perp")
 FRAMES = ("orth", "raw")
@@ -82,23 +91,15 @@ class Options:
     one_step_order: str = "mixed"  # 1-var data of the one-step test: the task's operand orders
     one_step_distribution: str = "train"  # ... and the run's own training restrictions
     eval_size: int | None = 5000  # sequences per evaluation set in the one-step test (None: all)
+    prediction: str = "auto"  # G1: 'closed' (theory's closed form), 'population' (sampled)
+    prediction_size: int = 65536  # sequences of the sampled population ('population')
+    windows: list[tuple[str, int, int]] | None = None  # (name, lo, hi); None: from the phases
     progress: bool = True
 
 
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def list_snapshots(run_dir: Path) -> list[tuple[int, Path]]:
-    out = []
-    for path in sorted((run_dir / "snapshots").glob("step_*.pt")):
-        try:
-            out.append((int(path.stem.split("_")[1]), path))
-        except (IndexError, ValueError):
-            continue
-    return sorted(out)
-
-
-@cache
 def null_cos95(n: int, draws: int = 20000) -> float:
     """95% quantile of |cos| between a fixed n-vector and a uniformly random direction
     (what an unrelated block scores; about 1.96 / sqrt(n))."""
@@ -111,14 +112,22 @@ def null_cos95(n: int, draws: int = 20000) -> float:
 
 def gram_null95(GQ, GK, target, rows, cols, draws: int = 200) -> dict[str, float]:
     """95% quantile of |cos(G_Q R G_K, target)| for iid Gaussian R: how high an unrelated
-    prediction scores once pushed through the Gram matrices of the raw frame."""
+    prediction scores once pushed through the Gram matrices of the raw frame (all draws at
+    once; the same draws as one at a time)."""
     rng = np.random.default_rng(7)
-    vals = {k: [] for k in SUBBLOCKS}
-    for _ in range(draws):
-        R = rng.standard_normal(target.shape)
-        for k, v in subblock_cosines(GQ @ R @ GK, target, rows, cols).items():
-            vals[k].append(abs(v))
-    return {k: float(np.nanquantile(v, 0.95)) for k, v in vals.items()}
+    R = np.stack([rng.standard_normal(target.shape) for _ in range(draws)])
+    X = GQ @ R @ GK  # [draws, rows, cols]
+    out = {}
+    for k, (rp, cp) in SUBBLOCKS.items():
+        ri = [i for i, r in enumerate(rows) if rp(r)]
+        ci = [j for j, c in enumerate(cols) if cp(c)]
+        Xs = X[:, ri][:, :, ci].reshape(draws, -1)
+        t = target[np.ix_(ri, ci)].ravel()
+        nx, nt = np.linalg.norm(Xs, axis=1), np.linalg.norm(t)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cos = np.abs(Xs @ t) / (nx * nt)
+        out[k] = float(np.nanquantile(cos, 0.95)) if np.isfinite(cos).any() else float("nan")
+    return out
 
 
 def first_zero_var_step(records: list[dict], snap_steps: list[int], level: float = 0.9):
@@ -141,15 +150,82 @@ def _load(path):
 # -- one snapshot ------------------------------------------------------------------------------
 
 
-def analyse_snapshot(model, task, batch, opts: Options, next_model=None) -> tuple[dict, dict]:
-    """(scalars, blocks) for one checkpoint. blocks: name -> labelled array."""
+def closed_predictor(task, opts: Options, order: str | None = None):
+    """(a, b) -> the closed-form G1 block (theory/), for the task's p, K, L."""
+    order = opts.order if order is None else order
+
+    def predict(a, b):
+        return g1_block(a, b, task.p, task.K, task.L, order, opts.layout)
+
+    predict.kind = "closed"
+    return predict
+
+
+def population_predictor(task, opts: Options, order: str | None = None, held_out=None):
+    """(a, b) -> G1 of the theorem's model on opts.prediction_size sampled 1-var sequences of
+    the comparison's distribution (its own sample: not the comparison batch)."""
+    order = opts.order if order is None else order
+    batch = one_var_batch(
+        task, opts.prediction_size, opts.seed, order, opts.distribution, held_out,
+        opts.all_assigned, stream="compare-qk/prediction",
+    )  # fmt: skip
+    pop = PopulationG1.from_batch(batch, task.p, task.K, task.L)
+
+    def predict(a, b):
+        return pop.block(a, b, layout=opts.layout)
+
+    predict.kind = "population"
+    return predict
+
+
+def prediction_kind(task, opts: Options) -> str:
+    """'closed' or 'population' for opts.prediction ('auto': closed where it exists)."""
+    if opts.prediction not in PREDICTIONS:
+        raise UsageError(f"--prediction must be one of {PREDICTIONS}, got {opts.prediction!r}")
+    if opts.prediction == "auto":
+        return "closed" if closed_form_applies(task.K, task.L) else "population"
+    if opts.prediction == "closed" and not closed_form_applies(task.K, task.L):
+        raise UsageError(
+            f"--prediction closed: the closed form assigns all K = {task.K} variables in "
+            f"2K slots of the L - 4 = {task.L - 4} assignment positions, impossible here; use "
+            "--prediction population (or auto)"
+        )
+    return opts.prediction
+
+
+def make_predictor(task, opts: Options, order: str | None = None, held_out=None):
+    if prediction_kind(task, opts) == "closed":
+        return closed_predictor(task, opts, order)
+    return population_predictor(task, opts, order, held_out)
+
+
+def term_summary(M, rows, cols, L) -> dict:
+    """The theorem's decomposition of a block (metrics.theorem_terms) without the blocks."""
+    d = theorem_terms(M, rows, cols, L)
+    return {k: v for k, v in d.items() if k not in ("terms", "rho")}
+
+
+def analyse_snapshot(
+    model, task, batch, opts: Options, next_model=None, predict=None
+) -> tuple[dict, dict]:
+    """(scalars, blocks) for one checkpoint. blocks: name -> labelled array. predict:
+    (a, b) -> the predicted block (default: `make_predictor(task, opts)`)."""
     p, K, L = task.p, task.K, task.L
+    predict = make_predictor(task, opts) if predict is None else predict
     w = Weights.of(model)
     raw = coordinates(model, p, K, L)
     frames = {"raw": raw, "orth": raw.orthonormalized()}
     rows, cols = raw.rows, raw.cols
     l1 = layer1(w, batch.tokens)
-    logits, pattern2 = layer2(w, l1.resid1)
+    if len(batch) >= 4:
+        grads = split_gradients(w, l1.resid1, batch.labels, ("ce", "linear"))
+        g_ce, h1, h2 = grads["ce"]
+        g_lin = grads["linear"][0]
+        logits, pattern2 = grads["forward"]
+    else:
+        g_ce, h1, h2 = gradients(w, l1.resid1, batch.labels, "ce"), None, None
+        g_lin = gradients(w, l1.resid1, batch.labels, "linear")
+        logits, pattern2 = layer2(w, l1.resid1)
     att = layer2_attention(pattern2, batch, p, K)
     a = att[f"a_{opts.ab_from}"]
     b = att[f"b_{opts.ab_from}"]
@@ -158,29 +234,24 @@ def analyse_snapshot(model, task, batch, opts: Options, next_model=None) -> tupl
         "attention": att,
         "a": a,
         "b": b,
-        "beta": beta_from_ab(a, b),
+        "beta": beta_from_ab(a, b) if a > 0 and b > 0 else float("nan"),
         "frame_exact": raw.exact,
         "frame_deficit": list(raw.deficit()),
+        "prediction": getattr(predict, "kind", "custom"),
     }
     valid = 0 < a < 0.5 and b > 0
-    pred = (
-        g1_block(a, b, p, K, L, opts.order, opts.layout)
-        if valid
-        else np.full((len(rows), len(cols)), np.nan)
-    )
+    pred = predict(a, b) if valid else np.full((len(rows), len(cols)), np.nan)
     blocks = {"pred": pred}
 
-    g_ce = gradients(w, l1.resid1, batch.labels, "ce")
-    g_lin = gradients(w, l1.resid1, batch.labels, "linear")
     out["loss_ce"], out["loss_lin"] = g_ce.loss, g_lin.loss
-    W = qk_matrix(model)
+    W = theorem_w(model)
     mats = {
         "grad_ce": -g_ce.G_QK,
         "grad_lin": -g_lin.G_QK,
         "sgd_factored": g_ce.factored_change(w),
     }
     if next_model is not None:
-        D = qk_matrix(next_model) - W
+        D = theorem_w(next_model) - W
         mats["diff"] = D
         mats["diff_perp"] = D - (D * W).sum() / (W * W).sum() * W
     att_entries = attenuation_entries(rows, cols, L, opts.order)
@@ -202,6 +273,13 @@ def analyse_snapshot(model, task, batch, opts: Options, next_model=None) -> tupl
             }
     out["comparison"] = comp
     out["pred_identity"] = identity_score(barv_block(pred, rows, cols))
+    # the theorem's terms (assignment-wide, memory, attenuation) in the prediction, the
+    # current weights and each observed update, orth frame
+    terms = {"pred": term_summary(pred, rows, cols, L) if valid else None}
+    terms["weights"] = term_summary(blocks["orth/weights"], rows, cols, L)
+    for vname in mats:
+        terms[vname] = term_summary(blocks[f"orth/{vname}"], rows, cols, L)
+    out["terms"] = terms
     # the raw frame with the prediction pushed through the Gram matrices, and its null level
     GQ, GK = raw.gram()
     pg = GQ @ pred @ GK
@@ -211,13 +289,10 @@ def analyse_snapshot(model, task, batch, opts: Options, next_model=None) -> tupl
         "null95": gram_null95(GQ, GK, obs, rows, cols) if valid else None,
     }
     # noise floor: the ce gradient of two halves of the batch, in the orth frame
-    h = len(batch) // 2
-    if h >= 2:
-        g1 = gradients(w, l1.resid1[:h], batch.labels[:h], "ce")
-        g2 = gradients(w, l1.resid1[h:], batch.labels[h:], "ce")
+    if h1 is not None:
         fo = frames["orth"]
         out["split_half_cos_grad_ce_orth"] = subblock_cosines(
-            fo.project(-g1.G_QK), fo.project(-g2.G_QK), rows, cols
+            fo.project(-h1.G_QK), fo.project(-h2.G_QK), rows, cols
         )
     out["assumptions"] = {
         **layer1_measures(l1, w, batch, p, K),
@@ -232,12 +307,26 @@ def analyse_snapshot(model, task, batch, opts: Options, next_model=None) -> tupl
 
 
 @torch.no_grad()
-def _accuracy(model, batch, chunk: int = 2048) -> float:
+def _correct(model, batch, chunk: int = 2048) -> int:
+    """How many sequences of `batch` the model answers correctly (its own forward)."""
     correct = 0
     for i in range(0, len(batch), chunk):
         logits = model.forward_fast(batch.tokens[i : i + chunk])
         correct += int((logits.argmax(-1) == batch.labels[i : i + chunk]).sum())
-    return correct / max(len(batch), 1)
+    return correct
+
+
+def _accuracy(model, batch, chunk: int = 2048) -> float:
+    return _correct(model, batch, chunk) / max(len(batch), 1)
+
+
+def with_interval(correct: int, n: int) -> dict:
+    """{"acc", "n", "correct", "ci95"}: Wilson 95% interval (empirical.stats)."""
+    from empirical.stats import accuracy_interval
+
+    lo, hi = accuracy_interval(correct, n) if n else (float("nan"), float("nan"))
+    return {"acc": correct / n if n else float("nan"), "n": n, "correct": correct,
+            "ci95": [lo, hi]}  # fmt: skip
 
 
 @torch.no_grad()
@@ -251,9 +340,13 @@ def _value_attention(w: Weights, l1_resid, batch) -> float:
     return float(mass.mean())
 
 
-def one_step_experiment(model, task, batch, sets: dict, opts: Options, order: str) -> dict:
+def one_step_experiment(
+    model, task, batch, sets: dict, opts: Options, order: str, predict=None
+) -> dict:
     """Steps on layer-2 W_Q, W_K from `model` on the 1-var sequences `batch` (operand order
-    `order`, which the prediction uses too), and the accuracies they give.
+    `order`, which the prediction uses too), and the accuracies they give on every set of
+    `sets` (the first opts.eval_size sequences of each; Wilson 95% intervals in
+    "intervals"). predict: (a, b) -> the G1 block (default: the closed form, `order`).
 
     families:
       sgd            plain SGD on W_Q, W_K (cross-entropy on `batch`), lr in opts.one_step_lrs,
@@ -270,7 +363,7 @@ def one_step_experiment(model, task, batch, sets: dict, opts: Options, order: st
     import copy
 
     p, K, L = task.p, task.K, task.L
-    names = [n for n in ("0var/ind", "1var/ind", "2var/ind") if n in sets]
+    names = list(sets)
     if opts.eval_size:
         sets = {n: sets[n].slice(0, opts.eval_size) for n in names}
     two = sets.get("2var/ind")
@@ -281,25 +374,26 @@ def one_step_experiment(model, task, batch, sets: dict, opts: Options, order: st
     _, pattern2 = layer2(w0, l1b.resid1)
     att = layer2_attention(pattern2, batch, p, K)
     a, b = att[f"a_{opts.ab_from}"], att[f"b_{opts.ab_from}"]
-    pred = g1_block(a, b, p, K, L, order, opts.layout)
+    pred = predict(a, b) if predict is not None else g1_block(a, b, p, K, L, order, opts.layout)
     two_sub = two.slice(0, 2048) if two is not None else None
+    # layer 1 is not changed by any step: its residuals are computed once
+    two_resid = layer1(w0, two_sub.tokens).resid1 if two_sub is not None else None
 
     def evaluate(m) -> dict:
         w = Weights.of(m)
-        res = {n: _accuracy(m, sets[n]) for n in names}
-        l1r = layer1(w, batch.tokens).resid1
-        logits, _ = layer2(w, l1r)
+        counts = {n: _correct(m, sets[n]) for n in names}
+        res: dict = {n: counts[n] / max(len(sets[n]), 1) for n in names}
+        res["intervals"] = {n: with_interval(counts[n], len(sets[n])) for n in names}
+        logits, _ = layer2(w, l1b.resid1)
         res["batch_loss"] = float(torch.nn.functional.cross_entropy(logits, batch.labels))
         if two_sub is not None:
-            res["2var_value_attention"] = _value_attention(
-                w, layer1(w, two_sub.tokens).resid1, two_sub
-            )
-        S_raw, S_orth = raw.project(qk_matrix(m)), orth.project(qk_matrix(m))
+            res["2var_value_attention"] = _value_attention(w, two_resid, two_sub)
+        S_raw, S_orth = raw.project(theorem_w(m)), orth.project(theorem_w(m))
         res["raw_identity"] = identity_score(barv_block(S_raw, raw.rows, raw.cols))
         res["orth_identity"] = identity_score(barv_block(S_orth, raw.rows, raw.cols))
         return res
 
-    W0 = qk_matrix(model)
+    W0 = theorem_w(model)
     S0_raw, S0_orth = raw.project(W0), orth.project(W0)
 
     last = l1b.resid1[:, -1]
@@ -311,11 +405,13 @@ def one_step_experiment(model, task, batch, sets: dict, opts: Options, order: st
         return float(d.pow(2).mean().sqrt())
 
     def moved(m) -> dict:
-        W = qk_matrix(m)
+        W = theorem_w(m)
         return {
             "rms_dscore": rms_dscore(W - W0),
             "max_abs_dS_raw": float(np.abs(raw.project(W) - S0_raw).max()),
             "max_abs_dS_orth": float(np.abs(orth.project(W) - S0_orth).max()),
+            # how much of the step is G1's direction, in the theorem's (orth) coordinates
+            "cos_dS_orth_G1": cosine(orth.project(W) - S0_orth, pred),
         }
 
     def with_qk(W):
@@ -325,19 +421,23 @@ def one_step_experiment(model, task, batch, sets: dict, opts: Options, order: st
         set_qk(m, W)
         return m
 
-    out = {"before": evaluate(model), "a": a, "b": b, "order": order, "families": {}}
+    out = {
+        "before": evaluate(model), "a": a, "b": b, "order": order, "families": {},
+        "set_sizes": {n: len(sets[n]) for n in names},
+        "prediction": getattr(predict, "kind", "closed"),
+    }  # fmt: skip
     # what ideal routing would give (no key-query update can do better downstream)
     out["oracle_routing_accuracy"] = {
         n: oracle_routing_accuracy(w0, layer1(w0, sets[n].tokens[:2048]).resid1, sets[n][:2048])
         for n in names
     }
-    # plain SGD on W_Q, W_K
+    # plain SGD on W_Q, W_K (layer 1 unchanged: the batch's residuals stay l1b's)
+    g0 = gradients(w0, l1b.resid1, batch.labels, "ce")
     rows = []
     for lr in opts.one_step_lrs:
         m = copy.deepcopy(model)
-        for _ in range(opts.one_step_steps):
-            w = Weights.of(m)
-            g = gradients(w, layer1(w, batch.tokens).resid1, batch.labels, "ce")
+        for k in range(opts.one_step_steps):
+            g = g0 if k == 0 else gradients(Weights.of(m), l1b.resid1, batch.labels, "ce")
             attn = m.blocks[1].attn
             with torch.no_grad():
                 attn.W_Q[0].sub_(lr * g.G_Q.to(attn.W_Q.dtype))
@@ -345,7 +445,7 @@ def one_step_experiment(model, task, batch, sets: dict, opts: Options, order: st
         rows.append({"lr": lr, **moved(m), **evaluate(m)})
     out["families"]["sgd"] = rows
     # the other steps: a direction D, scaled so that rms_dscore(t D) = t
-    G = gradients(w0, l1b.resid1, batch.labels, "ce").G_QK
+    G = g0.G_QK
     rng = np.random.default_rng(opts.seed + 1)
     R = rng.standard_normal(pred.shape)
     directions = {
@@ -374,52 +474,79 @@ def _metrics_at(records, step):
     return {}
 
 
+def one_step_default(records, phases, snap_steps) -> tuple[int | None, str]:
+    """(step, rule) of the one-step test by default: the last snapshot before the first
+    spike's jump (the model has learned 0-var addition, the routing is still missing: the
+    theorem's starting point), else the first snapshot with 0var/ind >= 0.9."""
+    spike = (phases or {}).get("first_spike")
+    if spike:
+        jump = spike.get("jump_start_step", spike["start_step"])
+        before = [s for s in snap_steps if s <= jump]
+        if before:
+            return before[-1], f"last snapshot at or before the first spike's jump ({jump})"
+    return first_zero_var_step(records, snap_steps), "first snapshot with 0var/ind >= 0.9"
+
+
 def compare_run(run_dir, opts: Options | None = None) -> dict:
     """Every number of the comparison for the run in `run_dir` (see the module docstring)."""
-    from empirical.run_config import load_run_config
-    from empirical.task import held_out_pairs, load_eval_sets
-    from empirical.train.metrics import read_metrics
+    from empirical.compare_qk.windows import default_windows, window_summary
+    from empirical.task import held_out_pairs
     from empirical.train.phases import detect_phases
 
     opts = opts or Options()
-    run_dir = Path(run_dir)
-    cfg = load_run_config(run_dir / "config.toml")
+    run = RunDir(run_dir).require_run()
+    cfg = run.read_config()
     task = cfg.task
-    snaps = list_snapshots(run_dir)
+    snaps = run.snapshots()
     if not snaps:
-        raise FileNotFoundError(f"{run_dir}: no snapshots/step_*.pt (train with snapshot_every)")
+        raise RunDirError(f"{run}: no snapshots (train with train.snapshot_every > 0)")
     snap_steps = [s for s, _ in snaps]
     by_step = dict(snaps)
     if opts.steps is not None:
         missing = [s for s in opts.steps if s not in by_step]
         if missing:
-            raise ValueError(f"no snapshot at steps {missing}; available: {snap_steps}")
+            raise UsageError(f"--steps: no snapshot at steps {missing}; available: {snap_steps}")
         chosen = sorted(set(opts.steps))
     else:
         chosen = snap_steps
     chosen = chosen[:: max(opts.every, 1)]
-    records = read_metrics(run_dir / "metrics.jsonl")
+    if opts.one_step and opts.one_step_at is not None and opts.one_step_at not in by_step:
+        raise UsageError(
+            f"--one-step-at {opts.one_step_at}: no snapshot there; available {snap_steps}"
+        )
+    if opts.all_assigned and not closed_form_applies(task.K, task.L):
+        raise UsageError(
+            f"--all-assigned: K = {task.K} variables do not fit in the {task.L - 4} assignment "
+            "positions"
+        )
+    kind = prediction_kind(task, opts)  # a bad --prediction fails before the work
+    records = run.read_metrics()
+    saved_sets = run.read_eval_sets(cfg) if opts.one_step else None  # checked before the work
     phases = detect_phases(records).to_dict() if records else None
     held = held_out_pairs(task, cfg.seed) if opts.distribution == "train" else None
     batch = one_var_batch(
         task, opts.batch_size, opts.seed, opts.order, opts.distribution, held, opts.all_assigned
     )
+    t0 = time.time()
+    predict = make_predictor(task, opts, held_out=held)
     result = {
-        "run_dir": str(run_dir),
+        "run_dir": str(run.path),
         "task": {"p": task.p, "K": task.K, "L": task.L},
         "options": {k: v for k, v in dataclasses.asdict(opts).items() if k != "progress"},
+        "prediction": kind,
         "phases": phases,
         "snapshot_steps": snap_steps,
         "labels": None,
         "steps": [],
     }
     all_blocks: dict[str, list] = {}
-    t0 = time.time()
+    cached_step, cached = None, None  # the last snapshot's next: read each file once
     for i, step in enumerate(chosen):
-        model = _load(by_step[step])
+        model = cached if cached_step == step else _load(by_step[step])
         later = [s for s in snap_steps if s > step]
         nxt = _load(by_step[later[0]]) if later else None
-        scal, blocks = analyse_snapshot(model, task, batch, opts, nxt)
+        cached_step, cached = (later[0], nxt) if later else (None, None)
+        scal, blocks = analyse_snapshot(model, task, batch, opts, nxt, predict)
         scal["step"] = step
         scal["next_step"] = later[0] if later else None
         scal["metrics_acc"] = _metrics_at(records, step)
@@ -437,7 +564,10 @@ def compare_run(run_dir, opts: Options | None = None) -> dict:
                 f"bar_v {c['barv_barv']:+.3f}",
                 flush=True,
             )
-    result["windows"] = phase_windows(result["steps"], phases)
+    cached = None
+    wins = opts.windows if opts.windows is not None else default_windows(phases, chosen)
+    result["windows_source"] = "options" if opts.windows is not None else "phases"
+    result["windows"] = window_summary(result["steps"], wins)
     rows, cols = result["labels"]["rows"], result["labels"]["cols"]
     result["null95"] = {
         k: null_cos95(subblock(np.zeros((len(rows), len(cols))), rows, cols, k).size)
@@ -445,18 +575,16 @@ def compare_run(run_dir, opts: Options | None = None) -> dict:
     }
     result["_blocks"] = all_blocks
     if opts.one_step:
-        at = opts.one_step_at
+        at, rule = opts.one_step_at, "--one-step-at"
         if at is None:
-            at = first_zero_var_step(records, snap_steps)
+            at, rule = one_step_default(records, phases, snap_steps)
         if at is None:
             result["one_step"] = {"skipped": "no snapshot with 0var/ind >= 0.9 (use --one-step-at)"}
         else:
             if at not in by_step:
-                raise ValueError(f"--one-step-at {at}: no snapshot there; available {snap_steps}")
-            eval_path = run_dir / "eval_sets.pt"
-            if eval_path.exists():
-                sets = load_eval_sets(eval_path)
-            else:
+                raise UsageError(f"--one-step-at {at}: no snapshot there; available {snap_steps}")
+            sets = saved_sets  # checked to be this run's above (None: absent)
+            if sets is None:
                 from empirical.task import build_eval_sets
 
                 sets = build_eval_sets(task, cfg.seed)
@@ -468,11 +596,17 @@ def compare_run(run_dir, opts: Options | None = None) -> dict:
                 task, opts.batch_size, opts.seed, opts.one_step_order, opts.one_step_distribution,
                 held_os, opts.all_assigned,
             )  # fmt: skip
+            # G1 of the theorem's population (unrestricted) in the one-step data's order
+            pred_os = make_predictor(
+                task, dataclasses.replace(opts, distribution="unrestricted"), opts.one_step_order
+            )
             res = one_step_experiment(
-                _load(by_step[at]), task, batch_os, sets, opts, opts.one_step_order
+                _load(by_step[at]), task, batch_os, sets, opts, opts.one_step_order, pred_os
             )
             res["step"] = at
+            res["rule"] = rule
             res["metrics_acc"] = _metrics_at(records, at)
+            res["elapsed_one_step_s"] = time.time() - t1
             result["one_step"] = res
             if opts.progress:
                 print(
@@ -480,45 +614,6 @@ def compare_run(run_dir, opts: Options | None = None) -> dict:
                 )
     result["elapsed_s"] = time.time() - t0
     return result
-
-
-def phase_windows(steps: list[dict], phases: dict | None) -> dict:
-    """Means of the main numbers over training windows: before 0-var is learned, the plateau
-    from then to the variable spike (detect_phases' first spike), the spike, and after it."""
-    if not phases or phases.get("zero_var_learned_step") is None:
-        return {}
-    z = phases["zero_var_learned_step"]
-    spike = phases.get("first_spike")
-    s0, s1 = (spike["start_step"], spike["end_step"]) if spike else (math.inf, math.inf)
-    bounds = {
-        "before_0var": (-math.inf, z),
-        "plateau": (z, s0) if s0 > z else (z, z),
-        "spike": (s0, s1 + 1),
-        "after": (s1 + 1, math.inf),
-    }
-    out = {}
-    for name, (lo, hi) in bounds.items():
-        sel = [r for r in steps if lo <= r["step"] < hi]
-        if not sel:
-            continue
-        entry = {"steps": [sel[0]["step"], sel[-1]["step"]], "n": len(sel)}
-        for frame in FRAMES:
-            for var in VARIANTS:
-                vals = [r["comparison"][frame][var] for r in sel if var in r["comparison"][frame]]
-                if not vals:
-                    continue
-                entry[f"{frame}/{var}"] = {
-                    "cos_all": float(np.nanmean([v["cos"]["all"] for v in vals])),
-                    "cos_barv": float(np.nanmean([v["cos"]["barv_barv"] for v in vals])),
-                    "identity_rows": float(
-                        np.nanmean([v["identity"]["row_argmax_on_diag"] for v in vals])
-                    ),
-                    "attenuation_sign": float(
-                        np.nanmean([v["attenuation"]["fraction"] for v in vals])
-                    ),
-                }
-        out[name] = entry
-    return out
 
 
 def jsonable(obj):

@@ -1,30 +1,27 @@
-"""Figures of the comparison (matplotlib, Agg): each function writes one PNG, returns its path."""
+"""Figures of the comparison. Each function returns the matplotlib Figure and, given a path,
+writes it (png, pdf or svg: the suffix, or `fmt`) and closes it. Importing this module selects
+no backend; colours are Okabe & Ito's colour-blind-safe palette."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import matplotlib.pyplot as plt
+import numpy as np
 
-import matplotlib
+from empirical.figures import DIVERGING, OKABE_ITO, save_figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
+C = OKABE_ITO
 VARIANT_STYLE = {
-    "grad_ce": ("tab:blue", "-gradient (cross-entropy, merged W_QK)"),
-    "grad_lin": ("tab:orange", "-gradient (first-order loss, xi->0)"),
-    "sgd_factored": ("tab:green", "SGD on W_Q, W_K (induced dW_QK)"),
-    "diff": ("tab:gray", "snapshot change"),
-    "diff_perp": ("tab:red", "snapshot change, decay removed"),
+    "grad_ce": (C["blue"], "-gradient (cross-entropy, merged W_QK)"),
+    "grad_lin": (C["orange"], "-gradient (first-order loss, xi->0)"),
+    "sgd_factored": (C["green"], "SGD on W_Q, W_K (induced dW_QK)"),
+    "diff": (C["grey"], "snapshot change"),
+    "diff_perp": (C["vermillion"], "snapshot change, decay removed"),
 }
+LINE_COLORS = [C[k] for k in ("blue", "orange", "green", "vermillion", "purple", "sky", "black")]
 
 
-def _save(fig, path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path
+def _save(fig, path, fmt=None):
+    return save_figure(fig, path, fmt, dpi=110)
 
 
 def phase_marks(ax, phases: dict | None, label: bool = True) -> None:
@@ -34,8 +31,8 @@ def phase_marks(ax, phases: dict | None, label: bool = True) -> None:
     z = phases.get("zero_var_learned_step")
     if z is not None:
         ax.axvline(z, color="k", ls="--", lw=1, label="0-var >= 90%" if label else None)
-    for key, color, name in (("first_spike", "tab:purple", "1st spike"),
-                             ("second_spike", "tab:brown", "2nd spike")):  # fmt: skip
+    for key, color, name in (("first_spike", C["purple"], "1st spike"),
+                             ("second_spike", C["sky"], "2nd spike")):  # fmt: skip
         s = phases.get(key)
         if s:
             ax.axvspan(s["start_step"], s["end_step"], color=color, alpha=0.15,
@@ -55,35 +52,218 @@ def _series(result, frame, variant, *keys):
     return xs, ys
 
 
-def plot_cosines(result, path, title: str) -> Path:
-    """cos(predicted G1, observed) over steps: whole block and bar_v x bar_v, both frames."""
-    fig, axes = plt.subplots(2, 2, figsize=(13, 8), sharex=True)
-    for i, frame in enumerate(("orth", "raw")):
-        for j, (sub, name) in enumerate((("all", "whole block"), ("barv_barv", "bar_v x bar_v"))):
+COS_LINES = {  # variant -> (colour, marker, label); updates are drawn at their mid-interval
+    "grad_ce": (C["blue"], "o", "(i) -gradient, cross-entropy on 1-var data"),
+    "grad_lin": (C["orange"], "s", "(ii) -gradient, first-order term"),
+    "diff": (C["black"], "^", "(iii) observed update to the next snapshot"),
+    "diff_perp": (C["vermillion"], "v", "(iii') observed update, weight decay removed"),
+}
+
+
+SPIKE_COLORS = [C["purple"], C["vermillion"], C["green"], C["orange"]]
+
+
+def _lanes(windows: list[tuple[str, int, int]]) -> list[list[tuple[str, int, int]]]:
+    """Greedy packing of windows into lanes whose windows do not overlap (touching is fine)."""
+    lanes: list[list[tuple[str, int, int]]] = []
+    for w in sorted(windows, key=lambda w: (w[1], -(w[2] - w[1]))):
+        for lane in lanes:
+            if all(w[1] >= o[2] or w[2] <= o[1] for o in lane):
+                lane.append(w)
+                break
+        else:
+            lanes.append([w])
+    return lanes
+
+
+def window_marks(ax, result, label: bool = True, lo=None, hi=None, top: float = 1.0,
+                 step: float = 0.1) -> float:  # fmt: skip
+    """Mark the comparison's windows (result["windows"]): windows named spike* shaded over the
+    whole height (labelled for the legend), the others as labelled bars above `top`, one lane
+    per set of non-overlapping windows (lane k at y = top + (k + 1) * step, data units).
+    Returns the y the bars reach (for the axis limit)."""
+    wins = [(n, e["lo"], e["hi"]) for n, e in (result.get("windows") or {}).items()]
+    spikes = [w for w in wins if w[0].startswith("spike")]
+    for k, (name, a, b) in enumerate(spikes):
+        if lo is not None and (b < lo or a > hi):
+            continue
+        ax.axvspan(a, b, color=SPIKE_COLORS[k % len(SPIKE_COLORS)], alpha=0.25, lw=0,
+                   label=f"window {name} ({a}-{b})" if label else None)  # fmt: skip
+    others = [w for w in wins if not w[0].startswith("spike")]
+    lanes = _lanes(others)
+    x0, x1 = (lo, hi) if lo is not None else (None, None)
+    steps = [r["step"] for r in result.get("steps", [])]
+    span = (x1 - x0) if x0 is not None else (max(steps) - min(steps) if steps else 1) or 1
+    for k, lane in enumerate(lanes):
+        y = top + (k + 1) * step
+        for name, a, b in lane:
+            if x0 is not None and (b < x0 or a > x1):
+                continue
+            ax.plot([a, b], [y, y], "-", color="0.35", lw=2.5, solid_capstyle="butt")
+            for x in (a, b):
+                ax.plot([x, x], [y - step * 0.3, y + step * 0.3], "-", color="0.35", lw=1)
+            ca, cb = (max(a, x0), min(b, x1)) if x0 is not None else (a, b)
+            if (cb - ca) >= 0.08 * span:  # a name only where it fits
+                ax.text(0.5 * (ca + cb), y + step * 0.12, name, ha="center", va="bottom",
+                        fontsize=8, color="0.15", clip_on=True)  # fmt: skip
+    return top + (len(lanes) + 0.9) * step if lanes else top
+
+
+def _cos_series(result, frame, variant, sub):
+    xs, ys = [], []
+    for r in result["steps"]:
+        v = r["comparison"][frame].get(variant)
+        if v is None:
+            continue
+        x = r["step"]
+        if variant in ("diff", "diff_perp") and r.get("next_step") is not None:
+            x = 0.5 * (r["step"] + r["next_step"])
+        xs.append(x)
+        c = v["cos"][sub]
+        ys.append(np.nan if c is None else c)
+    return xs, ys
+
+
+def zoom_ranges(result, margin: int = 5) -> list[tuple[str, float, float]]:
+    """(names, lo, hi): a zoom on each window named spike*, `margin` snapshots either side;
+    overlapping zooms are merged (their names joined by '+')."""
+    steps = [r["step"] for r in result["steps"]]
+    out: list[list] = []
+    for name, e in sorted((result.get("windows") or {}).items(), key=lambda kv: kv[1]["lo"]):
+        if not name.startswith("spike") or not steps:
+            continue
+        i0 = max(0, max([k for k, s in enumerate(steps) if s <= e["lo"]] or [0]) - margin)
+        i1 = min(len(steps) - 1, min([k for k, s in enumerate(steps) if s >= e["hi"]]
+                                     or [len(steps) - 1]) + margin)  # fmt: skip
+        if out and steps[i0] <= out[-1][2]:
+            out[-1][0] += f"+{name}"
+            out[-1][2] = max(out[-1][2], steps[i1])
+        else:
+            out.append([name, steps[i0], steps[i1]])
+    run = (steps[-1] - steps[0]) if steps else 0
+    # a zoom that shows most of the run adds nothing to the whole-run panel
+    return [tuple(z) for z in out if z[2] - z[1] < 0.5 * run]
+
+
+def plot_cosines(result, path=None, title: str = "", *, fmt=None, frame: str = "orth"):
+    """cos(predicted G1, observed) over steps, whole block (top) and bar_v x bar_v block
+    (bottom), in `frame`; the whole run on the left, a zoom on each spike window to the
+    right; the comparison's windows shaded, the null level (95% of random directions) grey."""
+    zooms = zoom_ranges(result)
+    ncol = 1 + len(zooms)
+    fig, axes = plt.subplots(
+        2, ncol, figsize=(7.5 + 4.8 * len(zooms), 8.5), layout="constrained", squeeze=False,
+        gridspec_kw={"width_ratios": [1.6] + [1] * len(zooms)},
+    )  # fmt: skip
+    for i, (sub, name) in enumerate((("all", "whole block"), ("barv_barv", "bar_v x bar_v block"))):
+        for j in range(ncol):
             ax = axes[i, j]
-            for var, (color, lab) in VARIANT_STYLE.items():
-                xs, ys = _series(result, frame, var, "cos", sub)
-                if xs:
-                    ax.plot(xs, ys, "o-", ms=3, color=color, label=lab)
+            lo, hi = (None, None) if j == 0 else zooms[j - 1][1:]
             n95 = result["null95"][sub]
-            ax.axhspan(-n95, n95, color="0.85", label="95% of random blocks")
+            ax.axhspan(-n95, n95, color="0.8", alpha=0.7,
+                       label=f"null: 95% of random directions (|cos| < {n95:.2f})")  # fmt: skip
             ax.axhline(0, color="k", lw=0.5)
-            phase_marks(ax, result.get("phases"), label=(i == 0 and j == 0))
-            ax.set_ylim(-1.05, 1.05)
-            ax.set_title(f"{name}, {frame} frame")
-            ax.set_ylabel("cosine(predicted, observed)")
+            ytop = window_marks(
+                ax, result, label=(i == 0 and j == 0), lo=lo, hi=hi, top=1.0, step=0.17
+            )
+            for var, (color, marker, lab) in COS_LINES.items():
+                xs, ys = _cos_series(result, frame, var, sub)
+                if lo is not None:
+                    keep = [k for k, x in enumerate(xs) if lo <= x <= hi]
+                    xs, ys = [xs[k] for k in keep], [ys[k] for k in keep]
+                if xs:
+                    ax.plot(xs, ys, "-", marker=marker, ms=3.5 if j == 0 else 5, lw=1,
+                            color=color, label=lab)  # fmt: skip
+            ax.set_ylim(-1.05, max(1.05, ytop))
+            ax.set_yticks(np.linspace(-1, 1, 9))
+            if lo is not None:
+                ax.set_xlim(lo, hi)
+                ax.set_title(f"{name}: zoom on {zooms[j - 1][0]} ({lo}-{hi})", fontsize=10)
+            else:
+                ax.set_title(f"{name}, {frame} frame", fontsize=11)
+                ax.set_ylabel("cosine(G1, observed)")
             if i == 1:
                 ax.set_xlabel("training step")
+            ax.tick_params(labelsize=9)
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, bbox_to_anchor=(0.5, -0.06))
-    fig.suptitle(title)
-    return _save(fig, path)
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=9)
+    pred = result.get("prediction", "closed")
+    fig.suptitle(
+        (title or "theory's G1 vs the layer-2 QK update")
+        + f"\n(G1: {'closed form' if pred == 'closed' else 'theorem model, sampled population'}"
+        f" at the a, b measured at each snapshot; updates drawn at the middle of their interval)",
+        fontsize=12,
+    )
+    return _save(fig, path, fmt)
 
 
-def plot_structure(result, path, title: str) -> Path:
+TERM_LINES = {  # block -> (colour, style, label, line width, alpha)
+    "pred": (C["black"], "--", "G1 at the measured a, b (theory)", 1.5, 1.0),
+    "weights": (C["blue"], "-", "current layer-2 W_QK (the state)", 2.4, 1.0),
+    "grad_ce": (C["orange"], "-", "-gradient, cross-entropy on 1-var data", 0.9, 0.75),
+    "grad_lin": (C["green"], ":", "-gradient, first-order term", 0.9, 0.75),
+    "diff_perp": (C["vermillion"], "-", "observed update (weight decay removed)", 0.9, 0.75),
+}
+TERM_NAMES = {
+    "assignment_wide": "assignment-wide (all assignments)",
+    "memory": "associative memory (bound number)",
+    "operand_attenuation": "operand positions (W-tilde)",
+    "token_attenuation": "variable-token attenuation",
+    "residual": "outside the theorem's form",
+}
+
+
+def plot_terms(result, path=None, title: str = "", *, fmt=None):
+    """The all-assignment (assignment-wide) term's share over steps (left) and the state's
+    energy split over the theorem's terms (right), orth frame, windows shaded."""
+    fig, axes = plt.subplots(1, 2, figsize=(17, 5.8), layout="constrained")
+    ax = axes[0]
+    ytop = window_marks(ax, result, label=True, top=1.0, step=0.09)
+    for blk, (color, ls, lab, lw, alpha) in TERM_LINES.items():
+        xs, ys = [], []
+        for r in result["steps"]:
+            t = (r.get("terms") or {}).get(blk)
+            if t is None:
+                continue
+            x = r["step"]
+            if blk == "diff_perp" and r.get("next_step") is not None:
+                x = 0.5 * (r["step"] + r["next_step"])
+            xs.append(x)
+            v = t.get("aw_share_vs_memory")
+            ys.append(np.nan if v is None else v)
+        if xs:
+            ax.plot(xs, ys, ls, color=color, marker="o", ms=2.5 if lw < 2 else 3.5, lw=lw,
+                    alpha=alpha, label=lab, zorder=3 if blk == "weights" else 2)  # fmt: skip
+    ax.set_ylim(-0.02, max(1.02, ytop))
+    ax.set_yticks(np.linspace(0, 1, 6))
+    ax.set_xlabel("training step")
+    ax.set_ylabel("assignment-wide / (assignment-wide + memory) energy")
+    ax.set_title("share of the all-assignment term (1 = all of it raises every assignment)",
+                 fontsize=10)  # fmt: skip
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower left", ncol=4, fontsize=8)
+    ax = axes[1]
+    steps = [r["step"] for r in result["steps"]]
+    shares = {k: [(r.get("terms") or {}).get("weights", {}).get("share", {}).get(k, np.nan)
+                  for r in result["steps"]] for k in TERM_NAMES}  # fmt: skip
+    colors = [C["orange"], C["blue"], C["green"], C["purple"], C["grey"]]
+    ax.stackplot(steps, *[np.nan_to_num(np.array(v, float)) for v in shares.values()],
+                 colors=colors, alpha=0.85, labels=list(TERM_NAMES.values()))  # fmt: skip
+    ytop = window_marks(ax, result, label=False, top=1.0, step=0.09)
+    ax.set_ylim(0, max(1.0, ytop))
+    ax.set_yticks(np.linspace(0, 1, 6))
+    ax.set_xlabel("training step")
+    ax.set_ylabel("fraction of |W_QK block|^2")
+    ax.set_title("the state W_QK split into the theorem's terms (orth frame)", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(title or "the theorem's all-assignment term along training (orth frame)")
+    return _save(fig, path, fmt)
+
+
+def plot_structure(result, path=None, title: str = "", *, fmt=None):
     """Identity score of the bar_v block (observed updates and current weights), and the
     sign agreement of the attenuation entries, orth frame."""
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), sharex=True)
+    fig, axes = plt.subplots(1, 3, figsize=(16, 5.2), sharex=True, layout="constrained")
     frame = "orth"
     for var, (color, lab) in VARIANT_STYLE.items():
         xs, ys = _series(result, frame, var, "identity", "row_argmax_on_diag")
@@ -114,16 +294,18 @@ def plot_structure(result, path, title: str) -> Path:
         ax.set_xlabel("training step")
         ax.set_ylabel(yl)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8, bbox_to_anchor=(0.5, -0.1))
+    fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=8)
     fig.suptitle(title + " (orth frame)")
-    return _save(fig, path)
+    return _save(fig, path, fmt)
 
 
-def plot_assumptions(result, path, title: str) -> Path:
+def plot_assumptions(result, path=None, title: str = "", *, fmt=None):
     """The theorem's assumptions measured over training."""
     R = result["steps"]
     steps = [r["step"] for r in R]
-    fig, axes = plt.subplots(2, 2, figsize=(13, 8), sharex=True)
+    fig, axes = plt.subplots(2, 2, figsize=(18, 9.5), sharex=True, layout="constrained")
+    for ax in axes.ravel():
+        ax.set_prop_cycle(color=LINE_COLORS)
     ax = axes[0, 0]
     emb = [r["assumptions"]["embeddings"] for r in R]
     ax.plot(
@@ -153,10 +335,10 @@ def plot_assumptions(result, path, title: str) -> Path:
     ax = axes[0, 1]
     A = [r["assumptions"] for r in R]
     for key, lab in (
-        ("l1_eq_to_operands_mass", "L1: `=` -> positions 13, 14 (mass)"),
+        ("l1_eq_to_operands_mass", "L1: '=' -> positions 13, 14 (mass)"),
         ("l1_num_to_prev_mass", "L1: number -> previous token (mass)"),
         ("l1_num_to_prev_argmax", "L1: number -> previous token (argmax)"),
-        ("query_added_cos_ebar", "cos(L1 output at `=`, ebar_v)"),
+        ("query_added_cos_ebar", "cos(L1 output at '=', ebar_v)"),
         ("number_added_cos_ebar", "cos(L1 output at number, ebar_u)"),
     ):
         ax.plot(steps, [a[key] for a in A], label=lab)
@@ -167,20 +349,21 @@ def plot_assumptions(result, path, title: str) -> Path:
     ax.plot(
         steps,
         [a.get("oracle_routing_accuracy", np.nan) for a in A],
-        "m-",
+        "-",
+        color=C["purple"],
         label="batch accuracy with ideal layer-2 routing",
     )
     for name, color in (
-        ("0var/ind", "tab:blue"),
-        ("1var/ind", "tab:orange"),
-        ("2var/ind", "tab:green"),
+        ("0var/ind", C["blue"]),
+        ("1var/ind", C["orange"]),
+        ("2var/ind", C["green"]),
     ):
         ys = [r["metrics_acc"].get(name, np.nan) for r in R]
         ax.plot(steps, ys, color=color, ls="--", label=f"model accuracy {name}")
     ax.plot(
         steps,
         [r["batch_accuracy"] for r in R],
-        color="tab:red",
+        color=C["vermillion"],
         ls=":",
         label="accuracy on the comparison batch",
     )
@@ -199,14 +382,14 @@ def plot_assumptions(result, path, title: str) -> Path:
         "self",
     ):
         ax.plot(steps, [a["mass"][key] for a in att], lw=1, label=f"mass: {key.replace('_', ' ')}")
-    ax.set_title("layer-2 attention of `=` on 1-var sequences")
+    ax.set_title("layer-2 attention of '=' on 1-var sequences")
     ax.set_ylabel("attention")
     ax.set_xlabel("training step")
     for ax in axes.ravel():
         phase_marks(ax, result.get("phases"), label=False)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
     fig.suptitle(title)
-    return _save(fig, path)
+    return _save(fig, path, fmt)
 
 
 def condensed(M, rows, cols, L: int):
@@ -231,56 +414,86 @@ def condensed(M, rows, cols, L: int):
     return names, np.stack(out, 1)
 
 
-def plot_blocks(blocks: dict, rows, cols, L: int, path, title: str) -> Path:
+def plot_blocks(blocks: dict, rows, cols, L: int, path=None, title: str = "", *, fmt=None):
     """Heat maps (each scaled to max |entry| 1) of the prediction and observed blocks."""
     keys = [k for k in ("pred", "orth/grad_ce", "orth/grad_lin", "orth/diff_perp", "raw/grad_ce")
             if k in blocks]  # fmt: skip
-    fig, axes = plt.subplots(len(keys), 1, figsize=(12, 2.3 * len(keys) + 0.5))
+    fig, axes = plt.subplots(
+        len(keys), 1, figsize=(13, 2.8 * len(keys) + 1), layout="constrained", squeeze=False
+    )
+    axes = axes[:, 0]
     axes = np.atleast_1d(axes)
     for ax, k in zip(axes, keys, strict=True):
-        names, C = condensed(blocks[k], rows, cols, L)
-        m = np.nanmax(np.abs(C)) or 1.0
-        im = ax.imshow(C / m, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
-        ax.set_yticks(range(len(rows)), rows, fontsize=7)
-        ax.set_xticks(range(len(names)), names, rotation=60, fontsize=7)
-        ax.set_title({"pred": "predicted G1 (theory)"}.get(k, f"observed: {k}"), fontsize=9)
+        names, M = condensed(blocks[k], rows, cols, L)
+        m = np.nanmax(np.abs(M)) or 1.0
+        im = ax.imshow(M / m, cmap=DIVERGING, vmin=-1, vmax=1, aspect="auto")
+        ax.set_yticks(range(len(rows)), rows, fontsize=8)
+        ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=8)
+        ax.set_title({"pred": "predicted G1 (theory)"}.get(k, f"observed: {k}"), fontsize=10)
         ax.set_ylabel("query")
         fig.colorbar(im, ax=ax, fraction=0.02, label="/ max |entry|")
     axes[-1].set_xlabel("key component")
     fig.suptitle(title)
-    fig.tight_layout()
-    return _save(fig, path)
+    return _save(fig, path, fmt)
 
 
-def plot_one_step(one: dict, path, title: str) -> Path:
-    """Accuracy (and the batch's loss) after one step on layer-2 W_Q, W_K from 1-var data,
-    per family, against the RMS change of `=`'s layer-2 scores the step causes."""
+def plot_one_step(one: dict, path=None, title: str = "", *, fmt=None):
+    """Accuracy of every evaluation set (Wilson 95% intervals as error bars) after one step on
+    layer-2 W_Q, W_K from 1-var data, per family, against the RMS change of `=`'s layer-2
+    scores the step causes; the accuracy before as a dashed line with its interval shaded.
+    Last panels: `=`'s attention to the values of 2-var sequences and the batch's loss."""
     fams = one["families"]
-    sets = [k for k in ("0var/ind", "1var/ind", "2var/ind") if k in one["before"]]
-    panels = sets + [k for k in ("2var_value_attention", "batch_loss") if k in one["before"]]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.5))
-    colors = {"sgd": "tab:green", "grad_merged": "tab:blue", "predicted_orth": "tab:red",
-              "predicted_raw": "tab:purple", "random_orth": "tab:gray"}  # fmt: skip
-    for ax, name in zip(axes, panels, strict=True):
+    before = one["before"]
+    sets = list(one.get("set_sizes") or [k for k in ("0var/ind", "1var/ind", "2var/ind")
+                                         if k in before])  # fmt: skip
+    panels = sets + [k for k in ("2var_value_attention", "batch_loss") if k in before]
+    ncol = min(4, len(panels))
+    nrow = -(-len(panels) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.6 * ncol, 3.9 * nrow + 1),
+                             layout="constrained", squeeze=False)  # fmt: skip
+    colors = {"sgd": C["green"], "grad_merged": C["blue"], "predicted_orth": C["vermillion"],
+              "predicted_raw": C["purple"], "random_orth": C["grey"]}  # fmt: skip
+    labels = {"sgd": "plain SGD on W_Q, W_K (lr)", "grad_merged": "along -gradient of W_QK",
+              "predicted_orth": "along G1 (orth frame)", "predicted_raw": "along G1 (raw frame)",
+              "random_orth": "random direction (control)"}  # fmt: skip
+    sizes = one.get("set_sizes", {})
+    for k, name in enumerate(panels):
+        ax = axes[k // ncol, k % ncol]
         for fam, color in colors.items():
-            if fam in fams:
-                xs = [r["rms_dscore"] for r in fams[fam]]
-                ax.plot(xs, [r[name] for r in fams[fam]], "o-", color=color, ms=4, label=fam)
-        ax.axhline(one["before"][name], color="k", ls="--", label="before")
+            if fam not in fams:
+                continue
+            xs = [r["rms_dscore"] for r in fams[fam]]
+            ys = [r[name] for r in fams[fam]]
+            if name in sets and all("intervals" in r for r in fams[fam]):
+                lo = [r[name] - r["intervals"][name]["ci95"][0] for r in fams[fam]]
+                hi = [r["intervals"][name]["ci95"][1] - r[name] for r in fams[fam]]
+                ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", color=color, ms=3.5, lw=1,
+                            capsize=2, label=labels[fam])  # fmt: skip
+            else:
+                ax.plot(xs, ys, "o-", color=color, ms=3.5, lw=1, label=labels[fam])
+        ax.axhline(before[name], color="k", ls="--", lw=1, label="before the step")
+        iv = (before.get("intervals") or {}).get(name)
+        if iv:
+            ax.axhspan(*iv["ci95"], color="k", alpha=0.1, lw=0)
         ax.set_xscale("log")
-        ax.set_xlabel("RMS change of `=`'s layer-2 scores")
+        ax.tick_params(labelsize=8)
+        if k // ncol == nrow - 1 or k + ncol >= len(panels):
+            ax.set_xlabel("RMS change of the layer-2 scores of '='", fontsize=9)
         if name == "batch_loss":
-            ax.set_ylabel("cross-entropy on the step's 1-var batch")
-            ax.set_title("loss on the data of the step")
+            ax.set_ylabel("cross-entropy", fontsize=9)
+            ax.set_title("loss on the step's 1-var batch", fontsize=10)
         elif name == "2var_value_attention":
-            ax.set_ylabel("layer-2 attention of `=` on the value positions")
-            ax.set_title("2var/ind: attention to the operands' values")
+            ax.set_ylabel("attention of '=' on the values", fontsize=9)
+            ax.set_title("2var/ind: attention to the operands' values", fontsize=10)
             ax.set_ylim(-0.02, 1.02)
         else:
-            ax.set_ylabel(f"accuracy {name}")
-            ax.set_title(name)
+            ax.set_ylabel("accuracy", fontsize=9)
+            ax.set_title(f"{name} (n = {sizes.get(name, '?')})", fontsize=10)
             ax.set_ylim(-0.02, 1.02)
-    axes[0].legend(fontsize=7)
-    fig.suptitle(title)
-    fig.tight_layout()
-    return _save(fig, path)
+    for k in range(len(panels), nrow * ncol):
+        axes[k // ncol, k % ncol].axis("off")
+    handles, labs = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labs, loc="outside lower center", ncol=len(labs), fontsize=9)
+    fig.suptitle(title + "\n(error bars and grey band: Wilson 95% intervals over the set's "
+                 "sequences)")  # fmt: skip
+    return _save(fig, path, fmt)

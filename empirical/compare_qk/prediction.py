@@ -100,3 +100,146 @@ def g1_block(
 def gamma(a: float, b: float, p: int) -> float:
     """gamma = 4ab(1 - 1/p), the overall scale of G1 (theory/statement.py)."""
     return 4 * a * b * (1 - 1 / p)
+
+
+# -- the theorem's G1 on a sampled population ---------------------------------------------------
+
+PREDICTIONS = ("auto", "closed", "population")
+
+
+def closed_form_applies(K: int, L: int) -> bool:
+    """Whether the closed form exists: the theorem assigns all K variables in 2K slots of the
+    L - 4 assignment positions (K <= 6 for L = 16; the paper authors' run has K = 12)."""
+    return 1 <= K and 2 * K <= L - 4
+
+
+class PopulationG1:
+    """G1 of the theorem's model (orthonormal embeddings, augmented inputs, Gromov's MLP, W^0
+    with softmax weights a per operand position and b elsewhere) on a *sampled* population of
+    1-var sequences instead of the theorem's "all K variables assigned" population.
+
+    The closed form of `theory/` needs all K variables assigned in 2K slots, impossible when
+    2K > L - 4 (the paper authors' run: K = 12, 1..6 assignments per sequence). The
+    definition it evaluates still applies to any population (theory/g1_closed_form.py):
+
+        G1 = E[ x_T r^T ],   r = sum_t sigma_t (g_t - gbar) x_t,   gbar = sum_t sigma_t g_t,
+        g_t = 2 h_{y* - m_t} - 2 (1/p) sum_m h_m   at a key carrying the number m_t (else 0),
+        h_m = sum_t sigma_t [x_t carries e_m],
+
+    with x_T = e_= + pi_T + ebar_v (v the variable operand) and x_t the augmented input at t
+    (an assigned number carries ebar of its variable; the query is a key of itself). Given the
+    sequences (tokens, labels, variable operand) this is exact per sequence; the expectation
+    is the mean over the sample (Monte Carlo over values, layouts and variables). On the
+    theorem's own population it equals the closed form (tested). Rows: `=`, pos{L-1},
+    bar_v{u}; columns: `coords.col_labels`.
+    """
+
+    def __init__(self, tokens, labels, var_operand, p: int, K: int, L: int):
+        import torch
+
+        self.p, self.K, self.L = p, K, L
+        tokens = torch.as_tensor(tokens, dtype=torch.long)
+        self.N = int(tokens.shape[0])
+        if tokens.shape[1] != L:
+            raise ValueError(f"sequences of length {tokens.shape[1]}, expected L = {L}")
+        self.tokens, self.labels = tokens, torch.as_tensor(labels, dtype=torch.long)
+        self.var = torch.as_tensor(var_operand, dtype=torch.long)
+        if (self.var < 0).any() or (self.var >= K).any():
+            raise ValueError("every sequence needs one variable operand (1-var data)")
+        cols = col_labels(p, K, L)
+        self.cols = cols
+        D = len(cols)
+        self.D = D
+        # the column of each position's token, of its position, and of its ebar (D: none)
+        tok_col = tokens.clone()  # numbers 0..p-1 and variables p..p+K-1 are the first columns
+        plus, eq, pad = p + K, p + K + 1, p + K + 2
+        name = {plus: "+", eq: "=", pad: "pad"}
+        for t, lab in name.items():
+            tok_col[tokens == t] = cols.index(lab)
+        pos_col = torch.tensor([cols.index(f"pos{t}") for t in range(L)]).expand(self.N, L)
+        bar0 = cols.index("bar_v0")
+        ebar_col = torch.full_like(tokens, D)
+        prev = torch.cat([torch.full_like(tokens[:, :1], -1), tokens[:, :-1]], dim=1)
+        assigned = (tokens < p) & (prev >= p) & (prev < p + K)
+        assigned[:, L - 4 :] = False
+        ebar_col[assigned] = bar0 + (prev[assigned] - p)
+        ebar_col[:, L - 1] = bar0 + self.var  # the query carries ebar_v and is its own key
+        self._terms = self._monomial_terms(tokens, tok_col, pos_col, ebar_col)
+
+    def _monomial_terms(self, tokens, tok_col, pos_col, ebar_col) -> dict:
+        """G1 is a polynomial in (a, b): with sigma = a A + b B (A: the two operand positions,
+        B: the others), h, S and g are linear in (a, b), gbar quadratic and each weight
+        c_t = sigma_t g_t - sigma_t gbar a sum of the monomials a^2, ab, b^2 (from
+        sigma_t g_t) and a^3, a^2 b, a b^2, b^3 (from sigma_t gbar). The [K + 1, D] sums of
+        each monomial's weights are computed once; `block` only combines them."""
+        import torch
+
+        p, K, L, N, D = self.p, self.K, self.L, self.N, self.D
+        is_num = tokens < p
+        A = torch.zeros(N, L, dtype=torch.float64)
+        A[:, L - 3 : L - 1] = 1.0
+        B = 1.0 - A
+        num = torch.where(is_num, tokens, 0)
+        idx = (self.labels[:, None] - num) % p
+
+        def g_of(part):
+            w = torch.where(is_num, part, torch.zeros_like(part))
+            h = torch.zeros(N, p, dtype=torch.float64).scatter_add_(1, num, w)
+            g = 2 * h.gather(1, idx) - 2 * h.sum(1, keepdim=True) / p
+            return torch.where(is_num, g, torch.zeros_like(g))
+
+        gA, gB = g_of(A), g_of(B)
+        X = (A * gA).sum(1, keepdim=True)
+        Y = (A * gB + B * gA).sum(1, keepdim=True)
+        Z = (B * gB).sum(1, keepdim=True)
+        weights = {
+            (2, 0): A * gA,
+            (1, 1): A * gB + B * gA,
+            (0, 2): B * gB,
+            (3, 0): -A * X,
+            (2, 1): -(A * Y + B * X),
+            (1, 2): -(A * Z + B * Y),
+            (0, 3): -B * Z,
+        }
+        rows_v = self.var[:, None].expand(N, L)
+        rows_all = torch.full((N, L), K)
+        flat = [
+            (row * (D + 1) + col).reshape(-1)
+            for col in (tok_col, pos_col, ebar_col)
+            for row in (rows_v, rows_all)
+        ]
+        C = torch.stack([c.reshape(-1) for c in weights.values()], dim=1)  # [N L, 7]
+        acc = torch.zeros((K + 1) * (D + 1), len(weights), dtype=torch.float64)
+        for f in flat:
+            acc.index_add_(0, f, C)
+        acc = acc.view(K + 1, D + 1, len(weights))[:, :D] / N
+        return {key: acc[:, :, k].numpy().copy() for k, key in enumerate(weights)}
+
+    @classmethod
+    def from_batch(cls, batch, p: int, K: int, L: int) -> PopulationG1:
+        ov = batch.operand_vars
+        if ((ov >= 0).sum(1) != 1).any():
+            raise ValueError("PopulationG1 needs 1-var sequences (one variable operand each)")
+        var = ov.max(dim=1).values
+        return cls(batch.tokens, batch.labels, var, p, K, L)
+
+    def block(self, a: float, b: float, rows: list[str] | None = None, layout: str = "averaged"):
+        """G1[rows, cols] at softmax weights (a, b) (2a + (L-2) b = 1), float64 numpy."""
+        K, L = self.K, self.L
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+        if not (0 < a < 0.5 and 0 < b < 1):
+            raise ValueError(f"need 0 < a < 1/2 and 0 < b < 1, got a={a}, b={b}")
+        rows = row_labels(K, L) if rows is None else rows
+        acc = sum(a**i * b**j * M for (i, j), M in self._terms.items())
+        G = np.zeros((len(rows), self.D))
+        for i, rl in enumerate(rows):
+            if rl in ("=", f"pos{L - 1}"):
+                G[i] = acc[K]
+            elif rl.startswith("bar_v"):
+                G[i] = acc[int(rl[5:])]
+        if layout == "averaged":
+            region = [j for j, cl in enumerate(self.cols)
+                      if cl.startswith("pos") and int(cl[3:]) < L - 4]  # fmt: skip
+            G[:, region] = G[:, region].mean(axis=1, keepdims=True)
+        return G

@@ -9,10 +9,134 @@ from pathlib import Path
 import numpy as np
 
 from empirical.compare_qk.pipeline import jsonable
+from empirical.rundir import RunDir
 
 
 def _f(x, nd=3):
     return "n/a" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{nd}f}"
+
+
+def _stat(st, nd=2) -> str:
+    """'mean [min, max]' of a windows.stat (n/a when empty; the mean alone for one value)."""
+    if not st or st.get("n", 0) == 0:
+        return "n/a"
+    if st["n"] == 1:
+        return _f(st["mean"], nd)
+    return f"{_f(st['mean'], nd)} [{_f(st['min'], nd)}, {_f(st['max'], nd)}]"
+
+
+VARIANT_NAMES = {
+    "grad_ce": "-gradient, cross-entropy (1-var data)",
+    "grad_lin": "-gradient, first-order term (1-var data)",
+    "sgd_factored": "SGD on W_Q, W_K (induced change of W_QK)",
+    "diff": "observed update W_QK(next) - W_QK",
+    "diff_perp": "observed update, weight decay removed",
+}
+
+
+def window_tables(result: dict) -> list[str]:
+    """A table per training window: cos(G1, ...) mean [min, max] over its snapshots or
+    updates, the all-assignment term's share, and the assumptions."""
+    win = result.get("windows") or {}
+    if not win:
+        return []
+    n95 = result["null95"]
+    lines = [
+        "",
+        "## Training windows ("
+        + ("given by --windows" if result.get("windows_source") == "options" else "from the phases")
+        + ")",
+        "",
+        "Each cell: mean [min, max] over the window's snapshots (gradients, state) or its "
+        "snapshot-to-snapshot updates (diff); orth frame unless marked raw. Null level (95% "
+        f"of random directions): whole block {_f(n95['all'])}, bar_v block "
+        f"{_f(n95['barv_barv'])}. A window lo:hi holds the snapshots lo <= step <= hi and the "
+        "updates that start and end inside it.",
+    ]
+    for name, e in win.items():
+        ups = e["updates"]
+        lines += [
+            "",
+            f"### {name}: steps {e['lo']}-{e['hi']} ({len(e['snapshots'])} snapshots, "
+            f"{len(ups)} updates"
+            + (f": {', '.join(f'{a}->{b}' for a, b in ups[:6])}{', ...' if len(ups) > 6 else ''}"
+               if ups else "")
+            + ")",
+            "",
+            "| cos(G1, .) | n | whole block | bar_v block | whole (raw frame) | bar_v rows with "
+            "argmax on the diagonal | attenuation signs as G1 |",
+            "|---|---|---|---|---|---|---|",
+        ]  # fmt: skip
+        for var, label in VARIANT_NAMES.items():
+            c = e["cos"]["orth"][var]
+            lines.append(
+                f"| {label} | {c['all']['n']} | {_stat(c['all'])} | {_stat(c['barv_barv'])} | "
+                f"{_stat(e['cos']['raw'][var]['all'])} | {_stat(e['identity_rows'][var])} | "
+                f"{_stat(e['attenuation_sign'][var])} |"
+            )
+        lines += [
+            "",
+            "| all-assignment share: assignment-wide / (assignment-wide + memory) energy | "
+            "mean [min, max] |",
+            "|---|---|",
+        ]
+        names = {"pred": "G1 at the measured a, b", "weights": "current W_QK (state)",
+                 "grad_ce": "-gradient (cross-entropy)", "grad_lin": "-gradient (first order)",
+                 "diff_perp": "observed update (decay removed)"}  # fmt: skip
+        for blk, label in names.items():
+            lines.append(f"| {label} | {_stat(e['aw_share'][blk])} |")
+        lines += ["", "| measured at the snapshots | mean [min, max] |", "|---|---|"]
+        for label, st in e["quantities"].items():
+            if st["n"]:
+                lines.append(f"| {label} | {_stat(st, 3)} |")
+    return lines
+
+
+def _acc_cell(iv: dict | None) -> str:
+    if not iv:
+        return "-"
+    lo, hi = iv["ci95"]
+    return f"{100 * iv['acc']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def one_step_lines(one: dict) -> list[str]:
+    b = one["before"]
+    names = list(one.get("set_sizes") or [k for k in b if "/" in k])
+    sizes = one.get("set_sizes", {})
+    lines = [
+        "",
+        f"## One step from step {one['step']} on 1-var data (layer-2 W_Q, W_K only)",
+        "",
+        f"Snapshot: {one.get('rule', '')}. {one.get('order')} order; a = {_f(one['a'])}; "
+        f"G1: {one.get('prediction', 'closed')}. Loss on the step's batch before "
+        f"{_f(b.get('batch_loss'))}, `=` attention on 2-var values "
+        f"{_f(b.get('2var_value_attention'))}.",
+        "",
+        "Ideal routing (layer-2 attention replaced by 1/2 on each value position; the most "
+        "a key-query update can give, first 2048 of each set): "
+        + ", ".join(f"{k} {_f(v)}" for k, v in one.get("oracle_routing_accuracy", {}).items())
+        + ".",
+        "",
+        "Accuracy in percent [Wilson 95% interval]; set sizes: "
+        + ", ".join(f"{n} {sizes.get(n, '?')}" for n in names)
+        + ". Sizes: lr (plain SGD) or t = RMS change of `=`'s layer-2 scores on the batch.",
+        "",
+        "| family | size | RMS dscore | "
+        + " | ".join(names)
+        + " | batch loss | 2-var value att. |",
+        "|---" * (len(names) + 5) + "|",
+        "| before | - | 0 | " + " | ".join(_acc_cell(b.get("intervals", {}).get(n)) for n in names)
+        + f" | {_f(b.get('batch_loss'))} | {_f(b.get('2var_value_attention'))} |",
+    ]  # fmt: skip
+    for fam, rows in one["families"].items():
+        for row in rows:
+            size = f"lr={row['lr']:g}" if "lr" in row else f"t={row['t']:g}"
+            cells = " | ".join(_acc_cell(row.get("intervals", {}).get(n)) for n in names)
+            lines.append(
+                f"| {fam} | {size} | {_f(row['rms_dscore'], 2)} | {cells} | "
+                f"{_f(row.get('batch_loss'))} | {_f(row.get('2var_value_attention'))} |"
+            )
+    return lines
 
 
 def write_blocks(result: dict, path: Path) -> Path:
@@ -26,7 +150,13 @@ def write_blocks(result: dict, path: Path) -> Path:
         for s, M in items:
             A[steps.index(s)] = M
         arrays[name.replace("/", "__")] = A
-    np.savez_compressed(path, **arrays)
+    import io
+
+    from empirical.config_io import atomic_write_bytes
+
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    atomic_write_bytes(path, buffer.getvalue())
     return path
 
 
@@ -38,7 +168,13 @@ def summary_markdown(result: dict) -> str:
         "",
         f"p={result['task']['p']}, K={result['task']['K']}, L={result['task']['L']}; "
         f"{o['batch_size']} 1-var sequences ({o['order']} order, {o['distribution']}); "
-        f"a from attention to the {o['ab_from']}; prediction layout {o['layout']}.",
+        f"a from attention to the {o['ab_from']}; prediction layout {o['layout']}; G1 "
+        + (
+            "from the closed form of theory/ (all K variables assigned)."
+            if result.get("prediction", "closed") == "closed"
+            else f"of the theorem's model on {o.get('prediction_size')} sampled sequences of "
+            "the comparison's distribution (the closed form needs 2K <= L - 4)."
+        ),
         "Definitions: docs/compare_qk.md. cos = cosine(theory's G1 block, observed block); "
         "'orth' = labels on the closest orthonormal vectors, 'raw' = the model's vectors.",
         f"Null level (95% of random blocks): whole {_f(result['null95']['all'])}, "
@@ -55,40 +191,22 @@ def summary_markdown(result: dict) -> str:
         f"Phases: 0-var >= 90% at {ph.get('zero_var_learned_step')}; first spike "
         f"{window(fs)}; second spike {window(ss)}."
     )
-    win = result.get("windows") or {}
-    if win:
-        lines += [
-            "",
-            "Means over training windows (orth frame; cos all / cos bar_v / identity rows / "
-            "attenuation sign agreement):",
-            "",
-            "| window | steps | grad_ce | grad_lin | sgd_factored | diff_perp |",
-            "|---|---|---|---|---|---|",
-        ]
-        for name, e in win.items():
-            cells = []
-            for var in ("grad_ce", "grad_lin", "sgd_factored", "diff_perp"):
-                v = e.get(f"orth/{var}")
-                cells.append(
-                    "-"
-                    if v is None
-                    else " / ".join(
-                        _f(v[k], 2)
-                        for k in ("cos_all", "cos_barv", "identity_rows", "attenuation_sign")
-                    )
-                )
-            lines.append(
-                f"| {name} | {e['steps'][0]}-{e['steps'][1]} ({e['n']}) | "
-                + " | ".join(cells)
-                + " |"
-            )
+    lines += window_tables(result)
     lines += [
         "",
-        "| step | acc 0v/1v/2v | a | beta | cos all (orth): grad_ce / grad_lin / sgd / diff_perp "
-        "| cos bar_v (orth): grad_ce / grad_lin / sgd / diff_perp | id(grad_ce) | atten. sign "
+        "## Per snapshot",
+        "",
+        "cos columns: G1 against the -gradient (cross-entropy) / -gradient (first order) / "
+        "observed update to the next snapshot / the same without weight decay, orth frame. "
+        "all-assignment share: assignment-wide / (assignment-wide + memory) energy in G1 / "
+        "the current W_QK / the cross-entropy gradient.",
+        "",
+        "| step | acc 0v/1v/2v | a | beta | cos all: grad_ce / grad_lin / diff / diff_perp "
+        "| cos bar_v: grad_ce / grad_lin / diff / diff_perp | all-assignment share "
+        "| id(grad_ce) | atten. sign "
         "| emb max (w/o +/pos12, =/pos15) / mean abs cos | ebar max abs cos | L1 `=`->ops "
         "| L1 num->prev | OV-MLP | ideal-routing acc |",
-        "|---" * 14 + "|",
+        "|---" * 15 + "|",
     ]
     for r in R:
         c = r["comparison"]["orth"]
@@ -98,14 +216,21 @@ def summary_markdown(result: dict) -> str:
         def cs(sub, c=c):
             return " / ".join(
                 _f(c[v]["cos"][sub], 2) if v in c else "-"
-                for v in ("grad_ce", "grad_lin", "sgd_factored", "diff_perp")
+                for v in ("grad_ce", "grad_lin", "diff", "diff_perp")
             )
+
+        terms = r.get("terms") or {}
+        share = " / ".join(
+            _f((terms.get(k) or {}).get("aw_share_vs_memory"), 2)
+            for k in ("pred", "weights", "grad_ce")
+        )
 
         e = r["assumptions"]["embeddings"]
         a = r["assumptions"]
         lines.append(
             f"| {r['step']} | {acc} | {_f(r['a'])} | {_f(r['beta'], 2)} | {cs('all')} | "
-            f"{cs('barv_barv')} | {_f(c['grad_ce']['identity']['row_argmax_on_diag'], 1)} | "
+            f"{cs('barv_barv')} | {share} | "
+            f"{_f(c['grad_ce']['identity']['row_argmax_on_diag'], 1)} | "
             f"{_f(c['grad_ce']['attenuation']['fraction'], 2)} | "
             f"{_f(e['embeddings_max_abs_cos_excluding_cooccurring'], 2)}/"
             f"{_f(e['embeddings']['mean_abs_cos'], 2)} | "
@@ -115,78 +240,66 @@ def summary_markdown(result: dict) -> str:
         )
     one = result.get("one_step")
     if one and "families" in one:
-        b = one["before"]
-        lines += [
-            "",
-            f"## One step from step {one['step']} on 1-var data (layer-2 W_Q, W_K only)",
-            "",
-            f"Before: 0var/ind {_f(b.get('0var/ind'))}, 1var/ind {_f(b.get('1var/ind'))}, "
-            f"2var/ind {_f(b.get('2var/ind'))}, loss on the step's batch "
-            f"{_f(b.get('batch_loss'))}, `=` attention on 2-var values "
-            f"{_f(b.get('2var_value_attention'))} ({one.get('order')} order; a = {_f(one['a'])}).",
-            "",
-            "Ideal routing (layer-2 attention replaced by 1/2 on each value position; the most "
-            "a key-query update can give): "
-            + ", ".join(f"{k} {_f(v)}" for k, v in one.get("oracle_routing_accuracy", {}).items())
-            + ".",
-            "",
-            "Sizes: lr (plain SGD) or t = RMS change of `=`'s layer-2 scores on the batch.",
-            "",
-            "| family | size | RMS dscore | max dS orth | 0var | 1var | 2var | batch loss "
-            "| 2-var value attention |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for fam, rows in one["families"].items():
-            for row in rows:
-                size = f"lr={row['lr']:g}" if "lr" in row else f"t={row['t']:g}"
-                lines.append(
-                    f"| {fam} | {size} | {_f(row['rms_dscore'], 2)} | "
-                    f"{_f(row['max_abs_dS_orth'], 2)} | "
-                    f"{_f(row.get('0var/ind'))} | {_f(row.get('1var/ind'))} | "
-                    f"{_f(row.get('2var/ind'))} | {_f(row.get('batch_loss'))} | "
-                    f"{_f(row.get('2var_value_attention'))} |"
-                )
+        lines += one_step_lines(one)
     elif one:
         lines += ["", f"One-step test skipped: {one.get('skipped')}"]
     lines.append("")
     return "\n".join(lines)
 
 
-def write_outputs(result: dict, out_dir, figures: bool = True) -> dict[str, Path]:
-    """Write everything under out_dir; returns name -> path."""
+def write_outputs(result: dict, out_dir, figures: bool = True, fmt: str = "png") -> dict[str, Path]:
+    """Write everything under out_dir (figures as png, pdf or svg: `fmt`); returns name -> path.
+    Files are written atomically, with the umask's permissions."""
+    from empirical.config_io import atomic_write_bytes
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
-    paths["json"] = out / "compare_qk.json"
-    paths["json"].write_text(json.dumps(jsonable(result), indent=1))
-    paths["blocks"] = write_blocks(result, out / "blocks.npz")
-    paths["summary"] = out / "summary.md"
-    paths["summary"].write_text(summary_markdown(result))
+    paths["json"] = out / RunDir.COMPARE_QK_JSON
+    atomic_write_bytes(paths["json"], json.dumps(jsonable(result), indent=1).encode())
+    paths["blocks"] = write_blocks(result, out / RunDir.BLOCKS_NPZ)
+    paths["summary"] = out / RunDir.SUMMARY_MD
+    atomic_write_bytes(paths["summary"], summary_markdown(result).encode())
     if figures:
         from empirical.compare_qk import plots
 
+        def at(stem: str) -> Path:
+            return out / f"{stem}.{fmt}"
+
         name = Path(result["run_dir"]).name
-        paths["cosines"] = plots.plot_cosines(
-            result, out / "cosines.png", f"{name}: theory's G1 vs observed layer-2 QK update"
-        )
-        paths["structure"] = plots.plot_structure(
-            result, out / "structure.png", f"{name}: associative memory and attenuation"
-        )
-        paths["assumptions"] = plots.plot_assumptions(
-            result, out / "assumptions.png", f"{name}: the theorem's assumptions, measured"
-        )
+        made = {
+            "cosines": plots.plot_cosines(
+                result, at("cosines"), f"{name}: theory's G1 vs the layer-2 QK update"
+            ),
+            "cosines_raw": plots.plot_cosines(
+                result,
+                at("cosines_raw"),
+                f"{name}: theory's G1 vs the layer-2 QK update",
+                frame="raw",
+            ),
+            "terms": plots.plot_terms(
+                result, at("terms"), f"{name}: the theorem's all-assignment term along training"
+            ),
+            "structure": plots.plot_structure(
+                result, at("structure"), f"{name}: associative memory and attenuation"
+            ),
+            "assumptions": plots.plot_assumptions(
+                result, at("assumptions"), f"{name}: the theorem's assumptions, measured"
+            ),
+        }
         one = result.get("one_step")
         rows, cols = result["labels"]["rows"], result["labels"]["cols"]
-        at = one.get("step") if one and "step" in one else result["steps"][-1]["step"]
-        blocks = {k: M for k, items in result["_blocks"].items() for s, M in items if s == at}
+        at_step = one.get("step") if one and "step" in one else result["steps"][-1]["step"]
+        blocks = {k: M for k, items in result["_blocks"].items() for s, M in items if s == at_step}
         if blocks:
-            paths["blocks_png"] = plots.plot_blocks(
-                blocks, rows, cols, result["task"]["L"], out / f"blocks_step_{at:06d}.png",
-                f"{name}, step {at}: blocks (rows: query, columns: key)",
+            made["blocks_png"] = plots.plot_blocks(
+                blocks, rows, cols, result["task"]["L"], at(f"blocks_step_{at_step:06d}"),
+                f"{name}, step {at_step}: blocks (rows: query, columns: key)",
             )  # fmt: skip
         if one and "families" in one:
-            paths["one_step"] = plots.plot_one_step(
-                one, out / "one_step.png",
+            made["one_step"] = plots.plot_one_step(
+                one, at("one_step"),
                 f"{name}: one step on 1-var data from step {one['step']}",
             )  # fmt: skip
+        paths.update({key: fig.saved_path for key, fig in made.items()})
     return paths

@@ -8,8 +8,12 @@ A checkpoint is a dict:
      ...any other keys (optimizer, RNG, step, run config: written by the trainer)...}
 
 `load_model` reads only `model_config` and `model_state` and ignores the rest, so a training
-checkpoint is a model checkpoint too. Files are read with `torch.load(weights_only=True)`: extra
-entries must be tensors and plain containers (dict, list, tuple, str, int, float, bool, None).
+checkpoint is a model checkpoint too; it returns the model in eval mode (TransformerLens's
+patching refuses a model in training mode). `load_run(run_dir, step=None)` loads a run's
+model (its final weights, or the snapshot at `step`) with the task's tokenizer.
+
+Files are read with `torch.load(weights_only=True)`: extra entries must be tensors and plain
+containers (dict, list, tuple, str, int, float, bool, None).
 """
 
 from __future__ import annotations
@@ -18,21 +22,37 @@ import dataclasses
 import io
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from disentangled.command_line import UserError
 from empirical.config_io import ConfigError, atomic_write_bytes, from_dict, to_dict
 from empirical.model.config import DTYPES, ModelConfig
 from empirical.model.transformer import AssignAddTransformer
+
+if TYPE_CHECKING:
+    from empirical.task.vocab import Vocabulary
 
 FORMAT = "assign-and-add-model"
 FORMAT_VERSION = 1
 RESERVED_KEYS = ("format", "format_version", "model_config", "model_state")
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UserError, ValueError):
     """A checkpoint that cannot be used; the message names the path and the problem."""
+
+
+def load_failure(exc: BaseException) -> str:
+    """A short account of why torch.load failed on a file (its first sentence, and not
+    torch's advice to retry with weights_only=False, which would run a file's pickled code)."""
+    import pickle
+
+    if isinstance(exc, pickle.UnpicklingError):
+        return "UnpicklingError: not torch.save data"
+    text = str(exc).strip()
+    first = text.splitlines()[0].split(". ")[0].rstrip(".") if text else type(exc).__name__
+    return f"{type(exc).__name__}: {first}"
 
 
 def checkpoint_dict(model: AssignAddTransformer, extra: dict[str, Any] | None = None) -> dict:
@@ -74,11 +94,10 @@ def load_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict[
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises many kinds for a bad file
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CheckpointError(
             f"checkpoint {path}: cannot be read (corrupt, truncated, or not a torch.save file "
-            f"of tensors and plain containers): {type(exc).__name__}: {first}"
-        ) from exc
+            f"of tensors and plain containers): {load_failure(exc)}"
+        ) from None
     if not isinstance(ckpt, dict):
         raise CheckpointError(f"checkpoint {path}: expected a dict, found {type(ckpt).__name__}")
     for key in ("model_config", "model_state"):
@@ -98,7 +117,8 @@ def load_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict[
 def model_from_checkpoint(
     ckpt: dict[str, Any], path: str | os.PathLike = "<checkpoint>", device: Any = None
 ) -> AssignAddTransformer:
-    """Rebuild the model from a checkpoint dict (as returned by `load_checkpoint`)."""
+    """Rebuild the model from a checkpoint dict (as returned by `load_checkpoint`), in eval
+    mode. A config saved with `d_head` None (older checkpoints) gets d_head = d_model."""
     raw_cfg, state = ckpt["model_config"], ckpt["model_state"]
     if not isinstance(raw_cfg, dict):
         raise CheckpointError(f"checkpoint {path}: model_config is not a table: {raw_cfg!r}")
@@ -125,10 +145,42 @@ def model_from_checkpoint(
             f"({', '.join(problems[:6])}{', ...' if len(problems) > 6 else ''})"
         )
     model.load_state_dict(state)
+    model.eval()
     return model.to(device) if device is not None else model
 
 
 def load_model(path: str | os.PathLike, device: Any = None) -> AssignAddTransformer:
     """Rebuild the model saved at `path` (by `save_model` or the trainer) from the file alone,
-    on `device` (default: the CPU), in the dtype it was saved in."""
+    on `device` (default: the CPU), in the dtype it was saved in, in eval mode (call
+    `model.train()` to train it; the model has no dropout, so the numbers are the same)."""
     return model_from_checkpoint(load_checkpoint(path), path, device)
+
+
+def load_run(
+    run_dir: str | os.PathLike, step: int | None = None, device: Any = None
+) -> tuple[AssignAddTransformer, Vocabulary]:
+    """(model, vocab) of the run in `run_dir`: its latest weights (checkpoints/last.pt, else
+    the last snapshot) or, with `step`, the snapshot at that step; eval mode, on `device`
+    (default: the CPU). `vocab` is the task's tokenizer (`empirical.task.Vocabulary`), the
+    same as `model.vocab`:
+
+        model, vocab = load_run("runs/paper/seed0")
+        logits, cache = model.run_with_cache(model.to_tokens("c=1, b=17, a=42, b+19=?"))
+        logits[0, -1].argmax()     # the answer
+    """
+    from empirical.rundir import RunDir
+    from empirical.task.vocab import Vocabulary
+
+    run = RunDir(run_dir).require_run()
+    task = run.read_config().task
+    path = run.model_path(step)
+    model = load_model(path, device)
+    vocab = Vocabulary.from_config(task)
+    sizes = (vocab.d_vocab, vocab.n_classes, vocab.L)
+    if sizes != (model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx):
+        raise CheckpointError(
+            f"checkpoint {path}: model sizes (d_vocab, d_vocab_out, n_ctx) = "
+            f"{(model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx)} do not match the "
+            f"run's task (p={task.p}, K={task.K}, L={task.L}) which needs {sizes}"
+        )
+    return model, vocab

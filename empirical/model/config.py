@@ -1,11 +1,14 @@
 """`ModelConfig`: the architecture of the paper's 2-layer, 1-head transformer as a typed dataclass.
 
 The fields are what a run may change (widths, init scale, dtype); the task-derived sizes
-(`d_vocab`, `d_vocab_out`, `n_ctx`) default to `None` so the config can sit in a run config
-before the task is known, and are filled by `with_task(p, K, L)` / `for_task(p, K, L)`.
+(`d_vocab`, `d_vocab_out`, `n_ctx`) and `d_head` default to `None` so the config can sit in a
+run config before the task is known, and are filled by `with_task(p, K, L)` /
+`for_task(p, K, L)` (`d_head` = `d_model` unless set), so a built model's `cfg.d_head` is an int.
 The architecture itself (2 layers, 1 head, MLP only in layer 2, no biases, no normalization)
 is fixed, and exposed read-only under TransformerLens's `cfg` names (`n_layers`, `n_heads`,
-`attn_only`, `normalization_type`, ...) so `ActivationCache`'s helpers can read it.
+`attn_only`, `normalization_type`, ...) so `ActivationCache`'s helpers and
+`transformer_lens.patching` can read it. `cfg.device` (not a field: never saved) is the device
+of the model that holds the config, kept up to date by the model.
 """
 
 from __future__ import annotations
@@ -38,11 +41,15 @@ def task_sizes(p: int, K: int, L: int) -> dict[str, int]:
 class ModelConfig:
     """Architecture of the 2-layer, 1-head, layer-2-MLP-only transformer (paper Section 3).
 
-    d_model: residual width (128, ours). d_head: the single head's width (None: d_model).
+    d_model: residual width (128, ours). d_head: the single head's width (None: d_model; filled
+    by `with_task`, so a built model's `cfg.d_head` is an int).
     d_mlp: layer-2 MLP width (512, ours). init_std: std of every weight's normal init (None:
     TransformerLens's `0.8 / sqrt(d_model)`, i.e. 0.0707 at d_model = 128). dtype: parameters'.
     d_vocab / d_vocab_out / n_ctx: input vocabulary, output classes, context length; None until
     filled from the task by `with_task` (p + K + 3, p, L).
+
+    `device` is an attribute, not a field (it is never saved): the device of the model built
+    from this config, which the model keeps current (TransformerLens reads `cfg.device`).
     """
 
     d_model: int = 128
@@ -99,8 +106,8 @@ class ModelConfig:
                 )
 
     def with_task(self, p: int, K: int, L: int) -> ModelConfig:
-        """A copy with d_vocab, d_vocab_out, n_ctx from the task; a conflicting set value is an
-        error naming the field."""
+        """A copy with d_vocab, d_vocab_out, n_ctx from the task (a conflicting set value is an
+        error naming the field) and d_head filled (= d_model when unset)."""
         sizes = task_sizes(p, K, L)
         for name, value in sizes.items():
             mine = getattr(self, name)
@@ -109,7 +116,22 @@ class ModelConfig:
                     f"model.{name} = {mine} does not match the task (p={p}, K={K}, L={L}) "
                     f"which needs {value}"
                 )
-        return dataclasses.replace(self, **sizes)
+        return dataclasses.replace(self, d_head=self.d_head_, **sizes)
+
+    def filled(self) -> ModelConfig:
+        """A copy with `d_head` set (= d_model when None), as a model uses it."""
+        return dataclasses.replace(self, d_head=self.d_head_)
+
+    # -- the device of the model that holds this config (an attribute, never saved) ---------
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the model built from this config (CPU until it is moved)."""
+        return self.__dict__.get("_device") or torch.device("cpu")
+
+    @device.setter
+    def device(self, value: str | torch.device | None) -> None:
+        self.__dict__["_device"] = None if value is None else torch.device(value)
 
     @classmethod
     def for_task(cls, p: int, K: int, L: int, **overrides) -> ModelConfig:
@@ -130,6 +152,11 @@ class ModelConfig:
     def mlp_layers(self) -> tuple[int, ...]:
         """Layers (0-indexed) that have an MLP: only the second."""
         return (1,)
+
+    @property
+    def n_key_value_heads(self) -> None:
+        """No grouped-query attention (TransformerLens: None = n_heads)."""
+        return None
 
     @property
     def attn_only(self) -> bool:

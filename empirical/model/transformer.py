@@ -1,19 +1,23 @@
 """The paper's transformer on TransformerLens's `HookedRootModule`, with a training fast path.
 
 2 layers, 1 causal attention head each, learned absolute positional embeddings, no biases, no
-normalization, no MLP in layer 1 (block 0), a ReLU MLP in layer 2 (block 1), logits read at the
-last position (the `=` token). Parameter and hook names are TransformerLens's, so
-`cache["pattern", 1]`, `model.W_Q`, `model.QK` mean what an interpretability researcher expects.
+normalization, no MLP in layer 1 (block 0), a ReLU MLP in layer 2 (block 1); the answer is read
+at the last position (the `=` token). Parameter and hook names are TransformerLens's, so
+`cache["pattern", 1]`, `model.W_Q`, `model.QK` mean what an interpretability researcher expects,
+and `model.to_tokens`, `model.to_str_tokens`, `model.run_with_cache` and
+`transformer_lens.patching` work as on a `HookedTransformer`.
 
 Two forward passes share the same `nn.Parameter`s:
-- `forward(tokens)`: every activation at every position, through `HookPoint`s (analysis, hooks).
-- `forward_fast(tokens)`: the same logits, computing layer 1 from small per-token tables and
-  layer 2 only at the answer position (training). Same gradients; see docs/model.md.
+- `forward(tokens)`: every activation at every position, through `HookPoint`s (analysis, hooks),
+  logits [batch, pos, d_vocab_out] as TransformerLens (`last_only=True`: [batch, d_vocab_out]).
+- `forward_fast(tokens)`: the logits at the last position only, [batch, d_vocab_out], computing
+  layer 1 from small per-token tables and layer 2 only at the answer position (training). Same
+  numbers and gradients there; see docs/model.md.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +27,10 @@ from transformer_lens.hook_points import HookPoint
 
 from empirical.config_io import ConfigError
 from empirical.model.config import ModelConfig
+from empirical.model.fast import fast_forward, member_weights
+
+if TYPE_CHECKING:
+    from empirical.task.vocab import Vocabulary
 
 ReturnType = Literal["logits", "loss", "both"] | None
 
@@ -183,9 +191,11 @@ class AssignAddCache(ActivationCache):
 
 
 class AssignAddTransformer(HookedRootModule):
-    """The paper's model. `model(tokens)` -> logits at the last position, [batch, d_vocab_out].
+    """The paper's model. `model(tokens)` -> logits [batch, pos, d_vocab_out] (TransformerLens's
+    shape; the answer is `logits[:, -1]`); `model(tokens, last_only=True)` -> [batch, d_vocab_out].
 
-    cfg: a complete ModelConfig (task sizes filled, e.g. by `ModelConfig.for_task(p, K, L)`).
+    cfg: a complete ModelConfig (task sizes filled, e.g. by `ModelConfig.for_task(p, K, L)`); the
+    model keeps its own copy, with `d_head` filled and `cfg.device` following the model.
     seed / generator: the init RNG (a fresh CPU generator seeded with `seed`; neither: torch's
     global RNG). Weights are drawn in float32 on the CPU in parameter order, then cast to
     cfg.dtype and moved to `device`, so a seed gives the same weights on any device and dtype.
@@ -204,6 +214,7 @@ class AssignAddTransformer(HookedRootModule):
         cfg.require_complete()
         if seed is not None and generator is not None:
             raise ValueError("pass seed or generator, not both")
+        cfg = cfg.filled()  # this model's own copy: d_head an int, its own cfg.device
         self.cfg = cfg
         self.embed = Embed(cfg)
         self.hook_embed = HookPoint()  # [batch, pos, d_model]
@@ -215,8 +226,16 @@ class AssignAddTransformer(HookedRootModule):
         if seed is not None:
             generator = torch.Generator().manual_seed(int(seed))
         self.init_weights(generator)
+        self.cfg.device = self.embed.W_E.device
         if device is not None:
             self.to(device)
+
+    def _apply(self, fn, *args, **kwargs):
+        """`to` / `cuda` / `cpu` / ...: also keep `cfg.device` on the weights' device."""
+        out = super()._apply(fn, *args, **kwargs)
+        if "cfg" in self.__dict__ and hasattr(self, "embed"):
+            self.cfg.device = self.embed.W_E.device
+        return out
 
     @torch.no_grad()
     def init_weights(self, generator: torch.Generator | None = None) -> None:
@@ -240,82 +259,57 @@ class AssignAddTransformer(HookedRootModule):
 
     def forward(
         self,
-        tokens: Tensor,
+        tokens: Tensor | str | list[str],
         labels: Tensor | None = None,
         return_type: ReturnType = "logits",
         fast: bool = False,
+        last_only: bool = False,
     ):
-        """Logits at the last position [batch, d_vocab_out] (or the mean cross-entropy loss
-        against `labels`, or both), through every HookPoint. `fast=True`: `forward_fast`."""
+        """Through every HookPoint: the logits at every position, [batch, pos, d_vocab_out]
+        (TransformerLens's shape; the unembedding is applied at every position and the task's
+        answer is the last one, `logits[:, -1]`).
+
+        tokens: [batch, pos] ids, or text / a list of texts (`to_tokens`).
+        return_type: "logits"; "loss": the mean cross-entropy of the last position's logits
+        against `labels` [batch] (the task's answer; not TransformerLens's next-token loss);
+        "both": (logits, loss); None: nothing.
+        last_only: logits at the last position only, [batch, d_vocab_out] (every activation is
+        still computed at every position, through the hooks).
+        fast: `forward_fast` (no hooks, the last position only: as `last_only=True`)."""
+        if isinstance(tokens, (str, list, tuple)):
+            tokens = self.to_tokens(tokens)
         if fast:
             return self.forward_fast(tokens, labels, return_type)
         tokens = self._check_tokens(tokens)
         resid = self.hook_embed(self.embed(tokens)) + self.hook_pos_embed(self.pos_embed(tokens))
         for block in self.blocks:
             resid = block(resid)
-        return self._output(self.unembed(resid[:, -1]), labels, return_type)
+        if last_only or return_type in ("loss", None):
+            return self._output(self.unembed(resid[:, -1]), labels, return_type)
+        logits = self.unembed(resid)  # [batch, pos, d_vocab_out]
+        if return_type == "logits":
+            return logits
+        _, loss = self._output(logits[:, -1], labels, "both")
+        if return_type == "both":
+            return logits, loss
+        return self._output(logits[:, -1], labels, return_type)  # raises: unknown return_type
 
     def forward_fast(
         self, tokens: Tensor, labels: Tensor | None = None, return_type: ReturnType = "logits"
     ):
-        """Training path: the same logits as `forward`, no HookPoints, layer 2 at the last
-        position only. A reparameterisation of the same computation on the same parameters, so
-        autograd gives the same gradients (see docs/model.md)."""
+        """Training path: logits at the last position [batch, d_vocab_out] (or the loss), the
+        same numbers as the hooked forward there, without HookPoints and without any
+        [batch, L, d_model] tensor (empirical.model.fast, the one fast forward of the codebase).
+        A reparameterisation of the same computation on the same parameters, so autograd gives
+        the same gradients (see docs/model.md)."""
         if self.has_active_hooks():
             raise RuntimeError(
                 "forward_fast bypasses HookPoints but hooks are attached; use forward() "
                 "(or model.reset_hooks())"
             )
         tokens = self._check_tokens(tokens)
-        batch, length = tokens.shape
-        V = self.cfg.d_vocab
-        attn0, attn1, mlp = self.blocks[0].attn, self.blocks[1].attn, self.blocks[1].mlp
-        scale = self.cfg.attn_scale
-
-        # Position t carries two ids into C = [W_E; W_pos[:L]] ([N, d], N = V + L): tok_t and
-        # V + t, and the layer-1 input is x_t = C[tok_t] + C[V + t]. `pool(w)` ([B, N]) puts a
-        # weight per position on both ids, so sum_t w_t x_t = pool(w) @ C; `at(r)` reads a
-        # per-id row r ([B, N]) back per position: r[tok_t] + r[V + t].
-        def pool(w: Tensor) -> Tensor:
-            return torch.cat([w.new_zeros(batch, V).scatter_add(1, tokens, w), w], dim=1)
-
-        def at(r: Tensor) -> Tensor:
-            return r[:, :V].gather(1, tokens) + r[:, V:]
-
-        C = torch.cat([self.embed.W_E, self.pos_embed.W_pos[:length]])
-        N = C.shape[0]
-
-        # Layer 1 scores x_s W_Q W_K^T x_t^T: sums of 4 entries of the [N, N] table T.
-        T = ((C @ attn0.W_Q[0]) @ (C @ attn0.W_K[0]).T) / scale
-        T_tt, T_tp, T_pt, T_pp = T[:V, :V], T[:V, V:], T[V:, :V], T[V:, V:]
-        flat = tokens.reshape(-1)  # index_select: the fastest gather-with-backward on CPU
-        scores = (
-            torch.take(T_tt, tokens[:, :, None] * V + tokens[:, None, :])
-            + T_tp.index_select(0, flat).view(batch, length, length)
-            + T_pt.T.index_select(0, flat).view(batch, length, length).transpose(1, 2)
-            + T_pp
-        )
-        scores = scores.masked_fill(~attn0.causal_mask[:length, :length], float("-inf"))
-        A = torch.softmax(scores, dim=-1)  # layer-1 pattern [B, query, key]
-        # Layer-1 resid_post, never built: resid_t = x_t + sum_s A[t, s] x_s W_V W_O, a
-        # weighted sum of rows of C (weight 1 on t's two ids) and of C_OV (pool(A[t])).
-        C_OV = (C @ attn0.W_V[0]) @ attn0.W_O[0]
-        CC = torch.cat([C, C_OV])  # [2N, d]
-        x_last = self.embed.W_E.index_select(0, tokens[:, -1]) + C[-1]
-        last = x_last + pool(A[:, -1]) @ C_OV  # layer-1 resid_post at L-1, [B, d]
-
-        # Layer 2, query at L-1 only: score_t = (last W_Q W_K^T) . resid_t, read from per-id
-        # rows r = last W_Q W_K^T [C; C_OV]^T; the value mix sum_t a_t resid_t W_V W_O is
-        # pool(a) @ C W_V W_O + pool(a A) @ C_OV W_V W_O.
-        r = last @ (attn1.W_Q[0] @ (attn1.W_K[0].T @ CC.T))  # [B, 2N]
-        # (batched [16 x 16] @ [16] products as multiply-and-sum: faster than bmm on CPU)
-        scores2 = at(r[:, :N]) + (A * at(r[:, N:]).unsqueeze(1)).sum(-1)
-        a2 = torch.softmax(scores2 / scale, dim=-1)  # layer-2 pattern at L-1, [B, key]
-        a2A = (a2.unsqueeze(-1) * A).sum(1)
-        attn_out = torch.cat([pool(a2), pool(a2A)], dim=1) @ ((CC @ attn1.W_V[0]) @ attn1.W_O[0])
-        mid = last + attn_out
-        post = mid + F.relu(mid @ mlp.W_in) @ mlp.W_out
-        return self._output(post @ self.unembed.W_U, labels, return_type)
+        out = fast_forward(member_weights(self), tokens.unsqueeze(0), self.cfg.attn_scale)
+        return self._output(out.logits[0], labels, return_type)
 
     @staticmethod
     def _output(logits: Tensor, labels: Tensor | None, return_type: ReturnType):
@@ -331,6 +325,69 @@ class AssignAddTransformer(HookedRootModule):
             raise ValueError(f"return_type={return_type!r} needs labels")
         loss = F.cross_entropy(logits, labels)
         return loss if return_type == "loss" else (logits, loss)
+
+    # -- text (the task's tokenizer, empirical.task.Vocabulary) ---------------------------------
+
+    @property
+    def vocab(self) -> Vocabulary:
+        """The task's tokenizer for this model: p = d_vocab_out, K = d_vocab - p - 3, L = n_ctx."""
+        vocab = self.__dict__.get("_vocab")
+        if vocab is None:
+            from empirical.task.vocab import Vocabulary
+
+            p = self.cfg.d_vocab_out
+            vocab = Vocabulary(p, self.cfg.d_vocab - p - 3, self.cfg.n_ctx)
+            self.__dict__["_vocab"] = vocab
+        return vocab
+
+    def to_tokens(
+        self,
+        input: str | list[str] | tuple[str, ...],
+        check: bool = True,
+        move_to_device: bool = True,
+        prepend_bos: bool | None = None,
+        **_ignored,
+    ) -> Tensor:
+        """Text -> token ids [1, n_ctx] (a list of texts -> [n, n_ctx]), long, on the model's
+        device. Either of the task's text forms: `"c=1, b=17, a=42, b+19=?"` or the token form
+        `"c 1 pad b 17 pad ... + b 19 ="`. `check`: refuse sequences whose answer is undefined
+        (a variable operand never assigned, a variable assigned twice). There is no BOS token:
+        `prepend_bos=True` is an error."""
+        if prepend_bos:
+            raise ValueError("this model has no BOS token: pass prepend_bos=False (or nothing)")
+        if isinstance(input, str):
+            texts = [input]
+        elif isinstance(input, (list, tuple)) and input and all(isinstance(t, str) for t in input):
+            texts = list(input)
+        else:
+            raise TypeError("to_tokens expects a str or a non-empty list of str")
+        tokens = torch.stack([self.vocab.encode(t, check=check) for t in texts])
+        return tokens.to(self.device) if move_to_device else tokens
+
+    def to_str_tokens(
+        self, input: str | list[str] | Tensor, **kwargs
+    ) -> list[str] | list[list[str]]:
+        """The token names ("c", "1", "pad", ..., "+", "b", "19", "=") of text or token ids.
+        One sequence (a str, ids [pos] or [1, pos]) -> a list of str; several (a list of str,
+        ids [n, pos] with n > 1) -> a list of lists."""
+        if isinstance(input, (list, tuple)):
+            return [self.to_str_tokens(t, **kwargs) for t in input]
+        if isinstance(input, str):
+            input = self.to_tokens(input, move_to_device=False, **kwargs)
+        if not isinstance(input, Tensor):
+            raise TypeError("to_str_tokens expects text, a list of texts, or a token tensor")
+        if input.ndim == 2 and input.shape[0] == 1:
+            input = input[0]
+        if input.ndim == 2:
+            return [self.to_str_tokens(row) for row in input]
+        if input.ndim != 1:
+            raise ValueError(f"token ids must be [pos] or [batch, pos], got {tuple(input.shape)}")
+        names = self.vocab.names
+        ids = input.tolist()
+        bad = [t for t in ids if not 0 <= t < len(names)]
+        if bad:
+            raise ValueError(f"token id {bad[0]} is outside the vocabulary 0..{len(names) - 1}")
+        return [names[t] for t in ids]
 
     # -- hooks and caches -------------------------------------------------------------------
 

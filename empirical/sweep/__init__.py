@@ -5,13 +5,14 @@
     outcome = run_sweep(base, spec, "runs/sweep/sweep_pairs")
     outcome.results["threshold"]["threshold"]
 
-Modules: `batched` (BatchedModel: stacked weights, batched fast forward), `trainer`
-(train_batch: members trained together, each in a standard run directory), `spec`
-(SweepSpec, members, batch keys), `results` (metrics, thresholds, summary, figure),
-`runner` (run_sweep: plan, resume, train, summarize). See docs/sweep.md.
+Modules: `trainer` (train_batch: members trained together as one
+empirical.model.batched.BatchedModel by the shared training skeleton, each in a standard run
+directory), `spec` (SweepSpec, members, variants, batch keys), `runner` (run_members: the one
+runner of sweeps and grids; run_sweep), `grid` (run_grid), `results` (metrics, thresholds,
+summary, figure). See docs/sweep.md.
 """
 
-from empirical.sweep.batched import BatchedModel
+from empirical.model.batched import BatchedModel  # re-exported for compatibility
 from empirical.sweep.results import find_threshold, metric_value
 from empirical.sweep.runner import SweepError, SweepOutcome, run_sweep
 from empirical.sweep.spec import Member, SweepSpec, expand_members, load_sweep_config

@@ -23,23 +23,19 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from empirical.config_io import (
     ConfigError,
-    apply_overrides,
     atomic_write_bytes,
     from_dict,
-    to_dict,
 )
 from empirical.run_config import RunConfig
-from empirical.sweep.runner import member_status, plan_batches
-from empirical.sweep.spec import Member, load_config_with_table
-from empirical.sweep.trainer import member_stopped, train_batch
-from empirical.train.metrics import read_metrics
+from empirical.rundir import SweepDir
+from empirical.sweep.runner import run_members
+from empirical.sweep.spec import Member, expand_variants, load_config_with_table
 from empirical.train.summary import first_step_all_above
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
@@ -91,17 +87,7 @@ def load_grid_config(path, overrides: list[str] | None = None) -> tuple[RunConfi
 
 def expand_grid(base: RunConfig, spec: GridSpec) -> list[Member]:
     """One Member per (variant, seed), validated before anything trains."""
-    members = []
-    for name, overrides in spec.variants.items():
-        for seed in spec.seeds:
-            data = to_dict(base)
-            data["seed"], data["name"] = int(seed), f"{base.name}.{name}"
-            try:
-                cfg = from_dict(RunConfig, apply_overrides(data, RunConfig, list(overrides)))
-            except ConfigError as exc:
-                raise ConfigError(f"grid.variants.{name}: {exc}") from None
-            members.append(Member(name, int(seed), cfg, f"{name}_seed{seed}"))
-    return members
+    return expand_variants(base, spec.variants, spec.seeds)
 
 
 def run_grid(
@@ -111,60 +97,73 @@ def run_grid(
     *,
     progress: bool = True,
     log: Callable[[str], None] | None = print,
+    train: bool = True,
+    executor=None,
 ) -> dict:
-    """Train every unfinished member, then write grid.json, grid.md and grid.png."""
+    """Train every unfinished member, then write grid.json, grid.md and grid.png.
+    train=False: only (re)write them from the member directories. executor
+    (cluster.ExecutorOptions): train each batch as a job; the files are written when the jobs
+    are waited for (else: {} is returned; gather them later with train=False)."""
     say = log or (lambda _text: None)
-    out_dir = Path(out_dir)
+    out = SweepDir(out_dir)
     members = expand_grid(base, spec)
-    statuses = {m.dirname: member_status(m, out_dir / "members" / m.dirname) for m in members}
-    todo = [m for m in members if statuses[m.dirname][0] in ("resume", "fresh")]
-    starts = {m.dirname: statuses[m.dirname][1] for m in todo}
-    batches = plan_batches(todo, starts, spec.max_batch)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    say(
-        f"grid {base.name}: {len(spec.variants)} variants x {len(spec.seeds)} seeds = "
-        f"{len(members)} members in {out_dir}; {len(members) - len(todo)} done or stopped, "
-        f"{len(batches)} batch(es) to train"
-    )
-    timings = []
-    for i, batch in enumerate(batches):
-        say(f"batch {i + 1}/{len(batches)}: {len(batch)} members: {[m.dirname for m in batch]}")
-        t0 = time.perf_counter()
-
-        def on_eval(step, records, t0=t0):
-            if progress:
-                return
-            worst = [min(r["acc"].values()) for r in records if r and r.get("acc")]
-            if worst:
-                say(
-                    f"  step {step} ({time.perf_counter() - t0:.0f} s): lowest set per member: "
-                    f"median {100 * sorted(worst)[len(worst) // 2]:.1f}%, "
-                    f"best {100 * max(worst):.1f}%"
-                )
-
-        train_batch(
-            [(m.cfg, out_dir / "members" / m.dirname) for m in batch],
-            progress=progress,
-            on_eval=on_eval,
-            labels=[m.dirname for m in batch],
-            metric=lambda _m, acc: min(acc.values()),
+    plan = run_members(members, out, spec.max_batch, log=say, train=False)
+    timings: list[dict] = []
+    failed: dict[str, str] = {}
+    if train:
+        out.path.mkdir(parents=True, exist_ok=True)
+        say(
+            f"grid {base.name}: {len(spec.variants)} variants x {len(spec.seeds)} seeds = "
+            f"{len(members)} members in {out}; {len(plan.skipped) + len(plan.stopped)} done "
+            f"or stopped, {len(plan.batches)} batch(es) to train"
         )
-        timings.append({"members": len(batch), "seconds": time.perf_counter() - t0})
-        say(f"  batch {i + 1} took {timings[-1]['seconds']:.0f} s")
-    results = collect_grid(members, spec, out_dir)
+        if executor is not None:
+            from empirical.sweep.cluster import LOWEST_SET, submit_members
+
+            sub = submit_members(
+                members, out, spec.max_batch, executor, log=say, metric=LOWEST_SET,
+                name=base.name,
+            )  # fmt: skip
+            if not sub.waited:
+                say(
+                    "when the jobs have finished, gather the tables: the same command with "
+                    "--summarize instead of --executor"
+                )
+                return {}
+            timings = sub.timings
+            failed = sub.failed
+        else:
+            timings = run_members(
+                members,
+                out,
+                spec.max_batch,
+                progress=progress,
+                log=say,
+                metric=lambda _m, acc: min(acc.values()),
+                metric_name="lowest set",
+            ).timings
+    elif not out.members_dir.exists():
+        return {}
+    elif out.grid_json.exists():  # --summarize keeps the timings of the run that trained
+        try:
+            timings = json.loads(out.grid_json.read_text()).get("batch_timings", [])
+        except (json.JSONDecodeError, OSError):
+            timings = []
+    results = collect_grid(members, spec, out.path)
     results["batch_timings"] = timings
-    write_grid(results, out_dir)
-    say(f"wrote {out_dir / 'grid.json'}, {out_dir / 'grid.md'}, {out_dir / 'grid.png'}")
+    if failed:  # jobs that failed (their members stay resumable)
+        results["failed_jobs"] = failed
+    paths = write_grid(results, out.path)
+    say(f"wrote {', '.join(map(str, paths))}")
     return results
 
 
 def collect_grid(members: list[Member], spec: GridSpec, out_dir: Path) -> dict:
     rows = []
     for m in members:
-        run_dir = out_dir / "members" / m.dirname
-        stop = member_stopped(run_dir)
-        path = run_dir / "metrics.jsonl"
-        records = read_metrics(path) if path.exists() else []
+        run = SweepDir(out_dir).member(m.dirname)
+        stop = run.read_stopped()
+        records = run.read_metrics()
         last = records[-1] if records else None
         rows.append(
             {
@@ -251,18 +250,22 @@ def grid_markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_grid(results: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
+def plot_grid(results: dict, path: Path | None = None, *, fmt: str | None = None):
+    """Heat map of the final accuracy (%) per variant and evaluation set, mean over seeds.
+    Returns the Figure; writes it to `path` (png, pdf or svg: the suffix, or `fmt`) and
+    closes it when a path is given."""
     import matplotlib.pyplot as plt
     import numpy as np
+
+    from empirical.figures import save_figure
 
     sets, variants = results["sets"], results["variants"]
     data = np.array(
         [[v["acc"].get(s, {}).get("mean", np.nan) * 100 for s in sets] for v in variants]
     )
-    fig, ax = plt.subplots(figsize=(2.5 + 0.9 * len(sets), 3.0 + 0.45 * len(variants)))
+    fig, ax = plt.subplots(
+        figsize=(3.5 + 0.9 * len(sets), 3.0 + 0.45 * len(variants)), layout="constrained"
+    )
     im = ax.imshow(data, vmin=0, vmax=100, cmap="viridis", aspect="auto")
     ax.set_xticks(range(len(sets)), sets, rotation=45, ha="right")
     ax.set_yticks(range(len(variants)), [v["variant"] for v in variants])
@@ -275,23 +278,26 @@ def plot_grid(results: dict, path: Path) -> None:
                     f"{data[i, j]:.1f}",
                     ha="center",
                     va="center",
-                    fontsize=6.5,
+                    fontsize=8,
                     color="white" if data[i, j] < 60 else "black",
                 )
     ax.set_xlabel("evaluation set")
     ax.set_ylabel("variant")
     steps = sorted({r["step"] for r in results["members"]})
     ax.set_title(
-        f"{results.get('name', 'grid')}: final accuracy (%) per evaluation set, mean over "
-        f"seeds {results['seeds']} (step {', '.join(map(str, steps))})"
+        f"{results.get('name', 'grid')}: final accuracy (%) per evaluation set,\nmean over "
+        f"seeds {results['seeds']} (step {', '.join(map(str, steps))})",
+        fontsize=10,
     )
     fig.colorbar(im, ax=ax, label="accuracy (%)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return save_figure(fig, path, fmt)
 
 
-def write_grid(results: dict, out_dir: Path) -> None:
-    atomic_write_bytes(out_dir / "grid.json", json.dumps(results, indent=2).encode())
-    atomic_write_bytes(out_dir / "grid.md", grid_markdown(results).encode())
-    plot_grid(results, out_dir / "grid.png")
+def write_grid(results: dict, out_dir: Path, fmt: str = "png") -> list[Path]:
+    """grid.json, grid.md and the heat map in out_dir; returns their paths."""
+    out = SweepDir(out_dir)
+    atomic_write_bytes(out.grid_json, json.dumps(results, indent=2).encode())
+    atomic_write_bytes(out.grid_md, grid_markdown(results).encode())
+    figure = out.figure(SweepDir.GRID_FIGURE, fmt)
+    plot_grid(results, figure)
+    return [out.grid_json, out.grid_md, figure]

@@ -1,8 +1,12 @@
-"""Run a sweep: plan (skip finished members, resume unfinished ones), train in batches,
-summarize.
+"""Run a sweep or a grid: plan (skip finished members, resume unfinished ones), train in
+batches, summarize.
 
     base, spec = load_sweep_config("configs/sweep_pairs.toml")
     outcome = run_sweep(base, spec, "runs/sweep/sweep_pairs")
+
+`run_members` is the one runner: a grid's members are its variants x seeds, and a sweep is
+the grid whose variants are `param=value` for each swept value (spec.expand_variants);
+`run_sweep` and `grid.run_grid` differ only in what they summarize.
 
 Sweep directory:
     sweep.toml              the resolved sweep (base run config + [sweep] table)
@@ -19,16 +23,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from empirical.config_io import ConfigError, atomic_write_bytes
 from empirical.run_config import RunConfig, load_run_config
+from empirical.rundir import RunDir, RunDirError, SweepDir
+from empirical.stats import accuracy_intervals
 from empirical.sweep.results import (
     MetricWeights,
     aux_metrics,
+    eval_set_sizes,
     metric_value,
     resolve_metric,
     summarize,
     threshold_sentence,
+    with_metric_sets,
     write_results,
 )
 from empirical.sweep.spec import (
@@ -57,6 +66,7 @@ class SweepOutcome:
     fresh: list[str] = field(default_factory=list)  # started from step 0
     batches: list[list[str]] = field(default_factory=list)  # members trained together
     stopped_early: bool = False
+    submission: Any = None  # with an executor: what cluster.submit_members did
 
 
 def default_sweep_dir(base: RunConfig) -> Path:
@@ -66,7 +76,8 @@ def default_sweep_dir(base: RunConfig) -> Path:
 def member_status(member: Member, run_dir: Path) -> tuple[str, int]:
     """('finished' | 'stopped' | 'resume' | 'fresh', checkpoint step) of a member's
     directory ('stopped': its loss became non-finite; it is not trained again)."""
-    config_path = run_dir / "config.toml"
+    run = RunDir(run_dir)
+    config_path = run.config
     if not config_path.exists():
         return "fresh", 0
     try:
@@ -89,9 +100,12 @@ def member_status(member: Member, run_dir: Path) -> tuple[str, int]:
         raise SweepError(
             f"member {run_dir.name} has trained {step} steps, more than train.steps = {steps}"
         )
-    summary = run_dir / "summary.json"
-    if step == steps and summary.exists():
-        if json.loads(summary.read_text()).get("final_step") == steps:
+    if step == steps and run.summary.exists():
+        try:
+            final = run.read_summary().get("final_step")
+        except RunDirError:  # unreadable: a resume at the last step writes it again
+            final = None
+        if final == steps:
             return "finished", step
     return ("resume", step) if step > 0 else ("fresh", 0)
 
@@ -112,38 +126,46 @@ def plan_batches(
 
 
 def collect_results(
-    members: list[Member], spec: SweepSpec, sweep_dir: Path, metric: str, title: str, command
+    members: list[Member], spec: SweepSpec, out: SweepDir, metric: str, title: str, command
 ) -> dict:
     rows, missing, stopped = [], [], {}
     aux = aux_metrics(metric)
     for m in members:
-        stop = member_stopped(sweep_dir / "members" / m.dirname)
+        run = out.member(m.dirname)
+        stop = run.read_stopped()
         if stop is not None:
             stopped[m.dirname] = stop["reason"]
             continue
-        summary_path = sweep_dir / "members" / m.dirname / "summary.json"
-        if not summary_path.exists():
+        if not run.summary.exists():
             missing.append(m.dirname)
             continue
-        summary = json.loads(summary_path.read_text())
+        summary = run.read_summary()
         if summary.get("final_step") != m.cfg.train.steps:
             missing.append(m.dirname)
             continue
         acc = summary["final_acc"]
         weights = MetricWeights(m.cfg)
-        rows.append(
-            {
-                "member": m.dirname,
-                "value": m.value,
-                "x": spec.x_value(m.value),
-                "seed": m.seed,
-                "final_step": summary["final_step"],
-                "metric": metric_value(metric, acc, weights),
-                "aux": {a: metric_value(a, acc, weights) for a in aux},
-                "pair_weight": weights.pair,
-                "final_acc": acc,
-            }
-        )
+        try:
+            intervals = accuracy_intervals(acc, eval_set_sizes(run))
+        except ImportError:  # no scipy: accuracies without their intervals
+            intervals = {}
+        row = {
+            "member": m.dirname,
+            "value": m.value,
+            "x": spec.x_value(m.value),
+            "seed": m.seed,
+            "final_step": summary["final_step"],
+            "metric": metric_value(metric, acc, weights),
+            "aux": {a: metric_value(a, acc, weights) for a in aux},
+            "pair_weight": weights.pair,
+            "final_acc": acc,
+            "final_ci": intervals,  # per set: n, correct, binomial (Wilson) 95% interval
+        }
+        if metric in intervals:  # the metric is one evaluation set: its interval
+            got = intervals[metric]
+            row |= {"metric_n": got["n"], "metric_correct": got["correct"]}
+            row["metric_ci"] = got["ci95"]
+        rows.append(row)
     return summarize(
         rows,
         param=spec.param,
@@ -157,6 +179,100 @@ def collect_results(
     )
 
 
+@dataclass
+class RunOutcome:
+    """What one call of `run_members` did."""
+
+    skipped: list[str] = field(default_factory=list)  # finished before this call
+    stopped: list[str] = field(default_factory=list)  # diverged (stopped.json)
+    resumed: list[str] = field(default_factory=list)  # continued from a checkpoint
+    fresh: list[str] = field(default_factory=list)  # started from step 0
+    batches: list[list[str]] = field(default_factory=list)  # members trained together
+    timings: list[dict] = field(default_factory=list)  # per batch: members, seconds
+    stopped_early: bool = False
+
+
+def run_members(
+    members: list[Member],
+    out: SweepDir,
+    max_batch: int,
+    *,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+    stop_at: int | None = None,
+    train: bool = True,
+    labels: Callable[[Member], str] = lambda m: m.dirname,
+    metric: Callable[[Member, dict], float] | None = None,
+    metric_name: str = "",
+) -> RunOutcome:
+    """The one runner of sweeps and grids: classify every member's directory (finished,
+    stopped, resume, fresh; a directory holding another config is an error), group the rest
+    into batches (same batch key and start step, at most max_batch), and train each batch
+    with `train_batch`. train=False: only classify."""
+    outcome = RunOutcome()
+    statuses = {m.dirname: member_status(m, out.member(m.dirname).path) for m in members}
+    for m in members:
+        status, _ = statuses[m.dirname]
+        {
+            "finished": outcome.skipped,
+            "stopped": outcome.stopped,
+            "resume": outcome.resumed,
+            "fresh": outcome.fresh,
+        }[status].append(m.dirname)
+    for name in outcome.stopped:
+        log(f"{name}: not trained: {out.member(name).read_stopped()['reason']}")
+    todo = [m for m in members if statuses[m.dirname][0] in ("resume", "fresh")]
+    starts = {m.dirname: statuses[m.dirname][1] for m in todo}
+    batches = plan_batches(todo, starts, max_batch)
+    outcome.batches = [[m.dirname for m in b] for b in batches]
+    if not train:
+        return outcome
+    if len(batches) > 1:
+        diff = describe_key_difference(batches[0][0].cfg, batches[-1][0].cfg)
+        if diff:
+            log(f"  members differ in {', '.join(diff)}: batched separately")
+    for i, batch in enumerate(batches):
+        log(
+            f"batch {i + 1}/{len(batches)}: {len(batch)} members from step "
+            f"{starts[batch[0].dirname]} to {batch[0].cfg.train.steps}: "
+            f"{', '.join(m.dirname for m in batch)}"
+        )
+        short = [labels(m) for m in batch]
+        t0 = time.perf_counter()
+
+        def on_eval(step, records, batch=batch, short=short, t0=t0):
+            if progress or metric is None:
+                return
+            text = ", ".join(
+                f"{s} {metric(m, r['acc']):.3f}"
+                for s, m, r in zip(short, batch, records, strict=True)
+                if r
+            )
+            log(f"  step {step} ({time.perf_counter() - t0:.0f} s): {metric_name}: {text}")
+
+        records = train_batch(
+            [(m.cfg, out.member(m.dirname).path) for m in batch],
+            progress=progress,
+            stop_at=stop_at,
+            on_eval=on_eval,
+            labels=short,
+            metric=None if metric is None else (lambda j, acc, b=batch: metric(b[j], acc)),
+        )
+        for m, r in zip(batch, records, strict=True):
+            stop = out.member(m.dirname).read_stopped()
+            if stop is not None:
+                outcome.stopped.append(m.dirname)
+                log(f"  {m.dirname}: stopped: {stop['reason']}")
+            elif r and metric is not None:
+                value = 100 * metric(m, r["acc"])
+                log(f"  {m.dirname}: step {r['step']}, {metric_name} {value:.2f}%")
+            if stop is None and r and r["step"] < m.cfg.train.steps:
+                outcome.stopped_early = True
+        outcome.timings.append({"members": len(batch), "seconds": time.perf_counter() - t0})
+        log(f"  batch {i + 1} took {outcome.timings[-1]['seconds']:.0f} s")
+    return outcome
+
+
 def run_sweep(
     base: RunConfig,
     spec: SweepSpec,
@@ -167,100 +283,89 @@ def run_sweep(
     stop_at: int | None = None,
     train: bool = True,
     command: str | None = None,
+    executor=None,
 ) -> SweepOutcome:
     """Train every unfinished member (batched), then write results.json, summary.md and the
     figure. stop_at: each batch ends after that step (tests: as if killed there).
-    train=False: only (re)write the summary from the finished members."""
+    train=False: only (re)write the summary from the finished members.
+    executor (cluster.ExecutorOptions): train each batch as a job instead; the summary is
+    written when the jobs are waited for (else later, with train=False)."""
     say = log or (lambda _text: None)
-    sweep_dir = Path(sweep_dir) if sweep_dir is not None else default_sweep_dir(base)
-    members = expand_members(base, spec)
+    out = SweepDir(sweep_dir if sweep_dir is not None else default_sweep_dir(base))
     metric = resolve_metric(spec.metric, spec.param)
-    outcome = SweepOutcome(sweep_dir, {})
-    statuses = {}
-    for m in members:
-        statuses[m.dirname] = member_status(m, sweep_dir / "members" / m.dirname)
-    for m in members:
-        status, _ = statuses[m.dirname]
-        {
-            "finished": outcome.skipped,
-            "stopped": outcome.stopped,
-            "resume": outcome.resumed,
-            "fresh": outcome.fresh,
-        }[status].append(m.dirname)
-    for name in outcome.stopped:
-        say(f"{name}: not trained: {member_stopped(sweep_dir / 'members' / name)['reason']}")
-    todo = [m for m in members if statuses[m.dirname][0] in ("resume", "fresh")]
-    starts = {m.dirname: statuses[m.dirname][1] for m in todo}
-    batches = plan_batches(todo, starts, spec.max_batch)
-    outcome.batches = [[m.dirname for m in b] for b in batches]
+    with_sets = with_metric_sets(base, metric)
+    if with_sets is not base:
+        say(f"metric {metric}: added to task.extra_eval_sets (built for every member)")
+        base = with_sets
+    members = expand_members(base, spec)
+    weights = {m.dirname: MetricWeights(m.cfg) for m in members}
+    ran = run_members(  # every member directory checked before anything is written
+        members,
+        out,
+        spec.max_batch,
+        progress=progress,
+        log=say,
+        stop_at=stop_at,
+        train=False,
+    )
     if train:
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(sweep_dir / "sweep.toml", sweep_to_toml(base, spec).encode())
+        out.path.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(out.sweep_toml, sweep_to_toml(base, spec).encode())
         say(
             f"sweep {base.name}: {len(members)} members ({len(spec.values)} values x "
-            f"{len(spec.seeds)} seeds) in {sweep_dir}: {len(outcome.skipped)} finished "
-            f"(skipped), {len(outcome.resumed)} resuming, {len(outcome.fresh)} new; "
-            f"{len(batches)} batch(es); metric {metric}"
+            f"{len(spec.seeds)} seeds) in {out}: {len(ran.skipped)} finished "
+            f"(skipped), {len(ran.resumed)} resuming, {len(ran.fresh)} new; "
+            f"{len(ran.batches)} batch(es); metric {metric}"
         )
-        if len(batches) > 1:
-            diff = describe_key_difference(batches[0][0].cfg, batches[-1][0].cfg)
-            if diff:
-                say(f"  members differ in {', '.join(diff)}: batched separately")
-        for i, batch in enumerate(batches):
-            step0 = starts[batch[0].dirname]
-            say(
-                f"batch {i + 1}/{len(batches)}: {len(batch)} members from step {step0} to "
-                f"{batch[0].cfg.train.steps}: {', '.join(m.dirname for m in batch)}"
-            )
-            weights = [MetricWeights(m.cfg) for m in batch]
-            short = [_short_label(m, spec) for m in batch]
+        if executor is not None:
+            from empirical.sweep.cluster import submit_members
 
-            def on_eval(step, records, batch=batch, weights=weights, short=short):
-                if progress:
-                    return
-                text = ", ".join(
-                    f"{s} {metric_value(metric, r['acc'], w):.3f}"
-                    for s, r, w in zip(short, records, weights, strict=True)
-                )
-                say(f"  step {step}: {metric}: {text}")
-
-            t0 = time.perf_counter()
-            records = train_batch(
-                [(m.cfg, sweep_dir / "members" / m.dirname) for m in batch],
-                progress=progress,
-                stop_at=stop_at,
-                on_eval=on_eval,
-                labels=short,
-                metric=lambda j, acc, weights=weights: metric_value(metric, acc, weights[j]),
+            sub = submit_members(
+                members, out, spec.max_batch, executor, log=say, metric=metric, name=base.name
             )
-            for m, r, w in zip(batch, records, weights, strict=True):
-                stop = member_stopped(sweep_dir / "members" / m.dirname)
-                if stop is not None:
-                    outcome.stopped.append(m.dirname)
-                    say(f"  {m.dirname}: stopped: {stop['reason']}")
-                    continue
+            ran = RunOutcome(sub.skipped, sub.stopped, sub.resumed, sub.fresh, sub.batches)
+            if not sub.waited:
                 say(
-                    f"  {m.dirname}: step {r['step']}, {metric} "
-                    f"{100 * metric_value(metric, r['acc'], w):.2f}%"
+                    "when the jobs have finished, gather the summary: the same command with "
+                    "--summarize instead of --executor"
                 )
-            say(f"  batch {i + 1} took {time.perf_counter() - t0:.0f} s")
-            if stop_at is not None and any(
-                r["step"] < m.cfg.train.steps
-                for m, r in zip(batch, records, strict=True)
-                if m.dirname not in outcome.stopped
-            ):
-                outcome.stopped_early = True
+                return SweepOutcome(
+                    out.path, {}, ran.skipped, ran.stopped, ran.resumed, ran.fresh,
+                    ran.batches, submission=sub,
+                )  # fmt: skip
+        else:
+            sub = None
+            ran = run_members(
+                members,
+                out,
+                spec.max_batch,
+                progress=progress,
+                log=say,
+                stop_at=stop_at,
+                labels=lambda m: _short_label(m, spec),
+                metric=lambda m, acc: metric_value(metric, acc, weights[m.dirname]),
+                metric_name=metric,
+            )
+    outcome = SweepOutcome(
+        out.path,
+        {},
+        skipped=ran.skipped,
+        stopped=ran.stopped,
+        resumed=ran.resumed,
+        fresh=ran.fresh,
+        batches=ran.batches,
+        stopped_early=ran.stopped_early,
+        submission=sub if train else None,
+    )
     title = _title(spec, metric, base)
-    previous = sweep_dir / "results.json"
-    if not train and previous.exists():  # --summarize keeps the command that trained
+    if not train and out.results_json.exists():  # --summarize keeps the command that trained
         try:
-            command = json.loads(previous.read_text()).get("command") or command
+            command = json.loads(out.results_json.read_text()).get("command") or command
         except (json.JSONDecodeError, OSError):
             pass
-    outcome.results = collect_results(members, spec, sweep_dir, metric, title, command)
-    if train or (sweep_dir / "members").exists():
-        figure = f"{base.name}.png"
-        json_path, md_path, fig_path = write_results(outcome.results, sweep_dir, figure)
+    outcome.results = collect_results(members, spec, out, metric, title, command)
+    if train or out.members_dir.exists():
+        json_path, md_path, fig_path = write_results(outcome.results, out.path, f"{base.name}.png")
         say(threshold_sentence(outcome.results))
         say(f"wrote {json_path}, {md_path}, {fig_path}")
     return outcome

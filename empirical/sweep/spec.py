@@ -39,14 +39,18 @@ from empirical.run_config import RunConfig
 
 # convenience names for swept parameters: alias -> (field, value -> field value, x-axis label)
 ALIASES: dict[str, tuple[str, typing.Callable[[float], float], str]] = {
+    # task.train_pair_fraction sets held_out_fraction = 1 - value, and an ordered split then
+    # trains exactly floor(value * p * p) pairs (no 1 - (1 - value) round trip)
     "pair_fraction": (
-        "task.held_out_fraction",
-        lambda v: round(1.0 - v, 12),
-        "fraction of addition pairs in training (1 - task.held_out_fraction)",
+        "task.train_pair_fraction",
+        lambda v: v,
+        "fraction of addition pairs in training (task.train_pair_fraction)",
     ),
 }
 X_LABELS = {
     "task.ratio_2var_to_0var": "2-var : 0-var ratio in training (task.ratio_2var_to_0var)",
+    "task.train_pair_fraction": "fraction of addition pairs in training (task.train_pair_fraction)",
+    "task.two_var_frequency": "fraction of 2-var rows kept in training (task.two_var_frequency)",
 }
 # fields a sweep cannot vary (with the reason, for the error message)
 NOT_SWEEPABLE = {
@@ -194,6 +198,21 @@ def _format(value: Any) -> str:
     return str(value).strip()
 
 
+def _is_number_text(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _exact(value: Any) -> str:
+    """A value as an override string, floats exactly (repr round-trips)."""
+    if isinstance(value, float):
+        return repr(value)
+    return _format(value)
+
+
 def _dir_part(text: str) -> str:
     keep = "".join(c if c.isalnum() or c in "._-+=" else "_" for c in text)
     return keep.strip("_") or "value"
@@ -240,38 +259,85 @@ def expand_members(base: RunConfig, spec: SweepSpec) -> list[Member]:
     canon: list[tuple[Any, str, str]] = []  # (typed value, text, override text)
     for value in spec.values:
         text = _format(value)
+        exact = _exact(value)  # floats reach the config unrounded (names show 12 digits)
         if spec.param in ALIASES:
             try:
-                number = float(text)
+                number = float(exact)
             except ValueError:
                 raise ConfigError(f"--param {spec.param}: value {text!r} is not a number") from None
             if not math.isfinite(number):
                 raise ConfigError(f"--param {spec.param}: value {text!r} is not finite")
-            canon.append((number, repr(number), repr(ALIASES[spec.param][1](number))))
+            canon.append((number, _format(number), repr(ALIASES[spec.param][1](number))))
             continue
         try:
-            data = apply_overrides(to_dict(base), RunConfig, [f"{target}={text}"])
+            data = apply_overrides(to_dict(base), RunConfig, [f"{target}={exact}"])
             cfg = from_dict(RunConfig, data)
         except ConfigError as exc:
             raise ConfigError(f"--param {spec.param}: value {text!r}: {exc}") from None
         typed = _get(cfg, target)
+        if isinstance(typed, float) and _is_number_text(exact) and float(exact) != typed:
+            raise ConfigError(
+                f"--param {spec.param}: value {text!r} becomes {typed!r} in the run config: "
+                "another field sets this one (task.train_pair_fraction sets "
+                "task.held_out_fraction; task.mix = 'rows' sets frac_1var and "
+                "ratio_2var_to_0var); sweep that field instead"
+            )
         shown = "+".join(map(str, typed)) if isinstance(typed, (list, tuple)) else _format(typed)
-        canon.append((typed, shown, _format(typed)))
+        canon.append((typed, shown, _exact(typed)))
     texts = [t for _, t, _ in canon]
     if len(set(texts)) != len(texts):
         raise ConfigError(f"--param {spec.param}: repeated value in {texts}")
-    members = []
+    variants, values, where = {}, {}, {}
     for typed, text, field_text in canon:
-        part = f"{_dir_part(spec.short_name)}={_dir_part(text)}"
-        for seed in spec.seeds:
-            data = to_dict(dataclasses.replace(base, seed=int(seed), name=f"{base.name}.{part}"))
+        name = f"{_dir_part(spec.short_name)}={_dir_part(text)}"
+        variants[name] = [f"{target}={field_text}"]
+        values[name] = _plain(typed)
+        where[name] = f"--param {spec.param}: value {text!r}"
+    members = expand_variants(base, variants, spec.seeds, values, where)
+    _check_distinct(members, spec)
+    return members
+
+
+def _check_distinct(members: list[Member], spec: SweepSpec) -> None:
+    """A ConfigError when two swept values give the same member config (the value does not
+    reach the model: e.g. task.held_out_fraction under a set task.train_pair_fraction)."""
+    seen: dict[str, Any] = {}
+    for m in members:
+        if m.seed != members[0].seed:
+            continue
+        key = config_to_toml(dataclasses.replace(m.cfg, name="member"))
+        if key in seen:
+            raise ConfigError(
+                f"--param {spec.param}: values {seen[key]!r} and {m.value!r} give the same "
+                "run config (the field is overridden or unused by this config)"
+            )
+        seen[key] = m.value
+
+
+def expand_variants(
+    base: RunConfig,
+    variants: dict[str, list[str]],
+    seeds: list[int],
+    values: dict[str, Any] | None = None,
+    where: dict[str, str] | None = None,
+) -> list[Member]:
+    """One Member per (variant, seed): the base config with the variant's overrides, named
+    `{base.name}.{variant}`, in the member directory `{variant}_seed{seed}`. This is what a
+    grid is, and a sweep is the grid whose variants are `param=value` for each value.
+    values: each variant's Member.value (default: its name); where: each variant's name in
+    error messages (default `grid.variants.NAME`). Every config is validated here, so a bad
+    variant fails before anything trains."""
+    members = []
+    for name, overrides in variants.items():
+        for seed in seeds:
+            data = to_dict(dataclasses.replace(base, seed=int(seed), name=f"{base.name}.{name}"))
             try:
-                cfg = from_dict(
-                    RunConfig, apply_overrides(data, RunConfig, [f"{target}={field_text}"])
-                )
+                cfg = from_dict(RunConfig, apply_overrides(data, RunConfig, list(overrides)))
             except ConfigError as exc:
-                raise ConfigError(f"--param {spec.param}: value {text!r}: {exc}") from None
-            members.append(Member(_plain(typed), int(seed), cfg, f"{part}_seed{seed}"))
+                label = (where or {}).get(name, f"grid.variants.{name}")
+                raise ConfigError(f"{label}: {exc}") from None
+            value = (values or {}).get(name, name)
+            members.append(Member(value, int(seed), cfg, f"{name}_seed{seed}"))
     return members
 
 

@@ -10,6 +10,7 @@ from empirical.task.batch import Batch
 from empirical.task.config import TaskConfig
 from empirical.task.eval_sets import (
     EVAL_SET_NAMES,
+    EXTRA_EVAL_SET_NAMES,
     EvalSets,
     build_eval_set,
     build_eval_sets,
@@ -22,6 +23,7 @@ from empirical.task.vocab import TokenizeError, Vocabulary
 
 __all__ = [
     "EVAL_SET_NAMES",
+    "EXTRA_EVAL_SET_NAMES",
     "Batch",
     "EvalSets",
     "TaskConfig",

@@ -15,7 +15,17 @@ with the run.
 Each set has cfg.eval_size sequences (curated/held_out_pairs: the smallest multiple of its
 (pair, form) cells that is at least eval_size), or all of its support if that is smaller.
 A set that cannot exist for the config (no held-out pair, no restricted variable) is left
-out of the dict.
+out of the dict. "Held-out pair" follows cfg.held_out_form: for "ordered", (x, y) is held
+out while (y, x) may be a training pair.
+
+Optional sets (cfg.extra_eval_sets, EXTRA_EVAL_SET_NAMES), the metrics of the paper's
+Figure 3 sweeps, built exactly (each cell once, whatever eval_size):
+
+    fig3/0var_held_out      every held-out ordered pair (x, y) once as `x+y`
+    fig3/2var_union         distinct variables v1 != v2 only, each (x, y, v1, v2) once:
+                            held-out pairs x (v1 not in R1, v2 not in R2), training pairs x
+                            (v1 in R1 xor v2 in R2), training pairs x (v1 in R1, v2 in R2);
+                            max(2, min_assignments)..max_assignments assignments, uniform
 """
 
 from __future__ import annotations
@@ -26,13 +36,15 @@ import os
 
 import torch
 
-from empirical.config_io import atomic_write_bytes, to_dict
+from disentangled.command_line import UserError
+from empirical.config_io import atomic_write_bytes, fingerprint_of, to_dict
 from empirical.task.batch import FIELDS, Batch
-from empirical.task.config import TaskConfig
-from empirical.task.pairs import check_held_out, cpu_generator, held_out_pairs
+from empirical.task.config import EXTRA_EVAL_SET_NAMES, TaskConfig
+from empirical.task.pairs import check_held_out, cpu_generator, held_out_pairs, ordered_ranks
 from empirical.task.sampler import (
     Design,
     _Ctx,
+    design_from_configs,
     draw_given,
     enumerate_design,
     make_design,
@@ -57,16 +69,31 @@ EVAL_SET_NAMES = (
 FORMAT = "assign-and-add-eval-sets/1"
 
 
-class EvalSets(dict):
-    """dict[str, Batch] plus what produced it: held_out (n, 2), seed, config (a dict), and
-    per set whether it enumerates its whole support (`enumerated`)."""
+class EvalSetsError(UserError, ValueError):
+    """An evaluation-set file that cannot be read, or that belongs to another task or seed."""
 
-    def __init__(self, *args, held_out=None, seed=None, config=None, enumerated=None, **kw):
+
+def task_fingerprint(cfg: TaskConfig, seed: int) -> str:
+    """The identity of a seed's evaluation sets: sha256 of the [task] table and the seed,
+    all they depend on (saved in eval_sets.pt, checked when a run loads it)."""
+    return fingerprint_of({"task": to_dict(cfg), "seed": int(seed)})
+
+
+class EvalSets(dict):
+    """dict[str, Batch] plus what produced it: held_out (n, 2), seed, config (a dict), per
+    set whether it enumerates its whole support (`enumerated`), and the task_fingerprint of
+    the task and seed (None in files written before it existed)."""
+
+    def __init__(
+        self, *args, held_out=None, seed=None, config=None, enumerated=None, fingerprint=None,
+        **kw,
+    ):  # fmt: skip
         super().__init__(*args, **kw)
         self.held_out = held_out
         self.seed = seed
         self.config = config
         self.enumerated = dict(enumerated or {})
+        self.fingerprint = fingerprint
 
     def to(self, device) -> EvalSets:
         return EvalSets(
@@ -75,7 +102,33 @@ class EvalSets(dict):
             seed=self.seed,
             config=self.config,
             enumerated=self.enumerated,
+            fingerprint=self.fingerprint,
         )
+
+
+def eval_sets_mismatch(sets: EvalSets, cfg: TaskConfig, seed: int) -> str | None:
+    """Why `sets` are not the evaluation sets of (cfg, seed); None: they are, or an older
+    file records too little to tell (only a difference it records is refused)."""
+    if getattr(sets, "fingerprint", None):
+        expected = task_fingerprint(cfg, seed)
+        if sets.fingerprint == expected:
+            return None
+        if sets.seed is not None and int(sets.seed) != int(seed):
+            return f"they were built for seed {sets.seed}, this run's seed is {seed}"
+        return (
+            f"they were built for another [task] table (task fingerprint "
+            f"{str(sets.fingerprint)[:12]}, this run's {expected[:12]})"
+        )
+    if getattr(sets, "seed", None) is not None and int(sets.seed) != int(seed):
+        return f"they were built for seed {sets.seed}, this run's seed is {seed}"
+    saved = getattr(sets, "config", None)
+    if isinstance(saved, dict):
+        mine = to_dict(cfg)
+        differ = [k for k in saved if k in mine and saved[k] != mine[k]]
+        if differ:
+            shown = ", ".join(f"task.{k}" for k in differ[:4])
+            return f"they were built for another [task] table ({shown} differ)"
+    return None
 
 
 def _groups(cfg: TaskConfig, name: str):
@@ -119,7 +172,8 @@ def _groups(cfg: TaskConfig, name: str):
 
 def _design(cfg: TaskConfig, name: str, held: torch.Tensor) -> Design | None:
     if name not in EVAL_SET_NAMES:
-        raise KeyError(f"unknown evaluation set {name!r}; known: {', '.join(EVAL_SET_NAMES)}")
+        known = ", ".join(EVAL_SET_NAMES + EXTRA_EVAL_SET_NAMES)
+        raise KeyError(f"unknown evaluation set {name!r}; known: {known}")
     groups, values = _groups(cfg, name)
     return make_design(cfg, groups, held, values, "cpu")
 
@@ -160,11 +214,64 @@ def _stratified_held_out(cfg: TaskConfig, ctx: _Ctx, design: Design, g) -> Batch
     return batch[torch.randperm(n, generator=g)]
 
 
+def _cells(ranks: torch.Tensor, configs: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every (pair rank, config index) of ranks x configs: (ranks', configs') flat."""
+    table = torch.tensor(configs, dtype=torch.long)
+    return ranks.repeat_interleave(table.numel()), table.repeat(ranks.numel())
+
+
+def _fig3_set(cfg: TaskConfig, name: str, held: torch.Tensor, g) -> Batch | None:
+    """An exact Figure-3 set (see the module docstring), rows shuffled; None if empty."""
+    p, K = cfg.p, cfg.K
+    held_ranks = ordered_ranks(held, p, cfg.held_out_form)
+    none = torch.zeros(0, dtype=torch.long)
+    if name == "fig3/0var_held_out":
+        configs, ranks = [(-1, -1)], held_ranks
+        conf = torch.zeros(ranks.numel(), dtype=torch.long)
+        design = design_from_configs(cfg, configs, [1.0], none, none, "cpu")
+    else:
+        if cfg.max_assignments < 2:
+            return None
+        configs = [(a, b) for a in range(K) for b in range(K) if a != b]
+        r1, r2 = set(cfg.restricted_vars(0)), set(cfg.restricted_vars(1))
+        keep = torch.ones(p * p, dtype=torch.bool)
+        keep[held_ranks] = False
+        train_ranks = keep.nonzero().reshape(-1)
+        grids = [
+            (held_ranks, lambda a, b: a not in r1 and b not in r2),
+            (train_ranks, lambda a, b: (a in r1) != (b in r2)),
+            (train_ranks, lambda a, b: a in r1 and b in r2),
+        ]
+        parts = [
+            _cells(ranks, [i for i, (a, b) in enumerate(configs) if rule(a, b)])
+            for ranks, rule in grids
+        ]
+        ranks = torch.cat([r for r, _ in parts])
+        conf = torch.cat([c for _, c in parts])
+        # the authors' evaluation builder: the two operand variables plus distractors, their
+        # count uniform from 2 (here max(2, min_assignments)) to max_assignments
+        design = design_from_configs(
+            cfg, configs, [1.0] * len(configs), none, none, "cpu", count="uniform"
+        )
+    n = ranks.numel()
+    if n == 0:
+        return None
+    batch = draw_given(_Ctx(cfg, "cpu"), design, conf, ranks // p, ranks % p, g)
+    return batch[torch.randperm(n, generator=g)]
+
+
 def build_eval_set(
     cfg: TaskConfig, seed: int, name: str, device="cpu", held_out: torch.Tensor | None = None
 ) -> tuple[Batch, bool] | None:
-    """One evaluation set: (Batch, enumerated whole support?), or None if it cannot exist."""
+    """One evaluation set: (Batch, enumerated whole support?), or None if it cannot exist.
+
+    `name` is one of EVAL_SET_NAMES or EXTRA_EVAL_SET_NAMES (whether or not the config
+    lists it in extra_eval_sets); the latter are exact, so always enumerated.
+    """
     held = held_out_pairs(cfg, seed) if held_out is None else check_held_out(cfg, held_out)
+    if name in EXTRA_EVAL_SET_NAMES:
+        batch = _fig3_set(cfg, name, held, cpu_generator(seed, "eval", name))
+        return None if batch is None else (batch.to(device), True)
     design = _design(cfg, name, held)
     if design is None:
         return None
@@ -182,10 +289,13 @@ def build_eval_set(
 
 
 def build_eval_sets(cfg: TaskConfig, seed: int, device="cpu") -> EvalSets:
-    """All evaluation sets of this seed, deterministic (built on the CPU, then moved)."""
+    """All evaluation sets of this seed, deterministic (built on the CPU, then moved): the
+    standard ones, then those of cfg.extra_eval_sets."""
     held = held_out_pairs(cfg, seed)
-    out = EvalSets(held_out=held, seed=int(seed), config=to_dict(cfg))
-    for name in EVAL_SET_NAMES:
+    out = EvalSets(
+        held_out=held, seed=int(seed), config=to_dict(cfg), fingerprint=task_fingerprint(cfg, seed)
+    )
+    for name in EVAL_SET_NAMES + tuple(cfg.extra_eval_sets):
         built = build_eval_set(cfg, seed, name, device, held_out=held)
         if built is not None:
             out[name], out.enumerated[name] = built
@@ -205,6 +315,7 @@ def save_eval_sets(sets: dict[str, Batch], path: str | os.PathLike, held_out=Non
         "seed": getattr(sets, "seed", None),
         "config": getattr(sets, "config", None),
         "enumerated": dict(getattr(sets, "enumerated", {}) or {}),
+        "fingerprint": getattr(sets, "fingerprint", None),
     }
     buf = io.BytesIO()
     torch.save(payload, buf)
@@ -212,19 +323,31 @@ def save_eval_sets(sets: dict[str, Batch], path: str | os.PathLike, held_out=Non
 
 
 def load_eval_sets(path: str | os.PathLike, device="cpu") -> EvalSets:
+    """The EvalSets saved at `path`; an EvalSetsError (a ValueError) names a file that is not
+    one (garbage, truncated, another format)."""
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise
     except Exception as exc:  # any unreadable file: one clear message
-        raise ValueError(f"{path}: not an evaluation-set file ({exc})") from exc
+        from empirical.model.checkpoint import load_failure
+
+        raise EvalSetsError(
+            f"{path}: not an evaluation-set file (corrupt or truncated: {load_failure(exc)})"
+        ) from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise ValueError(f"{path}: not an evaluation-set file (format {FORMAT!r} expected)")
-    sets = {name: Batch.from_dict(d).to(device) for name, d in payload["sets"].items()}
-    return EvalSets(
-        sets,
-        held_out=payload["held_out"],
-        seed=payload["seed"],
-        config=payload["config"],
-        enumerated=payload.get("enumerated", {}),
-    )
+        raise EvalSetsError(f"{path}: not an evaluation-set file (format {FORMAT!r} expected)")
+    try:
+        sets = {name: Batch.from_dict(d).to(device) for name, d in payload["sets"].items()}
+        return EvalSets(
+            sets,
+            held_out=payload["held_out"],
+            seed=payload["seed"],
+            config=payload["config"],
+            enumerated=payload.get("enumerated", {}),
+            fingerprint=payload.get("fingerprint"),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as exc:
+        raise EvalSetsError(
+            f"{path}: not a complete evaluation-set file ({type(exc).__name__}: {exc})"
+        ) from None

@@ -1,11 +1,16 @@
-"""Held-out value pairs and the seeds derived from a run's seed."""
+"""Held-out value pairs (unordered or ordered, see TaskConfig.held_out_form) and the seeds
+derived from a run's seed."""
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import random
 
 import torch
 
+from empirical.config_io import ConfigError
 from empirical.task.config import TaskConfig
 
 
@@ -28,12 +33,121 @@ def training_generator(seed: int, device: torch.device | str = "cpu") -> torch.G
     return torch.Generator(device=torch.device(device)).manual_seed(derive_seed(seed, "train"))
 
 
-def held_out_pairs(cfg: TaskConfig, seed: int) -> torch.Tensor:
-    """The held-out unordered pairs of this seed: LongTensor (n, 2), x <= y, sorted rows.
+def _ordered_table(ranks: torch.Tensor, p: int) -> torch.Tensor:
+    """(n, 2) rows (x, y) of sorted ordered ranks x*p + y."""
+    ranks = ranks.reshape(-1).long()
+    return torch.stack([ranks // p, ranks % p], dim=1)
 
-    A uniformly random subset of cfg.n_held_out of the p(p+1)/2 pairs {x, y} (x == y
-    included); deterministic per (p, held_out_fraction, seed), on the CPU.
+
+_TRAIN_FILES: dict[tuple, torch.Tensor] = {}
+
+
+def read_train_pairs_file(cfg: TaskConfig) -> torch.Tensor:
+    """Sorted ranks n1*p + n2 of the ordered training pairs listed in cfg.train_pairs_file.
+
+    The file is JSON: a list of [n1, n2], or an object whose "train_pairs" holds that list
+    (and whose "p", if present, must equal task.p). A relative path is read from the current
+    working directory. Parsed once per (path, modification time, size, p). Any problem is a
+    ConfigError naming the file.
     """
+    path = os.path.abspath(cfg.train_pairs_file)
+    where = f"task.train_pairs_file = {cfg.train_pairs_file!r} ({path})"
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read it: {exc.strerror or exc}") from None
+    key = (path, st.st_mtime_ns, st.st_size, cfg.p)
+    cached = _TRAIN_FILES.get(key)
+    if cached is not None:
+        return cached
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read it: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where}: not valid JSON ({exc})") from None
+    if isinstance(data, dict):
+        if "train_pairs" not in data:
+            raise ConfigError(
+                f'{where}: a JSON object must hold the list of pairs under "train_pairs"'
+            )
+        if "p" in data and data["p"] != cfg.p:
+            raise ConfigError(f"{where}: the file is for p = {data['p']!r}, but task.p = {cfg.p}")
+        data = data["train_pairs"]
+    if not isinstance(data, list):
+        raise ConfigError(
+            f'{where}: expected a list of [n1, n2] pairs (or an object with "train_pairs"), '
+            f"got {type(data).__name__}"
+        )
+    if not data:
+        raise ConfigError(f"{where}: lists no pair, which leaves no training pair")
+    for i, pair in enumerate(data):
+        ok = (
+            isinstance(pair, list)
+            and len(pair) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in pair)
+        )
+        if not ok:
+            raise ConfigError(f"{where}: entry {i} is {pair!r}, not a pair [n1, n2] of integers")
+        if not (0 <= pair[0] < cfg.p and 0 <= pair[1] < cfg.p):
+            raise ConfigError(
+                f"{where}: entry {i} {pair!r} is out of range: numbers must lie in "
+                f"0..{cfg.p - 1} (task.p = {cfg.p})"
+            )
+    pairs = torch.tensor(data, dtype=torch.long).reshape(-1, 2)
+    ranks = pairs[:, 0] * cfg.p + pairs[:, 1]
+    unique, counts = torch.unique(ranks, return_counts=True)
+    if bool((counts > 1).any()):
+        dup = int(unique[counts > 1][0])
+        raise ConfigError(
+            f"{where}: lists [{dup // cfg.p}, {dup % cfg.p}] {int(counts.max())} times; "
+            "each training pair must appear once"
+        )
+    if len(_TRAIN_FILES) >= 16:
+        _TRAIN_FILES.pop(next(iter(_TRAIN_FILES)))
+    _TRAIN_FILES[key] = unique
+    return unique
+
+
+def _complement(train_ranks: torch.Tensor, p: int) -> torch.Tensor:
+    keep = torch.ones(p * p, dtype=torch.bool)
+    keep[train_ranks] = False
+    return keep.nonzero().reshape(-1)
+
+
+def held_out_pairs(cfg: TaskConfig, seed: int) -> torch.Tensor:
+    """The held-out value pairs of this seed: LongTensor (n, 2), deterministic, on the CPU.
+
+    held_out_form = "unordered": rows x <= y, sorted; a uniformly random subset of
+    cfg.n_held_out of the p(p+1)/2 pairs {x, y} (x == y included), from
+    derive_seed(seed, "held_out"). A held-out {x, y} is never trained in any order.
+
+    held_out_form = "ordered": the held-out ordered pairs (x, y), sorted by x*p + y;
+    (y, x) may be trained while (x, y) is held out. Which ones:
+    * train_pairs_file set: every pair the file does not list;
+    * pair_split = "seeded": a uniformly random subset of cfg.n_held_out of the p*p pairs,
+      from derive_seed(seed, "held_out");
+    * pair_split = "python_random" (the authors' rule): the training pairs are
+      random.Random(pair_seed).sample([(n1, n2) for n1 in range(p) for n2 in range(p)],
+      floor((1 - held_out_fraction) p^2)), pair_seed defaulting to the run seed; the rest
+      is held out.
+    """
+    p = cfg.p
+    if cfg.held_out_form == "ordered":
+        if cfg.train_pairs_file:
+            return _ordered_table(_complement(read_train_pairs_file(cfg), p), p)
+        if cfg.pair_split == "python_random":
+            rng = random.Random(int(seed) if cfg.pair_seed is None else cfg.pair_seed)
+            # sample() picks positions independently of the items, so sampling range(p*p)
+            # gives the row-major ranks of sampling the list of tuples (n1, n2), same draw
+            train = torch.tensor(rng.sample(range(p * p), cfg.n_train_ordered), dtype=torch.long)
+            return _ordered_table(_complement(train, p), p)
+        n = cfg.n_held_out
+        if n == 0:
+            return torch.zeros((0, 2), dtype=torch.long)
+        pick = torch.randperm(p * p, generator=cpu_generator(seed, "held_out"))[:n]
+        return _ordered_table(pick.sort().values, p)
     n = cfg.n_held_out
     if n == 0:
         return torch.zeros((0, 2), dtype=torch.long)
@@ -44,7 +158,11 @@ def held_out_pairs(cfg: TaskConfig, seed: int) -> torch.Tensor:
 
 
 def check_held_out(cfg: TaskConfig, held: torch.Tensor) -> torch.Tensor:
-    """Validate a held-out table and return it canonical: (n, 2) long, x <= y, unique, sorted."""
+    """Validate a held-out table and return it canonical: (n, 2) long, unique, sorted.
+
+    Rows are read per cfg.held_out_form: unordered pairs become x <= y (so (y, x) and
+    (x, y) are the same pair); ordered pairs are kept as they are (never canonicalised).
+    """
     held = torch.as_tensor(held).detach().to("cpu", torch.long)
     if held.numel() == 0:
         return torch.zeros((0, 2), dtype=torch.long)
@@ -52,8 +170,13 @@ def check_held_out(cfg: TaskConfig, held: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"held-out pairs must have shape (n, 2), got {tuple(held.shape)}")
     if bool(((held < 0) | (held >= cfg.p)).any()):
         raise ValueError(f"held-out pairs must hold numbers in 0..{cfg.p - 1}")
-    # canonical x <= y, unique, sorted (via 1-D ranks: unique(dim=0) is slow on the CPU)
+    # unique and sorted via 1-D ranks (unique(dim=0) is slow on the CPU)
     x, y = held[:, 0], held[:, 1]
+    if cfg.held_out_form == "ordered":
+        ranks = torch.unique(x * cfg.p + y)
+        if ranks.numel() >= cfg.p * cfg.p:
+            raise ValueError("the held-out pairs leave no training pair")
+        return _ordered_table(ranks, cfg.p)
     ranks = torch.unique(torch.minimum(x, y) * cfg.p + torch.maximum(x, y))
     held = torch.stack([ranks // cfg.p, ranks % cfg.p], dim=1)
     if held.shape[0] >= cfg.n_pairs:
@@ -61,26 +184,44 @@ def check_held_out(cfg: TaskConfig, held: torch.Tensor) -> torch.Tensor:
     return held
 
 
-def ordered_ranks(held: torch.Tensor, p: int) -> torch.Tensor:
-    """Sorted ranks x*p + y of every ordered pair (x, y) whose {x, y} is held out."""
+def ordered_ranks(held: torch.Tensor, p: int, form: str = "unordered") -> torch.Tensor:
+    """Sorted ranks x*p + y of every ordered pair (x, y) that the table holds out.
+
+    form "unordered": the table's rows are unordered pairs, so both (x, y) and (y, x)
+    (diagonal once); "ordered": exactly the table's rows.
+    """
     if held.numel() == 0:
         return torch.zeros(0, dtype=torch.long)
     x, y = held[:, 0], held[:, 1]
+    if form == "ordered":
+        return torch.unique(x * p + y)
+    if form != "unordered":
+        raise ValueError(f"form must be 'unordered' or 'ordered', got {form!r}")
     ranks = torch.cat([x * p + y, y * p + x])
     return torch.unique(ranks)  # sorted, diagonal once
 
 
 def diagonal_values(held: torch.Tensor) -> torch.Tensor:
-    """Sorted x with {x, x} held out."""
+    """Sorted x with {x, x} (equally (x, x)) held out; the same for either form."""
     if held.numel() == 0:
         return torch.zeros(0, dtype=torch.long)
     diag = held[held[:, 0] == held[:, 1], 0]
     return torch.unique(diag)
 
 
-def is_held(pairs: torch.Tensor, held: torch.Tensor, p: int) -> torch.Tensor:
-    """Bool (n,): whether each ordered pair (x, y) in `pairs` (n, 2) has {x, y} held out."""
-    ranks = ordered_ranks(held.cpu(), p).to(pairs.device)
+def is_held(
+    pairs: torch.Tensor, held: torch.Tensor, p: int | TaskConfig, form: str | None = None
+) -> torch.Tensor:
+    """Bool (n,): whether each ordered pair (x, y) in `pairs` (n, 2) is held out.
+
+    `p` is the modulus or the TaskConfig (which then also gives the form). form
+    "unordered" (the default for an integer p): (x, y) is held out if {x, y} is;
+    "ordered": if (x, y) itself is a row of `held`.
+    """
+    if isinstance(p, TaskConfig):
+        form = p.held_out_form if form is None else form
+        p = p.p
+    ranks = ordered_ranks(held.cpu(), p, form or "unordered").to(pairs.device)
     if ranks.numel() == 0:
         return torch.zeros(pairs.shape[0], dtype=torch.bool, device=pairs.device)
     r = pairs[:, 0] * p + pairs[:, 1]

@@ -7,10 +7,13 @@ Every sequence is drawn without per-row Python loops and without rejection:
    ordered value pairs (the allowed ones, or the held-out ones); a same-variable
    configuration (`c+c`) draws from the diagonal pairs {x, x} instead.
 2. Assignments: their number n uniform over [max(min_assignments, d), max_assignments],
-   d = distinct operand variables; the operand variables plus a uniform random subset of
-   the others (distractors), in uniform random order; distractor values uniform on Z_p;
-   the n two-token blocks placed uniformly over all C(L-4-n, n) arrangements of n blocks
-   and L-4-2n pads in positions 0..L-5.
+   d = distinct operand variables (assignment_count = "clamped": uniform over
+   [min_assignments, max_assignments], then raised to d); the operand variables plus a
+   uniform random subset of the others (distractors), in uniform random order; distractor
+   values uniform on Z_p; the n two-token blocks placed uniformly over all C(L-4-n, n)
+   arrangements of n blocks and L-4-2n pads in positions 0..L-5 (padding = "gaps": each
+   of the L-4-2n pads independently in one of the n+1 gaps before, between and after the
+   blocks, chosen uniformly).
 
 Step 2 works on *canonical* labels: the operand variables are labels 0..d-1, the others
 d..K-1, and a per-configuration relabeling maps labels to variables. A uniformly random
@@ -82,6 +85,7 @@ class _Ctx:
         self.min_a, self.max_a = lo, A = cfg.min_assignments, cfg.max_assignments
         self.plus, self.eq, self.pad = cfg.p + cfg.K, cfg.p + cfg.K + 1, cfg.p + cfg.K + 2
         self.device = dev = torch.device(device)
+        self.gaps = cfg.padding == "gaps"  # pads to uniformly chosen gaps: drawn, no table
         K, L = self.K, self.L
         self.arK = torch.arange(K, device=dev)
         self.arA = torch.arange(A, device=dev)
@@ -109,7 +113,7 @@ class _Ctx:
                     for n in range(lo, A + 1)
                 }
             )
-        if tables and n_layouts <= MAX_TABLE_ROWS:
+        if tables and n_layouts <= MAX_TABLE_ROWS and not self.gaps:
             self.layouts = self._table(
                 {n_keys + n: _layout_rows(R, A, L, n) for n in range(lo, A + 1)}
             )
@@ -155,6 +159,7 @@ class Design:
     vtab: torch.Tensor  # (n_pair + n_diag, 2) int16 operand values: ordered pairs, diagonal
     n_pair: int
     n_diag: int
+    clamped: bool = False  # draw n on [min_assignments, max], then raise it to d
 
     def value_count(self, i: int) -> int:
         a, b = self.configs[i]
@@ -162,9 +167,17 @@ class Design:
 
 
 def design_from_configs(
-    cfg: TaskConfig, configs: Configs, weights: list[float], pair_ranks, diag_values, device
+    cfg: TaskConfig,
+    configs: Configs,
+    weights: list[float],
+    pair_ranks,
+    diag_values,
+    device,
+    count: str | None = None,
 ) -> Design:
+    """count: the assignment-count rule ("uniform" or "clamped"; default the config's)."""
     p, K, A = cfg.p, cfg.K, cfg.max_assignments
+    clamped = (cfg.assignment_count if count is None else count) == "clamped"
     total = sum(weights)
     weights = [w / total for w in weights]
     cdf = torch.tensor(list(itertools.accumulate(weights)), dtype=torch.float64)
@@ -174,7 +187,7 @@ def design_from_configs(
     for a, b in configs:
         ops = [v for v in dict.fromkeys((a, b)) if v >= 0]
         d = len(ops)
-        lo = max(cfg.min_assignments, d)
+        lo = cfg.min_assignments if clamped else max(cfg.min_assignments, d)
         same = a == b >= 0
         relabel = ops + [v for v in range(K) if v not in ops] + [-2]  # label K: unused
         rows.append(
@@ -202,6 +215,7 @@ def design_from_configs(
         vtab=vtab.to(device=device, dtype=torch.int16),
         n_pair=n_pair,
         n_diag=n_diag,
+        clamped=clamped,
     )
 
 
@@ -215,8 +229,9 @@ def make_design(
 ) -> Design | None:
     """Split each group's weight uniformly over its usable configurations.
 
-    values: "allowed" (pairs not held out) or "held". A same-variable configuration is
-    unusable if no diagonal pair {x, x} is available. An emptied group with weight > 0 is
+    values: "allowed" (pairs not held out) or "held"; `held` is read per
+    cfg.held_out_form (unordered pairs hold out both orders). A same-variable configuration
+    is unusable if no diagonal pair {x, x} is available. An emptied group with weight > 0 is
     a ConfigError if `strict` (training), else its weight goes to the other groups; None if
     nothing is left.
     """
@@ -224,13 +239,13 @@ def make_design(
     held = check_held_out(cfg, held)
     if values == "allowed":
         keep = torch.ones(p * p, dtype=torch.bool)
-        keep[ordered_ranks(held, p)] = False
+        keep[ordered_ranks(held, p, cfg.held_out_form)] = False
         pair_ranks = keep.nonzero().reshape(-1)
         keep = torch.ones(p, dtype=torch.bool)
         keep[diagonal_values(held)] = False
         diag = keep.nonzero().reshape(-1)
     elif values == "held":
-        pair_ranks, diag = ordered_ranks(held, p), diagonal_values(held)
+        pair_ranks, diag = ordered_ranks(held, p, cfg.held_out_form), diagonal_values(held)
     else:
         raise ValueError(f"values must be 'allowed' or 'held', got {values!r}")
     configs: Configs = []
@@ -287,6 +302,8 @@ def _draw(ctx: _Ctx, design: Design, c, U, values=None) -> Batch:
     # n_assign = LO + floor(u * SPAN), value index = VOFF + floor(u' * VSIZE)
     nv = torch.addcmul(rowf[:, LO : VOFF + 1], U[:, 1:3], rowf[:, SPAN : VSIZE + 1]).long()
     n_assign = nv[:, 0]
+    if design.clamped:
+        n_assign = torch.maximum(n_assign, row[:, D])
     if values is None:
         values = design.vtab.index_select(0, nv[:, 1]).long()
     if ctx.fast:
@@ -318,6 +335,24 @@ def _draw(ctx: _Ctx, design: Design, c, U, values=None) -> Batch:
         if ctx.layouts is not None:
             lay = ctx.pick(ctx.layouts, row[:, KB_LAY] + n_assign, U[:, col])
             col += 1
+        elif ctx.gaps:
+            # pad j (of the R - 2n) goes to gap g_j, uniform on 0..n; block i then starts
+            # after the pads in gaps 0..i and the i blocks before it
+            R, L = ctx.R, ctx.L
+            valid = ctx.arA < n_assign[:, None]
+            gap = (U[:, col : col + R] * (n_assign + 1).double()[:, None]).long()
+            gap = torch.minimum(gap, n_assign[:, None])  # (guards u * (n + 1) rounding up)
+            gap = torch.where(ctx.arR < (R - 2 * n_assign)[:, None], gap, A + 1)
+            col += R
+            pos = (gap[:, :, None] <= ctx.arA).sum(1) + 2 * ctx.arA
+            lay = torch.cat(
+                [
+                    torch.where(valid, pos, L - 3),
+                    torch.where(valid, pos + 1, L - 2),
+                    ctx.layout_tail.expand(pos.shape[0], 2),
+                ],
+                dim=1,
+            )
         else:
             R, L = ctx.R, ctx.L
             valid = ctx.arA < n_assign[:, None]
@@ -435,13 +470,16 @@ def enumerate_design(ctx: _Ctx, design: Design) -> Batch:
 
 # ---------------------------------------------------------------------- training
 def training_groups(cfg: TaskConfig) -> Groups:
+    """0-var, 1-var (first), 1-var (second), 2-var groups with cfg.training_group_weights
+    (mix = "fractions" or "rows"); each group's weight is split equally over its configs."""
     a13 = [(v, -1) for v in cfg.allowed_vars(0)]
     a14 = [(-1, v) for v in cfg.allowed_vars(1)]
+    w0, w13, w14, w2 = cfg.training_group_weights
     return [
-        (cfg.frac_0var, [(-1, -1)]),
-        (cfg.frac_1var / 2, a13),
-        (cfg.frac_1var / 2, a14),
-        (cfg.frac_2var, cfg.training_2var_combos()),
+        (w0, [(-1, -1)]),
+        (w13, a13),
+        (w14, a14),
+        (w2, cfg.training_2var_combos()),
     ]
 
 

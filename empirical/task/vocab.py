@@ -25,11 +25,13 @@ from collections.abc import Sequence
 
 import torch
 
+from disentangled.command_line import UserError
+
 _ASSIGN_RE = re.compile(r"\s*([A-Za-z]\w*)\s*=\s*(\S*?)\s*")
 _EXPR_RE = re.compile(r"\s*(\S+?)\s*\+\s*(\S+?)\s*=\s*\?\s*")
 
 
-class TokenizeError(ValueError):
+class TokenizeError(UserError, ValueError):
     """Text or token ids that are not a sequence of the task; the message says where."""
 
 

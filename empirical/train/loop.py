@@ -1,51 +1,63 @@
-"""The training loop: AdamW on on-the-fly batches, periodic evaluation, atomic checkpoints.
+"""Train one run: AdamW on on-the-fly batches, periodic evaluation, atomic checkpoints.
 
-    result = train_run(cfg, run_dir)            # fresh run (refuses a directory in use)
-    result = train_run(cfg, run_dir, resume=True)  # continue from checkpoints/last.pt
+    result = train_run(cfg, run_dir)                 # fresh run (refuses a directory in use)
+    result = train_run(cfg, run_dir, resume=True)    # continue from checkpoints/last.pt
 
-Run directory:
-    config.toml          the resolved RunConfig
-    eval_sets.pt         the seed's evaluation sets and held-out pairs (fixed per seed)
-    metrics.jsonl        one line per evaluation (empirical.train.metrics)
-    checkpoints/last.pt  resumable state (model, optimiser, RNG, step), replaced atomically
-    snapshots/step_XXXXXX.pt  weights-only snapshots for analysis over training
-    summary.json         final accuracies, detected phase changes, timing
-    training_curves.png  the paper's Figure 2 for this run
+The run directory's files are named by empirical.rundir.RunDir; the loop itself is the shared
+skeleton of empirical.train.engine with a `SingleLearner`. A resume may change how long and
+where the run goes (RESUMABLE_CHANGES) and, as a recovery after a divergence, the settings in
+RECOVERY_CHANGES; every start and resume is recorded in the run's config_history.jsonl with
+what it changed.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import time
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from tqdm.auto import tqdm
 
-from empirical.config_io import ConfigError, atomic_write_bytes, config_to_toml
-from empirical.model import AssignAddTransformer, save_model
-from empirical.run_config import RunConfig, TrainConfig, load_run_config
-from empirical.task import (
-    TrainingSampler,
-    build_eval_sets,
-    held_out_pairs,
-    load_eval_sets,
-    save_eval_sets,
+from disentangled.command_line import UsageError, check_output_dir, check_writable_dir
+from empirical.config_io import ConfigError, config_to_toml, to_dict
+from empirical.run_config import (
+    RECOVERY_CHANGES,
+    RESUMABLE_CHANGES,
+    RunConfig,
+    TrainConfig,
+    load_run_config,
 )
-from empirical.task.pairs import training_generator
-from empirical.train.batches import BatchStream
-from empirical.train.breakdown import restricted_breakdown
-from empirical.train.evaluate import evaluate_sets
-from empirical.train.metrics import append_metrics, read_metrics, truncate_metrics
-from empirical.train.schedule import learning_rate, schedule_of
-from empirical.train.state import load_training_state, save_training_state
+from empirical.rundir import RunDir
+from empirical.train.engine import (
+    SingleLearner,
+    Trainee,
+    TrainingError,
+    checkpoint_step,
+    evaluate_and_log,
+    preflight,
+    record_history,
+    resolve_device,
+    run_training,
+    setup_eval_sets,
+)
 
-
-class TrainingError(RuntimeError):
-    """The run cannot go on (diverged loss, run directory in use by another config, ...)."""
+__all__ = [
+    "check_run_dir_writable",
+    "check_train_target",
+    "RECOVERY_CHANGES",
+    "RESUMABLE_CHANGES",
+    "TrainResult",
+    "TrainingError",
+    "config_changes",
+    "evaluate_and_log",
+    "resolve_device",
+    "resume_view",
+    "setup_eval_sets",
+    "steps_change_refusal",
+    "summary_of",
+    "train_run",
+]
 
 
 @dataclass
@@ -57,23 +69,11 @@ class TrainResult:
     stopped_early: bool = False
 
 
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"train.device = {name!r} but CUDA is not available; use 'auto' or 'cpu'")
-    return device
-
-
-# fields a resumed run may change (how long, where); everything else must match the saved run
-RESUMABLE_CHANGES = {"steps", "device", "threads", "eval_batch_size"}
-
-
-def resume_view(cfg: RunConfig) -> str:
-    """The config as TOML without the fields a resume may change: two configs with equal
-    views may continue one another's run."""
-    keep = {k: v for k, v in vars(cfg.train).items() if k not in RESUMABLE_CHANGES}
+def resume_view(cfg: RunConfig, also: set[str] = frozenset()) -> str:
+    """The config as TOML without the fields a resume may change (RESUMABLE_CHANGES and
+    `also`): two configs with equal views may continue one another's run."""
+    skip = RESUMABLE_CHANGES | set(also)
+    keep = {k: v for k, v in vars(cfg.train).items() if k not in skip}
     return config_to_toml(replace(cfg, train=replace(TrainConfig(), **keep)))
 
 
@@ -89,185 +89,138 @@ def steps_change_refusal(existing: RunConfig, cfg: RunConfig) -> str | None:
     return None
 
 
-def _comparable(cfg: RunConfig, resume: bool) -> str:
-    return resume_view(cfg) if resume else config_to_toml(cfg)
+def config_changes(old: RunConfig, new: RunConfig) -> dict[str, list]:
+    """{"train.lr": [old, new], ...}: every dotted field whose value differs."""
+
+    def flat(d: dict, prefix: str = "") -> dict:
+        out = {}
+        for k, v in d.items():
+            if isinstance(v, dict):
+                out.update(flat(v, f"{prefix}{k}."))
+            else:
+                out[f"{prefix}{k}"] = v
+        return out
+
+    a, b = flat(to_dict(old)), flat(to_dict(new))
+    return {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
 
 
-def _check_run_dir(cfg: RunConfig, run_dir: Path, resume: bool) -> None:
-    """Refuse to mix two configs in one directory, or to restart over an existing run."""
-    config_path = run_dir / "config.toml"
-    if not config_path.exists():
+def check_run_dir_writable(run_dir: str | Path | RunDir, flag: str = "--run-dir") -> None:
+    """Before any computation: the run directory can be created or written, and so can its
+    checkpoints/ and snapshots/ and the logs a run appends to (a UsageError naming `flag`
+    and the path otherwise)."""
+    run = RunDir(run_dir)
+    check_output_dir(run.path, flag)
+    for sub in (run.checkpoints_dir, run.snapshots_dir):
+        if sub.exists() and not sub.is_dir():
+            raise UsageError(f"{flag} {run}: {sub} is not a directory; move it away")
+        if sub.is_dir():
+            check_writable_dir(sub, f"{flag} {run}:")
+    for path in (run.metrics, run.config_history):
+        if path.exists() and not os.access(path, os.W_OK):
+            raise UsageError(f"{flag} {run}: {path} is read-only; make it writable (chmod u+w)")
+
+
+def check_train_target(
+    cfg: RunConfig, run_dir: str | Path | RunDir, resume: bool = False, flag: str | None = None
+) -> RunConfig | None:
+    """Every refusal `train_run(cfg, run_dir, resume)` makes before computing anything: the
+    directory is writable (check_run_dir_writable; `flag` names it in the message) and may
+    take this config (a new run, or a resume of the same one). Returns the run's saved
+    config (None: a new run)."""
+    run = RunDir(run_dir)
+    check_run_dir_writable(run, flag or ("--resume" if resume else "run directory"))
+    return _check_run_dir(cfg, run, resume)
+
+
+def _check_run_dir(cfg: RunConfig, run: RunDir, resume: bool) -> RunConfig | None:
+    """Refuse to mix two configs in one directory, to restart over an existing run, or to
+    resume to fewer steps than done. Returns the run's saved config (None: a new run)."""
+    if not run.config.exists():
         if resume:
-            raise TrainingError(f"cannot resume {run_dir}: it holds no config.toml (no run there)")
-        return
-    try:
-        existing = load_run_config(config_path)
-    except ConfigError as exc:
-        raise TrainingError(f"{config_path} is not a readable run config: {exc}") from exc
-    if _comparable(existing, resume) != _comparable(cfg, resume):
+            raise TrainingError(f"cannot resume {run}: it holds no {RunDir.CONFIG} (no run there)")
+        return None
+    if run.imported.exists():
         raise TrainingError(
-            f"{run_dir} already holds a run with a different config ({config_path}); "
-            "choose another run directory (--run-dir), or resume it with --resume "
-            f"(which may change only train.{{{', '.join(sorted(RESUMABLE_CHANGES))}}})"
+            f"{run} holds a run imported from checkpoints ({run.imported}), which cannot be "
+            "trained on (it has no optimiser state); train into another run directory"
         )
-    refusal = steps_change_refusal(existing, cfg) if resume else None
-    if refusal:
-        raise TrainingError(f"cannot resume {run_dir}: {refusal}")
-    if not resume and (run_dir / "checkpoints" / "last.pt").exists():
+    try:
+        existing = load_run_config(run.config)
+    except ConfigError as exc:
+        raise TrainingError(f"{run.config} is not a readable run config: {exc}") from exc
+    also = RECOVERY_CHANGES if resume else set()
+    comparable = (resume_view(existing, also), resume_view(cfg, also))
+    if not resume:
+        comparable = (config_to_toml(existing), config_to_toml(cfg))
+    if comparable[0] != comparable[1]:
+        allowed = sorted(RESUMABLE_CHANGES | RECOVERY_CHANGES)
         raise TrainingError(
-            f"{run_dir} already holds a run of this config; continue it with --resume {run_dir} "
+            f"{run} already holds a run with a different config ({run.config}); "
+            "choose another run directory (--run-dir), or resume it with --resume "
+            f"(which may change only train.{{{', '.join(allowed)}}})"
+        )
+    if resume:
+        refusal = steps_change_refusal(existing, cfg)
+        if refusal:
+            raise TrainingError(f"cannot resume {run}: {refusal}")
+        done = checkpoint_step(run)
+        if done > cfg.train.steps:
+            raise TrainingError(
+                f"cannot resume {run} to train.steps = {cfg.train.steps}: its checkpoint is "
+                f"at step {done} already (give train.steps >= {done})"
+            )
+    elif run.last_checkpoint.exists():
+        raise TrainingError(
+            f"{run} already holds a run of this config; continue it with --resume {run} "
             "or choose another run directory"
         )
-
-
-def setup_eval_sets(cfg: RunConfig, run_dir: Path, device: torch.device):
-    """The run's evaluation sets on `device`: loaded from eval_sets.pt, or built and saved."""
-    path = run_dir / "eval_sets.pt"
-    if path.exists():
-        sets = load_eval_sets(path)
-    else:
-        sets = build_eval_sets(cfg.task, cfg.seed, device="cpu")
-        save_eval_sets(sets, path)
-    return {name: batch.to(device) for name, batch in sets.items()}
+    return existing
 
 
 def train_run(
     cfg: RunConfig,
-    run_dir: str | Path,
+    run_dir: str | Path | RunDir,
     resume: bool = False,
     progress: bool = True,
     stop_at: int | None = None,
+    rebuild_eval_sets: bool = False,
 ) -> TrainResult:
     """Train `cfg` in `run_dir`. `stop_at` ends the session early after that step (as if the
-    process were killed right after the checkpoint there); a later `resume=True` continues."""
-    run_dir = Path(run_dir)
-    tc = cfg.train
-    _check_run_dir(cfg, run_dir, resume)
-    device = resolve_device(tc.device)
-    if tc.threads:
-        torch.set_num_threads(tc.threads)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(run_dir / "config.toml", config_to_toml(cfg).encode())
-    (run_dir / "checkpoints").mkdir(exist_ok=True)
-    if tc.snapshot_every:
-        (run_dir / "snapshots").mkdir(exist_ok=True)
+    process were killed right after the checkpoint there); a later `resume=True` continues.
+    A resume that changes train.warmup_steps starts that warm-up at the resume step.
+    `rebuild_eval_sets`: build eval_sets.pt again from the config (replacing one that is
+    unreadable or belongs to another task or seed) instead of refusing it.
 
-    torch.manual_seed(cfg.seed)
-    model = AssignAddTransformer(cfg.built_model_config(), seed=cfg.seed).to(device)
-    optimizer = torch.optim.AdamW(
-        model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay, betas=tc.betas
+    Every check of the directory (config, checkpoint, metrics log, evaluation sets) comes
+    before anything is written to it."""
+    run = RunDir(run_dir)
+    existing = check_train_target(cfg, run, resume)
+    start = checkpoint_step(run) if resume else 0
+    if existing is not None and resume:
+        if cfg.train.warmup_steps != existing.train.warmup_steps and start > 0:
+            cfg = replace(cfg, train=replace(cfg.train, warmup_from=start))
+    preflight(Trainee(cfg, run), start, rebuild_eval_sets)
+    device = resolve_device(cfg.train.device)
+    if cfg.train.threads:
+        torch.set_num_threads(cfg.train.threads)
+    run.path.mkdir(parents=True, exist_ok=True)
+    changes = config_changes(existing, cfg) if existing is not None else {}
+    record_history(run, "resume" if resume else "start", start, changes)
+    if resume and run.stopped.exists():  # a recovery: the run trains again from last.pt
+        run.stopped.unlink()
+    session = run_training(
+        [Trainee(cfg, run)],
+        SingleLearner(cfg, device),
+        progress=progress,
+        stop_at=stop_at,
+        rebuild_eval_sets=rebuild_eval_sets,
     )
-    sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, cfg.seed), device=device)
-    generator = training_generator(cfg.seed, device)
-    stream = BatchStream(sampler, generator, tc.batch_size, tc.sample_chunk)
-    sets = setup_eval_sets(cfg, run_dir, device)
-    metrics_path = run_dir / "metrics.jsonl"
-
-    step, loss_sum, elapsed_before = 0, 0.0, 0.0
-    last_path = run_dir / "checkpoints" / "last.pt"
-    if resume and last_path.exists():
-        ckpt = load_training_state(last_path)
-        model.load_state_dict({k: v.to(device) for k, v in ckpt["model_state"].items()})
-        optimizer.load_state_dict(ckpt["optimizer_state"])
-        generator.set_state(ckpt["data_rng_state"].cpu())
-        torch.set_rng_state(ckpt["torch_rng_state"])
-        step, loss_sum = ckpt["step"], ckpt["train_loss_sum"]
-        elapsed_before = ckpt["elapsed_s"]
-        truncate_metrics(metrics_path, step)
-    elif metrics_path.exists():
-        metrics_path.unlink()
-
-    if step == 0:
-        evaluate_and_log(model, sets, tc, metrics_path, 0, float("nan"), 0.0, 0.0)
-        if tc.snapshot_every:
-            save_model(model, run_dir / "snapshots" / f"step_{0:06d}.pt", {"step": 0})
-
-    model.train()
-    t0 = time.perf_counter()
-    bar = tqdm(
-        total=tc.steps, initial=step, disable=not progress, desc=f"train {cfg.name} s{cfg.seed}"
+    record = session.records[0] or run.read_metrics()[-1]
+    return TrainResult(
+        run.path, session.step, record["acc"], session.elapsed[0], not session.finished
     )
-    window_losses = 0.0
-    window_n = 0
-    while step < tc.steps:
-        lr = learning_rate(step, tc.lr, **schedule_of(tc))
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        batch = stream.next()
-        logits = model.forward_fast(batch.tokens)
-        loss = F.cross_entropy(logits.float(), batch.labels)
-        if not torch.isfinite(loss):
-            raise TrainingError(
-                f"loss became {loss.item()} at step {step + 1} (lr {lr:g}); the run stopped and "
-                f"its last good checkpoint is {last_path if last_path.exists() else 'none yet'}"
-                " — lower train.lr or set train.grad_clip"
-            )
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if tc.grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
-        optimizer.step()
-        step += 1
-        loss_value = loss.item()
-        loss_sum += loss_value
-        window_losses += loss_value
-        window_n += 1
-        bar.update(1)
-
-        if step % tc.eval_every == 0 or step == tc.steps:
-            elapsed = elapsed_before + time.perf_counter() - t0
-            acc = evaluate_and_log(
-                model, sets, tc, metrics_path, step, window_losses / window_n, lr, elapsed
-            )
-            window_losses, window_n = 0.0, 0
-            bar.set_postfix(_short_acc(acc), refresh=False)
-        if tc.snapshot_every and step % tc.snapshot_every == 0:
-            save_model(model, run_dir / "snapshots" / f"step_{step:06d}.pt", {"step": step})
-        if step % tc.checkpoint_every == 0 or step == tc.steps:
-            elapsed = elapsed_before + time.perf_counter() - t0
-            save_training_state(
-                last_path, model, optimizer, generator, step, cfg, loss_sum, elapsed
-            )
-        if stop_at is not None and step >= stop_at and step < tc.steps:
-            bar.close()
-            records = read_metrics(metrics_path)
-            return TrainResult(run_dir, step, records[-1]["acc"], elapsed_before, True)
-    bar.close()
-    elapsed = elapsed_before + time.perf_counter() - t0
-    records = read_metrics(metrics_path)
-    from empirical.train.summary import write_summary
-
-    breakdown = restricted_breakdown(model, sets, cfg.task.L)
-    write_summary(cfg, run_dir, records, elapsed, device, breakdown)
-    return TrainResult(run_dir, step, records[-1]["acc"], elapsed)
-
-
-def _short_acc(acc: dict[str, float]) -> dict[str, str]:
-    out = {}
-    for kind in ("0var", "1var", "2var"):
-        name = f"{kind}/ind"
-        if name in acc:
-            out[kind] = f"{acc[name]:.2f}"
-    var = [v for k, v in acc.items() if k.endswith("/var")]
-    if var:
-        out["var-restr"] = f"{sum(var) / len(var):.2f}"
-    return out
-
-
-def evaluate_and_log(model, sets, tc, metrics_path, step, train_loss, lr, elapsed):
-    """Evaluate every set and append one record to metrics.jsonl; returns the accuracies."""
-    acc, loss = evaluate_sets(model, sets, tc.eval_batch_size)
-    record = {
-        "step": step,
-        "train_loss": None if math.isnan(train_loss) else train_loss,
-        "lr": lr,
-        "elapsed_s": round(elapsed, 3),
-        "acc": acc,
-        "loss": loss,
-    }
-    append_metrics(metrics_path, record)
-    return acc
 
 
 def summary_of(run_dir: str | Path) -> dict:
-    return json.loads((Path(run_dir) / "summary.json").read_text())
+    return json.loads(RunDir(run_dir).summary.read_text())

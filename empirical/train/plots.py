@@ -1,71 +1,117 @@
-"""The paper's Figure 2 for one run: accuracy of every evaluation set over training."""
+"""The paper's Figure 2 for one run: accuracy of every evaluation set over training.
+
+`plot_training_curves` returns the matplotlib Figure and writes it only when given a path
+(png, pdf or svg); importing this module selects no matplotlib backend.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
-import matplotlib
+import matplotlib.pyplot as plt
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from empirical.train.phases import Phases  # noqa: E402
+from empirical.figures import OKABE_ITO, save_figure
+from empirical.train.phases import Phases
 
 KIND_COLORS = {
-    "0var": "tab:blue",
-    "1var": "tab:orange",
-    "2var": "tab:green",
-    "curated": "tab:purple",
+    "0var": OKABE_ITO["blue"],
+    "1var": OKABE_ITO["orange"],
+    "2var": OKABE_ITO["green"],
+    "curated": OKABE_ITO["purple"],
 }
 SPLIT_STYLES = {"ind": "-", "pair": "--", "var": ":", "both": "-.", "": "-"}
 
 
 def plot_training_curves(
-    records: list[dict], phases: Phases | None, path: str | Path, title: str
-) -> Path:
+    records: list[dict],
+    phases: Phases | None,
+    path: str | os.PathLike | None = None,
+    title: str = "",
+    *,
+    sizes: dict[str, int] | None = None,
+    chance: float | None = None,
+    fmt: str | None = None,
+):
+    """Accuracy (%) of every evaluation set over training steps, and the training loss.
+
+    sizes: sequences per evaluation set: each curve gets a shaded 95% Wilson interval (what
+    the finite set leaves uncertain; empirical.stats). chance: accuracy of a uniform guess
+    (1/p), drawn as a line. Returns the Figure; writes it to `path` (then closes it) if given."""
+    from empirical.stats import wilson_band
+
     names = sorted({n for r in records for n in r["acc"]})
     fig, (ax, ax_loss) = plt.subplots(
-        2, 1, figsize=(10, 8), sharex=True, gridspec_kw={"height_ratios": [3, 1]}
+        2,
+        1,
+        figsize=(12.5, 8.5),
+        sharex=True,
+        gridspec_kw={"height_ratios": [3, 1]},
+        layout="constrained",
     )
     for name in names:
         steps = [r["step"] for r in records if name in r["acc"]]
-        acc = [100 * r["acc"][name] for r in records if name in r["acc"]]
+        acc = [r["acc"][name] for r in records if name in r["acc"]]
         kind, _, split = name.partition("/")
         style = (
             SPLIT_STYLES.get(split, "-")
             if kind != "curated"
             else ("-" if "novel" in split else "--")
         )
-        ax.plot(steps, acc, style, color=KIND_COLORS.get(kind, "gray"), label=name, lw=1.4)
+        color = KIND_COLORS.get(kind, OKABE_ITO["grey"])
+        ax.plot(steps, [100 * a for a in acc], style, color=color, label=name, lw=1.4)
+        n = (sizes or {}).get(name)
+        if n:
+            low, high = wilson_band(acc, n)
+            ax.fill_between(steps, 100 * low, 100 * high, color=color, alpha=0.15, lw=0)
+    if chance is not None:
+        ax.axhline(
+            100 * chance,
+            color="0.35",
+            ls=(0, (1, 3)),
+            lw=1.2,
+            label=f"chance ({100 * chance:.1f}%)",
+        )
     if phases is not None:
         marks = []
         if phases.zero_var_learned_step is not None:
-            marks.append((phases.zero_var_learned_step, "0-var >= 90%", "tab:blue"))
+            marks.append((phases.zero_var_learned_step, "0-var >= 90%", OKABE_ITO["blue"]))
         if phases.first_spike is not None:
             s = phases.first_spike
-            marks.append(((s.start_step + s.end_step) / 2, "first spike (variables)", "tab:red"))
+            marks.append(
+                (
+                    (s.start_step + s.end_step) / 2,
+                    "first spike (variables)",
+                    OKABE_ITO["vermillion"],
+                )
+            )
         if phases.second_spike is not None:
             s = phases.second_spike
             marks.append(((s.start_step + s.end_step) / 2, "second spike (var-restricted)", "k"))
         for i, (x, label, color) in enumerate(marks):
             for a in (ax, ax_loss):
                 a.axvline(x, color=color, ls=":", lw=1.2)
-            ax.text(x, 101 + 2.3 * i, f" {label}", fontsize=8, color=color, ha="left", va="bottom")
+            ax.text(x, 101 + 2.6 * i, f" {label}", fontsize=8, color=color, ha="left", va="bottom")
     ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(-2, 110)
+    ax.set_ylim(-2, 112)
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=3, loc="lower right", title="evaluation set (kind/split)")
+    band = " (band: 95% interval over the set's sequences)" if sizes else ""
+    ax.legend(
+        fontsize=8,
+        ncol=1,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        title=f"evaluation set (kind/split){band}".replace(" (band", "\n(band"),
+        title_fontsize=8,
+    )
     steps = [r["step"] for r in records if r.get("train_loss") is not None]
     losses = [r["train_loss"] for r in records if r.get("train_loss") is not None]
     ax_loss.plot(steps, losses, color="k", lw=1.2, label="training loss (mean since last eval)")
-    ax_loss.set_yscale("log")
+    positive = [x for x in losses if x > 0]
+    if positive and max(positive) / min(positive) > 10:  # a log axis only when it spans decades
+        ax_loss.set_yscale("log")
     ax_loss.set_xlabel("training step")
     ax_loss.set_ylabel("cross-entropy")
     ax_loss.grid(alpha=0.3)
-    ax_loss.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    ax_loss.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return save_figure(fig, path, fmt)

@@ -20,21 +20,29 @@ from empirical.model import CheckpointError, load_checkpoint, save_model
 def save_training_state(
     path: str | os.PathLike,
     model,
-    optimizer: torch.optim.Optimizer,
+    optimizer_state: dict,
     data_generator: torch.Generator,
     step: int,
     run_config,
-    train_loss_sum: float,
     elapsed_s: float,
+    loss_windows: dict[str, Any],
 ) -> None:
+    """Write everything a resume needs, atomically: the model, `optimizer_state` (an
+    optimiser's state_dict), the data generator's and torch's RNG states, the step, the run
+    config and its fingerprint (empirical.run_config.config_fingerprint), the elapsed time and
+    the running training-loss sums (`loss_windows`, see empirical.train.engine.LossWindows)
+    that the metrics of the next evaluations depend on."""
+    from empirical.run_config import config_fingerprint
+
     extra = {
         "step": int(step),
-        "optimizer_state": optimizer.state_dict(),
+        "config_fingerprint": config_fingerprint(run_config),
+        "optimizer_state": optimizer_state,
         "data_rng_state": data_generator.get_state().cpu(),
         "torch_rng_state": torch.get_rng_state(),
         "run_config": to_dict(run_config),
-        "train_loss_sum": float(train_loss_sum),
         "elapsed_s": float(elapsed_s),
+        **loss_windows,
     }
     save_model(model, path, extra=extra)
 

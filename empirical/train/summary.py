@@ -1,4 +1,8 @@
-"""A run's `summary.json` and Figure 2, written when training ends (or on demand)."""
+"""A run's `summary.json` and Figure 2, written when training ends (or on demand).
+
+summary.json's `final_acc` is {set: accuracy}; `final_acc_ci95` gives each its 95% Wilson
+interval [low, high] over the set's `eval_set_sizes` sequences (empirical.stats).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,8 @@ from pathlib import Path
 import torch
 
 from empirical.config_io import atomic_write_bytes, to_dict
-from empirical.train.metrics import read_metrics
+from empirical.figures import figure_path
+from empirical.rundir import RunDir
 from empirical.train.phases import detect_phases
 from empirical.train.plots import plot_training_curves
 
@@ -23,6 +28,16 @@ def first_step_all_above(records: list[dict], target: float = TARGET) -> int | N
     return None
 
 
+def eval_set_sizes(run_dir: str | Path) -> dict[str, int]:
+    """Sequences per evaluation set of a run (from its eval_sets.pt; {} if it has none)."""
+    run = RunDir(run_dir)
+    if not run.eval_sets.is_file():
+        return {}
+    from empirical.task import load_eval_sets
+
+    return {name: len(batch) for name, batch in load_eval_sets(run.eval_sets).items()}
+
+
 def write_summary(
     cfg,
     run_dir: Path,
@@ -30,17 +45,29 @@ def write_summary(
     elapsed_s=None,
     device=None,
     breakdown=None,
+    *,
+    sizes: dict[str, int] | None = None,
+    fmt: str = "png",
 ):
-    run_dir = Path(run_dir)
-    records = read_metrics(run_dir / "metrics.jsonl") if records is None else records
+    """Write summary.json and the training curves (`fmt`: png, pdf or svg); returns the
+    summary. `sizes` (sequences per evaluation set, for the intervals) default to the run's
+    eval_sets.pt."""
+    from empirical.stats import accuracy_intervals
+
+    run = RunDir(run_dir)
+    records = run.read_metrics() if records is None else records
+    sizes = eval_set_sizes(run.path) if sizes is None else dict(sizes)
     final = records[-1]
     phases = detect_phases(records)
     below = {k: v for k, v in final["acc"].items() if v < TARGET}
+    intervals = accuracy_intervals(final["acc"], sizes)
     summary = {
         "name": cfg.name,
         "seed": cfg.seed,
         "final_step": final["step"],
         "final_acc": final["acc"],
+        "final_acc_ci95": {k: v["ci95"] for k, v in intervals.items()},
+        "eval_set_sizes": sizes,
         "final_loss": final["loss"],
         "all_sets_at_least_99": not below,
         "sets_below_99": below,
@@ -54,14 +81,29 @@ def write_summary(
         "torch_threads": torch.get_num_threads(),
         "config": to_dict(cfg),
     }
-    atomic_write_bytes(run_dir / "summary.json", json.dumps(summary, indent=2).encode())
+    atomic_write_bytes(run.summary, json.dumps(summary, indent=2).encode())
+    write_training_curves(cfg, run.path, records, sizes=sizes, fmt=fmt, phases=phases)
+    return summary
+
+
+def write_training_curves(
+    cfg, run_dir: str | Path, records=None, *, sizes=None, fmt: str = "png", phases=None
+) -> Path:
+    """Figure 2 of the run (training_curves.png, or .pdf / .svg with `fmt`); returns its path."""
+    run = RunDir(run_dir)
+    records = run.read_metrics() if records is None else records
+    sizes = eval_set_sizes(run.path) if sizes is None else sizes
+    phases = detect_phases(records) if phases is None else phases
+    path = figure_path(run.training_curves, fmt)
     plot_training_curves(
         records,
         phases,
-        run_dir / "training_curves.png",
+        path,
         f"Assign-and-add training ({cfg.name}, seed {cfg.seed}): accuracy per evaluation set",
+        sizes=sizes,
+        chance=1 / cfg.task.p,
     )
-    return summary
+    return path
 
 
 def _device_name(device) -> str | None:

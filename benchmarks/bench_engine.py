@@ -1,0 +1,154 @@
+"""The training engine's step, as `train`, `sweep` and `grid` run it, on one device.
+
+    python benchmarks/bench_engine.py [--config configs/paper.toml] [--members 1 32]
+        [--compile none default reduce-overhead] [--autocast none bf16] [--steps 200]
+
+For every (members, compile mode, autocast) it builds the real learner
+(empirical.train.engine.SingleLearner for 1 member, BatchLearner for more), the members'
+data streams, and times `steps` training steps after `warmup` steps (the warm-up includes
+torch.compile's compilation; its time is printed separately), synchronising the device only
+around the timed region, as the engine does (no host sync inside a step). Prints ms per step
+and member-steps/s, and a markdown table at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from empirical.run_config import load_run_config  # noqa: E402
+from empirical.task import TrainingSampler, held_out_pairs  # noqa: E402
+from empirical.task.pairs import training_generator  # noqa: E402
+from empirical.train.batches import BatchStream  # noqa: E402
+from empirical.train.engine import BatchLearner, SingleLearner, resolve_device  # noqa: E402
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_steps(
+    base,
+    members: int,
+    compile_mode: str,
+    autocast: str,
+    warmup: int,
+    steps: int,
+    device: torch.device,
+) -> dict:
+    train = dataclasses.replace(base.train, compile=compile_mode, autocast=autocast)
+    cfgs = [dataclasses.replace(base, seed=s, train=train) for s in range(members)]
+    learner = SingleLearner(cfgs[0], device) if members == 1 else BatchLearner(cfgs, device)
+    streams = []
+    for cfg in cfgs:
+        sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, cfg.seed), device=device)
+        gen = training_generator(cfg.seed, device)
+        streams.append(BatchStream(sampler, gen, train.batch_size, train.sample_chunk))
+    alive = [True] * members
+    total = torch.zeros(members, dtype=torch.float64, device=device)
+
+    def step(i: int) -> None:
+        batches = [s.next() for s in streams]
+        tokens = torch.stack([b.tokens for b in batches])
+        labels = torch.stack([b.labels for b in batches])
+        losses = learner.losses(tokens, labels)
+        total.add_(losses.detach().double())
+        learner.update(losses, alive, i)
+
+    t0 = time.perf_counter()
+    for i in range(warmup):
+        step(i)
+    sync(device)
+    warm_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for i in range(warmup, warmup + steps):
+        step(i)
+    sync(device)
+    seconds = time.perf_counter() - t0
+    if not bool(torch.isfinite(total).all()):
+        raise RuntimeError("non-finite loss in the benchmark")
+    return {
+        "members": members,
+        "compile": compile_mode,
+        "autocast": autocast,
+        "ms_per_step": 1000 * seconds / steps,
+        "member_steps_per_s": members * steps / seconds,
+        "warmup_s": warm_s,
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("overrides", nargs="*", help="run-config overrides, e.g. train.sample_chunk=10")
+    ap.add_argument("--config", default=str(ROOT / "configs" / "paper.toml"))
+    ap.add_argument("--members", type=int, nargs="+", default=[1])
+    ap.add_argument("--compile", nargs="+", default=["none"])
+    ap.add_argument("--autocast", nargs="+", default=["none"])
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--repeats", type=int, default=1, help="time each setting this often")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: default)")
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    base = load_run_config(args.config, args.overrides)
+    device = resolve_device(args.device)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+    print(
+        f"device {device} ({name}), torch {torch.__version__}; config {args.config}, "
+        f"batch {base.train.batch_size}, sample_chunk {base.train.sample_chunk}",
+        flush=True,
+    )
+    rows = []
+    for members in args.members:
+        for mode in args.compile:
+            for autocast in args.autocast:
+                runs = []
+                for _ in range(args.repeats):
+                    try:
+                        runs.append(
+                            time_steps(
+                                base, members, mode, autocast, args.warmup, args.steps, device
+                            )
+                        )
+                    except Exception as exc:  # a compile mode may not work on this device
+                        print(
+                            f"M={members} compile={mode} autocast={autocast}: failed: "
+                            f"{type(exc).__name__}: {str(exc)[:200]}",
+                            flush=True,
+                        )
+                        break
+                if not runs:
+                    continue
+                best = min(runs, key=lambda r: r["ms_per_step"])
+                best["ms_per_step_median"] = statistics.median(r["ms_per_step"] for r in runs)
+                rows.append(best)
+                print(
+                    f"M={members} compile={mode} autocast={autocast}: "
+                    f"{best['ms_per_step']:.2f} ms/step, {best['member_steps_per_s']:.0f} "
+                    f"member-steps/s (warm-up {best['warmup_s']:.1f} s)",
+                    flush=True,
+                )
+    print("\n| members | compile | autocast | ms / step | member-steps / s | warm-up (s) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        print(
+            f"| {r['members']} | {r['compile']} | {r['autocast']} | {r['ms_per_step']:.2f} | "
+            f"{r['member_steps_per_s']:.0f} | {r['warmup_s']:.1f} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""The command-line error contract shared by `python -m disentangled`, `-m theory` and
+`-m empirical`: a problem the user can fix is a `UserError`; the entry point prints it as one
+line `error: ...` on stderr and exits with status 2, never a traceback.
+
+It lives in the lowest package because `theory` builds on `disentangled` and `empirical` on
+both (nothing here imports either of them).
+
+    parser = OneLineParser(prog="python -m empirical train")   # bad arguments: UsageError
+    sys.exit(run_main(main, argv, prog="python -m empirical"))
+
+Output locations are checked before any computation (`prepare_output_dir`,
+`check_output_file`): a path that is a file or lies under a file, or a directory that cannot
+be written, is a UsageError naming the flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+class UserError(Exception):
+    """A problem the user can fix (a bad value, a missing file, a run directory in use):
+    the command line prints `error: <message>` and exits with status 2."""
+
+
+class UsageError(UserError, ValueError):
+    """Bad command-line arguments."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """`argparse.ArgumentParser` whose errors are a `UsageError` (one line, no usage dump);
+    `--help` still prints the help and exits 0. Subparsers made from it are of its class."""
+
+    def error(self, message: str):  # noqa: D401 - argparse's hook
+        raise UsageError(message)
+
+    def add_subparsers(self, **kwargs):
+        kwargs.setdefault("parser_class", type(self))
+        return super().add_subparsers(**kwargs)
+
+
+def os_error_message(exc: OSError) -> str:
+    """One line for a file-system fault: the path, what went wrong, and what to do."""
+    where = exc.filename if exc.filename is not None else "(no path)"
+    if exc.filename2 is not None:
+        where = f"{where} -> {exc.filename2}"
+    what = exc.strerror or str(exc)
+    hint = {
+        errno.ENOSPC: "free some space and run the command again (files written before are intact)",
+        errno.EDQUOT: "free some space and run the command again",
+        errno.EACCES: "check the permissions of that path or choose another output location",
+        errno.EPERM: "check the permissions of that path or choose another output location",
+        errno.EROFS: "the file system is read-only; choose another output location",
+        errno.ENOTDIR: "a part of that path is a file, not a directory; choose another path",
+        errno.EISDIR: "that path is a directory; give a file path",
+        errno.ENOENT: "check the path",
+    }.get(exc.errno)
+    return f"{where}: {what}" + (f" ({hint})" if hint else "")
+
+
+def _blocking_file(path: Path) -> Path | None:
+    """The first existing non-directory at `path` or above it (None: the path can be a dir)."""
+    for part in [path, *path.parents]:
+        if part.exists() and not part.is_dir():
+            return part
+    return None
+
+
+def check_writable_dir(path: str | os.PathLike, flag: str = "--out") -> Path:
+    """An existing directory in which files can be created, else a UsageError naming `flag`.
+
+    Tried for real (a probe file created and removed): permissions, ACLs, a read-only mount
+    and the superuser are all answered by the file system itself."""
+    path = Path(path)
+    try:
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".write-check-", suffix=".tmp")
+    except OSError as exc:
+        raise UsageError(
+            f"{flag} {path}: cannot write there ({exc.strerror or exc}); choose another location"
+        ) from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return path
+
+
+def check_output_dir(path: str | os.PathLike, flag: str = "--out") -> Path:
+    """Check, before any computation and without creating anything, that `path` can be an
+    output directory: not a file, not under a file, and writable (if it exists) or creatable
+    (its nearest existing parent writable). A UsageError naming the flag otherwise."""
+    path = Path(path)
+    blocker = _blocking_file(path)
+    if blocker is not None:
+        where = "is a file" if blocker == path else f"lies under {blocker}, which is a file"
+        raise UsageError(f"{flag} {path}: {where}; give a directory path")
+    if path.is_dir():
+        return check_writable_dir(path, flag)
+    nearest = path.parent
+    while not nearest.is_dir() and nearest != nearest.parent:
+        nearest = nearest.parent
+    check_writable_dir(nearest, f"{flag} {path}: its parent")
+    return path
+
+
+def prepare_output_dir(path: str | os.PathLike, flag: str = "--out") -> Path:
+    """Check, before any computation, that `path` can be an output directory, and create it.
+
+    Refused with a UsageError naming the flag and the path: a path that is a file or lies
+    under a file, or a directory that cannot be created or written."""
+    path = Path(path)
+    blocker = _blocking_file(path)
+    if blocker is not None:
+        where = "is a file" if blocker == path else f"lies under {blocker}, which is a file"
+        raise UsageError(f"{flag} {path}: {where}; give a directory path")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"{flag} {path}: cannot create it ({exc.strerror or exc}); choose another location"
+        ) from None
+    return check_writable_dir(path, flag)
+
+
+def check_output_file(path: str | os.PathLike, flag: str = "--out") -> Path:
+    """Check, before any computation, that a file can be written at `path` (its directory is
+    created if missing): not a directory, not under a file, in a writable directory, and not
+    an existing file that cannot be replaced."""
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{flag} {path}: is a directory; give a file path")
+    blocker = _blocking_file(path.parent)
+    if blocker is not None:
+        raise UsageError(f"{flag} {path}: lies under {blocker}, which is a file; give another path")
+    prepare_output_dir(path.parent, flag=f"{flag} {path}: its directory")
+    if path.exists() and not path.is_file():
+        raise UsageError(f"{flag} {path}: not a regular file; give a file path")
+    return path
+
+
+def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = None) -> int:
+    """Run a command's `main(argv)` under the error contract: UserError -> `error: ...`,
+    exit 2; a file-system fault (OSError) -> `error: PATH: what (what to do)`, exit 2;
+    Ctrl-C -> exit 130. Anything else is a bug and keeps its traceback."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return int(main(argv) or 0)
+    except SystemExit as exc:  # --help, or a command that exits itself
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else EXIT_USER_ERROR)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except BrokenPipeError:  # e.g. piped into `head`
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except OSError as exc:
+        print(f"error: {os_error_message(exc)}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

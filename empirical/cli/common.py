@@ -1,0 +1,53 @@
+"""What every `python -m empirical` command shares: the parser, the error contract, output
+locations checked before any computation.
+
+Each command module defines `run(argv) -> int`, which raises a `UserError` for anything the
+user can fix, and `main(argv) = command_main(run, argv)`; `python -m empirical` dispatches to
+`run` under the same contract (disentangled.command_line.run_main): one `error: ...` line on
+stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from disentangled.command_line import (
+    OneLineParser,
+    UsageError,
+    UserError,
+    check_output_dir,
+    check_output_file,
+    check_writable_dir,
+    prepare_output_dir,
+    run_main,
+)
+
+__all__ = [
+    "OneLineParser",
+    "UsageError",
+    "UserError",
+    "command_main",
+    "parser",
+    "positive_int",
+    "prepare_output_dir",
+    "check_output_dir",
+    "check_output_file",
+    "check_writable_dir",
+]
+
+
+def parser(prog: str, description: str) -> OneLineParser:
+    """The argument parser of `python -m empirical <prog>`: bad arguments are one line."""
+    return OneLineParser(prog=f"python -m empirical {prog}", description=description)
+
+
+def command_main(run: Callable[[list[str]], int | None], argv: list[str] | None) -> int:
+    """`run(argv)` under the error contract (for calling a command from Python or a test)."""
+    return run_main(run, argv)
+
+
+def positive_int(flag: str, value: int, minimum: int = 1) -> int:
+    """`value`, or a UsageError naming the flag if it is below `minimum`."""
+    if value < minimum:
+        raise UsageError(f"{flag} {value}: must be an integer >= {minimum}")
+    return value

@@ -1,0 +1,96 @@
+"""`python -m empirical import-checkpoints SRC [--config FILE] [key=value ...] --out RUN_DIR`.
+
+Examples:
+    python -m empirical import-checkpoints /work/shared/authors/checkpoints \\
+        --config configs/authors.toml --train-pairs /work/shared/authors/train_pairs.json \\
+        --out runs/authors
+    python -m empirical evaluate runs/authors --all-steps      # metrics, summary, Figure 2
+
+Turns a folder of TransformerLens checkpoints (checkpoint_step_N.pth, N = optimiser updates
+done; model_state_dict.pth = the final model, at --final-step, default the config's
+train.steps) into a run directory. See docs/import.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from empirical.cli.common import command_main, parser
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "authors.toml"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = parser(
+        "import-checkpoints",
+        "Turn the paper authors' TransformerLens checkpoints into a run directory.",
+    )
+    ap.add_argument("src", help="folder of checkpoint_step_N.pth files (+ model_state_dict.pth)")
+    ap.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. seed=1")
+    ap.add_argument("--config", help=f"run config (default: configs/{DEFAULT_CONFIG.name})")
+    ap.add_argument("--out", required=True, help="the run directory to write")
+    ap.add_argument(
+        "--train-pairs",
+        help="JSON list of the run's ordered training pairs: refuse unless the config's "
+        "held-out pairs are exactly the others",
+    )
+    ap.add_argument(
+        "--final-step",
+        type=int,
+        help="step of model_state_dict.pth (default: the config's train.steps)",
+    )
+    ap.add_argument(
+        "--overwrite", action="store_true", help="replace an existing --out of any content"
+    )
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads (default 1: fastest here)"
+    )
+    ap.add_argument("--quiet", action="store_true", help="no progress and no summary line")
+    return ap
+
+
+def run(argv: list[str]) -> int:
+    args = build_parser().parse_intermixed_args(argv)
+    import torch
+
+    from empirical.cli.common import UsageError
+    from empirical.import_run import import_checkpoints
+
+    if args.threads < 0:
+        raise UsageError(f"--threads {args.threads}: must be an integer >= 0 (0: torch default)")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    config = args.config or DEFAULT_CONFIG
+    result = import_checkpoints(
+        args.src,
+        config,
+        args.out,
+        overrides=args.overrides,
+        train_pairs=args.train_pairs,
+        final_step=args.final_step,
+        overwrite=args.overwrite,
+        command="python -m empirical import-checkpoints " + shlex.join(argv),
+        progress=not args.quiet,
+    )
+    if not args.quiet:
+        steps = result.steps
+        print(
+            f"imported {len(steps)} checkpoints (steps {steps[0]}..{steps[-1]}) into "
+            f"{result.out} in {result.seconds:.1f} s"
+            + (" (replaced the earlier directory)" if result.replaced else ""),
+            file=sys.stderr,
+        )
+        print(f"next: python -m empirical evaluate {result.out} --all-steps", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command_main(run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""M copies of the paper's model as one module: stacked weights, one batched fast forward.
+
+`BatchedModel(cfg, seeds)` holds every parameter of `AssignAddTransformer` with a leading
+member dimension ([M, *shape]), member m initialised exactly as `AssignAddTransformer(cfg,
+seed=seeds[m])`. `forward_fast(tokens)` takes tokens [M, batch, L] (each member its own
+batch) and returns logits [M, batch, d_vocab_out]: the one fast forward of the codebase
+(empirical.model.fast, which a single model runs with M = 1), written with batched matmuls and
+member-offset gathers rather than `vmap` (whose fallback for `torch.take` made it slower than
+a loop over members on the CPU).
+
+Member m's logits depend only on member m's weights and tokens, so the gradient of
+`sum_m loss_m` with respect to member m's weights is the gradient of loss_m alone: one
+backward trains every member, and an optimiser whose update is elementwise (AdamW) updates
+each member exactly as it would update that member alone.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from empirical.model import AssignAddTransformer, ModelConfig
+from empirical.model.fast import PARAM_NAMES, fast_forward
+
+
+def _key(name: str) -> str:
+    return name.replace(".", "__")
+
+
+class BatchedModel(nn.Module):
+    """M members of one architecture. `params()` yields [M, ...] parameters in the order of
+    `AssignAddTransformer.parameters()`; `member_state(m)` is member m's `state_dict`."""
+
+    def __init__(self, cfg: ModelConfig, seeds: list[int], device=None):
+        super().__init__()
+        cfg.require_complete()
+        if not seeds:
+            raise ValueError("a BatchedModel needs at least one member")
+        self.cfg = cfg
+        self.n_members = len(seeds)
+        models = [AssignAddTransformer(cfg, seed=int(s)) for s in seeds]
+        names = [n for n, _ in models[0].named_parameters()]
+        if tuple(names) != PARAM_NAMES:
+            raise RuntimeError(f"AssignAddTransformer's parameters changed: {names}")
+        self.weights = nn.ParameterDict(
+            {
+                _key(n): nn.Parameter(torch.stack([dict(m.named_parameters())[n] for m in models]))
+                for n in PARAM_NAMES
+            }
+        )
+        if device is not None:
+            self.to(device)
+
+    def w(self, name: str) -> Tensor:
+        return self.weights[_key(name)]
+
+    def params(self) -> list[nn.Parameter]:
+        return [self.w(n) for n in PARAM_NAMES]
+
+    @property
+    def device(self) -> torch.device:
+        return self.w("embed.W_E").device
+
+    # -- members in and out -------------------------------------------------------------------
+
+    def member_state(self, m: int) -> dict[str, Tensor]:
+        """Member m's weights as an AssignAddTransformer state_dict (CPU copies)."""
+        return {n: self.w(n)[m].detach().cpu().clone() for n in PARAM_NAMES}
+
+    @torch.no_grad()
+    def load_member_state(self, m: int, state: dict[str, Tensor]) -> None:
+        for n in PARAM_NAMES:
+            self.w(n)[m].copy_(state[n].to(self.device))
+
+    @torch.no_grad()
+    def copy_member_into(self, m: int, model: AssignAddTransformer) -> AssignAddTransformer:
+        """Write member m's weights into `model` (a single model of the same config)."""
+        params = dict(model.named_parameters())
+        for n in PARAM_NAMES:
+            params[n].copy_(self.w(n)[m])
+        return model
+
+    # -- the batched fast forward -------------------------------------------------------------
+
+    def forward_fast(self, tokens: Tensor) -> Tensor:
+        """Logits [M, batch, d_vocab_out] for tokens [M, batch, L] (L <= n_ctx): the one fast
+        forward (empirical.model.fast) on the stacked weights."""
+        if tokens.ndim != 3 or tokens.shape[0] != self.n_members:
+            raise ValueError(
+                f"tokens must have shape [members={self.n_members}, batch, pos], "
+                f"got {tuple(tokens.shape)}"
+            )
+        weights = {n: self.w(n) for n in PARAM_NAMES}
+        return fast_forward(weights, tokens, self.cfg.attn_scale).logits

@@ -1,0 +1,379 @@
+"""Sweeps and grids on many machines: one job per batch of members, through submitit.
+
+    python -m empirical sweep --config C --executor slurm --slurm-partition gpu \\
+        --members-per-job 20 --gpus-per-job 1 --job-time 60
+    python -m empirical sweep --config C --summarize        # when the jobs have finished
+    python -m empirical sweep --config C --executor local --members-per-job 10   # this machine
+
+The submitting process plans exactly what the in-process runner would (`run_members`:
+finished members skipped, interrupted ones resumed from their checkpoint, the rest grouped
+into batches of at most N members with the same batch key and start step), writes the
+sweep's own files (sweep.toml; results.json, summary.md and the figure only when it
+summarizes), and submits one job per batch. A job (`train_job`, a module-level function, so
+submitit pickles it by reference) runs `run_members` on its members alone: it classifies them
+again (a member finished meanwhile is skipped), trains them as one batched model, and writes
+only their member directories (each checkpoint atomic, per member). Two jobs never write the
+same file: every member belongs to one job, the summary files to the submitter, and
+submitit's own files (jobs/<submission>/) are named by job id.
+
+A job claims its members with `running.json` in each member directory (job id, host, pid)
+and removes it when it ends. A new submission skips members claimed by a job that may still
+run (a local job whose process is gone, or a SLURM job that `squeue` no longer lists, is not
+running) unless `force` is set; so re-submitting while jobs still run trains only the rest,
+and re-submitting after a job died resumes its members from their last checkpoint.
+
+The summary gathered afterwards (`--summarize`, or at once when the submitter waits for the
+jobs: always for the local executor, with `--wait` for SLURM) is the in-process run's: the
+same member directories, summarized by the same code.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from disentangled.command_line import UsageError
+from empirical.config_io import atomic_write_bytes
+from empirical.rundir import RunDir, SweepDir
+from empirical.sweep.spec import Member
+
+EXECUTORS = ("local", "slurm")
+LOWEST_SET = "lowest set"  # the grid's progress metric: the lowest accuracy of any set
+
+
+@dataclass
+class ExecutorOptions:
+    """How to run a sweep's or a grid's batches as jobs (see the module docstring)."""
+
+    kind: str  # "local" or "slurm"
+    members_per_job: int = 0  # at most this many members per job (0: the sweep's max_batch)
+    partition: str = ""  # SLURM partition (empty: the cluster's default)
+    time_min: int = 240  # wall-clock limit per job, minutes
+    gpus_per_job: int | None = None  # None: 1 on SLURM; local: every GPU of this machine
+    cpus_per_job: int = 2
+    mem_gb: float | None = None  # None: the partition's default
+    slurm_args: list[str] = field(default_factory=list)  # extra sbatch KEY=VALUE parameters
+    wait: bool = False  # SLURM: wait for the jobs and summarize (the local executor always does)
+    force: bool = False  # also submit members claimed by a job that may still run
+
+    def __post_init__(self) -> None:
+        if self.kind not in EXECUTORS:
+            raise UsageError(f"--executor {self.kind!r}: use one of {', '.join(EXECUTORS)}")
+        for name, flag, low in (
+            ("members_per_job", "--members-per-job", 0),
+            ("time_min", "--job-time", 1),
+            ("cpus_per_job", "--cpus-per-job", 1),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise UsageError(f"{flag} {value!r}: must be an integer >= {low}")
+        if self.gpus_per_job is not None and self.gpus_per_job < 0:
+            raise UsageError(f"--gpus-per-job {self.gpus_per_job}: must be >= 0")
+        for arg in self.slurm_args:
+            if "=" not in arg:
+                raise UsageError(f"--slurm-arg {arg!r}: write KEY=VALUE (e.g. account=myproject)")
+        if self.kind == "local" and (self.partition or self.slurm_args):
+            raise UsageError("--slurm-partition / --slurm-arg apply to --executor slurm only")
+
+    @property
+    def waits(self) -> bool:
+        return self.kind == "local" or self.wait
+
+
+def require_submitit():
+    """The submitit module, or a UsageError saying how to install it."""
+    try:
+        import submitit
+    except ImportError:
+        raise UsageError(
+            "--executor needs submitit, an optional dependency: pip install -e '.[cluster]' "
+            "(or pip install submitit)"
+        ) from None
+    return submitit
+
+
+def check_slurm() -> None:
+    """A UsageError unless SLURM's commands are on this machine's PATH."""
+    missing = [c for c in ("sbatch", "srun") if not shutil.which(c)]
+    if missing:
+        raise UsageError(
+            f"--executor slurm: {' and '.join(missing)} not found: submit from a SLURM login "
+            "node (or use --executor local on this machine)"
+        )
+
+
+def _local_gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def make_executor(opts: ExecutorOptions, folder: Path, name: str = "sweep"):
+    """A configured submitit executor writing its files under `folder`."""
+    submitit = require_submitit()
+    if opts.kind == "local":
+        executor = submitit.LocalExecutor(folder=folder)
+        gpus = _local_gpus() if opts.gpus_per_job is None else opts.gpus_per_job
+        # every local job sees GPUs 0..gpus-1 (they share them); 0 hides the GPUs
+        executor.update_parameters(timeout_min=opts.time_min, gpus_per_node=gpus)
+        return executor
+    check_slurm()
+    try:
+        executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
+    except RuntimeError as exc:  # submitit: no srun
+        raise UsageError(f"--executor slurm: {exc}") from None
+    params: dict[str, Any] = {
+        "name": name,
+        "timeout_min": opts.time_min,
+        "nodes": 1,
+        "tasks_per_node": 1,
+        "cpus_per_task": opts.cpus_per_job,
+        "gpus_per_node": 1 if opts.gpus_per_job is None else opts.gpus_per_job,
+    }
+    if opts.partition:
+        params["slurm_partition"] = opts.partition
+    if opts.mem_gb:
+        params["mem_gb"] = opts.mem_gb
+    if opts.slurm_args:
+        params["slurm_additional_parameters"] = dict(a.split("=", 1) for a in opts.slurm_args)
+    executor.update_parameters(**params)
+    return executor
+
+
+# ------------------------------------------------------------------------------ claims
+def _job_id() -> str:
+    for var in ("SLURM_ARRAY_JOB_ID", "SLURM_JOB_ID"):
+        if os.environ.get(var):
+            task = os.environ.get("SLURM_ARRAY_TASK_ID")
+            return (
+                f"{os.environ[var]}_{task}"
+                if var == "SLURM_ARRAY_JOB_ID" and task
+                else (os.environ[var])
+            )
+    return f"local-{os.getpid()}"
+
+
+def claim(run: RunDir, job_id: str) -> dict:
+    """Write the member's running.json for this job (atomically); returns what it holds."""
+    info = {
+        "job_id": job_id,
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    run.path.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(run.running, json.dumps(info, indent=2).encode())
+    return info
+
+
+def release(run: RunDir, info: dict) -> None:
+    """Remove the member's running.json if it is still this job's claim."""
+    current = read_claim(run)
+    if (
+        current is not None
+        and current.get("pid") == info["pid"]
+        and (current.get("host") == info["host"])
+    ):
+        run.running.unlink(missing_ok=True)
+
+
+def read_claim(run: RunDir) -> dict | None:
+    if not run.running.exists():
+        return None
+    try:
+        return json.loads(run.running.read_text())
+    except (OSError, ValueError):
+        return {"job_id": "?", "unreadable": True}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _slurm_job_running(job_id: str) -> bool | None:
+    """Whether SLURM still lists the job (None: cannot tell, no squeue)."""
+    if not shutil.which("squeue"):
+        return None
+    try:
+        out = subprocess.run(
+            ["squeue", "-h", "-j", str(job_id), "-o", "%T"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:  # an unknown (long finished) job id is an error for squeue
+        return False
+    return bool(out.stdout.strip())
+
+
+def live_claim(run: RunDir) -> dict | None:
+    """The member's claim if its job may still be running (None: no claim, or a stale one)."""
+    info = read_claim(run)
+    if info is None:
+        return None
+    if info.get("host") == socket.gethostname() and isinstance(info.get("pid"), int):
+        return info if _pid_alive(info["pid"]) else None
+    if info.get("slurm_job_id"):
+        running = _slurm_job_running(info["slurm_job_id"])
+        if running is False:
+            return None
+    return info
+
+
+# ------------------------------------------------------------------------------ the job
+def _job_metric(name: str | None) -> Callable[[Member, dict], float] | None:
+    if name is None:
+        return None
+    if name == LOWEST_SET:
+        return lambda _m, acc: min(acc.values())
+    from empirical.sweep.results import MetricWeights, metric_value
+
+    weights: dict[str, MetricWeights] = {}
+
+    def value(m: Member, acc: dict) -> float:
+        if m.dirname not in weights:
+            weights[m.dirname] = MetricWeights(m.cfg)
+        return metric_value(name, acc, weights[m.dirname])
+
+    return value
+
+
+def train_job(sweep_dir: str, members: list[Member], metric: str | None = None) -> dict:
+    """What one job runs: train these members (one batch of the plan) in their member
+    directories under sweep_dir, nothing else. Returns what it did (for the submitter)."""
+    from empirical.sweep.runner import run_members
+
+    out = SweepDir(sweep_dir)
+    job_id = _job_id()
+    claims = [(out.member(m.dirname), claim(out.member(m.dirname), job_id)) for m in members]
+    try:
+        ran = run_members(
+            members,
+            out,
+            max_batch=len(members),
+            progress=False,
+            log=lambda text: print(text, flush=True),
+            metric=_job_metric(metric),
+            metric_name=metric or "",
+        )
+    finally:
+        for run, info in claims:
+            release(run, info)
+    return {
+        "job_id": job_id,
+        "host": socket.gethostname(),
+        "members": [m.dirname for m in members],
+        "skipped": ran.skipped,
+        "resumed": ran.resumed,
+        "fresh": ran.fresh,
+        "stopped": ran.stopped,
+        "timings": ran.timings,
+        "stopped_early": ran.stopped_early,
+    }
+
+
+# ------------------------------------------------------------------------------ submitting
+@dataclass
+class Submission:
+    """What `submit_members` did."""
+
+    skipped: list[str] = field(default_factory=list)  # finished before
+    stopped: list[str] = field(default_factory=list)  # diverged earlier (stopped.json)
+    resumed: list[str] = field(default_factory=list)  # submitted, from a checkpoint
+    fresh: list[str] = field(default_factory=list)  # submitted, from step 0
+    busy: dict[str, str] = field(default_factory=dict)  # claimed by a live job: its id
+    batches: list[list[str]] = field(default_factory=list)  # one per job
+    jobs: list[str] = field(default_factory=list)  # job ids
+    folder: Path | None = None  # submitit's files for this submission
+    waited: bool = False
+    results: list[dict] = field(default_factory=list)  # train_job's return, per finished job
+    failed: dict[str, str] = field(default_factory=dict)  # job id -> error (and its log)
+    timings: list[dict] = field(default_factory=list)
+
+
+def submit_members(
+    members: list[Member],
+    out: SweepDir,
+    max_batch: int,
+    opts: ExecutorOptions,
+    *,
+    log: Callable[[str], None] = print,
+    metric: str | None = None,
+    name: str = "sweep",
+) -> Submission:
+    """Plan the members' batches (at most opts.members_per_job, and max_batch, members
+    each), submit one job per batch, and wait for them when opts.waits."""
+    from empirical.sweep.runner import run_members
+
+    require_submitit()
+    per_job = (
+        min(n for n in (opts.members_per_job, max_batch) if n)
+        if (opts.members_per_job or max_batch)
+        else 0
+    )
+    sub = Submission()
+    busy: dict[str, str] = {}
+    if not opts.force:
+        for m in members:
+            info = live_claim(out.member(m.dirname))
+            if info is not None:
+                busy[m.dirname] = str(info.get("job_id"))
+    for dirname, job in busy.items():
+        log(
+            f"{dirname}: claimed by job {job}, which may still run "
+            f"({out.member(dirname).running}): not submitted; --force submits it anyway"
+        )
+    todo = [m for m in members if m.dirname not in busy]
+    plan = run_members(todo, out, per_job, train=False, log=log)
+    sub.skipped, sub.stopped, sub.busy = plan.skipped, plan.stopped, busy
+    sub.resumed, sub.fresh, sub.batches = plan.resumed, plan.fresh, plan.batches
+    if not plan.batches:
+        log("nothing to submit: every member is finished, stopped or claimed")
+        sub.waited = opts.waits
+        return sub
+    by_name = {m.dirname: m for m in todo}
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
+    sub.folder = out.jobs_dir / f"{stamp}-{os.getpid()}"
+    executor = make_executor(opts, sub.folder, name)
+    target = str(out.path.resolve())
+    with executor.batch():
+        jobs = [
+            executor.submit(train_job, target, [by_name[n] for n in batch], metric)
+            for batch in plan.batches
+        ]
+    sub.jobs = [str(j.job_id) for j in jobs]
+    for job, batch in zip(jobs, plan.batches, strict=True):
+        log(f"job {job.job_id}: {len(batch)} members: {', '.join(batch)}")
+    log(f"submitted {len(jobs)} {opts.kind} job(s); their logs: {sub.folder}")
+    if not opts.waits:
+        return sub
+    for job in jobs:
+        try:
+            result = job.result()
+        except Exception as exc:  # a failed job: its members stay resumable
+            paths = getattr(job, "paths", None)
+            where = f" (log: {paths.stderr})" if paths is not None else ""
+            sub.failed[str(job.job_id)] = f"{type(exc).__name__}: {exc}".splitlines()[0] + where
+            log(f"job {job.job_id} failed{where}")
+            continue
+        sub.results.append(result)
+        sub.timings += result["timings"]
+    sub.waited = True
+    return sub

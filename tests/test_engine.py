@@ -1,0 +1,127 @@
+"""The shared training skeleton: resume restores every metric for any cadence, refusals,
+recovery overrides and their history, exploding losses, stale temporaries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from empirical.run_config import load_run_config
+from empirical.rundir import RunDir
+from empirical.sweep import train_batch
+from empirical.train.engine import exploding, remove_stale_temporaries
+from empirical.train.loop import TrainingError, train_run
+from empirical.train.metrics import read_metrics
+from empirical.train.state import load_training_state
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ROOT / "configs" / "smoke.toml"
+
+
+def smoke(*overrides: str):
+    return load_run_config(SMOKE, ["task.eval_size=200", "train.steps=100", *overrides])
+
+
+def strip_time(records):
+    return [{k: v for k, v in r.items() if k != "elapsed_s"} for r in records]
+
+
+CADENCE = ("train.eval_every=50", "train.checkpoint_every=20", "train.snapshot_every=0")
+
+
+@pytest.mark.parametrize("kill_at", [20, 60])
+def test_resume_matches_for_a_cadence_whose_windows_straddle_checkpoints(tmp_path, kill_at):
+    cfg = smoke(*CADENCE)
+    train_run(cfg, tmp_path / "whole", progress=False)
+    train_run(cfg, tmp_path / "split", progress=False, stop_at=kill_at)
+    train_run(cfg, tmp_path / "split", resume=True, progress=False)
+    whole = strip_time(read_metrics(tmp_path / "whole" / "metrics.jsonl"))
+    split = strip_time(read_metrics(tmp_path / "split" / "metrics.jsonl"))
+    assert [r["step"] for r in whole] == [0, 50, 100]
+    assert whole == split  # train_loss included: the eval window straddles the kill
+
+
+def test_batched_members_resume_with_the_same_metrics(tmp_path):
+    cfgs = [smoke(*CADENCE, f"seed={s}") for s in (0, 1)]
+    train_batch([(c, tmp_path / f"whole{i}") for i, c in enumerate(cfgs)], progress=False)
+    split = [(c, tmp_path / f"split{i}") for i, c in enumerate(cfgs)]
+    train_batch(split, progress=False, stop_at=40)
+    train_batch(split, progress=False)
+    for i in range(2):
+        a = strip_time(read_metrics(tmp_path / f"whole{i}" / "metrics.jsonl"))
+        b = strip_time(read_metrics(tmp_path / f"split{i}" / "metrics.jsonl"))
+        assert a == b
+
+
+def test_resume_to_fewer_steps_than_done_is_refused(tmp_path):
+    cfg = smoke("train.lr_schedule=constant", "train.steps=60")
+    train_run(cfg, tmp_path, progress=False)
+    before = (tmp_path / "config.toml").read_text()
+    with pytest.raises(TrainingError, match="step 60 already"):
+        train_run(smoke("train.lr_schedule=constant", "train.steps=20"), tmp_path, resume=True)
+    assert (tmp_path / "config.toml").read_text() == before
+
+
+def test_recovery_settings_may_change_on_resume_and_are_recorded(tmp_path):
+    cfg = smoke("train.lr_schedule=constant", "train.steps=40")
+    train_run(cfg, tmp_path, progress=False, stop_at=20)
+    changed = smoke(
+        "train.lr_schedule=constant", "train.steps=40", "train.lr=0.0005", "train.warmup_steps=10"
+    )
+    train_run(changed, tmp_path, resume=True, progress=False)
+    history = [json.loads(x) for x in (tmp_path / "config_history.jsonl").read_text().splitlines()]
+    assert [h["event"] for h in history] == ["start", "resume"]
+    assert history[1]["step"] == 20
+    assert history[1]["changes"]["train.lr"] == [0.001, 0.0005]
+    assert history[1]["changes"]["train.warmup_from"] == [0, 20]  # the warm-up restarts there
+    lrs = {r["step"]: r["lr"] for r in read_metrics(tmp_path / "metrics.jsonl")}
+    assert lrs[20] == pytest.approx(0.001) and lrs[40] == pytest.approx(0.0005)
+    saved = load_run_config(tmp_path / "config.toml")
+    assert saved.train.lr == 0.0005 and saved.train.warmup_from == 20
+    # but not a change of the task or the model
+    with pytest.raises(TrainingError, match="different config"):
+        train_run(smoke("task.p=13"), tmp_path, resume=True, progress=False)
+
+
+def test_exploding_rule():
+    assert exploding(float("nan"), [], 10, 11)
+    assert exploding(1e22, [4.0, 3.0, 2.0], 10, 11)
+    assert not exploding(1e22, [4.0, 3.0, 2.0], 0, 11)  # factor 0: only non-finite counts
+    assert not exploding(2.0, [0.01, 0.01, 0.01], 10, 11)  # below chance (ln 11): a bump
+    assert exploding(30.0, [0.01, 0.02, 2.0], 10, 11)
+    assert not exploding(30.0, [], 10, 11)  # no history yet: only non-finite counts
+
+
+def test_exploding_loss_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
+    from empirical.model import AssignAddTransformer
+
+    cfg = smoke("train.lr_schedule=constant", "train.steps=80")
+    train_run(cfg, tmp_path, progress=False, stop_at=40)
+    good = load_training_state(tmp_path / "checkpoints" / "last.pt")
+    real = AssignAddTransformer.forward_fast
+
+    def huge(self, tokens):  # finite but enormous logits after the resume
+        return real(self, tokens) * 1e6
+
+    monkeypatch.setattr(AssignAddTransformer, "forward_fast", huge)
+    with pytest.raises(TrainingError, match="exploded.*last good checkpoint"):
+        train_run(cfg, tmp_path, resume=True, progress=False)
+    kept = load_training_state(tmp_path / "checkpoints" / "last.pt")
+    assert kept["step"] == good["step"] == 40
+    stop = RunDir(tmp_path).read_stopped()
+    assert stop is not None and "exploded" in stop["reason"]
+
+
+def test_stale_temporaries_are_removed_on_the_next_start(tmp_path):
+    cfg = smoke("train.steps=40")
+    train_run(cfg, tmp_path, progress=False, stop_at=20)
+    stale = [tmp_path / ".config.toml.abc.tmp", tmp_path / "checkpoints" / ".last.pt.x.tmp"]
+    for path in stale:
+        path.write_bytes(b"half")
+    assert sorted(remove_stale_temporaries(RunDir(tmp_path))) == sorted(map(str, stale))
+    for path in stale:
+        path.write_bytes(b"half")
+    train_run(cfg, tmp_path, resume=True, progress=False)
+    assert not any(p.exists() for p in stale)
