@@ -12,8 +12,12 @@ __all__ = ["load_model", "load_run"]
 
 
 def __getattr__(name):
-    if name in ("load_model", "load_run"):
-        from empirical.model import checkpoint
+    if name == "load_model":
+        from empirical.model.checkpoint import load_model
 
-        return getattr(checkpoint, name)
+        return load_model
+    if name == "load_run":
+        from empirical.rundir import load_run
+
+        return load_run
     raise AttributeError(f"module 'empirical' has no attribute {name!r}")

@@ -10,7 +10,7 @@ from disentangled.command_line import UsageError, run_main
 # command -> (module with a `run(argv) -> int` that raises UserError, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "sample": ("empirical.cli.sample", "print sequences of a split or evaluation set as text"),
-    "train": ("empirical.cli.train", "train the model (configs/paper.toml by default)"),
+    "train": ("empirical.cli.train", "train the model (configs/authors.toml by default)"),
     "evaluate": ("empirical.cli.evaluate", "accuracy of every evaluation set at any step of a run"),
     "import-checkpoints": (
         "empirical.cli.import_checkpoints",

@@ -204,15 +204,36 @@ def apply_overrides(data: dict[str, Any], cls: type, overrides: list[str]) -> di
     return data
 
 
-def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
+def read_config_file(path: str | os.PathLike, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The tables of a TOML or JSON config file. A top-level `base = "other.toml"` (a path
+    relative to this file) inherits every value of that file, which this file's values then
+    override table by table (a variant of a config without copying it)."""
     path = Path(path)
+    data = _read_one_config_file(path)
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    if not isinstance(base, str) or not base:
+        raise ConfigError(f"config file {path}: base = {base!r} must be a config file path")
+    base_path = (path.parent / base).resolve()
+    if base_path in _seen or base_path == path.resolve():
+        raise ConfigError(f"config file {path}: base = {base!r} makes a cycle of base files")
+    try:
+        inherited = read_config_file(base_path, (*_seen, path.resolve()))
+    except ConfigError as exc:
+        raise ConfigError(f"config file {path}: its base {base!r}: {exc}") from None
+    return _deep_update(inherited, data)
+
+
+def _read_one_config_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     try:
         if path.suffix == ".json":
-            return json.loads(path.read_text())
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+            data = json.loads(path.read_text())
+        else:
+            with path.open("rb") as fh:
+                data = tomllib.load(fh)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(
             f"config file {path} is not valid {path.suffix[1:].upper()}: {exc}"
@@ -222,6 +243,9 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
             f"config file {path} is not UTF-8 text (byte {exc.start}: {exc.reason}); "
             "give a TOML or JSON config file"
         ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path}: expected a table of fields, got {data!r}")
+    return data
 
 
 def load_config(
@@ -317,10 +341,37 @@ def append_text(path: str | os.PathLike, text: str) -> None:
 
 
 def fingerprint_of(data: Any) -> str:
-    """sha256 (hex) of a plain-data value (dicts, lists, numbers, strings), key order aside."""
+    """sha256 (hex) of a plain-data value (dicts, lists, numbers, strings), key order aside;
+    a dataclass config counts only its fields that differ from their defaults
+    (`non_default_fields`), so adding a config field with a default to the code leaves
+    every existing run's fingerprint as it was."""
     import hashlib
 
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):
+        data = non_default_fields(data)
     return hashlib.sha256(json.dumps(to_dict(data), sort_keys=True).encode()).hexdigest()
+
+
+def non_default_fields(cfg: Any) -> dict[str, Any]:
+    """A dataclass config as a nested plain dict of the fields whose value differs from the
+    field's default (nested dataclasses compared field by field)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            nested = non_default_fields(value)
+            if nested:
+                out[f.name] = nested
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = dataclasses.MISSING
+        if default is dataclasses.MISSING or to_dict(value) != to_dict(default):
+            out[f.name] = to_dict(value)
+    return out
 
 
 def config_to_toml(cfg: Any) -> str:
@@ -335,3 +386,15 @@ def save_config(cfg: Any, path: str | os.PathLike) -> None:
     else:
         text = config_to_toml(cfg)
     atomic_write_bytes(path, text.encode())
+
+
+def load_failure(exc: BaseException) -> str:
+    """A short account of why torch.load failed on a file (its first sentence, and not
+    torch's advice to retry with weights_only=False, which would run a file's pickled code)."""
+    import pickle
+
+    if isinstance(exc, pickle.UnpicklingError):
+        return "UnpicklingError: not torch.save data"
+    text = str(exc).strip()
+    first = text.splitlines()[0].split(". ")[0].rstrip(".") if text else type(exc).__name__
+    return f"{type(exc).__name__}: {first}"

@@ -157,6 +157,30 @@ def has_training_log(run: RunDir) -> bool:
     return any(r.get("train_loss") is not None for r in run.read_metrics())
 
 
+def write_evaluated_log(run: RunDir, cfg, ev, models, **extra) -> list[dict]:
+    """Evaluate each (step, model file) with `ev` and write the run's metrics.jsonl from
+    them (atomically): records in the training log's format, training loss, lr and time
+    null (they were not recorded), plus any `extra` fields. Returns the records."""
+    fingerprint = config_fingerprint(cfg)
+    records = []
+    for step, path in models:
+        _, acc, loss = ev(path)
+        records.append(
+            {
+                "step": step,
+                "train_loss": None,
+                "lr": None,
+                "elapsed_s": None,
+                "acc": acc,
+                "loss": loss,
+                "fingerprint": fingerprint,
+                **extra,
+            }
+        )
+    atomic_write_bytes(run.metrics, "".join(json.dumps(r) + "\n" for r in records).encode())
+    return records
+
+
 def evaluate_all_steps(
     run_dir: str | os.PathLike | RunDir,
     batch_size: int = DEFAULT_BATCH_SIZE,
@@ -185,25 +209,11 @@ def evaluate_all_steps(
         raise RunDirError(f"{run}: no {RunDir.SNAPSHOTS}/step_*.pt to evaluate")
     check_writable_dir(run.path, "RUN_DIR")  # it writes there: checked before evaluating
     cfg = run.read_config()
-    fingerprint = config_fingerprint(cfg)
     ev = _evaluator(run, batch_size, device)
     t0 = time.perf_counter()
-    records = []
-    for step, path in tqdm(snaps, desc="evaluate", disable=not progress, leave=False):
-        _, acc, loss = ev(path)
-        records.append(
-            {
-                "step": step,
-                "train_loss": None,
-                "lr": None,
-                "elapsed_s": None,
-                "acc": acc,
-                "loss": loss,
-                "fingerprint": fingerprint,
-            }
-        )
-    text = "".join(json.dumps(r) + "\n" for r in records)
-    atomic_write_bytes(run.metrics, text.encode())
+    records = write_evaluated_log(
+        run, cfg, ev, tqdm(snaps, desc="evaluate", disable=not progress, leave=False)
+    )
     summary = write_summary(
         cfg, run.path, records, elapsed_s=None, device=ev.device, sizes=dict(ev.sizes)
     )

@@ -23,9 +23,9 @@ import json
 
 from disentangled.command_line import check_writable_dir
 from empirical.config_io import atomic_write_bytes
+from empirical.metrics_log import scan_metrics
 from empirical.run_config import config_fingerprint
 from empirical.rundir import RunDir
-from empirical.train.metrics import scan_metrics
 
 
 def repair_metrics(run: RunDir) -> list[str]:
@@ -53,7 +53,7 @@ def repair_metrics(run: RunDir) -> list[str]:
 
 
 def _rebuild_metrics(run: RunDir, cfg) -> list[str]:
-    from empirical.evaluation import DEFAULT_BATCH_SIZE, _evaluator
+    from empirical.evaluation import DEFAULT_BATCH_SIZE, _evaluator, write_evaluated_log
     from empirical.train.engine import checkpoint_step
 
     last = checkpoint_step(run)
@@ -63,25 +63,8 @@ def _rebuild_metrics(run: RunDir, cfg) -> list[str]:
     if not models:
         return [f"{run.metrics}: missing, and the run has no snapshot or checkpoint to rebuild it"]
     check_writable_dir(run.path, "RUN_DIR")
-    fingerprint = config_fingerprint(cfg)
     ev = _evaluator(run, DEFAULT_BATCH_SIZE, "cpu")
-    records = []
-    for step, path in models:
-        _, acc, loss = ev(path)
-        records.append(
-            {
-                "step": step,
-                "train_loss": None,
-                "lr": None,
-                "elapsed_s": None,
-                "acc": acc,
-                "loss": loss,
-                "fingerprint": fingerprint,
-                "rebuilt": True,
-            }
-        )
-    text = "".join(json.dumps(r) + "\n" for r in records)
-    atomic_write_bytes(run.metrics, text.encode())
+    records = write_evaluated_log(run, cfg, ev, models, rebuilt=True)
     steps = [r["step"] for r in records]
     return [
         f"{run.metrics}: was missing; rebuilt {len(records)} records (steps {steps[0]}..."

@@ -1,11 +1,14 @@
-"""The whole paper in one command: theory tests, theory report, training, analysis, QK
-comparison, and `runs/<name>/report.md` linking every figure with this run's paper-checks table.
+"""The whole paper in one command: theory tests, theory report, the paper authors' own run
+(imported from their checkpoints, evaluated at every step, analysed), our training of the
+config, its analysis and QK comparison, and `runs/<name>/report.md` linking every figure with
+the paper-checks table of both runs side by side.
 
-    python -m empirical reproduce                      # configs/paper.toml, seed 0
+    python -m empirical reproduce                      # configs/authors.toml, seed 0
+    python -m empirical reproduce --config configs/paper.toml   # our reconstruction
     python -m empirical reproduce train.steps=2000     # dotted overrides, as for `train`
 
-A stage that already finished is not redone: training resumes from its checkpoint, and an
-analysis whose output is newer than the final checkpoint is kept.
+A stage that already finished is not redone: training resumes from its checkpoint, the
+imported run is kept, and an analysis whose output is newer than its model is kept.
 """
 
 from __future__ import annotations
@@ -61,66 +64,120 @@ def _up_to_date(output: Path, model: Path) -> bool:
     return output.exists() and output.stat().st_mtime >= model.stat().st_mtime
 
 
-def reproduce(cfg, runs_root: Path, skip_theory: bool = False, progress: bool = True) -> Path:
-    """Run every stage for `cfg` (a RunConfig); returns the path of the report."""
+# where the paper authors' checkpoints are found when --authors is not given (the folder of
+# ../shared/authors beside a checkout of this repository; absent elsewhere: stage skipped)
+AUTHORS_CHECKPOINTS = ROOT.parent / "shared" / "authors" / "checkpoints"
+AUTHORS_CONFIG = ROOT / "configs" / "authors.toml"
+
+
+def _stage(stages: list[Stage], name: str) -> Stage:
+    """A new stage, announced and appended to `stages`."""
+    st = Stage(name)
+    stages.append(st)
+    _say(f"stage {len(stages)}: {name}")
+    return st
+
+
+def _analysis_stages(
+    run: RunDir, root: Path, stages: list[Stage], progress: bool, label: str = ""
+) -> None:
+    """analyze and compare-qk of one run directory, each kept if newer than its model."""
     from empirical.analysis.report import analyze_run
     from empirical.compare_qk import Options, compare_run, write_outputs
-    from empirical.train.loop import train_run
 
-    root = Path(runs_root) / cfg.name
-    run = RunDir(root / f"seed{cfg.seed}")
-    run_dir = run.path
-    root.mkdir(parents=True, exist_ok=True)
-    stages = [Stage(n) for n in ("theory tests", "theory report", "train", "analyze", "compare-qk")]
-    total = len(stages)
-
-    def begin(i: int) -> Stage:
-        _say(f"stage {i + 1}/{total}: {stages[i].name}")
-        return stages[i]
-
-    if not skip_theory:
-        st = begin(0)
-        _subprocess_stage(
-            st, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "theory"]
-        )
-        st = begin(1)
-        report = root / "theory_report.md"
-        _subprocess_stage(st, [sys.executable, "-m", "theory", "report", "--out", str(report)])
-        st.links.append(report.name)
-    else:
-        stages[0].status = stages[1].status = "skipped"
-
-    st = begin(2)
-    t = time.perf_counter()
-    resume = run.last_checkpoint.exists()
-    result = train_run(cfg, run_dir, resume=resume, progress=progress)
-    st.seconds, st.status = time.perf_counter() - t, "ok"
-    st.detail = f"{result.step} steps" + (" (resumed)" if resume else "")
-    st.links.append(str(run.training_curves.relative_to(root)))
     model = run.final_model()
-
-    st = begin(3)
-    analysis_json = run.analysis_dir() / RunDir.ANALYSIS_JSON
-    if _up_to_date(analysis_json, model):
-        st.status, st.detail = "ok", "kept (newer than the final checkpoint)"
+    st = _stage(stages, f"{label}analyze")
+    if _up_to_date(run.analysis_dir() / RunDir.ANALYSIS_JSON, model):
+        st.status, st.detail = "ok", "kept (newer than the final model)"
     else:
-        _library_stage(st, lambda: analyze_run(run_dir, progress=progress))
+        _library_stage(st, lambda: analyze_run(run.path, progress=progress))
     st.links.append(str(run.analysis_dir().relative_to(root) / RunDir.SUMMARY_MD))
-
-    st = begin(4)
+    st = _stage(stages, f"{label}compare-qk")
     if _up_to_date(run.compare_qk_dir / RunDir.COMPARE_QK_JSON, model):
-        st.status, st.detail = "ok", "kept (newer than the final checkpoint)"
+        st.status, st.detail = "ok", "kept (newer than the final model)"
     else:
         _library_stage(
             st,
             lambda: write_outputs(
-                compare_run(run_dir, Options(progress=progress)), run.compare_qk_dir
+                compare_run(run.path, Options(progress=progress)), run.compare_qk_dir
             ),
         )
     st.links.append(str(run.compare_qk_dir.relative_to(root) / RunDir.SUMMARY_MD))
 
+
+def reproduce(
+    cfg,
+    runs_root: Path,
+    skip_theory: bool = False,
+    progress: bool = True,
+    authors: Path | None = None,
+) -> Path:
+    """Run every stage for `cfg` (a RunConfig); returns the path of the report.
+
+    Stages: the theory tests and report; the paper authors' own run, imported from the
+    checkpoints folder `authors` (skipped, with a note, where it is absent or None), evaluated
+    at every step and analysed; our training of `cfg`, analysed; report.md with this run's and
+    the paper's run's paper checks side by side."""
+    from empirical.evaluation import evaluate_all_steps
+    from empirical.import_run import import_checkpoints
+    from empirical.train.loop import train_run
+
+    root = Path(runs_root) / cfg.name
+    run = RunDir(root / f"seed{cfg.seed}")
+    theirs = RunDir(root / "authors_checkpoints")
+    root.mkdir(parents=True, exist_ok=True)
+    stages: list[Stage] = []
+
+    if skip_theory:
+        stages += [Stage("theory tests", "skipped"), Stage("theory report", "skipped")]
+    else:
+        st = _stage(stages, "theory tests")
+        _subprocess_stage(
+            st, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "theory"]
+        )
+        st = _stage(stages, "theory report")
+        report = root / "theory_report.md"
+        _subprocess_stage(st, [sys.executable, "-m", "theory", "report", "--out", str(report)])
+        st.links.append(report.name)
+
+    st = _stage(stages, "the paper's run: import + evaluate")
+    if authors is None:
+        st.status, st.detail = "skipped", "not asked for (--authors DIR)"
+    elif not Path(authors).is_dir():
+        st.status = "skipped"
+        st.detail = (
+            f"no checkpoints folder at {authors} (give --authors DIR: the authors' "
+            "checkpoint_step_N.pth files)"
+        )
+    else:
+        t = time.perf_counter()
+        try:
+            if not theirs.imported.exists():
+                import_checkpoints(authors, AUTHORS_CONFIG, theirs.path, overwrite=True)
+            if not theirs.summary.exists():
+                evaluate_all_steps(theirs, progress=progress)
+            st.status = "ok"
+            st.links.append(str(theirs.training_curves.relative_to(root)))
+        except UserError as exc:
+            st.status, st.detail = "failed", str(exc)
+        st.seconds = time.perf_counter() - t
+        if st.status == "ok":
+            _analysis_stages(theirs, root, stages, progress, "the paper's run: ")
+
+    st = _stage(stages, "train")
+    t = time.perf_counter()
+    resume = run.last_checkpoint.exists()
+    result = train_run(cfg, run.path, resume=resume, progress=progress)
+    st.seconds, st.status = time.perf_counter() - t, "ok"
+    st.detail = f"{cfg.name} seed {cfg.seed}: {result.step} steps" + (
+        " (resumed)" if resume else ""
+    )
+    st.links.append(str(run.training_curves.relative_to(root)))
+    _analysis_stages(run, root, stages, progress)
+
     path = root / "report.md"
-    path.write_text(render_report(cfg, root, run_dir, stages))
+    paper_run = theirs if theirs.summary.exists() else None
+    path.write_text(render_report(cfg, root, run.path, stages, paper_run))
     _say(f"wrote {path}")
     return path
 
@@ -246,7 +303,11 @@ def _span(rise) -> str:
     )
 
 
-def render_report(cfg, root: Path, run_dir: Path, stages: list[Stage]) -> str:
+def render_report(
+    cfg, root: Path, run_dir: Path, stages: list[Stage], paper_run: RunDir | None = None
+) -> str:
+    """report.md: the stages, then every claim one run can check, measured on this run and,
+    where `paper_run` (the imported authors' run) is given, on the paper's own run."""
     run = RunDir(run_dir)
     summary = _load(run.summary)
     analysis = _load(run.analysis_dir() / RunDir.ANALYSIS_JSON)
@@ -255,8 +316,8 @@ def render_report(cfg, root: Path, run_dir: Path, stages: list[Stage]) -> str:
     out += [
         "Made by `python -m empirical reproduce`. Config: "
         f"[`{rel}/{RunDir.CONFIG}`]({rel}/{RunDir.CONFIG}). Claims, commands and multi-seed "
-        "values: "
-        "`paper_checks.md` in the repository.",
+        "values: `paper_checks.md` in the repository. A claim holds only as the paper states "
+        "it: a spike at other steps than the paper's is `no (timing)`.",
         "",
     ]
     out += [
@@ -268,20 +329,39 @@ def render_report(cfg, root: Path, run_dir: Path, stages: list[Stage]) -> str:
     for s in stages:
         links = ", ".join(f"[{Path(x).name}]({x})" for x in s.links)
         out.append(f"| {s.name} | {s.status} | {s.seconds:.0f} s | {s.detail} | {links} |")
-    out += [
-        "",
-        "## Paper checks (this run)",
-        "",
-        "| claim | paper | measured | holds |",
-        "| --- | --- | --- | --- |",
-    ]
-    out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in paper_check_rows(summary, analysis)]
+    ours = paper_check_rows(summary, analysis)
+    out += ["", "## Paper checks", ""]
+    if paper_run is None:
+        out += [
+            "| claim | paper | measured (this run) | holds |",
+            "| --- | --- | --- | --- |",
+        ]
+        out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in ours]
+    else:
+        theirs = {
+            row[0]: row
+            for row in paper_check_rows(
+                _load(paper_run.summary), _load(paper_run.analysis_dir() / RunDir.ANALYSIS_JSON)
+            )
+        }
+        out += [
+            "The paper's run: the authors' own checkpoints, imported and measured with the same "
+            f"code ([{paper_run.name}]({paper_run.name}/)).",
+            "",
+            "| claim | paper | measured (this run) | holds | the paper's run | holds |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for claim, paper, measured, holds in ours:
+            _, _, their_value, their_holds = theirs.get(claim, (claim, paper, "-", "-"))
+            out.append(
+                f"| {claim} | {paper} | {measured} | {holds} | {their_value} | {their_holds} |"
+            )
     breakdown = summary.get("accuracy_by_operand_variable") or {}
     if breakdown:
-        out += ["", "## Var-restricted sets by operand variable", ""]
+        out += ["", "## Var-restricted sets by operand variable (this run)", ""]
         for name, cells in breakdown.items():
             text = ", ".join(f"{k} {_pct(c['acc'])}" for k, c in cells.items())
             out.append(f"- {name}: {text}")
-    figures = sorted(p.relative_to(root) for p in run_dir.rglob("*.png"))
+    figures = sorted(p.relative_to(root) for p in root.rglob("*.png"))
     out += ["", "## Figures", ""] + [f"- [{f}]({f})" for f in figures] + [""]
     return "\n".join(out)

@@ -16,7 +16,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from empirical.config_io import ConfigError, fingerprint_of, load_config, to_dict
+from empirical.config_io import (
+    ConfigError,
+    fingerprint_of,
+    load_config,
+    non_default_fields,
+)
 from empirical.model import ModelConfig
 from empirical.task import TaskConfig
 from empirical.task.eval_sets import task_fingerprint  # noqa: F401 (both fingerprints here)
@@ -47,6 +52,9 @@ class TrainConfig:
     # chance) counts as diverged: it is not written and the run stops (0: only non-finite)
     autocast: str = "none"  # "none" or "bf16": forward and loss under bfloat16 autocast (the
     # authors' runs used bf16 autocast on CUDA); weights and optimiser stay float32
+    init_from: str = ""  # a model file (a snapshot, a checkpoint, an imported run's snapshot)
+    # whose weights replace the seeded initialisation ("": the seeded TransformerLens init);
+    # e.g. the authors' step-1 weights, to separate their init from their data stream
     compile: str = "none"  # torch.compile the training forward + loss: "none", "default",
     # "reduce-overhead" (CUDA graphs; GPU only) or "max-autotune"
     eval_every: int = 250  # evaluate every evaluation set every this many steps
@@ -177,7 +185,7 @@ def config_fingerprint(cfg: RunConfig) -> str:
     snapshot and metrics record a run writes carries it; one carrying another fingerprint
     comes from another run. (Its evaluation sets carry the `task_fingerprint` of its [task]
     table and seed, which is all they depend on.)"""
-    data = to_dict(cfg)
+    data = non_default_fields(cfg)
     for name in NOT_FINGERPRINTED:
-        data["train"].pop(name, None)
+        data.get("train", {}).pop(name, None)
     return fingerprint_of(data)

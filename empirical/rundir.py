@@ -40,9 +40,13 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from disentangled.command_line import UserError
+
+if TYPE_CHECKING:  # annotations only: the model and the task sit below this module
+    from empirical.model import AssignAddTransformer
+    from empirical.task.vocab import Vocabulary
 
 SNAPSHOT_RE = re.compile(r"step_(\d+)\.pt")
 
@@ -244,7 +248,7 @@ class RunDir:
     def read_metrics(self) -> list[dict[str, Any]]:
         """metrics.jsonl's records ([] if absent), each checked to be a record of this run
         (a bad line is an error naming it and `python -m empirical repair`)."""
-        from empirical.train.metrics import read_metrics
+        from empirical.metrics_log import read_metrics
 
         if not self.metrics.exists():
             return []
@@ -328,6 +332,15 @@ class RunDir:
             }
         return stop
 
+    def label(self, cfg=None) -> str:
+        """How figures and reports name the run: "NAME seed S" for a run trained here,
+        "the paper authors' checkpoints (NAME config)" for an imported one."""
+        if cfg is None:
+            cfg = self.read_config()
+        if self.imported.exists():
+            return f"the paper authors' checkpoints, {cfg.name} config"
+        return f"{cfg.name} seed {cfg.seed}"
+
     def read_imported(self) -> dict[str, Any] | None:
         if not self.imported.exists():
             return None
@@ -335,6 +348,36 @@ class RunDir:
             return json.loads(self.imported.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise RunDirError(f"{self.imported}: unreadable ({exc})") from None
+
+
+def load_run(
+    run_dir: str | os.PathLike, step: int | None = None, device: Any = None
+) -> tuple[AssignAddTransformer, Vocabulary]:
+    """(model, vocab) of the run in `run_dir`: its latest weights (checkpoints/last.pt, else
+    the last snapshot) or, with `step`, the snapshot at that step; eval mode, on `device`
+    (default: the CPU). `vocab` is the task's tokenizer (`empirical.task.Vocabulary`), the
+    same as `model.vocab`:
+
+        model, vocab = load_run("runs/paper/seed0")
+        logits, cache = model.run_with_cache(model.to_tokens("c=1, b=17, a=42, b+19=?"))
+        logits[0, -1].argmax()     # the answer
+    """
+    from empirical.model import CheckpointError, load_model
+    from empirical.task.vocab import Vocabulary
+
+    run = RunDir(run_dir).require_run()
+    task = run.read_config().task
+    path = run.model_path(step)
+    model = load_model(path, device)
+    vocab = Vocabulary.from_config(task)
+    sizes = (vocab.d_vocab, vocab.n_classes, vocab.L)
+    if sizes != (model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx):
+        raise CheckpointError(
+            f"checkpoint {path}: model sizes (d_vocab, d_vocab_out, n_ctx) = "
+            f"{(model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx)} do not match the "
+            f"run's task (p={task.p}, K={task.K}, L={task.L}) which needs {sizes}"
+        )
+    return model, vocab
 
 
 class RunDirError(UserError, FileNotFoundError):

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from empirical.compare_qk import Options, compare_run, write_outputs
+from empirical.metrics_log import read_metrics
 from empirical.run_config import load_run_config
 from empirical.train.loop import train_run
-from empirical.train.metrics import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 

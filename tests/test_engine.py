@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from empirical.metrics_log import read_metrics
 from empirical.run_config import load_run_config
 from empirical.rundir import RunDir
 from empirical.sweep import train_batch
 from empirical.train.engine import exploding, remove_stale_temporaries
 from empirical.train.loop import TrainingError, train_run
-from empirical.train.metrics import read_metrics
 from empirical.train.state import load_training_state
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,3 +125,41 @@ def test_stale_temporaries_are_removed_on_the_next_start(tmp_path):
         path.write_bytes(b"half")
     train_run(cfg, tmp_path, resume=True, progress=False)
     assert not any(p.exists() for p in stale)
+
+
+def test_init_from_replaces_the_seeded_init(tmp_path):
+    import torch
+
+    from empirical.config_io import ConfigError
+    from empirical.model import CheckpointError, load_model
+
+    source = smoke("train.steps=20", "train.snapshot_every=20")
+    train_run(source, tmp_path / "source", progress=False)
+    weights = tmp_path / "source" / "snapshots" / "step_000020.pt"
+    cfg = smoke("train.steps=20", "train.snapshot_every=20", f"train.init_from={weights}")
+    train_run(cfg, tmp_path / "init", progress=False)
+    a, b = load_model(weights), load_model(tmp_path / "init" / "snapshots" / "step_000000.pt")
+    pairs = zip(a.state_dict().values(), b.state_dict().values(), strict=True)
+    assert all(torch.equal(x, y) for x, y in pairs)
+    with pytest.raises(CheckpointError, match="train.init_from"):
+        train_run(smoke("train.init_from=/no/such.pt"), tmp_path / "bad", progress=False)
+    assert not (tmp_path / "bad").exists()
+    wider = smoke("model.d_model=48", f"train.init_from={weights}")
+    with pytest.raises((CheckpointError, ConfigError), match="do not fit"):
+        train_run(wider, tmp_path / "wider", progress=False)
+
+
+def test_a_new_config_field_at_its_default_keeps_every_fingerprint():
+    import dataclasses
+
+    from empirical.run_config import TrainConfig, config_fingerprint
+
+    cfg = smoke()
+    extended = dataclasses.make_dataclass(
+        "Extended", [("new_knob", int, dataclasses.field(default=7))], bases=(TrainConfig,)
+    )
+    same = dataclasses.replace(cfg, train=extended(**vars(cfg.train)))
+    other = dataclasses.replace(cfg, train=extended(**vars(cfg.train), new_knob=8))
+    assert config_fingerprint(same) == config_fingerprint(cfg)  # old runs stay readable
+    assert config_fingerprint(other) != config_fingerprint(cfg)
+    assert config_fingerprint(smoke("train.weight_decay=0.5")) != config_fingerprint(cfg)

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from empirical.metrics_log import read_metrics, scan_metrics
 from empirical.run_config import load_run_config
 from empirical.train.loop import train_run
-from empirical.train.metrics import read_metrics, scan_metrics
 from empirical.train.state import load_training_state
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -37,3 +37,20 @@ def test_paper_check_rows_judge_measured_values():
     assert rows["> 99% on every 1var set (Fig. 2)"][3] == "no"
     assert rows["> 99% on every 2var set (Fig. 2)"][3] == "-"
     assert rows["first spike: variable routing"][2] == "none detected"
+
+
+def test_report_puts_the_papers_run_beside_this_run(tmp_path):
+    from empirical.reproduce import render_report
+    from empirical.rundir import RunDir
+
+    cfg = load_run_config(ROOT / "configs" / "smoke.toml", ["task.eval_size=200", "train.steps=40"])
+    reproduce(cfg, tmp_path, skip_theory=True, progress=False)
+    run = RunDir(tmp_path / "smoke" / "seed0")
+    text = render_report(cfg, tmp_path / "smoke", run.path, [], paper_run=run)
+    header = next(line for line in text.splitlines() if line.startswith("| claim |"))
+    assert header.count("holds") == 2 and "the paper's run" in header
+    row = next(line for line in text.splitlines() if line.startswith("| > 99% on every 0var"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == cells[4] and cells[3] == cells[5]  # the same run measured twice
+    alone = render_report(cfg, tmp_path / "smoke", run.path, [])
+    assert "the paper's run" not in alone

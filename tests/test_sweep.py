@@ -11,6 +11,7 @@ import torch
 
 from empirical.cli.sweep import main as sweep_main
 from empirical.config_io import ConfigError
+from empirical.metrics_log import read_metrics
 from empirical.model.batched import BatchedModel
 from empirical.run_config import load_run_config
 from empirical.sweep import find_threshold, run_sweep, train_batch
@@ -21,7 +22,6 @@ from empirical.task import TrainingSampler, held_out_pairs, is_held, load_eval_s
 from empirical.task.pairs import training_generator
 from empirical.train.batches import BatchStream
 from empirical.train.loop import train_run
-from empirical.train.metrics import read_metrics
 from empirical.train.optim import MemberAdamW
 from empirical.train.state import load_training_state
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from empirical.cli.sweep import main as sweep_main
+from empirical.metrics_log import read_metrics
 from empirical.rundir import RunDir, SweepDir
 from empirical.sweep import run_sweep
 from empirical.sweep.cluster import (
@@ -25,7 +26,6 @@ from empirical.sweep.cluster import (
 )
 from empirical.sweep.grid import GridSpec, run_grid
 from empirical.sweep.spec import SweepSpec, expand_members, load_sweep_config
-from empirical.train.metrics import read_metrics
 
 pytest.importorskip("submitit")
 

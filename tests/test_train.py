@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from empirical.config_io import ConfigError
+from empirical.metrics_log import read_metrics
 from empirical.model import load_model
 from empirical.run_config import load_run_config
 from empirical.train.loop import TrainingError, train_run
-from empirical.train.metrics import read_metrics
 from empirical.train.state import load_training_state
 
 ROOT = Path(__file__).resolve().parents[1]

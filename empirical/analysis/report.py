@@ -268,10 +268,11 @@ def analyze_run(
             },
         }
         if figures:
+            label = run_dir.label(cfg)
             result["figures"] = _figures(
-                out_dir, cfg, model_step, raw, history, records, phases, fmt
+                out_dir, cfg, model_step, raw, history, records, phases, fmt, label
             )
-            result["figures"] += _spike_figures(out_dir, cfg, first_cmp, second_cmp, fmt)
+            result["figures"] += _spike_figures(out_dir, cfg, first_cmp, second_cmp, fmt, label)
     result["seconds"] = round(time.perf_counter() - t_start, 2)
     atomic_write_bytes(out_dir / RunDir.ANALYSIS_JSON, json.dumps(result, indent=1).encode())
     atomic_write_bytes(out_dir / RunDir.SUMMARY_MD, summary_markdown(result).encode())
@@ -326,9 +327,11 @@ def _spike_steps(run_dir: RunDir, phases, records, first, second) -> dict:
     return out
 
 
-def _spike_figures(out_dir: Path, cfg, first_cmp, second_cmp, fmt: str) -> list[str]:
+def _spike_figures(
+    out_dir: Path, cfg, first_cmp, second_cmp, fmt: str, label: str
+) -> list[str]:
     made = []
-    tag = f"{cfg.name} seed {cfg.seed}"
+    tag = label
     if first_cmp is not None:
         a, b = first_cmp["steps"]
         made.append(
@@ -383,10 +386,12 @@ FIGURE_NAMES = {
 
 
 def _figures(
-    out_dir: Path, cfg, step, raw, history, records, phases, fmt: str = "png"
+    out_dir: Path, cfg, step, raw, history, records, phases, fmt: str = "png", label=None
 ) -> list[str]:
-    """Write every figure to out_dir as NAME.fmt (png, pdf or svg); returns the file names."""
-    tag = f"{cfg.name} seed {cfg.seed}, step {step}"
+    """Write every figure to out_dir as NAME.fmt (png, pdf or svg); returns the file names.
+    `label` names the run in titles (default "NAME seed S")."""
+    label = label or f"{cfg.name} seed {cfg.seed}"
+    tag = f"{label}, step {step}"
     task = cfg.task
 
     def at(key: str) -> Path:
@@ -435,7 +440,7 @@ def _figures(
                 records,
                 phases,
                 at("progress_measures"),
-                f"Progress measures over training ({cfg.name} seed {cfg.seed})",
+                f"Progress measures over training ({label})",
             )
         )
         made.append(
@@ -445,7 +450,7 @@ def _figures(
                 phases,
                 task.r2,
                 at("second_spike"),
-                f"Variables as second operand over training ({cfg.name} seed {cfg.seed}; "
+                f"Variables as second operand over training ({label}; "
                 f"never second in training: {', '.join(task.r2) or 'none'})",
             )
         )

@@ -15,8 +15,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from empirical.cli.common import command_main, parser, positive_int, prepare_output_dir
-from empirical.figures import FORMATS, use_cli_backend
+from empirical.cli.common import (
+    add_format_argument,
+    command_main,
+    parser,
+    positive_int,
+    prepare_output_dir,
+)
+from empirical.figures import use_cli_backend
 from empirical.rundir import RunDir
 
 
@@ -46,12 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads", type=int, default=1, help="torch CPU threads (default 1: fastest here)"
     )
     ap.add_argument("--no-figures", action="store_true", help="numbers only")
-    ap.add_argument(
-        "--format",
-        choices=FORMATS,
-        default="png",
-        help="figure file format: png (default), pdf or svg",
-    )
+    add_format_argument(ap)
     ap.add_argument(
         "--first-spike-steps",
         type=_steps,

@@ -51,3 +51,10 @@ def positive_int(flag: str, value: int, minimum: int = 1) -> int:
     if value < minimum:
         raise UsageError(f"{flag} {value}: must be an integer >= {minimum}")
     return value
+
+
+def add_format_argument(ap, help: str = "figure file format: png (default), pdf or svg") -> None:
+    """`--format png|pdf|svg`: the file format of a command's figures."""
+    from empirical.figures import FORMATS
+
+    ap.add_argument("--format", choices=FORMATS, default="png", help=help)

@@ -16,8 +16,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from empirical.cli.common import command_main, parser, positive_int, prepare_output_dir
-from empirical.figures import FORMATS, use_cli_backend
+from empirical.cli.common import (
+    add_format_argument,
+    command_main,
+    parser,
+    positive_int,
+    prepare_output_dir,
+)
+from empirical.figures import use_cli_backend
 from empirical.rundir import RunDir
 
 
@@ -122,12 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     ap.add_argument("--no-figures", action="store_true", help="numbers only")
     ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")
-    ap.add_argument(
-        "--format",
-        choices=FORMATS,
-        default="png",
-        help="figure file format: png (default), pdf or svg",
-    )
+    add_format_argument(ap)
     return ap
 
 

@@ -15,9 +15,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from empirical.cli.common import UsageError, check_output_dir, command_main, parser
+from empirical.cli.common import (
+    UsageError,
+    add_format_argument,
+    check_output_dir,
+    command_main,
+    parser,
+)
 from empirical.cli.executor import add_executor_arguments, executor_options
-from empirical.figures import FORMATS, use_cli_backend
+from empirical.figures import use_cli_backend
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,12 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-batch", type=int, help="members per batched model (0: no limit)")
     ap.add_argument("--out", help="grid directory (default runs/grid/NAME)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
-    ap.add_argument(
-        "--format",
-        choices=FORMATS,
-        default="png",
-        help="figure file format: png (default), pdf or svg",
-    )
+    add_format_argument(ap)
     ap.add_argument(
         "--summarize", action="store_true", help="no training: rewrite grid.json/md/png"
     )

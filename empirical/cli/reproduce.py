@@ -5,25 +5,44 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from empirical.cli.common import command_main, parser, prepare_output_dir
+from empirical.cli.common import UsageError, command_main, parser, prepare_output_dir
 from empirical.cli.train import DEFAULT_CONFIG
 
 
 def run(argv: list[str]) -> int:
-    ap = parser("reproduce", "theory tests + report, training, analysis, QK comparison, report.md")
+    ap = parser(
+        "reproduce",
+        "theory tests + report, the paper's own run (imported), our training, analysis, QK "
+        "comparison, report.md",
+    )
     ap.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. train.steps=2000")
     ap.add_argument("--config", help=f"TOML config (default: {DEFAULT_CONFIG.name})")
     ap.add_argument("--runs-root", default="runs", help="writes RUNS_ROOT/NAME/report.md")
     ap.add_argument("--skip-theory", action="store_true", help="skip pytest theory and the report")
+    ap.add_argument(
+        "--authors",
+        default=None,
+        help="the paper authors' checkpoints folder (checkpoint_step_N.pth files; default "
+        "../shared/authors/checkpoints beside the repository when present)",
+    )
+    ap.add_argument("--no-authors", action="store_true", help="skip the paper's own run")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
-    from empirical.reproduce import reproduce
+    from empirical.reproduce import AUTHORS_CHECKPOINTS, reproduce
     from empirical.run_config import load_run_config
 
     config = args.config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
     cfg = load_run_config(config, args.overrides)
     prepare_output_dir(Path(args.runs_root) / cfg.name, flag="--runs-root")
-    path = reproduce(cfg, Path(args.runs_root), args.skip_theory, not args.no_progress)
+    if args.no_authors:
+        authors = None
+    elif args.authors is not None:
+        authors = Path(args.authors)
+        if not authors.is_dir():
+            raise UsageError(f"--authors {authors}: not a folder of checkpoint_step_N.pth files")
+    else:
+        authors = AUTHORS_CHECKPOINTS  # skipped with a note where it is absent
+    path = reproduce(cfg, Path(args.runs_root), args.skip_theory, not args.no_progress, authors)
     print(path.read_text())
     return 0
 

@@ -20,9 +20,15 @@ import shlex
 import sys
 from pathlib import Path
 
-from empirical.cli.common import UsageError, check_output_dir, command_main, parser
+from empirical.cli.common import (
+    UsageError,
+    add_format_argument,
+    check_output_dir,
+    command_main,
+    parser,
+)
 from empirical.cli.executor import add_executor_arguments, executor_options
-from empirical.figures import FORMATS, use_cli_backend
+from empirical.figures import use_cli_backend
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,12 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", help="sweep directory (default runs/sweep/NAME)")
     ap.add_argument("--summarize", action="store_true", help="no training: rewrite the summary")
     ap.add_argument("--no-progress", action="store_true", help="a line per evaluation instead")
-    ap.add_argument(
-        "--format",
-        choices=FORMATS,
-        default="png",
-        help="figure file format: png (default), pdf or svg",
-    )
+    add_format_argument(ap)
     add_executor_arguments(ap)
     return ap
 

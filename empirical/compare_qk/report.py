@@ -266,7 +266,8 @@ def write_outputs(result: dict, out_dir, figures: bool = True, fmt: str = "png")
         def at(stem: str) -> Path:
             return out / f"{stem}.{fmt}"
 
-        name = Path(result["run_dir"]).name
+        run = RunDir(result["run_dir"])
+        name = run.label() if run.is_run() else run.name
         made = {
             "cosines": plots.plot_cosines(
                 result, at("cosines"), f"{name}: theory's G1 vs the layer-2 QK update"

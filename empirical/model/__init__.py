@@ -1,13 +1,12 @@
 """The hooked 2-layer transformer of the paper, its config and its checkpoints.
 
-from empirical.model import ModelConfig, AssignAddTransformer, save_model, load_model, load_run
+from empirical.model import ModelConfig, AssignAddTransformer, save_model, load_model
 cfg = ModelConfig.for_task(p=97, K=5, L=16)
 model = AssignAddTransformer(cfg, seed=0)
 logits = model(tokens)                       # [batch, pos, p], through the HookPoints
 logits = model(tokens, last_only=True)       # [batch, p]: the answer position
 logits = model.forward_fast(tokens)          # [batch, p], same numbers and gradients (training)
 logits, cache = model.run_with_cache(tokens)  # cache["pattern", 1], ...
-model, vocab = load_run("runs/paper/seed0")  # eval mode; model.to_tokens("c=1, b=17, a=42, b+19=?")
 """
 
 from empirical.model.checkpoint import (
@@ -15,7 +14,6 @@ from empirical.model.checkpoint import (
     checkpoint_dict,
     load_checkpoint,
     load_model,
-    load_run,
     model_from_checkpoint,
     save_model,
 )
@@ -30,7 +28,6 @@ __all__ = [
     "checkpoint_dict",
     "load_checkpoint",
     "load_model",
-    "load_run",
     "model_from_checkpoint",
     "save_model",
     "task_sizes",

@@ -9,8 +9,8 @@ A checkpoint is a dict:
 
 `load_model` reads only `model_config` and `model_state` and ignores the rest, so a training
 checkpoint is a model checkpoint too; it returns the model in eval mode (TransformerLens's
-patching refuses a model in training mode). `load_run(run_dir, step=None)` loads a run's
-model (its final weights, or the snapshot at `step`) with the task's tokenizer.
+patching refuses a model in training mode). `empirical.load_run(run_dir, step=None)` loads a
+run's model (its final weights, or the snapshot at `step`) with the task's tokenizer.
 
 Files are read with `torch.load(weights_only=True)`: extra entries must be tensors and plain
 containers (dict, list, tuple, str, int, float, bool, None).
@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from disentangled.command_line import UserError
-from empirical.config_io import ConfigError, atomic_write_bytes, from_dict, to_dict
+from empirical.config_io import ConfigError, atomic_write_bytes, from_dict, load_failure, to_dict
 from empirical.model.config import DTYPES, ModelConfig
 from empirical.model.transformer import AssignAddTransformer
 
 if TYPE_CHECKING:
-    from empirical.task.vocab import Vocabulary
+    pass
 
 FORMAT = "assign-and-add-model"
 FORMAT_VERSION = 1
@@ -41,18 +41,6 @@ RESERVED_KEYS = ("format", "format_version", "model_config", "model_state")
 
 class CheckpointError(UserError, ValueError):
     """A checkpoint that cannot be used; the message names the path and the problem."""
-
-
-def load_failure(exc: BaseException) -> str:
-    """A short account of why torch.load failed on a file (its first sentence, and not
-    torch's advice to retry with weights_only=False, which would run a file's pickled code)."""
-    import pickle
-
-    if isinstance(exc, pickle.UnpicklingError):
-        return "UnpicklingError: not torch.save data"
-    text = str(exc).strip()
-    first = text.splitlines()[0].split(". ")[0].rstrip(".") if text else type(exc).__name__
-    return f"{type(exc).__name__}: {first}"
 
 
 def checkpoint_dict(model: AssignAddTransformer, extra: dict[str, Any] | None = None) -> dict:
@@ -154,33 +142,3 @@ def load_model(path: str | os.PathLike, device: Any = None) -> AssignAddTransfor
     on `device` (default: the CPU), in the dtype it was saved in, in eval mode (call
     `model.train()` to train it; the model has no dropout, so the numbers are the same)."""
     return model_from_checkpoint(load_checkpoint(path), path, device)
-
-
-def load_run(
-    run_dir: str | os.PathLike, step: int | None = None, device: Any = None
-) -> tuple[AssignAddTransformer, Vocabulary]:
-    """(model, vocab) of the run in `run_dir`: its latest weights (checkpoints/last.pt, else
-    the last snapshot) or, with `step`, the snapshot at that step; eval mode, on `device`
-    (default: the CPU). `vocab` is the task's tokenizer (`empirical.task.Vocabulary`), the
-    same as `model.vocab`:
-
-        model, vocab = load_run("runs/paper/seed0")
-        logits, cache = model.run_with_cache(model.to_tokens("c=1, b=17, a=42, b+19=?"))
-        logits[0, -1].argmax()     # the answer
-    """
-    from empirical.rundir import RunDir
-    from empirical.task.vocab import Vocabulary
-
-    run = RunDir(run_dir).require_run()
-    task = run.read_config().task
-    path = run.model_path(step)
-    model = load_model(path, device)
-    vocab = Vocabulary.from_config(task)
-    sizes = (vocab.d_vocab, vocab.n_classes, vocab.L)
-    if sizes != (model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx):
-        raise CheckpointError(
-            f"checkpoint {path}: model sizes (d_vocab, d_vocab_out, n_ctx) = "
-            f"{(model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx)} do not match the "
-            f"run's task (p={task.p}, K={task.K}, L={task.L}) which needs {sizes}"
-        )
-    return model, vocab

@@ -36,6 +36,7 @@ from empirical.run_config import RunConfig
 from empirical.rundir import SweepDir
 from empirical.sweep.runner import run_members
 from empirical.sweep.spec import Member, expand_variants, load_config_with_table
+from empirical.train.phases import detect_phases
 from empirical.train.summary import first_step_all_above
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
@@ -165,6 +166,7 @@ def collect_grid(members: list[Member], spec: GridSpec, out_dir: Path) -> dict:
         stop = run.read_stopped()
         records = run.read_metrics()
         last = records[-1] if records else None
+        phases = detect_phases(records).to_dict() if records else {}
         rows.append(
             {
                 "member": m.dirname,
@@ -175,6 +177,8 @@ def collect_grid(members: list[Member], spec: GridSpec, out_dir: Path) -> dict:
                 "stopped": stop["reason"] if stop else None,
                 "final_acc": last["acc"] if last else {},
                 "first_step_all_above_target": first_step_all_above(records, spec.target),
+                "first_spike": _jump(phases.get("first_spike")),
+                "second_spike": _jump(phases.get("second_spike")),
             }
         )
     sets = sorted({k for r in rows for k in r["final_acc"]}, key=_set_order)
@@ -194,6 +198,8 @@ def collect_grid(members: list[Member], spec: GridSpec, out_dir: Path) -> dict:
                 "steps": sorted({r["step"] for r in mine}),
                 "acc": acc,
                 "min_set_mean": min((a["mean"] for a in acc.values()), default=math.nan),
+                "first_spike": _spread([r["first_spike"] for r in mine]),
+                "second_spike": _spread([r["second_spike"] for r in mine]),
             }
         )
     return {
@@ -204,6 +210,28 @@ def collect_grid(members: list[Member], spec: GridSpec, out_dir: Path) -> dict:
         "variants": variants,
         "members": rows,
     }
+
+
+def _jump(rise: dict | None) -> int | None:
+    """The step a detected spike's largest jump ends at (None: no spike detected)."""
+    return None if not rise else rise.get("jump_end_step", rise.get("end_step"))
+
+
+def _spread(steps: list[int | None]) -> dict:
+    """Mean, sd, min, max over the members where a spike was detected, and how many had one."""
+    found = [s for s in steps if s is not None]
+    if not found:
+        return {"n": 0, "of": len(steps)}
+    mean = sum(found) / len(found)
+    sd = (sum((s - mean) ** 2 for s in found) / (len(found) - 1)) ** 0.5 if len(found) > 1 else 0.0
+    return {"n": len(found), "of": len(steps), "mean": mean, "sd": sd, "min": min(found),
+            "max": max(found), "steps": found}  # fmt: skip
+
+
+def _spread_text(s: dict) -> str:
+    if not s.get("n"):
+        return f"none ({s.get('n', 0)}/{s.get('of', 0)})"
+    return f"{s['mean']:.0f} ({s['sd']:.0f}) [{s['min']}-{s['max']}], {s['n']}/{s['of']}"
 
 
 def _set_order(name: str) -> tuple:
@@ -240,6 +268,16 @@ def grid_markdown(results: dict) -> str:
         lines.append(
             f"| {v['variant']} | {steps} | " + " | ".join(cells) + f" | {', '.join(firsts)} |"
         )
+    lines += [
+        "",
+        "## Phase changes (empirical.train.phases): step each spike's largest jump ends at",
+        "",
+        "| variant | first spike: mean (sd) [min-max], members with one | second spike |",
+        "| --- | --- | --- |",
+    ]
+    for v in results["variants"]:
+        cells = [_spread_text(v.get(key) or {}) for key in ("first_spike", "second_spike")]
+        lines.append(f"| {v['variant']} | {cells[0]} | {cells[1]} |")
     lines += ["", "## Variants", ""]
     for v in results["variants"]:
         lines.append(f"- `{v['variant']}`: {' '.join(v['overrides']) or '(the base config)'}")

@@ -37,7 +37,7 @@ import os
 import torch
 
 from disentangled.command_line import UserError
-from empirical.config_io import atomic_write_bytes, fingerprint_of, to_dict
+from empirical.config_io import atomic_write_bytes, fingerprint_of, non_default_fields, to_dict
 from empirical.task.batch import FIELDS, Batch
 from empirical.task.config import EXTRA_EVAL_SET_NAMES, TaskConfig
 from empirical.task.pairs import check_held_out, cpu_generator, held_out_pairs, ordered_ranks
@@ -76,7 +76,7 @@ class EvalSetsError(UserError, ValueError):
 def task_fingerprint(cfg: TaskConfig, seed: int) -> str:
     """The identity of a seed's evaluation sets: sha256 of the [task] table and the seed,
     all they depend on (saved in eval_sets.pt, checked when a run loads it)."""
-    return fingerprint_of({"task": to_dict(cfg), "seed": int(seed)})
+    return fingerprint_of({"task": non_default_fields(cfg), "seed": int(seed)})
 
 
 class EvalSets(dict):
@@ -330,7 +330,7 @@ def load_eval_sets(path: str | os.PathLike, device="cpu") -> EvalSets:
     except FileNotFoundError:
         raise
     except Exception as exc:  # any unreadable file: one clear message
-        from empirical.model.checkpoint import load_failure
+        from empirical.config_io import load_failure
 
         raise EvalSetsError(
             f"{path}: not an evaluation-set file (corrupt or truncated: {load_failure(exc)})"

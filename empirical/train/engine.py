@@ -40,6 +40,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -47,6 +48,7 @@ from tqdm.auto import tqdm
 
 from disentangled.command_line import UserError
 from empirical.config_io import append_text, atomic_write_bytes, config_to_toml
+from empirical.metrics_log import append_metrics, read_metrics, truncate_metrics
 from empirical.model import AssignAddTransformer, CheckpointError, save_model
 from empirical.model.batched import BatchedModel
 from empirical.run_config import RunConfig, config_fingerprint
@@ -57,7 +59,6 @@ from empirical.task.pairs import training_generator
 from empirical.train.batches import BatchStream
 from empirical.train.breakdown import restricted_breakdown
 from empirical.train.evaluate import evaluate_sets
-from empirical.train.metrics import append_metrics, read_metrics, truncate_metrics
 from empirical.train.optim import MemberAdamW
 from empirical.train.schedule import learning_rate, schedule_of
 from empirical.train.state import load_training_state, save_training_state
@@ -123,6 +124,29 @@ def _adamw(params, tc, device: torch.device) -> torch.optim.AdamW:
     )
 
 
+def initial_weights(cfg: RunConfig) -> dict[str, torch.Tensor]:
+    """The weights of `train.init_from` (a model file), checked to fit `cfg`'s model."""
+    from empirical.model import CheckpointError, load_model
+
+    path = Path(cfg.train.init_from)
+    try:
+        model = load_model(path)
+    except CheckpointError as exc:
+        raise CheckpointError(f"train.init_from = {str(path)!r}: {exc}") from None
+    want = cfg.built_model_config()
+    mine = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    need = {
+        k: tuple(v.shape) for k, v in AssignAddTransformer(want, seed=0).state_dict().items()
+    }
+    if mine != need:
+        raise CheckpointError(
+            f"train.init_from = {str(path)!r}: its weights do not fit this run's model "
+            f"(d_vocab {model.cfg.d_vocab} vs {want.d_vocab}, d_model {model.cfg.d_model} vs "
+            f"{want.d_model}, ...)"
+        )
+    return {k: v.detach().to(want.torch_dtype) for k, v in model.state_dict().items()}
+
+
 class SingleLearner:
     """One AssignAddTransformer trained by torch's AdamW (the plain `train` command)."""
 
@@ -130,6 +154,8 @@ class SingleLearner:
         tc = cfg.train
         self.n_members, self.device, self.tc = 1, device, tc
         self.model = AssignAddTransformer(cfg.built_model_config(), seed=cfg.seed).to(device)
+        if tc.init_from:
+            self.model.load_state_dict(initial_weights(cfg))
         self.optimizer = _adamw(self.model.parameters(), tc, device)
         self._loss = _compiled(self._loss_of, tc.compile)
 
@@ -173,6 +199,9 @@ class BatchLearner:
         tc = cfgs[0].train
         self.n_members, self.device, self.tc = len(cfgs), device, tc
         self.model = BatchedModel(cfgs[0].built_model_config(), [c.seed for c in cfgs], device)
+        for m, cfg in enumerate(cfgs):
+            if cfg.train.init_from:
+                self.model.load_member_state(m, initial_weights(cfg))
         self.base_lrs = [c.train.lr for c in cfgs]
         decays = [c.train.weight_decay for c in cfgs]
         self.shared = len(set(self.base_lrs)) == 1 and len(set(decays)) == 1
@@ -309,6 +338,8 @@ def preflight(trainee: Trainee, step: int, rebuild_eval_sets: bool = False):
     if step > 0:
         ckpt = load_training_state(run.last_checkpoint)
         check_resumable(cfg, run, ckpt)
+    elif cfg.train.init_from:
+        initial_weights(cfg)  # a missing or misfitting file: an error before anything is written
     sets = None if rebuild_eval_sets else run.read_eval_sets(cfg)
     return ckpt, sets
 

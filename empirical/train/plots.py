@@ -106,7 +106,12 @@ def plot_training_curves(
     )
     steps = [r["step"] for r in records if r.get("train_loss") is not None]
     losses = [r["train_loss"] for r in records if r.get("train_loss") is not None]
-    ax_loss.plot(steps, losses, color="k", lw=1.2, label="training loss (mean since last eval)")
+    label = "training loss (mean since last eval)"
+    if not losses:  # e.g. an imported run: its evaluations are all there is
+        steps = [r["step"] for r in records if r.get("loss")]
+        losses = [sum(r["loss"].values()) / len(r["loss"]) for r in records if r.get("loss")]
+        label = "evaluation loss (mean over the sets;\nno training loss recorded)"
+    ax_loss.plot(steps, losses, color="k", lw=1.2, label=label)
     positive = [x for x in losses if x > 0]
     if positive and max(positive) / min(positive) > 10:  # a log axis only when it spans decades
         ax_loss.set_yscale("log")

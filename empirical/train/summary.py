@@ -99,7 +99,7 @@ def write_training_curves(
         records,
         phases,
         path,
-        f"Assign-and-add training ({cfg.name}, seed {cfg.seed}): accuracy per evaluation set",
+        f"Assign-and-add training ({run.label(cfg)}): accuracy per evaluation set",
         sizes=sizes,
         chance=1 / cfg.task.p,
     )

@@ -1,0 +1,80 @@
+"""Imports point one way: no module imports a layer above its own (function-level imports
+included), so nothing runs back up the layers (e.g. a library module importing the CLI)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# lowest first; a unit may import its own layer's other units only where listed as such
+LAYERS = [
+    ["disentangled"],
+    ["theory"],
+    ["empirical.config_io", "empirical.figures", "empirical.stats", "empirical.metrics_log"],
+    ["empirical.task"],
+    ["empirical.model"],
+    ["empirical.run_config"],
+    ["empirical.rundir"],
+    ["empirical.train"],
+    ["empirical.sweep", "empirical.evaluation", "empirical.import_run", "empirical.repair"],
+    ["empirical.analysis"],
+    ["empirical.compare_qk"],
+    ["empirical.reproduce"],
+    ["empirical.cli", "empirical.__main__"],
+]
+LEVEL = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
+PACKAGES = ("disentangled", "theory", "empirical")
+
+
+def unit_of(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] not in PACKAGES:
+        return None
+    if parts[0] != "empirical":
+        return parts[0]
+    return "empirical" if len(parts) == 1 else f"empirical.{parts[1]}"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+    return found
+
+
+def test_every_library_import_points_down():
+    bad = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path.name.startswith("test_"):
+                continue
+            src = unit_of(module_name(path))
+            if src == "empirical":  # the package's lazy entry points may reach anything
+                continue
+            assert src in LEVEL, f"{path}: add its unit {src!r} to LAYERS"
+            for line, target in imports(path):
+                dst = unit_of(target)
+                if dst is None or dst == src or dst == "empirical":
+                    continue
+                assert dst in LEVEL, f"{path}:{line}: add {dst!r} to LAYERS"
+                if LEVEL[dst] > LEVEL[src]:
+                    bad.append(f"{path.relative_to(ROOT)}:{line}: {src} imports {target}")
+    assert not bad, "imports that run back up the layers:\n" + "\n".join(bad)
+
+
+def test_the_layer_check_can_fail():
+    assert LEVEL["empirical.cli"] > LEVEL["empirical.reproduce"] > LEVEL["empirical.train"]
+    assert unit_of("empirical.cli.analyze") == "empirical.cli"
+    assert unit_of("numpy") is None
