@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "empirical.cli.import_checkpoints",
         "turn the paper authors' checkpoints into a run directory",
     ),
+    "curves": ("empirical.cli.curves", "several runs' accuracy curves side by side"),
     "analyze": ("empirical.cli.analyze", "mechanistic analysis of a run's checkpoints"),
     "compare-qk": ("empirical.cli.compare_qk", "theory's predicted vs observed layer-2 QK update"),
     "sweep": ("empirical.cli.sweep", "Figure 3 sweeps with batched multi-model training"),

@@ -42,11 +42,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from empirical.rundir import RunDir, SweepDir  # noqa: E402  (light: no torch)
+
 PANELS = {
     "two_var_frequency": ROOT / "configs" / "fig3_two_var_frequency_paper.toml",
     "pair_fraction": ROOT / "configs" / "fig3_pair_fraction_paper.toml",
 }
-SMALL_FILES = ("config.toml", "metrics.jsonl", "summary.json", "config_history.jsonl")
+SMALL_FILES = (RunDir.CONFIG, RunDir.METRICS, RunDir.SUMMARY, RunDir.CONFIG_HISTORY)
 NEEDED = ("torch", "numpy", "scipy", "matplotlib", "tqdm", "tomli_w")
 
 
@@ -182,7 +186,7 @@ def run_panels(panels: list[Panel], args, deadline: float) -> None:
 
 
 def summarize(panel: Panel, timeout: float) -> None:
-    if not panel.dir.joinpath("members").is_dir():
+    if not SweepDir(panel.dir).members_dir.is_dir():
         return
     cmd = panel.command("none", summarize=True)
     with open(panel.log, "a") as fh:
@@ -200,13 +204,12 @@ def progress(panel: Panel) -> list[str]:
 
     metric = tomllib.loads(panel.config.read_text())["sweep"]["metric"]
     rows = []
-    members = panel.dir / "members"
+    members = SweepDir(panel.dir).members_dir
     for d in sorted(members.iterdir()) if members.is_dir() else []:
-        lines = (
-            (d / "metrics.jsonl").read_text().splitlines() if (d / "metrics.jsonl").exists() else []
-        )
+        run = RunDir(d)
+        lines = run.metrics.read_text().splitlines() if run.metrics.exists() else []
         last = json.loads(lines[-1]) if lines else None
-        done = (d / "summary.json").exists()
+        done = run.summary.exists()
         if last is None:
             rows.append(f"| {panel.name} | {d.name} | - | - | no evaluation yet |")
             continue
@@ -225,12 +228,13 @@ def copy_small(panel: Panel, out: Path) -> None:
     for path in panel.dir.glob("*"):
         if path.is_file():
             shutil.copy2(path, dest / path.name)
-    for member in sorted((panel.dir / "members").glob("*")):
-        for name in SMALL_FILES + ("stopped.json",):
+    for member in sorted(SweepDir(panel.dir).members_dir.glob("*")):
+        for name in SMALL_FILES + (RunDir.STOPPED,):
             src = member / name
             if src.exists():
-                (dest / "members" / member.name).mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src, dest / "members" / member.name / name)
+                target = SweepDir(dest).member(member.name).path
+                target.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, target / name)
 
 
 def main(argv: list[str] | None = None) -> int:

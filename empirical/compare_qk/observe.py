@@ -5,6 +5,12 @@ Everything runs in float64 on copies of the weights. Only the query at the last 
 (`=`, L-1) reaches the logits, so layer 2 is computed for that query alone, from the fixed
 layer-1 residuals (the same numbers as `model(tokens)`, tested).
 
+Why this forward is not the one fast forward (empirical.model.fast): the theory needs what
+that one never builds, the layer-1 residual at every position as a tensor (the keys of the
+theorem's coordinates), and a layer-2 score with a free [d, d] key-query matrix P in place of
+W_Q W_K^T (the theorem's parameter, differentiated at P = 0), both in float64; the fast
+forward folds W_Q W_K^T into per-id tables to stay cheap for training.
+
 Gradients (docs/compare_qk.md). For the layer-2 scores we insert a [d, d] perturbation P of
 the key-query matrix, score_t = x_T (W_Q W_K^T + P) x_t^T / sqrt(d_head), and take autograd
 at P = 0: dL/dP = dL/dW_QK, the gradient with respect to the merged matrix (the theorem's

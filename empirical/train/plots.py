@@ -120,3 +120,48 @@ def plot_training_curves(
     ax_loss.grid(alpha=0.3)
     ax_loss.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return save_figure(fig, path, fmt)
+
+
+def plot_runs(
+    runs: list[tuple[str, list[dict], Phases | None]],
+    sets: list[str],
+    path: str | os.PathLike | None = None,
+    title: str = "",
+    *,
+    fmt: str | None = None,
+):
+    """Several runs side by side: one panel per evaluation set, one curve per run (accuracy
+    over training steps), each run's detected spikes (the phase detector's largest jumps)
+    marked on its curve. runs: (label, metrics records, phases). Returns the Figure; writes it
+    to `path` (then closes it) if given."""
+    palette = [OKABE_ITO[c] for c in ("black", "orange", "sky", "green", "vermillion", "purple")]
+    fig, axes = plt.subplots(
+        len(sets), 1, figsize=(10, 2.9 * len(sets) + 0.8), sharex=True, layout="constrained"
+    )
+    axes = [axes] if len(sets) == 1 else list(axes)
+    for ax, name in zip(axes, sets, strict=True):
+        for i, (label, records, phases) in enumerate(runs):
+            color = palette[i % len(palette)]
+            steps = [r["step"] for r in records if name in r.get("acc", {})]
+            acc = [100 * r["acc"][name] for r in records if name in r.get("acc", {})]
+            ax.plot(steps, acc, color=color, lw=1.4, label=label)
+            for key, marker in (("first_spike", "o"), ("second_spike", "s")):
+                rise = getattr(phases, key, None) if phases is not None else None
+                end = getattr(rise, "jump_end_step", None) if rise is not None else None
+                if end is not None and end in steps:
+                    ax.plot(end, acc[steps.index(end)], marker, color=color, ms=7, mec="white")
+        ax.set_ylabel(f"{name}\naccuracy (%)")
+        ax.set_ylim(-2, 102)
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel("training step")
+    handles, labels = axes[0].get_legend_handles_labels()
+    from matplotlib.lines import Line2D
+
+    handles += [
+        Line2D([], [], marker="o", ls="", color="grey", label="first spike (largest jump)"),
+        Line2D([], [], marker="s", ls="", color="grey", label="second spike (largest jump)"),
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=9)
+    if title:
+        fig.suptitle(title)
+    return save_figure(fig, path, fmt)
