@@ -6,26 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from authors_task import AUTHORS
 
 from empirical.config_io import ConfigError, load_config, save_config
 from empirical.task import EXTRA_EVAL_SET_NAMES, TaskConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-AUTHORS = dict(
-    p=59,
-    K=12,
-    max_assignments=6,
-    r1=("k", "l"),
-    r2=("a", "b"),
-    allow_same_variable_operands=False,
-    held_out_form="ordered",
-    held_out_fraction=0.3,
-    pair_split="python_random",
-    pair_seed=42,
-    mix="rows",
-    assignment_count="clamped",
-    padding="gaps",
-)
 
 
 def test_new_field_defaults_are_the_old_behaviour():

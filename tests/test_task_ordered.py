@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from authors_task import AUTHORS, AUTHORS_PAIRS_FILE
 
 from empirical.config_io import ConfigError
 from empirical.task import (
@@ -28,22 +29,7 @@ from empirical.task.eval_sets import _design
 from empirical.task.pairs import check_held_out
 from empirical.task.sampler import _Ctx, support_size
 
-AUTHORS_FILE = Path("/work/shared/authors/train_pairs.json")
-AUTHORS = dict(
-    p=59,
-    K=12,
-    max_assignments=6,
-    r1=("k", "l"),
-    r2=("a", "b"),
-    allow_same_variable_operands=False,
-    held_out_form="ordered",
-    held_out_fraction=0.3,
-    pair_split="python_random",
-    pair_seed=42,
-    mix="rows",
-    assignment_count="clamped",
-    padding="gaps",
-)
+AUTHORS_FILE = AUTHORS_PAIRS_FILE
 # a seeded ordered split on the default task
 ORD = TaskConfig(held_out_form="ordered", held_out_fraction=0.3)
 

@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 import torch
+from authors_task import AUTHORS as AUTHORS_TASK
 
 from empirical.task import (
     TaskConfig,
@@ -20,21 +21,7 @@ from empirical.task import (
     training_generator,
 )
 
-AUTHORS = TaskConfig(
-    p=59,
-    K=12,
-    max_assignments=6,
-    r1=("k", "l"),
-    r2=("a", "b"),
-    allow_same_variable_operands=False,
-    held_out_form="ordered",
-    held_out_fraction=0.3,
-    pair_split="python_random",
-    pair_seed=42,
-    mix="rows",
-    assignment_count="clamped",
-    padding="gaps",
-)
+AUTHORS = TaskConfig(**AUTHORS_TASK)
 N = 60_000
 
 

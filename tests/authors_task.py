@@ -1,0 +1,24 @@
+"""The paper authors' task, stated once for the tests (../shared/authors/README.md), and where
+their train_pairs.json lies beside the repository (absent elsewhere: tests skip)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+AUTHORS_PAIRS_FILE = Path(__file__).resolve().parents[2] / "shared" / "authors" / "train_pairs.json"
+
+AUTHORS = dict(
+    p=59,
+    K=12,
+    max_assignments=6,
+    r1=("k", "l"),
+    r2=("a", "b"),
+    allow_same_variable_operands=False,
+    held_out_form="ordered",
+    held_out_fraction=0.3,
+    pair_split="python_random",
+    pair_seed=42,
+    mix="rows",
+    assignment_count="clamped",
+    padding="gaps",
+)
