@@ -303,17 +303,6 @@ def _clip_per_member(params: list[torch.Tensor], max_norm: float) -> None:
 # -- the skeleton -------------------------------------------------------------------------
 
 
-def setup_eval_sets(cfg: RunConfig, run: RunDir, device: torch.device, rebuild: bool = False):
-    """The run's evaluation sets on `device`: loaded from eval_sets.pt and checked to be its
-    task's and seed's (RunDir.read_eval_sets: an error otherwise), or built and saved (also
-    with `rebuild`, which replaces the file)."""
-    sets = None if rebuild else run.read_eval_sets(cfg)
-    if sets is None:
-        sets = build_eval_sets(cfg.task, cfg.seed, device="cpu")
-        _save_eval_sets(sets, run.eval_sets)
-    return {name: batch.to(device) for name, batch in sets.items()}
-
-
 def check_resumable(cfg: RunConfig, run: RunDir, ckpt: dict) -> None:
     """Refuse to resume from a checkpoint of another run, or with a metrics log that is
     missing (the history would have holes) or has a bad line (MetricsError)."""

@@ -39,7 +39,6 @@ from empirical.train.engine import (
     record_history,
     resolve_device,
     run_training,
-    setup_eval_sets,
 )
 
 __all__ = [
@@ -53,7 +52,6 @@ __all__ = [
     "evaluate_and_log",
     "resolve_device",
     "resume_view",
-    "setup_eval_sets",
     "steps_change_refusal",
     "summary_of",
     "train_run",
