@@ -1,0 +1,47 @@
+"""scripts/gpu_session.sh rehearsed on the CPU with tiny sizes (QUICK=1): every stage runs and
+the packed results come back, so the one GPU call of a session cannot fail for a silly
+reason. Slow (about 3 minutes): `pytest -m slow`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_gpu_session_rehearsal_on_the_cpu(tmp_path):
+    if not (ROOT / "runs" / "authors" / "snapshots" / "step_000001.pt").exists():
+        pytest.skip("needs the imported authors' run (runs/authors) for the init_from variants")
+    out, work = tmp_path / "out", tmp_path / "work"
+    env = {
+        **os.environ,
+        "QUICK": "1",
+        "DEVICE": "cpu",
+        "WHEELS": "0",
+        "BUDGET": "500",
+        "OUT": str(out),
+        "WORK": str(work),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    }
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu_session.sh")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "default run: rc 0" in proc.stdout
+    names = tarfile.open(out / "results.tar.gz").getnames()
+    assert any(n.endswith("default_run/summary.json") for n in names)
+    assert any("spike_fp32" in n and n.endswith("metrics.jsonl") for n in names)
+    assert any(n.endswith("fig3/progress.md") for n in names)
+    assert (out / "bench_engine.md").read_text().count("| none |") == 3
