@@ -37,23 +37,19 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_steps(
-    base,
-    members: int,
-    compile_mode: str,
-    autocast: str,
-    warmup: int,
-    steps: int,
-    device: torch.device,
-) -> dict:
-    train = dataclasses.replace(base.train, compile=compile_mode, autocast=autocast)
-    cfgs = [dataclasses.replace(base, seed=s, train=train) for s in range(members)]
+def timed_steps(cfgs, device: torch.device, warmup: int, steps: int, barrier=None) -> dict:
+    """Train `cfgs` (one config: a SingleLearner, several: one BatchLearner) for warmup +
+    steps steps exactly as the engine does (its learner, the members' data streams, the
+    device-side loss sums, no host sync inside a step) and time the last `steps`.
+    barrier(): called after the warm-up, before the timed steps (concurrent jobs start
+    together). Returns seconds, warm-up seconds and the timed region's wall-clock window."""
+    members = len(cfgs)
     learner = SingleLearner(cfgs[0], device) if members == 1 else BatchLearner(cfgs, device)
     streams = []
     for cfg in cfgs:
         sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, cfg.seed), device=device)
         gen = training_generator(cfg.seed, device)
-        streams.append(BatchStream(sampler, gen, train.batch_size, train.sample_chunk))
+        streams.append(BatchStream(sampler, gen, cfg.train.batch_size, cfg.train.sample_chunk))
     alive = [True] * members
     total = torch.zeros(members, dtype=torch.float64, device=device)
 
@@ -70,20 +66,37 @@ def time_steps(
         step(i)
     sync(device)
     warm_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    if barrier is not None:
+        barrier()
+    t0, wall0 = time.perf_counter(), time.time()
     for i in range(warmup, warmup + steps):
         step(i)
     sync(device)
     seconds = time.perf_counter() - t0
     if not bool(torch.isfinite(total).all()):
         raise RuntimeError("non-finite loss in the benchmark")
+    return {"seconds": seconds, "warmup_s": warm_s, "window": (wall0, wall0 + seconds)}
+
+
+def time_steps(
+    base,
+    members: int,
+    compile_mode: str,
+    autocast: str,
+    warmup: int,
+    steps: int,
+    device: torch.device,
+) -> dict:
+    train = dataclasses.replace(base.train, compile=compile_mode, autocast=autocast)
+    cfgs = [dataclasses.replace(base, seed=s, train=train) for s in range(members)]
+    timed = timed_steps(cfgs, device, warmup, steps)
     return {
         "members": members,
         "compile": compile_mode,
         "autocast": autocast,
-        "ms_per_step": 1000 * seconds / steps,
-        "member_steps_per_s": members * steps / seconds,
-        "warmup_s": warm_s,
+        "ms_per_step": 1000 * timed["seconds"] / steps,
+        "member_steps_per_s": members * steps / timed["seconds"],
+        "warmup_s": timed["warmup_s"],
     }
 
 

@@ -7,10 +7,11 @@
 
     python benchmarks/bench_sweep.py --n 8 --local-jobs 2   # + N members as 2 local jobs
 
-Times the training step of train_run and of train_batch (sample each member's batch, fast
-forward, cross-entropy, backward, AdamW step; no evaluation or checkpoints, which cost the
-same per member either way): N members as one BatchedModel, against the same N configs
-trained one after the other as single models. Batches are drawn train.sample_chunk steps at
+Times the training step of train_run and of train_batch, through the engine's own learners
+(benchmarks/bench_engine.py's timed_steps: sample each member's batch, fast forward,
+cross-entropy, backward, AdamW step; no evaluation or checkpoints, which cost the same per
+member either way): N members as one BatchLearner, against the same N configs trained one
+after the other as SingleLearners. Batches are drawn train.sample_chunk steps at
 a time (override it: train.sample_chunk=10 on a GPU). Members differ in seed and
 task.held_out_fraction, as in a pair-fraction sweep. Reports member-steps per second.
 
@@ -30,7 +31,6 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,77 +51,24 @@ def member_configs(base, n: int):
 
 
 def bench_sequential(cfgs, device, warmup: int, steps: int) -> float:
-    from empirical.model import AssignAddTransformer
-    from empirical.task import TrainingSampler, held_out_pairs
-    from empirical.task.pairs import training_generator
-    from empirical.train.batches import BatchStream
+    """The configs trained one after the other as single runs (the engine's SingleLearner)."""
+    from bench_engine import timed_steps
 
-    total = 0.0
-    for cfg in cfgs:
-        tc = cfg.train
-        model = AssignAddTransformer(cfg.built_model_config(), seed=cfg.seed).to(device)
-        opt = torch.optim.AdamW(
-            model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay, betas=tc.betas
-        )
-        sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, cfg.seed), device=device)
-        stream = BatchStream(
-            sampler, training_generator(cfg.seed, device), tc.batch_size, tc.sample_chunk
-        )
-        for i in range(warmup + steps):
-            if i == warmup:
-                sync(device)
-                t0 = time.perf_counter()
-            batch = stream.next()
-            loss = F.cross_entropy(model.forward_fast(batch.tokens).float(), batch.labels)
-            assert torch.isfinite(loss)  # train_run's per-step check (a sync, as there)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-        sync(device)
-        total += time.perf_counter() - t0
+    total = sum(timed_steps([cfg], device, warmup, steps)["seconds"] for cfg in cfgs)
     return len(cfgs) * steps / total
 
 
 def bench_batched(
     cfgs, device, warmup: int, steps: int, stamps: list | None = None, barrier=None
 ) -> float:
-    from empirical.model.batched import BatchedModel
-    from empirical.task import TrainingSampler, held_out_pairs
-    from empirical.task.pairs import training_generator
-    from empirical.train.batches import BatchStream
+    """The configs as one batched model (the engine's BatchLearner). stamps: receives the
+    timed region's wall-clock window (for concurrent jobs); barrier: see timed_steps."""
+    from bench_engine import timed_steps
 
-    tc = cfgs[0].train
-    M = len(cfgs)
-    model = BatchedModel(cfgs[0].built_model_config(), [c.seed for c in cfgs], device=device)
-    opt = torch.optim.AdamW(model.params(), lr=tc.lr, weight_decay=tc.weight_decay, betas=tc.betas)
-    samplers = [
-        TrainingSampler(c.task, held_out_pairs(c.task, c.seed), device=device) for c in cfgs
-    ]
-    streams = [
-        BatchStream(s, training_generator(c.seed, device), tc.batch_size, tc.sample_chunk)
-        for s, c in zip(samplers, cfgs, strict=True)
-    ]
-    for i in range(warmup + steps):
-        if i == warmup and barrier is not None:
-            sync(device)
-            barrier()  # concurrent jobs start their timed steps together
-        if i == warmup:
-            sync(device)
-            t0 = time.perf_counter()
-        batches = [stream.next() for stream in streams]
-        logits = model.forward_fast(torch.stack([b.tokens for b in batches]))
-        losses = torch.stack(
-            [F.cross_entropy(logits[m].float(), batches[m].labels) for m in range(M)]
-        )
-        assert bool(torch.isfinite(losses).all())
-        opt.zero_grad(set_to_none=True)
-        losses.sum().backward()
-        opt.step()
-    sync(device)
-    elapsed = time.perf_counter() - t0
-    if stamps is not None:  # wall-clock window of the timed steps (for concurrent jobs)
-        stamps.append((time.time() - elapsed, time.time()))
-    return M * steps / elapsed
+    timed = timed_steps(cfgs, device, warmup, steps, barrier)
+    if stamps is not None:
+        stamps.append(timed["window"])
+    return len(cfgs) * steps / timed["seconds"]
 
 
 def bench_job(
