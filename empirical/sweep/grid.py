@@ -108,17 +108,22 @@ def run_grid(
     say = log or (lambda _text: None)
     out = SweepDir(out_dir)
     members = expand_grid(base, spec)
-    plan = run_members(members, out, spec.max_batch, log=say, train=False)
     timings: list[dict] = []
     failed: dict[str, str] = {}
-    if train:
+
+    def announce(plan) -> None:  # every member directory is checked by now
         out.path.mkdir(parents=True, exist_ok=True)
         say(
             f"grid {base.name}: {len(spec.variants)} variants x {len(spec.seeds)} seeds = "
             f"{len(members)} members in {out}; {len(plan.skipped) + len(plan.stopped)} done "
             f"or stopped, {len(plan.batches)} batch(es) to train"
         )
+
+    if not train or executor is not None:
+        plan = run_members(members, out, spec.max_batch, log=say, train=False)
+    if train:
         if executor is not None:
+            announce(plan)
             from empirical.sweep.cluster import LOWEST_SET, submit_members
 
             sub = submit_members(
@@ -142,6 +147,7 @@ def run_grid(
                 log=say,
                 metric=lambda _m, acc: min(acc.values()),
                 metric_name="lowest set",
+                announce=announce,
             ).timings
     elif not out.members_dir.exists():
         return {}

@@ -204,11 +204,14 @@ def run_members(
     labels: Callable[[Member], str] = lambda m: m.dirname,
     metric: Callable[[Member, dict], float] | None = None,
     metric_name: str = "",
+    announce: Callable[[RunOutcome], None] | None = None,
 ) -> RunOutcome:
     """The one runner of sweeps and grids: classify every member's directory (finished,
     stopped, resume, fresh; a directory holding another config is an error), group the rest
     into batches (same batch key and start step, at most max_batch), and train each batch
-    with `train_batch`. train=False: only classify."""
+    with `train_batch`. train=False: only classify. announce(plan): called once every
+    directory is classified and before anything trains (so every check comes before the
+    caller's first write)."""
     outcome = RunOutcome()
     statuses = {m.dirname: member_status(m, out.member(m.dirname).path) for m in members}
     for m in members:
@@ -227,6 +230,8 @@ def run_members(
     outcome.batches = [[m.dirname for m in b] for b in batches]
     if not train:
         return outcome
+    if announce is not None:
+        announce(outcome)
     if len(batches) > 1:
         diff = describe_key_difference(batches[0][0].cfg, batches[-1][0].cfg)
         if diff:
@@ -299,25 +304,22 @@ def run_sweep(
         base = with_sets
     members = expand_members(base, spec)
     weights = {m.dirname: MetricWeights(m.cfg) for m in members}
-    ran = run_members(  # every member directory checked before anything is written
-        members,
-        out,
-        spec.max_batch,
-        progress=progress,
-        log=say,
-        stop_at=stop_at,
-        train=False,
-    )
-    if train:
+
+    def announce(plan: RunOutcome) -> None:  # every member directory is checked by now
         out.path.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(out.sweep_toml, sweep_to_toml(base, spec).encode())
         say(
             f"sweep {base.name}: {len(members)} members ({len(spec.values)} values x "
-            f"{len(spec.seeds)} seeds) in {out}: {len(ran.skipped)} finished "
-            f"(skipped), {len(ran.resumed)} resuming, {len(ran.fresh)} new; "
-            f"{len(ran.batches)} batch(es); metric {metric}"
+            f"{len(spec.seeds)} seeds) in {out}: {len(plan.skipped)} finished "
+            f"(skipped), {len(plan.resumed)} resuming, {len(plan.fresh)} new; "
+            f"{len(plan.batches)} batch(es); metric {metric}"
         )
+
+    if not train or executor is not None:
+        ran = run_members(members, out, spec.max_batch, log=say, train=False)
+    if train:
         if executor is not None:
+            announce(ran)
             from empirical.sweep.cluster import submit_members
 
             sub = submit_members(
@@ -345,6 +347,7 @@ def run_sweep(
                 labels=lambda m: _short_label(m, spec),
                 metric=lambda m, acc: metric_value(metric, acc, weights[m.dirname]),
                 metric_name=metric,
+                announce=announce,
             )
     outcome = SweepOutcome(
         out.path,
