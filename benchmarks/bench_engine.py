@@ -2,8 +2,10 @@
 
     python benchmarks/bench_engine.py [--config configs/paper.toml] [--members 1 32]
         [--compile none default reduce-overhead] [--autocast none bf16] [--steps 200]
+        [--cuda-graph on off]
 
-For every (members, compile mode, autocast) it builds the real learner
+For every (members, compile mode, autocast, CUDA graph on/off: train.cuda_graph, which only
+acts on CUDA with compile none) it builds the real learner
 (empirical.train.engine.SingleLearner for 1 member, BatchLearner for more), the members'
 data streams, and times `steps` training steps after `warmup` steps (the warm-up includes
 torch.compile's compilation; its time is printed separately), synchronising the device only
@@ -57,9 +59,8 @@ def timed_steps(cfgs, device: torch.device, warmup: int, steps: int, barrier=Non
         batches = [s.next() for s in streams]
         tokens = torch.stack([b.tokens for b in batches])
         labels = torch.stack([b.labels for b in batches])
-        losses = learner.losses(tokens, labels)
+        losses = learner.train_step(tokens, labels, alive, i)
         total.add_(losses.detach().double())
-        learner.update(losses, alive, i)
 
     t0 = time.perf_counter()
     for i in range(warmup):
@@ -86,14 +87,18 @@ def time_steps(
     warmup: int,
     steps: int,
     device: torch.device,
+    cuda_graph: bool = False,
 ) -> dict:
-    train = dataclasses.replace(base.train, compile=compile_mode, autocast=autocast)
+    train = dataclasses.replace(
+        base.train, compile=compile_mode, autocast=autocast, cuda_graph=cuda_graph
+    )
     cfgs = [dataclasses.replace(base, seed=s, train=train) for s in range(members)]
     timed = timed_steps(cfgs, device, warmup, steps)
     return {
         "members": members,
         "compile": compile_mode,
         "autocast": autocast,
+        "cuda_graph": "on" if cuda_graph else "off",
         "ms_per_step": 1000 * timed["seconds"] / steps,
         "member_steps_per_s": members * steps / timed["seconds"],
         "warmup_s": timed["warmup_s"],
@@ -107,6 +112,7 @@ def main(argv=None) -> int:
     ap.add_argument("--members", type=int, nargs="+", default=[1])
     ap.add_argument("--compile", nargs="+", default=["none"])
     ap.add_argument("--autocast", nargs="+", default=["none"])
+    ap.add_argument("--cuda-graph", nargs="+", choices=("on", "off"), default=["on"])
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=1, help="time each setting this often")
@@ -124,41 +130,46 @@ def main(argv=None) -> int:
         flush=True,
     )
     rows = []
-    for members in args.members:
-        for mode in args.compile:
-            for autocast in args.autocast:
-                runs = []
-                for _ in range(args.repeats):
-                    try:
-                        runs.append(
-                            time_steps(
-                                base, members, mode, autocast, args.warmup, args.steps, device
-                            )
-                        )
-                    except Exception as exc:  # a compile mode may not work on this device
-                        print(
-                            f"M={members} compile={mode} autocast={autocast}: failed: "
-                            f"{type(exc).__name__}: {str(exc)[:200]}",
-                            flush=True,
-                        )
-                        break
-                if not runs:
-                    continue
-                best = min(runs, key=lambda r: r["ms_per_step"])
-                best["ms_per_step_median"] = statistics.median(r["ms_per_step"] for r in runs)
-                rows.append(best)
-                print(
-                    f"M={members} compile={mode} autocast={autocast}: "
-                    f"{best['ms_per_step']:.2f} ms/step, {best['member_steps_per_s']:.0f} "
-                    f"member-steps/s (warm-up {best['warmup_s']:.1f} s)",
-                    flush=True,
+    settings = [
+        (members, mode, autocast, graph == "on")
+        for members in args.members
+        for mode in args.compile
+        for autocast in args.autocast
+        for graph in args.cuda_graph
+        if graph == "off" or (mode == "none" and device.type == "cuda")  # else: not used
+    ]
+    for members, mode, autocast, graph in settings:
+        label = f"M={members} compile={mode} autocast={autocast} cuda_graph={graph}"
+        runs = []
+        for _ in range(args.repeats):
+            try:
+                runs.append(
+                    time_steps(
+                        base, members, mode, autocast, args.warmup, args.steps, device, graph
+                    )
                 )
-    print("\n| members | compile | autocast | ms / step | member-steps / s | warm-up (s) |")
-    print("| --- | --- | --- | --- | --- | --- |")
+            except Exception as exc:  # a compile mode may not work on this device
+                print(f"{label}: failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+                break
+        if not runs:
+            continue
+        best = min(runs, key=lambda r: r["ms_per_step"])
+        best["ms_per_step_median"] = statistics.median(r["ms_per_step"] for r in runs)
+        rows.append(best)
+        print(
+            f"{label}: {best['ms_per_step']:.2f} ms/step, {best['member_steps_per_s']:.0f} "
+            f"member-steps/s (warm-up {best['warmup_s']:.1f} s)",
+            flush=True,
+        )
+    print(
+        "\n| members | compile | autocast | CUDA graph | ms / step | member-steps / s "
+        "| warm-up (s) |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(
-            f"| {r['members']} | {r['compile']} | {r['autocast']} | {r['ms_per_step']:.2f} | "
-            f"{r['member_steps_per_s']:.0f} | {r['warmup_s']:.1f} |"
+            f"| {r['members']} | {r['compile']} | {r['autocast']} | {r['cuda_graph']} | "
+            f"{r['ms_per_step']:.2f} | {r['member_steps_per_s']:.0f} | {r['warmup_s']:.1f} |"
         )
     return 0
 

@@ -57,6 +57,9 @@ class TrainConfig:
     # e.g. the authors' step-1 weights, to separate their init from their data stream
     compile: str = "none"  # torch.compile the training forward + loss: "none", "default",
     # "reduce-overhead" (CUDA graphs; GPU only) or "max-autotune"
+    cuda_graph: bool = True  # on CUDA (with compile = "none"): capture the whole training step
+    # (forward, backward, fused AdamW) in one CUDA graph and replay it: one launch a step
+    # instead of a few hundred (empirical/train/cuda_graph.py). Ignored on the CPU
     eval_every: int = 250  # evaluate every evaluation set every this many steps
     checkpoint_every: int = 1000  # resumable checkpoint (model + optimiser + RNG) cadence
     snapshot_every: int = 250  # weights-only snapshot for analysis over training (0: none)
@@ -120,6 +123,8 @@ class TrainConfig:
             raise ConfigError(
                 f"train.autocast = {self.autocast!r}: allowed {', '.join(map(repr, AUTOCAST))}"
             )
+        if not isinstance(self.cuda_graph, bool):
+            raise ConfigError(f"train.cuda_graph = {self.cuda_graph!r} must be true or false")
         if self.compile not in COMPILE_MODES:
             raise ConfigError(
                 f"train.compile = {self.compile!r}: allowed {', '.join(map(repr, COMPILE_MODES))}"
@@ -166,7 +171,9 @@ def load_run_config(path=None, overrides: list[str] | None = None) -> RunConfig:
 # -- what a run directory holds is checked against its config --------------------------------
 
 # fields a resumed run (or a resumed sweep member) may change: how long, where, how fast
-RESUMABLE_CHANGES = frozenset({"steps", "device", "threads", "eval_batch_size", "compile"})
+RESUMABLE_CHANGES = frozenset(
+    {"steps", "device", "threads", "eval_batch_size", "compile", "cuda_graph"}
+)
 # fields `train --resume` may also change, explicitly, to recover from a divergence
 RECOVERY_CHANGES = frozenset(
     {"lr", "grad_clip", "warmup_steps", "warmup_from", "divergence_factor"}

@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# The GPU work of issues 12 and 15 in one call on a lent GPU machine (one H100 or H200,
-# 16 CPU cores, no network; ~10 minutes per call), run from the repository root:
+# The GPU work of issue 15 in one call on a lent GPU machine (one H100 or H200, 16 CPU cores,
+# no network; ~10 minutes per call), run from the repository root:
 #
 #     bash scripts/gpu_session.sh            # $OUT receives the results (at most 8 files)
 #
 # 1. installs the packages the machine's image lacks from .whl/ (see docs/gpu.md),
-# 2. alone on the GPU: the training step of 1, 8 and 32 members (benchmarks/bench_engine.py)
-#    and the default run end to end (configs/paper.toml, 20 000 steps, every evaluation and
-#    snapshot; goal: under 60 s),
-# 3. then, concurrently (the model is small, so one process leaves the GPU mostly idle):
-#    both paper-size Figure 3 panels (scripts/gpu_fig3.py, 20 values x 30 000 steps) and the
-#    spike-timing grid of the authors' configuration (configs/authors_spike_timing_gpu.toml:
-#    fp32 vs bf16 autocast, our init vs theirs, 8 seeds each; needs their step-1 weights at
-#    runs/authors/snapshots/step_000001.pt, carried with the call),
-# 4. packs every small result file (metrics, summaries, results, logs; no weights) into
+# 2. checks the CUDA-graph step on this GPU (tests/test_cuda_graph.py); if it fails, every
+#    later stage runs with train.cuda_graph=false,
+# 3. alone on the GPU: the training step of 1, 8 and 32 members with the CUDA graph on and
+#    off (benchmarks/bench_engine.py) and the default run end to end (configs/paper.toml,
+#    20 000 steps, every evaluation and snapshot; goal: under 60 s),
+# 4. both paper-size Figure 3 panels (scripts/gpu_fig3.py, 20 values x 30 000 steps, seed 0)
+#    as two processes, under the wall-clock guard of what is left; then, if 150 s are left,
+#    seeds 1 and 2 beside them (the same sweep directories),
+# 5. packs every small result file (metrics, summaries, results, logs; no weights) into
 #    $OUT/results.tar.gz. Every stage has a wall-clock guard so the call ends in time.
 #
 # A rehearsal on a CPU, end to end in a few minutes (tests/test_gpu_session_script.py):
@@ -30,9 +30,9 @@ DEVICE=${DEVICE:-cuda}
 if [ "${QUICK:-0}" = 1 ]; then  # tiny sizes: the rehearsal of every stage
   STEPS=(--steps 5 --warmup 2); TRAIN=(train.steps=40 train.eval_every=20 train.snapshot_every=20 train.checkpoint_every=20 task.eval_size=200)
   FIG3=(--values 2 -- train.steps=20 train.eval_every=10 train.checkpoint_every=10 task.eval_size=100 model.d_model=32 model.d_mlp=64 train.batch_size=32)
-  GRID=(--seeds 0 train.steps=20 train.eval_every=10 train.checkpoint_every=10 task.eval_size=100 train.batch_size=32)
+  CHUNK=10
 else
-  STEPS=(--steps 300 --warmup 30); TRAIN=(); FIG3=(); GRID=()
+  STEPS=(--steps 300 --warmup 30); TRAIN=(); FIG3=(); CHUNK=100
 fi
 left() { echo $(( BUDGET - ( $(date +%s) - T0 ) )); }
 say() { echo "[$(date +%H:%M:%S) +$(( $(date +%s) - T0 ))s] $*"; }
@@ -53,42 +53,46 @@ print("python ok: torch", torch.__version__, "| TL", importlib.metadata.version(
 EOF
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 
-# -- 2. alone on the GPU ------------------------------------------------------------------
-say "bench_engine: 1, 8, 32 members, compile none"
-timeout 90 python3 benchmarks/bench_engine.py --device "$DEVICE" --members 1 8 32 --compile none \
-  "${STEPS[@]}" train.sample_chunk=10 | tee "$W/bench_engine.md"
+# -- 2. the CUDA-graph step on this GPU ---------------------------------------------------
+GRAPH=true
+say "tests/test_cuda_graph.py"
+timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_graph.py > "$W/test_cuda_graph.log" 2>&1
+rc=$?
+tail -n 15 "$W/test_cuda_graph.log"
+if [ $rc -ne 0 ] && [ "$DEVICE" != cpu ]; then GRAPH=false; say "CUDA-graph tests failed (rc $rc): graph off from here"; fi
+
+# -- 3. alone on the GPU ------------------------------------------------------------------
+say "bench_engine: 1, 8, 32 members, CUDA graph on and off, sample_chunk $CHUNK"
+timeout 120 python3 benchmarks/bench_engine.py --device "$DEVICE" --members 1 8 32 --compile none \
+  --cuda-graph on off "${STEPS[@]}" "train.sample_chunk=$CHUNK" | tee "$W/bench_engine.md"
 say "default run: configs/paper.toml, 20 000 steps, every evaluation and snapshot"
 start=$(date +%s)
 timeout 150 python3 -m empirical train --config configs/paper.toml --run-dir "$W/default_run" \
-  --no-progress train.sample_chunk=10 "train.device=$DEVICE" "${TRAIN[@]}" > "$W/default_run.log" 2>&1
+  --no-progress "train.sample_chunk=$CHUNK" "train.device=$DEVICE" "train.cuda_graph=$GRAPH" \
+  "${TRAIN[@]}" > "$W/default_run.log" 2>&1
 rc=$?
 say "default run: rc $rc, wall $(( $(date +%s) - start )) s"
 tail -n 20 "$W/default_run.log"
+python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['last_session'])" \
+  "$W/default_run/summary.json" 2>/dev/null
 
-# -- 3. concurrently ------------------------------------------------------------------------
-guard=$(( $(left) - 45 ))
-say "concurrent phase: $guard s (fig3 panels + spike-timing grids)"
-python3 scripts/gpu_fig3.py --budget "$guard" --reserve 30 --out "$W/fig3" \
-  --runs "$W/fig3_runs" "${FIG3[@]}" > "$W/fig3.log" 2>&1 &
-pids="$!"
-for pair in "fp32 bf16" "their_init their_init_bf16"; do
-  name=${pair%% *}
-  timeout "$(( guard - 10 ))" python3 -m empirical grid --config configs/authors_spike_timing_gpu.toml \
-    --only $pair --out "$W/spike_$name" --no-progress "train.device=$DEVICE" "${GRID[@]}" \
-    > "$W/spike_$name.log" 2>&1 &
-  pids="$pids $!"
-done
-wait $pids  # (a bare `wait` would also wait for the tee of the log)
-say "concurrent phase done"
-tail -n 25 "$W/fig3.log"
-for f in "$W"/spike_*.log; do echo "== $f"; tail -n 6 "$f"; done
-
-# -- extra, if time is left: a compiled step ----------------------------------------------
-if [ "$(left)" -gt 100 ]; then
-  say "bench_engine: compile reduce-overhead, 1 and 32 members"
-  timeout $(( $(left) - 40 )) python3 benchmarks/bench_engine.py --device "$DEVICE" --members 1 32 \
-    --compile reduce-overhead "${STEPS[@]}" train.sample_chunk=10 \
-    | tee "$W/bench_engine_compiled.md"
+# -- 4. both Figure 3 panels ----------------------------------------------------------------
+guard=$(( $(left) - 25 ))
+say "Figure 3 panels: $guard s"
+python3 scripts/gpu_fig3.py --budget "$guard" --reserve 30 --out "$W/fig3" --runs "$W/fig3_runs" \
+  "${FIG3[@]}" "train.cuda_graph=$GRAPH" "train.sample_chunk=$CHUNK" > "$W/fig3.log" 2>&1
+say "Figure 3 panels done (rc $?)"
+tail -n 30 "$W/fig3.log"
+# seeds 1 and 2 with what is left (finished seed-0 members are skipped; a member the guard
+# stops is reported unfinished in fig3_3seeds/progress.md)
+if [ "$(left)" -gt 150 ]; then
+  guard=$(( $(left) - 25 ))
+  say "Figure 3 panels, seeds 0 1 2: $guard s"
+  python3 scripts/gpu_fig3.py --budget "$guard" --reserve 30 --seeds 0 1 2 --out "$W/fig3_3seeds" \
+    --runs "$W/fig3_runs" "${FIG3[@]}" "train.cuda_graph=$GRAPH" "train.sample_chunk=$CHUNK" \
+    > "$W/fig3_3seeds.log" 2>&1
+  say "Figure 3 panels, seeds 0 1 2 done (rc $?)"
+  tail -n 12 "$W/fig3_3seeds.log"
 fi
 
 # -- 4. pack -------------------------------------------------------------------------------

@@ -17,8 +17,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_gpu_session_rehearsal_on_the_cpu(tmp_path):
-    if not (ROOT / "runs" / "authors" / "snapshots" / "step_000001.pt").exists():
-        pytest.skip("needs the imported authors' run (runs/authors) for the init_from variants")
     out, work = tmp_path / "out", tmp_path / "work"
     env = {
         **os.environ,
@@ -42,6 +40,6 @@ def test_gpu_session_rehearsal_on_the_cpu(tmp_path):
     assert "default run: rc 0" in proc.stdout
     names = tarfile.open(out / "results.tar.gz").getnames()
     assert any(n.endswith("default_run/summary.json") for n in names)
-    assert any("spike_fp32" in n and n.endswith("metrics.jsonl") for n in names)
+    assert any(n.endswith("test_cuda_graph.log") for n in names)
     assert any(n.endswith("fig3/progress.md") for n in names)
-    assert (out / "bench_engine.md").read_text().count("| none |") == 3
+    assert (out / "bench_engine.md").read_text().count("| off |") == 3  # no graph on a CPU

@@ -58,6 +58,7 @@ from empirical.task import save_eval_sets as _save_eval_sets
 from empirical.task.pairs import training_generator
 from empirical.train.batches import BatchStream
 from empirical.train.breakdown import restricted_breakdown
+from empirical.train.cuda_graph import GraphedStep, graph_applies
 from empirical.train.evaluate import evaluate_sets
 from empirical.train.optim import MemberAdamW
 from empirical.train.schedule import learning_rate, schedule_of
@@ -102,9 +103,11 @@ class Trainee:
 # -- learners: what differs between one model and a batch --------------------------------
 
 
-def _autocast(tc, device: torch.device):
+def _autocast(tc, device: torch.device, cache: bool = True):
+    """bf16 autocast when train.autocast asks for it (`cache`: autocast's weight cache, off
+    inside a CUDA graph capture)."""
     if tc.autocast == "bf16":
-        return torch.autocast(device.type, dtype=torch.bfloat16)
+        return torch.autocast(device.type, dtype=torch.bfloat16, cache_enabled=cache)
     return contextlib.nullcontext()
 
 
@@ -114,14 +117,48 @@ def _compiled(fn: Callable, mode: str) -> Callable:
     return torch.compile(fn, mode=None if mode == "default" else mode, dynamic=False)
 
 
-def _adamw(params, tc, device: torch.device) -> torch.optim.AdamW:
+def _adamw(params, tc, device: torch.device, graphed: bool = False) -> torch.optim.AdamW:
     """torch's AdamW; on CUDA its fused kernel (one launch per step instead of a few per
-    parameter: the small model's step is launch-bound there). On the CPU the default
-    implementation, which a batched member's slice reproduces bit for bit."""
-    fused = {"fused": True} if device.type == "cuda" else {}
+    parameter: the small model's step is launch-bound there), `capturable` when the step is
+    replayed as a CUDA graph. On the CPU the default implementation, which a batched
+    member's slice reproduces bit for bit."""
+    extra = {}
+    if device.type == "cuda":
+        extra = {"fused": True, "capturable": True} if graphed else {"fused": True}
     return torch.optim.AdamW(
-        params, lr=tc.lr, weight_decay=tc.weight_decay, betas=tc.betas, **fused
+        params, lr=tc.lr, weight_decay=tc.weight_decay, betas=tc.betas, **extra
     )
+
+
+_DEVICE_FLAGS = ("fused", "capturable", "foreach")
+
+
+def portable_optimizer_state(state: dict) -> dict:
+    """An optimiser state_dict as a CPU run's AdamW holds it: the learning rate a float, no
+    fused / capturable / foreach flags (they say how this device ran it, and a checkpoint
+    written on CUDA must resume on a CPU and back)."""
+    defaults = {"fused": None, "capturable": False, "foreach": None}
+    groups = []
+    for group in state["param_groups"]:
+        group = dict(group)
+        if isinstance(group.get("lr"), torch.Tensor):
+            group["lr"] = float(group["lr"])
+        for flag in _DEVICE_FLAGS:
+            if flag in group:
+                group[flag] = defaults[flag]
+        groups.append(group)
+    return {"state": state["state"], "param_groups": groups}
+
+
+def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict) -> None:
+    """`optimizer.load_state_dict(state)`, keeping the optimiser's own device flags (so its
+    step counters land where its kernels read them: on the GPU for fused AdamW)."""
+    own = optimizer.param_groups
+    groups = []
+    for i, group in enumerate(state["param_groups"]):
+        mine = own[min(i, len(own) - 1)]
+        groups.append({**group, **{f: mine[f] for f in _DEVICE_FLAGS if f in mine}})
+    optimizer.load_state_dict({"state": state["state"], "param_groups": groups})
 
 
 def initial_weights(cfg: RunConfig) -> dict[str, torch.Tensor]:
@@ -147,7 +184,44 @@ def initial_weights(cfg: RunConfig) -> dict[str, torch.Tensor]:
     return {k: v.detach().to(want.torch_dtype) for k, v in model.state_dict().items()}
 
 
-class SingleLearner:
+class _Step:
+    """The training step both learners share: eager, or replayed as a CUDA graph
+    (train.cuda_graph on CUDA, empirical/train/cuda_graph.py) while every member is alive.
+    A learner provides `losses`, `_set_lr`, `_base_lr` and `_backward_and_step`."""
+
+    graphed: GraphedStep | None = None
+
+    def _start_step(self, graphable: bool) -> None:
+        tc = self.tc
+        if graphable and graph_applies(self.device, tc.cuda_graph, tc.compile):
+            self.graphed = GraphedStep(self._full_step, self.optimizer, self.device)
+
+    def _full_step(self, tokens: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        losses = self.losses(tokens, labels)
+        self._backward_and_step(losses, None)
+        return losses
+
+    def train_step(
+        self, tokens: torch.Tensor, labels: torch.Tensor, alive: list[bool], step: int
+    ) -> torch.Tensor:
+        """One optimiser step of every alive member on its batch (tokens [M, B, L], labels
+        [M, B]) at the learning rate of `step`; returns the losses [M] (on the device)."""
+        if self.graphed is not None:
+            if all(alive):
+                lr = learning_rate(step, self._base_lr, **schedule_of(self.tc))
+                return self.graphed(tokens, labels, lr)
+            self.graphed = None  # a member stopped: the masked update runs eagerly from here
+        self._set_lr(step)
+        self.optimizer.zero_grad(set_to_none=True)
+        losses = self.losses(tokens, labels)
+        self._backward_and_step(losses, alive)
+        return losses
+
+    def _autocast(self):
+        return _autocast(self.tc, self.device, cache=self.graphed is None)
+
+
+class SingleLearner(_Step):
     """One AssignAddTransformer trained by torch's AdamW (the plain `train` command)."""
 
     def __init__(self, cfg: RunConfig, device: torch.device):
@@ -156,41 +230,44 @@ class SingleLearner:
         self.model = AssignAddTransformer(cfg.built_model_config(), seed=cfg.seed).to(device)
         if tc.init_from:
             self.model.load_state_dict(initial_weights(cfg))
-        self.optimizer = _adamw(self.model.parameters(), tc, device)
+        graphable = graph_applies(device, tc.cuda_graph, tc.compile)
+        self.optimizer = _adamw(self.model.parameters(), tc, device, graphable)
+        self._base_lr = tc.lr
         self._loss = _compiled(self._loss_of, tc.compile)
+        self._start_step(graphable)
 
     def _loss_of(self, tokens, labels):
         return F.cross_entropy(self.model.forward_fast(tokens).float(), labels)
 
     def losses(self, tokens: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        with _autocast(self.tc, self.device):
+        with self._autocast():
             return self._loss(tokens[0], labels[0]).unsqueeze(0)
 
-    def update(self, losses: torch.Tensor, alive: list[bool], step: int) -> None:
-        tc = self.tc
+    def _set_lr(self, step: int) -> None:
         for group in self.optimizer.param_groups:
-            group["lr"] = learning_rate(step, tc.lr, **schedule_of(tc))
-        self.optimizer.zero_grad(set_to_none=True)
+            group["lr"] = learning_rate(step, self.tc.lr, **schedule_of(self.tc))
+
+    def _backward_and_step(self, losses: torch.Tensor, alive: list[bool] | None) -> None:
         losses.sum().backward()
-        if tc.grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), tc.grad_clip)
+        if self.tc.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.tc.grad_clip)
         self.optimizer.step()
 
     def model_of(self, m: int) -> AssignAddTransformer:
         return self.model
 
     def optimizer_state(self, m: int) -> dict:
-        return self.optimizer.state_dict()
+        return portable_optimizer_state(self.optimizer.state_dict())
 
     def load(self, checkpoints: list[dict]) -> None:
         ckpt = checkpoints[0]
         self.model.load_state_dict({k: v.to(self.device) for k, v in ckpt["model_state"].items()})
-        self.optimizer.load_state_dict(ckpt["optimizer_state"])
+        load_optimizer_state(self.optimizer, ckpt["optimizer_state"])
         for group in self.optimizer.param_groups:  # a resume may change the recovery settings
             group["lr"], group["weight_decay"] = self.tc.lr, self.tc.weight_decay
 
 
-class BatchLearner:
+class BatchLearner(_Step):
     """M members as one BatchedModel: one forward and one backward for all, AdamW over the
     stacked weights (members' slices updated exactly as their single runs would be), or
     MemberAdamW when members differ in lr or weight decay; gradient clipping per member."""
@@ -203,15 +280,18 @@ class BatchLearner:
             if cfg.train.init_from:
                 self.model.load_member_state(m, initial_weights(cfg))
         self.base_lrs = [c.train.lr for c in cfgs]
+        self._base_lr = tc.lr
         decays = [c.train.weight_decay for c in cfgs]
         self.shared = len(set(self.base_lrs)) == 1 and len(set(decays)) == 1
+        graphable = self.shared and graph_applies(device, tc.cuda_graph, tc.compile)
         params = self.model.params()
         if self.shared:
-            self.optimizer = _adamw(params, tc, device)
+            self.optimizer = _adamw(params, tc, device, graphable)
         else:
             self.optimizer = MemberAdamW(params, self.base_lrs, decays, betas=tc.betas)
         self.scratch = AssignAddTransformer(cfgs[0].built_model_config(), seed=0).to(device)
         self._loss = _compiled(self._losses_of, tc.compile)
+        self._start_step(graphable)
 
     def _losses_of(self, tokens, labels):
         logits = self.model.forward_fast(tokens).float()
@@ -223,19 +303,20 @@ class BatchLearner:
         return torch.stack([F.cross_entropy(logits[m], labels[m]) for m in range(self.n_members)])
 
     def losses(self, tokens: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        with _autocast(self.tc, self.device):
+        with self._autocast():
             return self._loss(tokens, labels)
 
-    def update(self, losses: torch.Tensor, alive: list[bool], step: int) -> None:
+    def _set_lr(self, step: int) -> None:
         tc = self.tc
         if self.shared:
             for group in self.optimizer.param_groups:
                 group["lr"] = learning_rate(step, tc.lr, **schedule_of(tc))
         else:
             self.optimizer.set_lr_scale(learning_rate(step, 1.0, **schedule_of(tc)))
-        self.optimizer.zero_grad(set_to_none=True)
+
+    def _backward_and_step(self, losses: torch.Tensor, alive: list[bool] | None) -> None:
         params = self.model.params()
-        if all(alive):
+        if alive is None or all(alive):
             losses.sum().backward()
         else:
             mask = torch.tensor(alive, device=losses.device)
@@ -243,8 +324,8 @@ class BatchLearner:
             for p in params:
                 if p.grad is not None:
                     p.grad[~mask] = 0.0
-        if tc.grad_clip is not None:
-            _clip_per_member(params, tc.grad_clip)
+        if self.tc.grad_clip is not None:
+            _clip_per_member(params, self.tc.grad_clip)
         self.optimizer.step()
 
     def model_of(self, m: int) -> AssignAddTransformer:
@@ -252,7 +333,7 @@ class BatchLearner:
 
     def optimizer_state(self, m: int) -> dict:
         """Member m's slice of the optimiser, as a single run's AdamW state_dict."""
-        full = self.optimizer.state_dict()
+        full = portable_optimizer_state(self.optimizer.state_dict())
         state = {}
         for i, entry in full["state"].items():
             state[i] = {
@@ -280,7 +361,9 @@ class BatchLearner:
                 else:
                     stacked = [c["optimizer_state"]["state"][i][k] for c in checkpoints]
                     state[i][k] = torch.stack(stacked).to(self.device)
-        self.optimizer.load_state_dict({"state": state, "param_groups": first["param_groups"]})
+        load_optimizer_state(
+            self.optimizer, {"state": state, "param_groups": first["param_groups"]}
+        )
         if self.shared:  # a resume may change the recovery settings
             for group in self.optimizer.param_groups:
                 group["lr"], group["weight_decay"] = self.tc.lr, self.tc.weight_decay
@@ -485,6 +568,7 @@ def run_training(
     At the end, each member that trained on gets summary.json and training_curves.png."""
     from empirical.train.summary import write_summary
 
+    session_start = time.perf_counter()
     M = len(trainees)
     cfgs = [t.cfg for t in trainees]
     runs = [t.run for t in trainees]
@@ -633,23 +717,33 @@ def run_training(
                 w.to_dict(),
             )
 
+    spent = {"evaluations": 0.0, "snapshots": 0.0, "checkpoints": 0.0}
+
+    @contextlib.contextmanager
+    def timed(what: str):
+        start = time.perf_counter()
+        yield
+        spent[what] += time.perf_counter() - start
+
     bar = tqdm(total=tc.steps, initial=step, disable=not progress, desc=_bar_title(cfgs, M))
     t0 = time.perf_counter()
+    first_step = step
     if step == 0:
-        evaluate_all(0, first=True)
+        with timed("evaluations"):
+            evaluate_all(0, first=True)
         if tc.snapshot_every:
-            snapshot_all(0)
+            with timed("snapshots"):
+                snapshot_all(0)
     while step < tc.steps:
         batches = [stream.next() for stream in streams]
         tokens = torch.stack([b.tokens for b in batches])
         labels_t = torch.stack([b.labels for b in batches])
-        losses = learner.losses(tokens, labels_t)
+        losses = learner.train_step(tokens, labels_t, alive, step)
         detached = losses.detach().double()
         bad = ~torch.isfinite(detached)
         fresh_bad = bad & (first_bad < 0)
         first_bad.masked_fill_(fresh_bad, step + 1)
         bad_loss.copy_(torch.where(fresh_bad, detached, bad_loss))
-        learner.update(losses, alive, step)
         step += 1
         eval_acc.add_(detached)
         ckpt_acc.add_(detached)
@@ -668,15 +762,18 @@ def run_training(
                 raise TrainingError(_all_stopped(stopped, runs))
             sync_windows()
             if at_eval:
-                evaluate_all(step, first=False)
+                with timed("evaluations"):
+                    evaluate_all(step, first=False)
                 eval_acc.zero_()
                 eval_n = 0
                 for w in windows:
                     w.eval_sum, w.eval_n = 0.0, 0
             if at_snapshot:
-                snapshot_all(step)
+                with timed("snapshots"):
+                    snapshot_all(step)
             if at_checkpoint:
-                checkpoint_all(step)
+                with timed("checkpoints"):
+                    checkpoint_all(step)
                 ckpt_n = 0
                 if not any(alive):
                     bar.close()
@@ -687,12 +784,31 @@ def run_training(
             return SessionResult(step, last_records, stopped, elapsed, False)
     bar.close()
     elapsed = [elapsed_of(m) for m in range(M)]
+    loop_s = time.perf_counter() - t0
+    session = {
+        "steps": step - first_step,
+        "step_mode": _step_mode(learner),
+        "setup_s": round(t0 - session_start, 3),
+        "training_steps_s": round(loop_s - sum(spent.values()), 3),
+        **{f"{what}_s": round(seconds, 3) for what, seconds in spent.items()},
+    }
     for m in range(M):
         if alive[m]:
             breakdown = restricted_breakdown(learner.model_of(m), sets[m], cfgs[m].task.L)
             records = read_metrics(runs[m].metrics, fingerprints[m])
-            write_summary(cfgs[m], runs[m].path, records, elapsed[m], device, breakdown)
+            write_summary(
+                cfgs[m], runs[m].path, records, elapsed[m], device, breakdown, session=session
+            )
     return SessionResult(step, last_records, stopped, elapsed, True)
+
+
+def _step_mode(learner) -> str:
+    """How the last session ran its steps: "cuda_graph", "compiled:<mode>" or "eager"."""
+    if learner.graphed is not None and learner.graphed.graph is not None:
+        return "cuda_graph"
+    if learner.tc.compile != "none":
+        return f"compiled:{learner.tc.compile}"
+    return "eager"
 
 
 def _bar_title(cfgs: list[RunConfig], M: int) -> str:

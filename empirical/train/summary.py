@@ -48,10 +48,12 @@ def write_summary(
     *,
     sizes: dict[str, int] | None = None,
     fmt: str = "png",
+    session: dict | None = None,
 ):
     """Write summary.json and the training curves (`fmt`: png, pdf or svg); returns the
     summary. `sizes` (sequences per evaluation set, for the intervals) default to the run's
-    eval_sets.pt."""
+    eval_sets.pt. `session`: where the last training session's time went (steps, step mode,
+    seconds of setup, training steps, evaluations, snapshots and checkpoints)."""
     from empirical.stats import accuracy_intervals
 
     run = RunDir(run_dir)
@@ -79,6 +81,7 @@ def write_summary(
         "device": str(device) if device is not None else None,
         "device_name": _device_name(device),
         "torch_threads": torch.get_num_threads(),
+        "last_session": session,
         "config": to_dict(cfg),
     }
     atomic_write_bytes(run.summary, json.dumps(summary, indent=2).encode())
