@@ -327,9 +327,7 @@ def _spike_steps(run_dir: RunDir, phases, records, first, second) -> dict:
     return out
 
 
-def _spike_figures(
-    out_dir: Path, cfg, first_cmp, second_cmp, fmt: str, label: str
-) -> list[str]:
+def _spike_figures(out_dir: Path, cfg, first_cmp, second_cmp, fmt: str, label: str) -> list[str]:
     made = []
     tag = label
     if first_cmp is not None:

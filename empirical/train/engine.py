@@ -172,9 +172,7 @@ def initial_weights(cfg: RunConfig) -> dict[str, torch.Tensor]:
         raise CheckpointError(f"train.init_from = {str(path)!r}: {exc}") from None
     want = cfg.built_model_config()
     mine = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    need = {
-        k: tuple(v.shape) for k, v in AssignAddTransformer(want, seed=0).state_dict().items()
-    }
+    need = {k: tuple(v.shape) for k, v in AssignAddTransformer(want, seed=0).state_dict().items()}
     if mine != need:
         raise CheckpointError(
             f"train.init_from = {str(path)!r}: its weights do not fit this run's model "
