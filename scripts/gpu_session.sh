@@ -16,6 +16,7 @@
 # 5. packs every small result file (metrics, summaries, results, logs; no weights) into
 #    $OUT/results.tar.gz. Every stage has a wall-clock guard so the call ends in time.
 #
+# BENCH=0 skips the step timings; FIG3_SEEDS="1 2" trains those seeds in step 4 (and no more).
 # A rehearsal on a CPU, end to end in a few minutes (tests/test_gpu_session_script.py):
 #     QUICK=1 DEVICE=cpu WHEELS=0 BUDGET=400 OUT=/tmp/o WORK=/tmp/w bash scripts/gpu_session.sh
 set -uo pipefail
@@ -62,9 +63,12 @@ tail -n 15 "$W/test_cuda_graph.log"
 if [ $rc -ne 0 ] && [ "$DEVICE" != cpu ]; then GRAPH=false; say "CUDA-graph tests failed (rc $rc): graph off from here"; fi
 
 # -- 3. alone on the GPU ------------------------------------------------------------------
-say "bench_engine: 1, 8, 32 members, CUDA graph on and off, sample_chunk $CHUNK"
-timeout 120 python3 benchmarks/bench_engine.py --device "$DEVICE" --members 1 8 32 --compile none \
-  --cuda-graph on off "${STEPS[@]}" "train.sample_chunk=$CHUNK" | tee "$W/bench_engine.md"
+if [ "${BENCH:-1}" = 1 ]; then
+  say "bench_engine: 1, 8, 32 members, CUDA graph on and off, sample_chunk $CHUNK"
+  timeout 120 python3 benchmarks/bench_engine.py --device "$DEVICE" --members 1 8 32 \
+    --compile none --cuda-graph on off "${STEPS[@]}" "train.sample_chunk=$CHUNK" \
+    | tee "$W/bench_engine.md"
+fi
 say "default run: configs/paper.toml, 20 000 steps, every evaluation and snapshot"
 start=$(date +%s)
 timeout 150 python3 -m empirical train --config configs/paper.toml --run-dir "$W/default_run" \
@@ -78,14 +82,15 @@ python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['last_session'])
 
 # -- 4. both Figure 3 panels ----------------------------------------------------------------
 guard=$(( $(left) - 25 ))
-say "Figure 3 panels: $guard s"
-python3 scripts/gpu_fig3.py --budget "$guard" --reserve 30 --out "$W/fig3" --runs "$W/fig3_runs" \
-  "${FIG3[@]}" "train.cuda_graph=$GRAPH" "train.sample_chunk=$CHUNK" > "$W/fig3.log" 2>&1
+read -r -a SEEDS <<< "${FIG3_SEEDS:-0}"
+say "Figure 3 panels, seeds ${SEEDS[*]}: $guard s"
+python3 scripts/gpu_fig3.py --budget "$guard" --reserve 30 --seeds "${SEEDS[@]}" --out "$W/fig3" \
+  --runs "$W/fig3_runs" "${FIG3[@]}" "train.cuda_graph=$GRAPH" "train.sample_chunk=$CHUNK" > "$W/fig3.log" 2>&1
 say "Figure 3 panels done (rc $?)"
 tail -n 30 "$W/fig3.log"
 # seeds 1 and 2 with what is left (finished seed-0 members are skipped; a member the guard
 # stops is reported unfinished in fig3_3seeds/progress.md)
-if [ "$(left)" -gt 150 ]; then
+if [ -z "${FIG3_SEEDS:-}" ] && [ "$(left)" -gt 150 ]; then
   guard=$(( $(left) - 25 ))
   say "Figure 3 panels, seeds 0 1 2: $guard s"
   python3 scripts/gpu_fig3.py --budget "$guard" --reserve 30 --seeds 0 1 2 --out "$W/fig3_3seeds" \

@@ -55,7 +55,7 @@ from empirical.run_config import RunConfig, config_fingerprint
 from empirical.rundir import RunDir
 from empirical.task import TrainingSampler, build_eval_sets, held_out_pairs
 from empirical.task import save_eval_sets as _save_eval_sets
-from empirical.task.pairs import training_generator
+from empirical.task.pairs import derive_seed, training_generator
 from empirical.train.batches import BatchStream
 from empirical.train.breakdown import restricted_breakdown
 from empirical.train.cuda_graph import GraphedStep, graph_applies
@@ -449,6 +449,22 @@ class LossWindows:
         )
 
 
+def restore_data_generator(
+    generator: torch.Generator, state: torch.Tensor, seed: int, step: int
+) -> bool:
+    """Put a checkpoint's data-generator state back. A run moved between a CPU and a GPU
+    (train.device is a resumable change) has a state of the other kind of generator, which
+    cannot be set: the data stream then continues from a generator seeded by (seed, step),
+    another realisation of the same distribution, as a run on another device draws anyway.
+    Returns whether it was re-seeded."""
+    state = state.cpu()
+    if state.numel() == generator.get_state().numel():
+        generator.set_state(state)
+        return False
+    generator.manual_seed(derive_seed(seed, "train", "resumed", generator.device.type, step))
+    return True
+
+
 def exploding(mean: float, history: list[float], factor: float, p: int) -> bool:
     """Whether a checkpoint window's mean loss counts as diverged (see the module docstring)."""
     if not math.isfinite(mean):
@@ -604,7 +620,7 @@ def run_training(
     if step > 0:
         learner.load(ckpts)
         for m, ckpt in enumerate(ckpts):
-            generators[m].set_state(ckpt["data_rng_state"].cpu())
+            restore_data_generator(generators[m], ckpt["data_rng_state"], cfgs[m].seed, step)
             windows[m] = LossWindows.from_checkpoint(ckpt)
             elapsed_before[m] = float(ckpt["elapsed_s"])
             truncate_metrics(runs[m].metrics, step, fingerprints[m])
