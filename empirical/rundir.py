@@ -430,6 +430,13 @@ class SweepDir:
     def summary_md(self) -> Path:
         return self.path / self.SUMMARY_MD
 
+    def results_json_at(self, step: int) -> Path:
+        """results.json of the summary at an earlier evaluation step (sweep --at-step)."""
+        return self.path / f"results_step_{step:06d}.json"
+
+    def summary_md_at(self, step: int) -> Path:
+        return self.path / f"summary_step_{step:06d}.md"
+
     @property
     def grid_json(self) -> Path:
         return self.path / self.GRID_JSON

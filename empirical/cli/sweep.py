@@ -8,6 +8,7 @@ Examples:
     python -m empirical sweep --config configs/sweep_pairs.toml \\
         --param task.held_out_fraction=0.5,0.4 train.steps=2000      # run-config overrides
     python -m empirical sweep --config configs/sweep_pairs.toml --summarize   # only re-plot
+    python -m empirical sweep --config C --out D --summarize --at-step 24000  # at an earlier step
 
 Re-running the same command skips finished members and resumes unfinished ones.
 See docs/sweep.md.
@@ -54,6 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-batch", type=int, help="members per batched model (0: no limit)")
     ap.add_argument("--out", help="sweep directory (default runs/sweep/NAME)")
     ap.add_argument("--summarize", action="store_true", help="no training: rewrite the summary")
+    ap.add_argument(
+        "--at-step",
+        type=int,
+        metavar="N",
+        help="with --summarize: the summary of every member's evaluation at step N (members "
+        "still training included) in results_step_N.json / summary_step_N.md, beside the "
+        "final one",
+    )
     ap.add_argument("--no-progress", action="store_true", help="a line per evaluation instead")
     add_format_argument(ap)
     add_executor_arguments(ap)
@@ -82,6 +91,17 @@ def run(argv: list[str]) -> int:
     if args.max_batch is not None:
         spec.max_batch = args.max_batch
     spec.__post_init__()  # re-validate after the command-line changes
+    if args.at_step is not None:
+        if not args.summarize:
+            raise UsageError(
+                f"--at-step {args.at_step} summarizes an earlier evaluation: use it with "
+                "--summarize (no training)"
+            )
+        if args.at_step < 0 or args.at_step > base.train.steps:
+            raise UsageError(
+                f"--at-step {args.at_step}: allowed 0..train.steps = {base.train.steps} (an "
+                "evaluation step of the members)"
+            )
     executor = executor_options(args)  # None: train here
     out = Path(args.out) if args.out else default_sweep_dir(base)
     check_output_dir(out, "--out")  # before any training
@@ -97,13 +117,15 @@ def run(argv: list[str]) -> int:
         train=not args.summarize,
         command=command,
         executor=executor,
+        at_step=args.at_step,
     )
     failed = outcome.submission.failed if outcome.submission is not None else {}
     if failed:
         print(f"error: {len(failed)} job(s) failed: {'; '.join(failed.values())}", file=sys.stderr)
         return 1
     if args.summarize and not outcome.results["points"]:
-        print(f"no finished members in {outcome.sweep_dir}", file=sys.stderr)
+        what = "finished members" if args.at_step is None else f"evaluations at step {args.at_step}"
+        print(f"no {what} in {outcome.sweep_dir}", file=sys.stderr)
     elif args.format != "png" and outcome.results.get("points"):
         from empirical.sweep.results import plot_sweep
 

@@ -358,15 +358,29 @@ def uncertainty_sentence(results: dict) -> str:
     return text
 
 
-def write_results(results: dict, sweep_dir: Path, figure_name: str) -> tuple[Path, Path, Path]:
-    """results.json, summary.md and the figure `figure_name` (e.g. NAME.png) in sweep_dir."""
+def write_results(
+    results: dict, sweep_dir: Path, figure_name: str, at_step: int | None = None
+) -> tuple[Path, Path, Path]:
+    """results.json, summary.md and the figure `figure_name` (e.g. NAME.png) in sweep_dir;
+    with `at_step`, results_step_NNNNNN.json, summary_step_NNNNNN.md and NAME_step_NNNNNN.png
+    beside them (the final summary is kept)."""
     out = SweepDir(sweep_dir)
+    json_path, md_path = out.results_json, out.summary_md
+    if at_step is not None:
+        json_path, md_path = out.results_json_at(at_step), out.summary_md_at(at_step)
+        stem, dot, ext = figure_name.rpartition(".")
+        figure_name = f"{stem}_step_{at_step:06d}{dot}{ext}"
     fig_path = out.path / figure_name
-    atomic_write_bytes(out.results_json, json.dumps(results, indent=2).encode())
-    atomic_write_bytes(out.summary_md, markdown(results, fig_path.name).encode())
+    atomic_write_bytes(json_path, json.dumps(results, indent=2).encode())
+    atomic_write_bytes(md_path, markdown(results, fig_path.name).encode())
     if results["points"]:
         plot_sweep(results, fig_path)
-    return out.results_json, out.summary_md, fig_path
+    return json_path, md_path, fig_path
+
+
+def _evaluated_when(results: dict) -> str:
+    step = results.get("at_step")
+    return "final evaluation" if step is None else f"evaluation at step {step}"
 
 
 def _fmt_x(x: Any) -> str:
@@ -408,7 +422,8 @@ def markdown(results: dict, figure_name: str) -> str:
         lines += ["```", results["command"], "```", ""]
     lines += [
         f"- swept: `{results['param']}` (x axis: {results['x_label']})",
-        f"- metric: `{results['metric']}` (final evaluation), target {results['target']:g}",
+        f"- metric: `{results['metric']}` ({_evaluated_when(results)}), target "
+        f"{results['target']:g}",
         f"- criterion: {results['threshold']['criterion']}",
         f"- **{threshold_sentence(results)}**",
     ]
@@ -520,7 +535,8 @@ def plot_sweep(results: dict, path: Path | None = None, *, fmt: str | None = Non
         ax.set_xticks(xs, [_fmt_x(x) for x in xs])
         ax.minorticks_off()
     ax.set_xlabel(results["x_label"])
-    ax.set_ylabel(f"final accuracy, {results['metric']} (%)")
+    when = "final" if results.get("at_step") is None else f"step-{results['at_step']}"
+    ax.set_ylabel(f"{when} accuracy, {results['metric']} (%)")
     ax.set_ylim(-2, 102)
     ax.set_title(results["title"], fontsize=10)
     ax.grid(alpha=0.3)

@@ -126,8 +126,16 @@ def plan_batches(
 
 
 def collect_results(
-    members: list[Member], spec: SweepSpec, out: SweepDir, metric: str, title: str, command
+    members: list[Member],
+    spec: SweepSpec,
+    out: SweepDir,
+    metric: str,
+    title: str,
+    command,
+    at_step: int | None = None,
 ) -> dict:
+    """The results of the finished members (their final evaluation), or with `at_step` of
+    every member whose metrics.jsonl has an evaluation at that step (finished or not)."""
     rows, missing, stopped = [], [], {}
     aux = aux_metrics(metric)
     for m in members:
@@ -136,17 +144,14 @@ def collect_results(
         if stop is not None:
             stopped[m.dirname] = stop["reason"]
             continue
-        if not run.summary.exists():
+        found = _member_evaluation(run, m.cfg.train.steps, at_step)
+        if found is None:
             missing.append(m.dirname)
             continue
-        summary = run.read_summary()
-        if summary.get("final_step") != m.cfg.train.steps:
-            missing.append(m.dirname)
-            continue
-        acc = summary["final_acc"]
+        step, acc = found
         weights = MetricWeights(m.cfg)
         try:
-            intervals = accuracy_intervals(acc, eval_set_sizes(run))
+            intervals = accuracy_intervals(acc, _set_sizes(run))
         except ImportError:  # no scipy: accuracies without their intervals
             intervals = {}
         row = {
@@ -154,7 +159,7 @@ def collect_results(
             "value": m.value,
             "x": spec.x_value(m.value),
             "seed": m.seed,
-            "final_step": summary["final_step"],
+            "final_step": step,
             "metric": metric_value(metric, acc, weights),
             "aux": {a: metric_value(a, acc, weights) for a in aux},
             "pair_weight": weights.pair,
@@ -177,6 +182,31 @@ def collect_results(
         command=command,
         stopped=stopped,
     )
+
+
+def _member_evaluation(run, steps: int, at_step: int | None) -> tuple[int, dict] | None:
+    """(step, accuracies) of a member's final evaluation (summary.json, once it reached
+    `steps`), or of its evaluation at `at_step` (metrics.jsonl); None: it has none."""
+    if at_step is None:
+        if not run.summary.exists():
+            return None
+        summary = run.read_summary()
+        if summary.get("final_step") != steps:
+            return None
+        return summary["final_step"], summary["final_acc"]
+    for record in run.read_metrics():
+        if record["step"] == at_step:
+            return at_step, record["acc"]
+    return None
+
+
+def _set_sizes(run) -> dict[str, int]:
+    """Sequences per evaluation set: from eval_sets.pt, else from summary.json (a member
+    directory copied without its evaluation sets), else unknown ({}: no intervals)."""
+    sizes = eval_set_sizes(run)
+    if not sizes and run.summary.exists():
+        sizes = dict(run.read_summary().get("eval_set_sizes") or {})
+    return sizes
 
 
 @dataclass
@@ -289,10 +319,13 @@ def run_sweep(
     train: bool = True,
     command: str | None = None,
     executor=None,
+    at_step: int | None = None,
 ) -> SweepOutcome:
     """Train every unfinished member (batched), then write results.json, summary.md and the
     figure. stop_at: each batch ends after that step (tests: as if killed there).
-    train=False: only (re)write the summary from the finished members.
+    train=False: only (re)write the summary from the finished members; with `at_step`, a
+    summary of every member's evaluation at that step instead (results_step_NNNNNN.json,
+    summary_step_NNNNNN.md, NAME_step_NNNNNN.png; members still training included).
     executor (cluster.ExecutorOptions): train each batch as a job instead; the summary is
     written when the jobs are waited for (else later, with train=False)."""
     say = log or (lambda _text: None)
@@ -360,15 +393,21 @@ def run_sweep(
         stopped_early=ran.stopped_early,
         submission=sub if train else None,
     )
-    title = _title(spec, metric, base)
-    if not train and out.results_json.exists():  # --summarize keeps the command that trained
+    if at_step is not None and train:
+        raise ValueError("at_step summarizes an earlier evaluation: only with train=False")
+    title = _title(spec, metric, base, at_step)
+    if not train and at_step is None and out.results_json.exists():  # keep the training command
         try:
             command = json.loads(out.results_json.read_text()).get("command") or command
         except (json.JSONDecodeError, OSError):
             pass
-    outcome.results = collect_results(members, spec, out, metric, title, command)
+    outcome.results = collect_results(members, spec, out, metric, title, command, at_step)
+    if at_step is not None:
+        outcome.results["at_step"] = at_step
     if train or out.members_dir.exists():
-        json_path, md_path, fig_path = write_results(outcome.results, out.path, f"{base.name}.png")
+        json_path, md_path, fig_path = write_results(
+            outcome.results, out.path, f"{base.name}.png", at_step
+        )
         say(threshold_sentence(outcome.results))
         say(f"wrote {json_path}, {md_path}, {fig_path}")
     return outcome
@@ -380,10 +419,15 @@ def _short_label(m: Member, spec: SweepSpec) -> str:
     return f"{text}/s{m.seed}"
 
 
-def _title(spec: SweepSpec, metric: str, base: RunConfig) -> str:
+def _title(spec: SweepSpec, metric: str, base: RunConfig, at_step: int | None = None) -> str:
     kind = metric.split("/")[0]
     what = {"0var": "0-var", "1var": "1-var", "2var": "2-var"}.get(kind, "final")
+    when = f"after {base.train.steps} steps"
+    if at_step is not None:
+        what = what if what != "final" else ""
+        when = f"at step {at_step} of {base.train.steps}"
+    seeds = f"{len(spec.seeds)} seed{'s' if len(spec.seeds) != 1 else ''}"
     return (
-        f"{base.name}: {what} accuracy ({metric}) after {base.train.steps} steps\n"
-        f"vs {spec.short_name} (p = {base.task.p}, {len(spec.seeds)} seeds)"
+        f"{base.name}: {what} accuracy ({metric}) {when}\n".replace(":  ", ": ")
+        + f"vs {spec.short_name} (p = {base.task.p}, {seeds})"
     )
