@@ -26,7 +26,7 @@ evaluation, finished or not) and timings.json. Prints the timings and thresholds
 Quick end-to-end test on a CPU (tests/test_gpu_fig3_script.py, marked slow, does this):
     python scripts/gpu_fig3.py --values 2 --budget 300 --out /tmp/o --runs /tmp/r -- \\
         train.steps=20 train.eval_every=10 train.checkpoint_every=10 task.eval_size=100 \\
-        model.d_model=32 model.d_mlp=64 train.batch_size=32 task.p=11
+        model.d_model=32 model.d_mlp=64 train.batch_size=32 task.p=11 train.sample_chunk=10
 """
 
 from __future__ import annotations
