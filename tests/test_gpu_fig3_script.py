@@ -70,5 +70,8 @@ def test_gpu_script_guard_stops_and_a_second_call_resumes(tmp_path):
     assert "0 finished (skipped), 2 resuming, 0 new" in log
     after = last_steps(tmp_path / "out")
     assert all(a > b for a, b in zip(after, before, strict=True)), (
-        before, after, second.stdout[-3000:], log[-3000:]
+        before,
+        after,
+        second.stdout[-3000:],
+        log[-3000:],
     )
