@@ -421,13 +421,14 @@ def _short_label(m: Member, spec: SweepSpec) -> str:
 
 def _title(spec: SweepSpec, metric: str, base: RunConfig, at_step: int | None = None) -> str:
     kind = metric.split("/")[0]
-    what = {"0var": "0-var", "1var": "1-var", "2var": "2-var"}.get(kind, "final")
+    what = {"0var": "0-var accuracy", "1var": "1-var accuracy", "2var": "2-var accuracy"}
     when = f"after {base.train.steps} steps"
+    accuracy = what.get(kind, "final accuracy")
     if at_step is not None:
-        what = what if what != "final" else ""
         when = f"at step {at_step} of {base.train.steps}"
+        accuracy = what.get(kind, "accuracy")
     seeds = f"{len(spec.seeds)} seed{'s' if len(spec.seeds) != 1 else ''}"
     return (
-        f"{base.name}: {what} accuracy ({metric}) {when}\n".replace(":  ", ": ")
-        + f"vs {spec.short_name} (p = {base.task.p}, {seeds})"
+        f"{base.name}: {accuracy} ({metric}) {when}\n"
+        f"vs {spec.short_name} (p = {base.task.p}, {seeds})"
     )
