@@ -31,6 +31,7 @@ from empirical.run_config import load_run_config  # noqa: E402
 from empirical.task import TrainingSampler, held_out_pairs  # noqa: E402
 from empirical.task.pairs import training_generator  # noqa: E402
 from empirical.train.batches import BatchStream  # noqa: E402
+from empirical.train.cuda_graph import graph_applies  # noqa: E402
 from empirical.train.engine import BatchLearner, SingleLearner, resolve_device  # noqa: E402
 
 
@@ -136,7 +137,7 @@ def main(argv=None) -> int:
         for mode in args.compile
         for autocast in args.autocast
         for graph in args.cuda_graph
-        if graph == "off" or (mode == "none" and device.type == "cuda")  # else: not used
+        if graph == "off" or graph_applies(device, True, mode)  # else: the same as off
     ]
     for members, mode, autocast, graph in settings:
         label = f"M={members} compile={mode} autocast={autocast} cuda_graph={graph}"

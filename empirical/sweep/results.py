@@ -119,17 +119,6 @@ def restricted_weight(cfg: RunConfig, kind: str) -> float:
     return 0.0
 
 
-def eval_set_sizes(run) -> dict[str, int]:
-    """{set name: sequences} of a run directory's evaluation sets (eval_sets.pt; {} if none)."""
-    from empirical.rundir import RunDir
-    from empirical.task import load_eval_sets
-
-    path = RunDir(run).eval_sets
-    if not path.exists():
-        return {}
-    return {name: len(batch) for name, batch in load_eval_sets(path).items()}
-
-
 class MetricWeights:
     """The per-member weights of the derived metrics (computed once per member)."""
 

@@ -32,7 +32,6 @@ from empirical.stats import accuracy_intervals
 from empirical.sweep.results import (
     MetricWeights,
     aux_metrics,
-    eval_set_sizes,
     metric_value,
     resolve_metric,
     summarize,
@@ -50,6 +49,7 @@ from empirical.sweep.spec import (
 )
 from empirical.sweep.trainer import member_step, member_stopped, train_batch
 from empirical.train.loop import resume_view, steps_change_refusal
+from empirical.train.summary import eval_set_sizes
 
 
 class SweepError(ConfigError):
@@ -328,6 +328,8 @@ def run_sweep(
     summary_step_NNNNNN.md, NAME_step_NNNNNN.png; members still training included).
     executor (cluster.ExecutorOptions): train each batch as a job instead; the summary is
     written when the jobs are waited for (else later, with train=False)."""
+    if at_step is not None and train:
+        raise ValueError("at_step summarizes an earlier evaluation: only with train=False")
     say = log or (lambda _text: None)
     out = SweepDir(sweep_dir if sweep_dir is not None else default_sweep_dir(base))
     metric = resolve_metric(spec.metric, spec.param)
@@ -393,8 +395,6 @@ def run_sweep(
         stopped_early=ran.stopped_early,
         submission=sub if train else None,
     )
-    if at_step is not None and train:
-        raise ValueError("at_step summarizes an earlier evaluation: only with train=False")
     title = _title(spec, metric, base, at_step)
     if not train and at_step is None and out.results_json.exists():  # keep the training command
         try:

@@ -185,14 +185,17 @@ def initial_weights(cfg: RunConfig) -> dict[str, torch.Tensor]:
 class _Step:
     """The training step both learners share: eager, or replayed as a CUDA graph
     (train.cuda_graph on CUDA, empirical/train/cuda_graph.py) while every member is alive.
-    A learner provides `losses`, `_set_lr`, `_base_lr` and `_backward_and_step`."""
+    A learner provides `losses`, `_set_lr` and `_backward_and_step`."""
 
     graphed: GraphedStep | None = None
 
     def _start_step(self, graphable: bool) -> None:
-        tc = self.tc
-        if graphable and graph_applies(self.device, tc.cuda_graph, tc.compile):
+        if graphable:
             self.graphed = GraphedStep(self._full_step, self.optimizer, self.device)
+
+    def _lr(self, step: int) -> float:
+        """The learning rate of `step` (members that share one: train.lr on the schedule)."""
+        return learning_rate(step, self.tc.lr, **schedule_of(self.tc))
 
     def _full_step(self, tokens: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         losses = self.losses(tokens, labels)
@@ -206,8 +209,7 @@ class _Step:
         [M, B]) at the learning rate of `step`; returns the losses [M] (on the device)."""
         if self.graphed is not None:
             if all(alive):
-                lr = learning_rate(step, self._base_lr, **schedule_of(self.tc))
-                return self.graphed(tokens, labels, lr)
+                return self.graphed(tokens, labels, self._lr(step))
             self.graphed = None  # a member stopped: the masked update runs eagerly from here
         self._set_lr(step)
         self.optimizer.zero_grad(set_to_none=True)
@@ -230,7 +232,6 @@ class SingleLearner(_Step):
             self.model.load_state_dict(initial_weights(cfg))
         graphable = graph_applies(device, tc.cuda_graph, tc.compile)
         self.optimizer = _adamw(self.model.parameters(), tc, device, graphable)
-        self._base_lr = tc.lr
         self._loss = _compiled(self._loss_of, tc.compile)
         self._start_step(graphable)
 
@@ -243,7 +244,7 @@ class SingleLearner(_Step):
 
     def _set_lr(self, step: int) -> None:
         for group in self.optimizer.param_groups:
-            group["lr"] = learning_rate(step, self.tc.lr, **schedule_of(self.tc))
+            group["lr"] = self._lr(step)
 
     def _backward_and_step(self, losses: torch.Tensor, alive: list[bool] | None) -> None:
         losses.sum().backward()
@@ -278,7 +279,6 @@ class BatchLearner(_Step):
             if cfg.train.init_from:
                 self.model.load_member_state(m, initial_weights(cfg))
         self.base_lrs = [c.train.lr for c in cfgs]
-        self._base_lr = tc.lr
         decays = [c.train.weight_decay for c in cfgs]
         self.shared = len(set(self.base_lrs)) == 1 and len(set(decays)) == 1
         graphable = self.shared and graph_applies(device, tc.cuda_graph, tc.compile)
@@ -305,12 +305,11 @@ class BatchLearner(_Step):
             return self._loss(tokens, labels)
 
     def _set_lr(self, step: int) -> None:
-        tc = self.tc
         if self.shared:
             for group in self.optimizer.param_groups:
-                group["lr"] = learning_rate(step, tc.lr, **schedule_of(tc))
+                group["lr"] = self._lr(step)
         else:
-            self.optimizer.set_lr_scale(learning_rate(step, 1.0, **schedule_of(tc)))
+            self.optimizer.set_lr_scale(learning_rate(step, 1.0, **schedule_of(self.tc)))
 
     def _backward_and_step(self, losses: torch.Tensor, alive: list[bool] | None) -> None:
         params = self.model.params()
