@@ -492,7 +492,8 @@ def plot_sweep(results: dict, path: Path | None = None, *, fmt: str | None = Non
     lo = np.array([p["min"] for p in points]) * 100
     hi = np.array([p["max"] for p in points]) * 100
     n = max(p["n"] for p in points)
-    ax.fill_between(pos, lo, hi, alpha=0.25, color=blue, label=f"min-max over {n} seeds")
+    if n > 1:  # one seed has no spread to show
+        ax.fill_between(pos, lo, hi, alpha=0.25, color=blue, label=f"min-max over {n} seeds")
     ax.plot(pos, mean, "o-", color=blue, label=f"mean {results['metric']}")
     _draw_uncertainty(ax, results, pos, is_num, blue)
     where = {x: i for i, x in enumerate(xs)}
