@@ -2,21 +2,30 @@
 
     python benchmarks/bench_engine.py [--config configs/paper.toml] [--members 1 32]
         [--compile none default reduce-overhead] [--autocast none bf16] [--steps 200]
-        [--cuda-graph on off]
+        [--cuda-graph on off] [--reference auto|off] [--reference-steps 20]
 
 For every (members, compile mode, autocast, CUDA graph on/off: train.cuda_graph, which only
-acts on CUDA with compile none) it builds the real learner
+acts on CUDA with compile none; where it does not act, "on" is timed as "off", once, and a
+line says so) it builds the real learner
 (empirical.train.engine.SingleLearner for 1 member, BatchLearner for more), the members'
 data streams, and times `steps` training steps after `warmup` steps (the warm-up includes
 torch.compile's compilation; its time is printed separately), synchronising the device only
 around the timed region, as the engine does (no host sync inside a step). Prints ms per step
 and member-steps/s, and a markdown table at the end.
+
+Then, where TransformerLens 3.x is importable (benchmarks/tl_reference.py; TransformerLens 4
+has no HookedTransformer), the reference: one training step of the paper authors'
+HookedTransformer (full forward, loss at the last position, AdamW) beside one step of our
+SingleLearner, on the same pre-drawn batches (data sampling excluded from both), same batch
+size, device and threads, alternating one step of each; after `--reference-warmup` steps of
+each, the median of `--reference-steps` and the ratio.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import statistics
 import sys
 import time
@@ -80,6 +89,49 @@ def timed_steps(cfgs, device: torch.device, warmup: int, steps: int, barrier=Non
     return {"seconds": seconds, "warmup_s": warm_s, "window": (wall0, wall0 + seconds)}
 
 
+def graph_settings(requested: list[str], applies: bool) -> list[bool]:
+    """The CUDA-graph settings to time for one (members, compile, autocast): "on" only where
+    the graph applies; where it does not, "on" is the same step as "off" and is timed once."""
+    out: list[bool] = []
+    for graph in requested:
+        on = graph == "on" and applies
+        if on not in out:
+            out.append(on)
+    return out
+
+
+def shown(path: str) -> str:
+    """`path` relative to the repository when inside it (printed tables name no machine)."""
+    full = Path(path).resolve()
+    return str(full.relative_to(ROOT)) if full.is_relative_to(ROOT) else path
+
+
+def reference_comparison(base, device: torch.device, warmup: int, steps: int) -> dict:
+    """Median ms of one step of ours (SingleLearner) and of the authors' HookedTransformer
+    (benchmarks/tl_reference.py) on the same batches, one step of each in turn."""
+    from tl_reference import authors_step
+
+    learner = SingleLearner(base, device)
+    theirs = authors_step(base, device)
+    sampler = TrainingSampler(base.task, held_out_pairs(base.task, base.seed), device=device)
+    stream = BatchStream(sampler, training_generator(base.seed, device), base.train.batch_size, 1)
+    batches = [stream.next() for _ in range(warmup + steps)]
+    ours_ms, theirs_ms = [], []
+    for i, batch in enumerate(batches):
+        t0 = time.perf_counter()
+        learner.train_step(batch.tokens[None], batch.labels[None], [True], i)
+        sync(device)
+        t1 = time.perf_counter()
+        theirs(batch.tokens, batch.labels)
+        sync(device)
+        t2 = time.perf_counter()
+        if i >= warmup:
+            ours_ms.append(1000 * (t1 - t0))
+            theirs_ms.append(1000 * (t2 - t1))
+    ours, ref = statistics.median(ours_ms), statistics.median(theirs_ms)
+    return {"ours_ms": ours, "theirs_ms": ref, "ratio": ref / ours}
+
+
 def time_steps(
     base,
     members: int,
@@ -119,6 +171,15 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=1, help="time each setting this often")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: default)")
+    ap.add_argument(
+        "--reference",
+        choices=("auto", "off"),
+        default="auto",
+        help="time the authors' HookedTransformer step beside ours (auto: where TransformerLens "
+        "3.x is importable)",
+    )
+    ap.add_argument("--reference-steps", type=int, default=20, help="median of this many steps")
+    ap.add_argument("--reference-warmup", type=int, default=5)
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -126,21 +187,29 @@ def main(argv=None) -> int:
     device = resolve_device(args.device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print(
-        f"device {device} ({name}), torch {torch.__version__}; config {args.config}, "
-        f"batch {base.train.batch_size}, sample_chunk {base.train.sample_chunk}",
+        f"device {device} ({name}), torch {torch.__version__}; config {shown(args.config)}, "
+        f"batch {base.train.batch_size}, sample_chunk {base.train.sample_chunk}, "
+        f"{torch.get_num_threads()} thread(s)",
         flush=True,
     )
     rows = []
     settings = [
-        (members, mode, autocast, graph == "on")
+        (members, mode, autocast, graph)
         for members in args.members
         for mode in args.compile
         for autocast in args.autocast
-        for graph in args.cuda_graph
-        if graph == "off" or graph_applies(device, True, mode)  # else: the same as off
+        for graph in graph_settings(args.cuda_graph, graph_applies(device, True, mode))
     ]
+    if "on" in args.cuda_graph and not all(graph_applies(device, True, m) for m in args.compile):
+        print(
+            "CUDA graph rows need CUDA and compile none: here the step is timed with the "
+            "graph off (the engine runs it eagerly)",
+            flush=True,
+        )
     for members, mode, autocast, graph in settings:
-        label = f"M={members} compile={mode} autocast={autocast} cuda_graph={graph}"
+        label = (
+            f"M={members} compile={mode} autocast={autocast} cuda_graph={'on' if graph else 'off'}"
+        )
         runs = []
         for _ in range(args.repeats):
             try:
@@ -172,7 +241,32 @@ def main(argv=None) -> int:
             f"| {r['members']} | {r['compile']} | {r['autocast']} | {r['cuda_graph']} | "
             f"{r['ms_per_step']:.2f} | {r['member_steps_per_s']:.0f} | {r['warmup_s']:.1f} |"
         )
+    if args.reference == "auto":
+        print_reference(base, device, args)
     return 0
+
+
+def print_reference(base, device: torch.device, args) -> None:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from tl_reference import transformer_lens_version, unavailable
+
+    why = unavailable()
+    if why is not None:
+        print(f"\nreference (the authors' HookedTransformer step): not run: {why}")
+        return
+    r = reference_comparison(base, device, args.reference_warmup, args.reference_steps)
+    print(
+        f"\nreference: one training step, batch {base.train.batch_size}, "
+        f"{torch.get_num_threads()} thread(s), median of {args.reference_steps} after "
+        f"{args.reference_warmup} warm-up; TransformerLens {transformer_lens_version()} "
+        "HookedTransformer (full forward, loss at the last position, AdamW) vs our "
+        "SingleLearner, same batches, data sampling excluded\n"
+    )
+    print("| step | ms / step |")
+    print("| --- | --- |")
+    print(f"| ours (engine, 1 member) | {r['ours_ms']:.1f} |")
+    print(f"| authors' HookedTransformer | {r['theirs_ms']:.1f} |")
+    print(f"| ratio (theirs / ours) | {r['ratio']:.1f}x |")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Importing the paper authors' checkpoints and evaluating every step, on this machine.
 
-    python benchmarks/bench_import.py [--src /work/shared/authors/checkpoints]
+    python benchmarks/bench_import.py [--src ../shared/authors/checkpoints]
         [--config configs/authors.toml] [--out DIR] [--threads 1] [--eval-size N]
 
 Times (seconds, wall clock) the two commands of docs/import.md as library calls:
@@ -24,13 +24,19 @@ import torch
 
 from empirical.evaluation import evaluate_all_steps
 from empirical.import_run import import_checkpoints
+from empirical.shared_paths import authors_checkpoints
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--src", default="/work/shared/authors/checkpoints")
+    ap.add_argument(
+        "--src",
+        default=str(authors_checkpoints()),
+        help="the authors' checkpoints (default: ../shared/authors/checkpoints beside the "
+        "repository, or $AUTHORS_DIR/checkpoints)",
+    )
     ap.add_argument("--config", default=str(ROOT / "configs" / "authors.toml"))
     ap.add_argument("--out", help="run directory to write (default: a temporary one)")
     ap.add_argument("--threads", type=int, default=1)

@@ -1,7 +1,7 @@
 """Numeric side of the paper's Appendix C model (Theorem C.1): a one-layer attention model
 on augmented inputs with orthogonal ("disentangled") embeddings and a Fourier MLP.
 
-See docs/disentangled.md and /work/shared/spec/theorem_c1.md.
+See docs/disentangled.md and ../shared/spec/theorem_c1.md (beside the repository).
 """
 
 from .basis import Basis

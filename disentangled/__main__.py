@@ -21,7 +21,13 @@ from pathlib import Path
 import torch
 
 from .basis import Basis
-from .command_line import OneLineParser, UsageError, check_output_dir, run_main
+from .command_line import (
+    OneLineParser,
+    UsageError,
+    check_output_dir,
+    run_main,
+    use_cli_backend,
+)
 from .config import OPERAND_ORDERS, ConfigError, SimConfig
 
 FLAG = {"p": "--p", "K": "--K", "beta": "--beta", "L": "--L", "operand_order": "--operand-order"}
@@ -173,6 +179,7 @@ def run(args) -> int:
 
 
 def _main(argv: list[str]) -> int:
+    use_cli_backend()  # Agg: figures go to files (importing the package selects nothing)
     args = build_parser().parse_args(argv)
     if args.threads < 1:
         raise UsageError(f"--threads={args.threads}: must be >= 1")

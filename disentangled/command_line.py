@@ -10,7 +10,8 @@ both (nothing here imports either of them).
 
 Output locations are checked before any computation (`prepare_output_dir`,
 `check_output_file`): a path that is a file or lies under a file, or a directory that cannot
-be written, is a UsageError naming the flag.
+be written, is a UsageError naming the flag. A command that writes figures calls
+`use_cli_backend()` when it runs (importing a module never selects a matplotlib backend).
 """
 
 from __future__ import annotations
@@ -35,6 +36,17 @@ class UserError(Exception):
 
 class UsageError(UserError, ValueError):
     """Bad command-line arguments."""
+
+
+def use_cli_backend() -> None:
+    """Select the non-interactive Agg backend for a command-line run (figures go to files),
+    unless the user chose one with MPLBACKEND. Called by the CLI entry points when they run,
+    never on import."""
+    if os.environ.get("MPLBACKEND"):
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -1,6 +1,6 @@
 """Configuration of the simplified (disentangled) model of Theorem C.1.
 
-The defaults follow /work/shared/spec/theorem_c1.md: L = 16 positions, of which
+The defaults follow ../shared/spec/theorem_c1.md: L = 16 positions, of which
 ``0 .. L-5`` hold the K assignments (slot pairs) and padding, ``L-4`` holds ``+``,
 ``L-3`` and ``L-2`` the operands and ``T = L-1`` the query token ``=``.
 """

@@ -1,14 +1,15 @@
-"""Figures for the dynamics and random-embedding experiments (matplotlib, Agg backend)."""
+"""Figures for the dynamics and random-embedding experiments (matplotlib), written to files.
+
+Importing this module selects no matplotlib backend (a notebook keeps its own); `python -m
+disentangled` selects Agg in its entry point (disentangled.command_line.use_cli_backend).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 KIND_NAMES = {"0var": "0-var", "1var": "1-var", "2var": "2-var"}
 

@@ -17,6 +17,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# the CLI's backend choice (Agg unless MPLBACKEND), one implementation for every package
+from disentangled.command_line import use_cli_backend  # noqa: F401
+
 FORMATS = ("png", "pdf", "svg")
 DPI = 120
 MIN_FONT = 8  # no tick label, legend or annotation smaller than this
@@ -37,16 +40,6 @@ OKABE_ITO = {
 SEQUENTIAL = "viridis"
 SEQUENTIAL_ALT = "cividis"
 DIVERGING = "RdBu_r"
-
-
-def use_cli_backend() -> None:
-    """Select the non-interactive Agg backend for a command-line run (files only), unless the
-    user chose one with MPLBACKEND. Called by the CLI entry points, never on import."""
-    if os.environ.get("MPLBACKEND"):
-        return
-    import matplotlib
-
-    matplotlib.use("Agg")
 
 
 def figure_path(path: str | os.PathLike, fmt: str | None = None) -> Path:

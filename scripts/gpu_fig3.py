@@ -104,7 +104,7 @@ class Panel:
         # run-config overrides first: argparse takes them as the positional arguments
         cmd = [sys.executable, "-m", "empirical", "sweep", *self.overrides]
         cmd += [f"train.compile={compile_mode}", f"train.autocast={self.autocast}"]
-        cmd += ["--config", str(self.config)]
+        cmd += ["--config", str(self.config.relative_to(ROOT))]  # run in ROOT: no machine path
         cmd += ["--out", str(self.dir), *self.select]
         return cmd + (["--summarize"] if summarize else ["--no-progress"])
 

@@ -24,7 +24,7 @@ export PYTHONUNBUFFERED=1
 T0=$(date +%s)
 BUDGET=${BUDGET:-570}          # seconds for the whole call, packing included
 OUT=${OUT:-/tmp/gpu_out}
-W=${WORK:-/tmp/gpu_work}
+W=${WORK:-${TMPDIR:-/tmp}/gpu_session_work}   # scratch: the runs before packing
 mkdir -p "$OUT" "$W"
 exec > >(tee -a "$OUT/session.log") 2>&1
 DEVICE=${DEVICE:-cuda}

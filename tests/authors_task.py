@@ -1,11 +1,11 @@
 """The paper authors' task, stated once for the tests (../shared/authors/README.md), and where
-their train_pairs.json lies beside the repository (absent elsewhere: tests skip)."""
+their train_pairs.json lies (empirical.shared_paths; absent: tests skip)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from empirical.shared_paths import authors_dir
 
-AUTHORS_PAIRS_FILE = Path(__file__).resolve().parents[2] / "shared" / "authors" / "train_pairs.json"
+AUTHORS_PAIRS_FILE = authors_dir() / "train_pairs.json"
 
 AUTHORS = dict(
     p=59,

@@ -1,10 +1,12 @@
 """Figures for notebooks and papers: every plot function returns a Figure, writes nothing without
-a path, writes valid png / pdf / svg files with one, and importing a module of `empirical`
-leaves matplotlib's backend alone (only the CLI selects Agg). Plus the intervals that the
-training summary and its figure carry."""
+a path, writes valid png / pdf / svg files with one, and importing any module of `theory`,
+`disentangled` or `empirical` leaves matplotlib's backend, torch's thread counts and the
+warnings filters alone (only the CLI selects Agg). Plus the intervals that the training
+summary and its figure carry."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -36,7 +38,7 @@ def assert_valid(path: Path, fmt: str) -> None:
         assert b"%%EOF" in data[-64:], path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once per pytest process (worker)
 def run(tmp_path_factory):
     old = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -52,44 +54,96 @@ def run(tmp_path_factory):
 
 # -- importing selects no backend; the CLI selects Agg ------------------------------------------
 
-LIBRARY_MODULES = [
-    "empirical",
-    "empirical.analysis",
-    "empirical.analysis.plots",
-    "empirical.analysis.report",
-    "empirical.compare_qk",
-    "empirical.compare_qk.plots",
-    "empirical.compare_qk.report",
-    "empirical.train.plots",
-    "empirical.train.summary",
-    "empirical.sweep.results",
-    "empirical.sweep.grid",
-    "empirical.model",
-    "empirical.stats",
-    "empirical.figures",
-]
+PACKAGES = ("theory", "disentangled", "empirical")
+
+# One subprocess imports every module of every package (every .py file: empirical.train is a
+# namespace package, which pkgutil.walk_packages would skip; no __main__, no test module)
+# under a backend the user chose with MPLBACKEND, and reports what changed. MPLBACKEND is read
+# when matplotlib is imported and then removed from the environment, so that a module calling
+# use_cli_backend() on import would switch to Agg and be caught too. The other libraries our
+# modules import come first: their own import-time changes (sympy adds warnings filters) are
+# theirs, not ours.
+IMPORT_EVERYTHING = """
+import importlib, json, os, sys, warnings
+import matplotlib, torch
+import matplotlib.pyplot
+os.environ.pop("MPLBACKEND")
+ours, others = json.loads(sys.stdin.read())
+for name in others:
+    try:
+        importlib.import_module(name)
+    except Exception:  # optional (e.g. TransformerLens 3's names under 4), or a name in it
+        pass
+
+def state():
+    return {
+        "backend": matplotlib.get_backend(),
+        "threads": torch.get_num_threads(),
+        "interop_threads": torch.get_num_interop_threads(),
+        "default_dtype": str(torch.get_default_dtype()),
+        "warnings_filters": [repr(f) for f in warnings.filters],
+    }
+
+before = state()
+for name in ours:
+    importlib.import_module(name)
+print(json.dumps({"before": before, "after": state()}))
+"""
 
 
-def _python(code: str, **env) -> str:
+def our_modules() -> list[str]:
+    """Every module of every package, by dotted name (no __main__, no test module)."""
+    names = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__main__" or parts[-1].startswith("test_"):
+                continue
+            names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+def other_libraries() -> list[str]:
+    """Every module outside our packages that one of their files imports (at the top or in a
+    function), by its full dotted name."""
+    names = set()
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    names.update(alias.name for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    names.add(node.module)
+    return sorted(n for n in names if n.split(".")[0] not in PACKAGES)
+
+
+def _python(code: str, stdin: str = "", **env) -> str:
     environ = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"} | env
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=environ, cwd=ROOT
+        [sys.executable, "-c", code],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
 
-def test_importing_the_library_keeps_the_backend():
-    code = (
-        "import importlib, matplotlib\n"
-        "matplotlib.use('svg')\n"
-        f"for name in {LIBRARY_MODULES!r}:\n"
-        "    importlib.import_module(name)\n"
-        "from empirical.analysis import analyze_run\n"  # the lazy report import too
-        "import matplotlib.pyplot\n"
-        "print(matplotlib.get_backend())\n"
-    )
-    assert _python(code) == "svg"
+def test_importing_every_module_keeps_the_backend_threads_and_warnings():
+    modules = our_modules()
+    for name in ("theory.report", "disentangled.plotting", "empirical.analysis.plots"):
+        assert name in modules
+    for name in ("empirical.compare_qk.plots", "empirical.train.plots", "empirical.sweep.grid"):
+        assert name in modules
+    assert len(modules) > 90 and not any(".test_" in m or "__main__" in m for m in modules)
+    stdin = json.dumps([modules, other_libraries()])
+    report = json.loads(_python(IMPORT_EVERYTHING, stdin, MPLBACKEND="svg").splitlines()[-1])
+    before, after = report["before"], report["after"]
+    assert before["backend"] == "svg"
+    changed = {k: (before[k], after[k]) for k in before if before[k] != after[k]}
+    assert not changed, f"importing our {len(modules)} modules changed: {changed}"
 
 
 def test_the_cli_selects_agg_unless_mplbackend_says_otherwise():

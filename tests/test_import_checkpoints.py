@@ -2,7 +2,8 @@
 
 The conversion is checked against a direct forward of their state dict in their layout,
 written here from TransformerLens's definition (independently of empirical.model.tl_import),
-on the real checkpoints when /work/shared/authors is present; every refusal on tiny
+on the real checkpoints when the authors' folder is present (empirical.shared_paths:
+../shared/authors beside the repository, or $AUTHORS_DIR); every refusal on tiny
 synthetic state dicts, each leaving nothing written.
 """
 
@@ -12,7 +13,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
 from pathlib import Path
 
 import pytest
@@ -34,11 +34,12 @@ from empirical.model.tl_import import (
 )
 from empirical.run_config import load_run_config
 from empirical.rundir import RunDir
+from empirical.shared_paths import authors_dir, where_to_point
 from empirical.task import build_eval_set, held_out_pairs, sample_training_batch
 from empirical.task.pairs import ordered_ranks, training_generator
 
 ROOT = Path(__file__).resolve().parents[1]
-AUTHORS = Path(os.environ.get("AUTHORS_DIR", "/work/shared/authors"))
+AUTHORS = authors_dir()
 # the smoke config with K = 4: the id permutation is then not its own inverse (with K = 3 it
 # is, and a conversion in the wrong direction would pass)
 TINY = """
@@ -117,8 +118,9 @@ def last(logits: torch.Tensor) -> torch.Tensor:
 def authors_cfg():
     src = AUTHORS / "checkpoints"
     config = ROOT / "configs" / "authors.toml"
-    if not src.is_dir() or not config.is_file():
-        pytest.skip(f"{src} or {config} is not here")
+    if not src.is_dir():
+        pytest.skip(where_to_point(src))
+    assert config.is_file(), f"{config} is missing from the repository"
     return load_run_config(config)
 
 

@@ -14,6 +14,7 @@ import torch
 from authors_task import AUTHORS, AUTHORS_PAIRS_FILE
 
 from empirical.config_io import ConfigError
+from empirical.shared_paths import where_to_point
 from empirical.task import (
     Batch,
     TaskConfig,
@@ -80,7 +81,7 @@ def test_python_random_split_is_the_stdlib_sample_of_row_major_pairs():
     assert not torch.equal(held_out_pairs(cfg, 4), held_out_pairs(cfg, 5))
 
 
-@pytest.mark.skipif(not AUTHORS_FILE.exists(), reason="the authors' train_pairs.json is absent")
+@pytest.mark.skipif(not AUTHORS_FILE.exists(), reason=where_to_point(AUTHORS_FILE))
 def test_python_random_split_reproduces_the_authors_train_pairs():
     data = json.loads(AUTHORS_FILE.read_text())
     cfg = TaskConfig(**AUTHORS)

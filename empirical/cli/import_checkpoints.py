@@ -1,8 +1,8 @@
 """`python -m empirical import-checkpoints SRC [--config FILE] [key=value ...] --out RUN_DIR`.
 
 Examples:
-    python -m empirical import-checkpoints /work/shared/authors/checkpoints \\
-        --config configs/authors.toml --train-pairs /work/shared/authors/train_pairs.json \\
+    python -m empirical import-checkpoints ../shared/authors/checkpoints \\
+        --config configs/authors.toml --train-pairs ../shared/authors/train_pairs.json \\
         --out runs/authors
     python -m empirical evaluate runs/authors --all-steps      # metrics, summary, Figure 2
 

@@ -1,0 +1,30 @@
+"""benchmarks/bench_engine.py prints its rows on a CPU (no timings are checked: it is a
+benchmark): the default `--cuda-graph on` is timed as the graph-off step with a line saying
+why, and the authors' HookedTransformer reference either runs or says why it does not."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_cpu_run_prints_its_rows_and_the_reference():
+    argv = ["--config", "configs/smoke.toml", "--device", "cpu", "--steps", "2", "--warmup", "1"]
+    argv += ["--reference-steps", "2", "--reference-warmup", "1"]
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_engine.py"), *argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    text = out.stdout
+    assert "config configs/smoke.toml," in text  # named relative to the repository
+    assert "CUDA graph rows need CUDA" in text
+    rows = [line for line in text.splitlines() if line.startswith("| 1 | none | none |")]
+    assert len(rows) == 1 and "| off |" in rows[0]
+    assert "not run:" in text or "| authors' HookedTransformer |" in text
