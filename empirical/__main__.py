@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "grid": ("empirical.cli.grid", "named config variants x seeds, trained as batched models"),
     "reproduce": ("empirical.cli.reproduce", "the whole paper, one command"),
     "repair": ("empirical.cli.repair", "repair a run directory's metrics log or evaluation sets"),
+    "unlock": ("empirical.cli.unlock", "remove the writer lock a killed writer left behind"),
 }
 
 

@@ -2,8 +2,8 @@
 directory, so that `evaluate`, `analyze`, `compare-qk` work on it as on a run we trained.
 
     from empirical.import_run import import_checkpoints
-    result = import_checkpoints("/work/shared/authors/checkpoints", "configs/authors.toml",
-                                "runs/authors", train_pairs="/work/shared/authors/train_pairs.json")
+    result = import_checkpoints("../shared/authors/checkpoints", "configs/authors.toml",
+                                "runs/authors", train_pairs="../shared/authors/train_pairs.json")
 
 The run directory gets (names from RunDir): config.toml (the config, resolved),
 snapshots/step_XXXXXX.pt at every imported step, eval_sets.pt built once from the config, and
@@ -13,8 +13,10 @@ its last snapshot.
 
 Nothing is written until every check passed: every file of the source is read, checked and
 converted in memory (empirical.model.tl_import), then the run directory is built in a
-temporary directory next to `out` and renamed into place. An existing `out` is replaced only
-if it is an earlier import of the same source folder, an empty directory, or `overwrite`.
+temporary directory next to `out` and renamed into place. The conversion and the writing run
+under `out`'s writer lock (empirical.run_lock: a directory another process writes is refused
+before any conversion), carried across the rename. An existing `out` is replaced only if it
+is an earlier import of the same source folder, an empty directory, or `overwrite`.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from empirical.model.tl_import import (
     token_map,
 )
 from empirical.run_config import RunConfig, config_fingerprint, load_run_config
+from empirical.run_lock import is_lock_file, writer_lock
 from empirical.rundir import RunDir
 
 FORMAT = "assign-and-add-import/1"
@@ -157,7 +160,7 @@ def _refuse_existing(out: Path, src: Path, overwrite: bool) -> bool:
         return False
     if not out.is_dir():
         raise UsageError(f"--out {out}: is a file; give a directory path")
-    if overwrite or not any(out.iterdir()):
+    if overwrite or not any(not is_lock_file(p) for p in out.iterdir()):
         return True
     try:
         earlier = RunDir(out).read_imported()
@@ -196,8 +199,6 @@ def import_checkpoints(
     module docstring). `config`: a RunConfig or the path of a run config (with `overrides`);
     `final_step`: the step of model_state_dict.pth (default: the config's train.steps)."""
     t0 = time.perf_counter()
-    from empirical.task import build_eval_sets, save_eval_sets
-
     src, out = Path(src), Path(out)
     if isinstance(config, RunConfig):
         cfg = config
@@ -211,7 +212,6 @@ def import_checkpoints(
             cfg, task=dataclasses.replace(cfg.task, train_pairs_file=resolved)
         )
     model_cfg: ModelConfig = cfg.built_model_config()
-    p, K = cfg.task.p, cfg.task.K
     final = cfg.train.steps if final_step is None else final_step
     if isinstance(final, bool) or not isinstance(final, int) or final < 0:
         raise UsageError(f"--final-step {final!r}: must be an integer >= 0")
@@ -224,6 +224,29 @@ def import_checkpoints(
     check_writable_dir(nearest, f"--out {out}: its parent")  # the import is built there
     files = source_files(src, final)
     pairs_record = check_train_pairs(cfg, train_pairs) if train_pairs is not None else None
+    with writer_lock(out, "--out") as lock:  # `out` checked again, under its writer lock
+        replaced = _refuse_existing(out, src, overwrite) and not lock.created_directory
+        models, sets, tokens = _convert_and_check(files, cfg, model_cfg, progress)
+        record = _provenance(
+            src, files, cfg, config_source, overrides, final, pairs_record, len(tokens), command
+        )
+        _write_run_directory(out, cfg, sets, files, models, record, lock)
+    return ImportResult(
+        out=out,
+        steps=[f.step for f in files],
+        files=files,
+        seconds=time.perf_counter() - t0,
+        replaced=replaced,
+    )
+
+
+def _convert_and_check(files: list[SourceFile], cfg: RunConfig, model_cfg: ModelConfig, progress):
+    """Every source file read (sha256 kept) and converted to our model, each conversion
+    checked against a direct forward of the source state dict on a few evaluation sequences
+    of every set. Returns (models, evaluation sets, the sequences checked)."""
+    from empirical.task import build_eval_sets
+
+    p, K = cfg.task.p, cfg.task.K
     models: list[AssignAddTransformer] = []
     state_dicts = []
     for f in tqdm(files, desc="convert", disable=not progress, leave=False):
@@ -248,8 +271,14 @@ def import_checkpoints(
                 f"{f.max_logit_diff:.3g} (largest |logit| {scale:.3g})"
             )
     del state_dicts
+    return models, sets, tokens
 
-    record = {
+
+def _provenance(
+    src, files, cfg, config_source, overrides, final, pairs_record, n_checked, command
+) -> dict:
+    """imported.json: where the run comes from and how it was converted."""
+    return {
         "format": FORMAT,
         "source": str(src.resolve()),
         "source_format": "TransformerLens HookedTransformer state dict (the paper authors')",
@@ -265,18 +294,23 @@ def import_checkpoints(
             }
             for f in files
         ],
-        "token_map": token_map(p, K),
+        "token_map": token_map(cfg.task.p, cfg.task.K),
         "conversion": (
             "embed.W_E rows permuted from their ids to ours; every other weight copied; every "
             "bias and the block-0 MLP checked zero; logits checked against a direct forward "
-            f"of each source file on {len(tokens)} evaluation sequences"
+            f"of each source file on {n_checked} evaluation sequences"
         ),
         "train_pairs": pairs_record,
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "command": command if command is not None else " ".join(sys.argv),
     }
 
-    out.parent.mkdir(parents=True, exist_ok=True)
+
+def _write_run_directory(out: Path, cfg, sets, files, models, record: dict, lock) -> None:
+    """Build the run directory next to `out` and rename it into place, keeping `out`'s
+    writer lock held across the rename (the lock is carried into the new directory)."""
+    from empirical.task import save_eval_sets
+
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.import-"))
     try:
         run = RunDir(tmp)
@@ -291,17 +325,11 @@ def import_checkpoints(
             }
             save_model(model, run.snapshot(f.step), extra)
         run.imported.write_text(json.dumps(record, indent=2) + "\n")
+        lock.carry_into(tmp)
         _move_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return ImportResult(
-        out=out,
-        steps=[f.step for f in files],
-        files=files,
-        seconds=time.perf_counter() - t0,
-        replaced=replaced,
-    )
 
 
 def _move_into_place(tmp: Path, out: Path) -> None:

@@ -10,8 +10,9 @@ Nothing is dropped silently. A line that is not a record (not JSON, no integer `
 `acc` table, a step not after the previous one, another run's fingerprint) is an error naming
 the line, whose repair is `python -m empirical repair RUN_DIR` (empirical.repair: it keeps
 every valid line and says how many it dropped). The one exception is an incomplete last line
-(no newline at its end), which only a crash during the append can leave: it is ignored with a
-note on stderr, and a resume removes it.
+(no newline at its end), which only a crash during the append can leave, or a reader that
+reads while the run's writer appends (readers take no lock: empirical.run_lock): it is
+ignored with a note on stderr, and a resume removes it.
 """
 
 from __future__ import annotations
@@ -114,7 +115,8 @@ def _note_torn(path: Path, line: int) -> None:
     if key not in _NOTED:
         _NOTED.add(key)
         print(
-            f"note: {path}: line {line} is incomplete (a crash during a write); ignored",
+            f"note: {path}: line {line} is incomplete (a crash during a write, or a writer "
+            "appending to it this instant); ignored",
             file=sys.stderr,
         )
 

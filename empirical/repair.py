@@ -15,6 +15,9 @@ the accuracies and losses of those weights, with `train_loss`, `lr` and `elapsed
 
 eval_sets.pt unreadable or another task's or seed's (`--rebuild-eval-sets`): built again from
 the run's config (the sets are a function of its [task] table and seed).
+
+Both hold the run directory's writer lock (empirical.run_lock): a run another process is
+writing is refused, never repaired beside its writer.
 """
 
 from __future__ import annotations
@@ -25,13 +28,19 @@ from disentangled.command_line import check_writable_dir
 from empirical.config_io import atomic_write_bytes
 from empirical.metrics_log import scan_metrics
 from empirical.run_config import config_fingerprint
+from empirical.run_lock import writer_lock
 from empirical.rundir import RunDir
 
 
 def repair_metrics(run: RunDir) -> list[str]:
-    """Repair or rebuild the run's metrics.jsonl (see the module docstring); returns what was
-    done, one line each."""
+    """Repair or rebuild the run's metrics.jsonl (see the module docstring), under the run
+    directory's writer lock; returns what was done, one line each."""
     run = RunDir(run).require_run()
+    with writer_lock(run, "RUN_DIR"):
+        return _repair_metrics(run)
+
+
+def _repair_metrics(run: RunDir) -> list[str]:
     cfg = run.read_config()
     if not run.metrics.exists():
         return _rebuild_metrics(run, cfg)
@@ -77,8 +86,9 @@ def rebuild_eval_sets(run: RunDir) -> list[str]:
     from empirical.task import build_eval_sets, save_eval_sets
 
     run = RunDir(run).require_run()
-    cfg = run.read_config()
-    check_writable_dir(run.path, "RUN_DIR")
-    sets = build_eval_sets(cfg.task, cfg.seed, device="cpu")
-    save_eval_sets(sets, run.eval_sets)
+    with writer_lock(run, "RUN_DIR"):
+        cfg = run.read_config()
+        check_writable_dir(run.path, "RUN_DIR")
+        sets = build_eval_sets(cfg.task, cfg.seed, device="cpu")
+        save_eval_sets(sets, run.eval_sets)
     return [f"{run.eval_sets}: rebuilt from {run.config} (seed {cfg.seed}, {len(sets)} sets)"]

@@ -21,6 +21,13 @@ A run directory holds:
     running.json           a sweep member claimed by a cluster job while it trains (job id,
                            host, pid; removed when the job ends; empirical.sweep.cluster)
     imported.json          a run imported from another codebase's checkpoints: provenance
+    writer.lock            the writer lock (empirical.run_lock): a process that writes the
+                           directory holds flock on it and writes its PID, host, command line
+                           and start time into it; removed on release (a killed writer leaves
+                           it, unlocked: the OS released the lock)
+    writer.lock.excl       the same lock on a file system without working flock (or with
+                           EMPIRICAL_LOCK=excl): an O_EXCL file, removed on release; a killed
+                           writer leaves it: `python -m empirical unlock RUN_DIR` removes it
     analysis/              `python -m empirical analyze` output (analysis/step_XXXXXX with --step):
                            analysis.json, summary.md, figures
     compare_qk/            `python -m empirical compare-qk` output: compare_qk.json,
@@ -67,6 +74,8 @@ class RunDir:
     STOPPED = "stopped.json"
     RUNNING = "running.json"
     IMPORTED = "imported.json"
+    WRITER_LOCK = "writer.lock"
+    WRITER_LOCK_EXCL = "writer.lock.excl"
     ANALYSIS = "analysis"
     COMPARE_QK = "compare_qk"
     # inside an analysis or compare-qk output directory (which --out may put elsewhere)
@@ -153,6 +162,14 @@ class RunDir:
     @property
     def imported(self) -> Path:
         return self.path / self.IMPORTED
+
+    @property
+    def writer_lock(self) -> Path:
+        return self.path / self.WRITER_LOCK
+
+    @property
+    def writer_lock_excl(self) -> Path:
+        return self.path / self.WRITER_LOCK_EXCL
 
     def analysis_dir(self, step: int | None = None) -> Path:
         base = self.path / self.ANALYSIS
@@ -397,6 +414,8 @@ class SweepDir:
     GRID_MD = "grid.md"
     GRID_FIGURE = "grid"  # grid.png (or .pdf / .svg)
     JOBS = "jobs"  # submitit's files, one folder per submission (empirical.sweep.cluster)
+    WRITER_LOCK = RunDir.WRITER_LOCK
+    WRITER_LOCK_EXCL = RunDir.WRITER_LOCK_EXCL
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -421,6 +440,14 @@ class SweepDir:
     @property
     def jobs_dir(self) -> Path:
         return self.path / self.JOBS
+
+    @property
+    def writer_lock(self) -> Path:
+        return self.path / self.WRITER_LOCK
+
+    @property
+    def writer_lock_excl(self) -> Path:
+        return self.path / self.WRITER_LOCK_EXCL
 
     @property
     def results_json(self) -> Path:

@@ -1,4 +1,5 @@
-"""Run `python -m empirical ...` and SIGKILL it at an exact moment (for tests/test_kill.py).
+"""Run `python -m empirical ...` and SIGKILL it (or hold it) at an exact moment (for
+tests/test_kill.py and tests/test_run_lock.py).
 
     python tests/kill_launcher.py MOMENT N empirical train ...
 
@@ -8,6 +9,11 @@ MOMENT (N: the N-th such event of the process, counted from 1):
     snapshot-write     a snapshots/step_*.pt written to its temporary file, not yet renamed
     metrics-append     half of a metrics.jsonl line written (a torn line)
     none               never (the command runs as is)
+
+or, instead of dying (tests/test_run_lock.py: a writer that is reliably alive):
+    hold-after-checkpoint   right after checkpoints/last.pt is replaced, create the file
+                            $LAUNCHER_HELD and wait, holding everything (the run directory's
+                            writer lock included), until the file $LAUNCHER_RELEASE exists
 
 The process kills itself with a real SIGKILL (no cleanup, no `finally`); nothing in the library
 knows about it: the hooks wrap os.replace and empirical.config_io.append_text from outside.
@@ -20,11 +26,19 @@ import re
 import runpy
 import signal
 import sys
+import time
 from pathlib import Path
 
 
 def _die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _hold() -> None:
+    Path(os.environ["LAUNCHER_HELD"]).touch()
+    release = Path(os.environ["LAUNCHER_RELEASE"])
+    while not release.exists():
+        time.sleep(0.02)
 
 
 def install(moment: str, n: int) -> None:
@@ -45,6 +59,8 @@ def install(moment: str, n: int) -> None:
         real_replace(src, dst, *args, **kwargs)
         if moment == "after-checkpoint" and name == "last.pt" and hit():
             _die()
+        if moment == "hold-after-checkpoint" and name == "last.pt" and hit():
+            _hold()
 
     os.replace = replace
 

@@ -6,7 +6,8 @@ Cases run in-process through the entry points' `main(argv)` (the same code as `p
 a few as real `python -m` subprocesses. Placeholders in argv: {run} a copy of a trained
 smoke run, {other} a run of another seed, {tmp} the test's directory, {file} a regular
 file, {ro} a read-only directory (a read-only tmpfs when run as root), {smoke} the smoke
-config.
+config. `held`: a directory whose writer lock another (forked) process holds during the
+case (tests/lock_holder.py); its lock file must be left as it was too.
 
 `python tests/test_bad_inputs.py` prints the table of docs/robustness.md from CASES and
 CORRECT_RESULTS (the cases whose right outcome is a result, tested in test_robustness.py).
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from lock_holder import held_elsewhere
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke.toml"
@@ -34,7 +36,7 @@ TINY = ["task.eval_size=200", "train.steps=40"]
 # -- the fixtures: trained runs, a file, a read-only directory ------------------------------
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once per pytest process (worker)
 def trained(tmp_path_factory):
     """Two finished smoke runs (seed 0 and seed 1), 40 steps, checkpoints and snapshots at
     0, 20, 40 (trained once per module, copied per test)."""
@@ -103,7 +105,7 @@ class Ctx:
 
 
 @contextlib.contextmanager
-def context(tmp_path: Path, trained: Path, readonly: bool, setup=None):
+def context(tmp_path: Path, trained: Path, readonly: bool, setup=None, held=None):
     ctx = Ctx(
         tmp=tmp_path,
         run=tmp_path / "run",
@@ -125,7 +127,10 @@ def context(tmp_path: Path, trained: Path, readonly: bool, setup=None):
             made = _read_only(ctx.ro)
             if not made:
                 pytest.skip("no way to make a read-only directory here")
-        yield ctx
+        with contextlib.ExitStack() as holders:
+            if held is not None:  # another process writes that directory
+                holders.enter_context(held_elsewhere(ctx.fill(held)))
+            yield ctx
     finally:
         if made:
             _undo_read_only(ctx.ro)
@@ -234,10 +239,12 @@ class Case:
     setup: Callable[[Ctx], None] | None = None
     readonly: bool = False
     subprocess: bool = False
+    held: str | None = None  # a directory whose writer lock another process holds
 
 
-def C(id, command, argv, needle, what, setup=None, readonly=False, subprocess=False):  # noqa: N802
-    return Case(id, command, tuple(argv.split()), needle, what, setup, readonly, subprocess)
+def C(id, command, argv, needle, what, setup=None, readonly=False, subprocess=False,  # noqa: N802
+      held=None):  # fmt: skip
+    return Case(id, command, tuple(argv.split()), needle, what, setup, readonly, subprocess, held)
 
 
 E = "empirical"
@@ -247,6 +254,7 @@ SWEEP = "sweep --no-progress --config {smoke} --param train.lr=0.001 --out {tmp}
     TINY
 )
 NONUTF8 = b'name = "smoke"\n# \xff\xfe not UTF-8\n'
+BUSY = "is being written by PID"  # the refusal of a second writer (empirical.run_lock)
 
 CASES = [
     # -- python -m empirical: the entry point
@@ -323,6 +331,11 @@ CASES = [
       "--run-dir holding a run of another config"),
     C("train-same-config", E, TR + " --run-dir {run}", "--resume",
       "--run-dir holding this run already (no --resume)"),
+    C("train-run-dir-busy", E, TR + " --run-dir {tmp}/busy", BUSY,
+      "--run-dir being written by another process", held="{tmp}/busy"),
+    C("train-seeds-one-busy", E, TR + " --seeds 0 1 --runs-root {tmp}/r", BUSY,
+      "--seeds 0 1, seed 1's directory being written by another process",
+      held="{tmp}/r/smoke/seed1"),
     # -- train --resume: what the run directory holds
     C("resume-missing", E, "train --resume {tmp}/missing", "no config.toml",
       "--resume a missing directory"),
@@ -372,6 +385,8 @@ CASES = [
       lambda c: (c.run / "imported.json").write_text("{}")),
     C("resume-checkpoints-a-file", E, RESUME + " train.steps=60", "checkpoints",
       "checkpoints/ a file", both(removed("checkpoints"), garbage("checkpoints"))),
+    C("resume-busy", E, RESUME + " train.steps=60", BUSY,
+      "--resume a run being written by another process", held="{run}"),
     # -- evaluate
     C("curves-missing", E, "curves {tmp}/missing --out {tmp}/c.png", "no such directory",
       "a missing run directory"),
@@ -400,6 +415,8 @@ CASES = [
       "--all-steps on a trained run"),
     C("evaluate-all-steps-readonly", E, "evaluate {ro}/run --all-steps --force", "cannot write",
       "--all-steps in a read-only run directory", readonly=True),
+    C("evaluate-all-steps-busy", E, "evaluate {run} --all-steps --force", BUSY,
+      "--all-steps on a run being written by another process", held="{run}"),
     C("evaluate-eval-sets-garbage", E, "evaluate {run}", "eval_sets.pt",
       "eval_sets.pt garbage", garbage("eval_sets.pt")),
     C("evaluate-eval-sets-other-seed", E, "evaluate {run}", "seed 1",
@@ -481,6 +498,9 @@ CASES = [
     C("sweep-member-ckpt-garbage", E,
       SWEEP, "last.pt", "a member's checkpoints/last.pt garbage",
       member_with("checkpoints/last.pt", b"garbage")),
+    C("sweep-busy", E, SWEEP, BUSY, "--out being written by another process", held="{tmp}/sw"),
+    C("sweep-summarize-busy", E, SWEEP + " --summarize", BUSY,
+      "--summarize while another process writes --out", held="{tmp}/sw"),
     C("grid-no-table", E, "grid --config {smoke}", "no [grid] table", "a config without [grid]"),
     C("grid-out-file", E, "grid --config {tmp}/g.toml --out {file}", "afile.txt",
       "--out a file", config_file("g.toml", SMOKE.read_bytes() + b"\n[grid.variants]\na = []\n")),
@@ -489,6 +509,9 @@ CASES = [
     C("grid-max-batch-neg", E, "grid --config {tmp}/g.toml --max-batch -1 --out {tmp}/g",
       "max_batch", "--max-batch -1",
       config_file("g.toml", SMOKE.read_bytes() + b"\n[grid.variants]\na = []\n")),
+    C("grid-busy", E, "grid --config {tmp}/g.toml --out {tmp}/g", BUSY,
+      "--out being written by another process",
+      config_file("g.toml", SMOKE.read_bytes() + b"\n[grid.variants]\na = []\n"), held="{tmp}/g"),
     # -- import-checkpoints
     C("import-src-missing", E, "import-checkpoints {tmp}/src --out {tmp}/imp", "no such folder",
       "SRC missing"),
@@ -504,6 +527,8 @@ CASES = [
       "--out an existing run"),
     C("import-final-step", E, "import-checkpoints {tmp} --out {tmp}/imp --final-step -1",
       "--final-step", "--final-step -1"),
+    C("import-out-busy", E, "import-checkpoints {tmp}/src --out {tmp}/imp --quiet", BUSY,
+      "--out being written by another process", garbage_source, held="{tmp}/imp"),
     # -- reproduce
     C("reproduce-runs-root-file", E, "reproduce --config {smoke} --runs-root {file}",
       "afile.txt", "--runs-root a file"),
@@ -519,6 +544,15 @@ CASES = [
       setup=lambda c: (c.ro / "run" / "metrics.jsonl").write_text("{bad\n{\"step\": 9}\n")),
     C("repair-config-garbage", E, "repair {run}", "config.toml", "config.toml garbage",
       garbage("config.toml")),
+    C("repair-busy", E, "repair {run}", BUSY, "a run being written by another process",
+      held="{run}"),
+    # -- unlock
+    C("unlock-missing", E, "unlock {tmp}/missing", "no such directory", "a missing directory"),
+    C("unlock-busy", E, "unlock {run}", BUSY,
+      "a run whose writer is alive (nothing stale to remove)", held="{run}"),
+    C("unlock-excl-unreadable", E, "unlock {run}", "--force",
+      "writer.lock.excl that does not say who holds it",
+      garbage("writer.lock.excl", b"")),
     # -- sample
     C("sample-config-nonutf8", E, "sample --config {tmp}/bad.toml", "not UTF-8",
       "--config not UTF-8", config_file("bad.toml", NONUTF8)),
@@ -560,7 +594,8 @@ CASES = [
     C("theory-unknown", "theory", "nope", "invalid choice", "an unknown command"),
 ]  # fmt: skip
 
-# the faults whose right outcome is a result, not an error (tested in test_robustness.py)
+# the faults whose right outcome is a result, not an error (tested in test_robustness.py,
+# test_kill.py and, for concurrent writers and readers, test_run_lock.py)
 CORRECT_RESULTS = [
     ("train --resume", "metrics.jsonl with an incomplete last line (a crash mid-append)",
      "the line is dropped with a note; metrics equal an uninterrupted run's"),
@@ -592,6 +627,21 @@ CORRECT_RESULTS = [
      "step, which writes the summary again"),
     ("sweep", "a member's stopped.json garbage", "the member is not trained again; the "
      "message says how to resume it"),
+    ("train, train --resume (two at once)", "a second writer of a run directory while the "
+     "first trains (real processes)", "the second: one error line naming the first's PID, "
+     "host and command, nothing written; the first's metrics equal an undisturbed run's"),
+    ("evaluate, load_run", "a run being trained by another process", "read without the lock: "
+     "the last checkpoint, every complete metrics record; nothing written"),
+    ("train (kill -9)", "SIGKILL of a run's writer, then --resume at once", "no stale lock "
+     "(the OS released it): the resume starts at once; nothing for repair to do"),
+    ("sweep, sweep --executor local", "a member another process writes (another job given "
+     "it, a resume of it)", "left to that process with a line naming it; the others trained; "
+     "never trained twice"),
+    ("train (EMPIRICAL_LOCK=excl)", "the O_EXCL lock file of a writer killed with kill -9",
+     "one error line naming its PID and `python -m empirical unlock DIR`; `unlock` removes "
+     "it (refused while its process runs)"),
+    ("train", "a file system without working flock", "the O_EXCL lock file instead, with one "
+     "warning on stderr"),
     ("theory report", "--out into a missing directory", "the directory is created"),
     ("disentangled dynamics", "--out a missing directory", "created, files written"),
 ]  # fmt: skip
@@ -634,7 +684,7 @@ def run_case(case: Case, ctx: Ctx, capsys) -> tuple[int, str]:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input_is_one_error_line_and_changes_nothing(case, tmp_path, trained, capsys):
-    with context(tmp_path, trained, case.readonly, case.setup) as ctx:
+    with context(tmp_path, trained, case.readonly, case.setup, case.held) as ctx:
         before = files_of(tmp_path)
         code, err = run_case(case, ctx, capsys)
         after = files_of(tmp_path)

@@ -24,6 +24,7 @@ from empirical.cli.common import (
 )
 from empirical.cli.executor import add_executor_arguments, executor_options
 from empirical.figures import use_cli_backend
+from empirical.rundir import SweepDir
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +56,8 @@ def run(argv: list[str]) -> int:
         if values is not None:
             args.overrides = list(args.overrides) + [v for v in values if "=" in v]
             setattr(args, name, [v for v in values if "=" not in v])
-    from empirical.sweep.grid import load_grid_config, run_grid
+    from empirical.sweep.grid import load_grid_config
+    from empirical.sweep.runner import sweep_dir_lock
 
     base, spec = load_grid_config(args.config, args.overrides)
     if args.seeds is not None:
@@ -76,7 +78,15 @@ def run(argv: list[str]) -> int:
     spec.__post_init__()
     executor = executor_options(args)  # None: train here
     out = Path(args.out) if args.out else Path("runs") / "grid" / base.name
-    check_output_dir(out, "--out")  # before any training
+    # the grid directory's writer lock, held to the last file written (runner.sweep_dir_lock)
+    with sweep_dir_lock(SweepDir(out), train=not args.summarize):
+        check_output_dir(out, "--out")  # before any training
+        return _grid_and_report(args, base, spec, out, executor)
+
+
+def _grid_and_report(args, base, spec, out: Path, executor) -> int:
+    from empirical.sweep.grid import run_grid
+
     results = run_grid(
         base,
         spec,

@@ -8,6 +8,9 @@ metrics.jsonl with bad lines: every valid line is kept, the others dropped, and 
 many and which (the file as it was: metrics.jsonl.bak). metrics.jsonl missing: rebuilt from
 the snapshots and the checkpoint (training losses unknown). --rebuild-eval-sets: eval_sets.pt
 built again from the run's config. See empirical/repair.py and docs/robustness.md.
+
+It holds the run directory's writer lock (empirical.run_lock): a run that another process
+is writing (training, resuming) is refused with one line naming that process.
 """
 
 from __future__ import annotations
@@ -32,13 +35,15 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     from empirical.repair import rebuild_eval_sets, repair_metrics
+    from empirical.run_lock import writer_lock
     from empirical.rundir import RunDir
 
     run_dir = RunDir(args.run_dir).require_run()
-    lines = []
-    if args.rebuild_eval_sets:  # first: a metrics rebuild evaluates on them
-        lines += rebuild_eval_sets(run_dir)
-    lines += repair_metrics(run_dir)
+    with writer_lock(run_dir, "RUN_DIR"):  # a run being trained is not repaired beside it
+        lines = []
+        if args.rebuild_eval_sets:  # first: a metrics rebuild evaluates on them
+            lines += rebuild_eval_sets(run_dir)
+        lines += repair_metrics(run_dir)
     print("\n".join(lines))
     return 0
 

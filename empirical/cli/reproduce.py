@@ -23,13 +23,15 @@ def run(argv: list[str]) -> int:
         "--authors",
         default=None,
         help="the paper authors' checkpoints folder (checkpoint_step_N.pth files; default "
-        "../shared/authors/checkpoints beside the repository when present)",
+        "../shared/authors/checkpoints beside the repository when present; $AUTHORS_DIR or "
+        "$ASSIGN_ADD_SHARED point elsewhere)",
     )
     ap.add_argument("--no-authors", action="store_true", help="skip the paper's own run")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
-    from empirical.reproduce import AUTHORS_CHECKPOINTS, reproduce
+    from empirical.reproduce import reproduce
     from empirical.run_config import load_run_config
+    from empirical.shared_paths import authors_checkpoints
 
     config = args.config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
     cfg = load_run_config(config, args.overrides)
@@ -41,7 +43,7 @@ def run(argv: list[str]) -> int:
         if not authors.is_dir():
             raise UsageError(f"--authors {authors}: not a folder of checkpoint_step_N.pth files")
     else:
-        authors = AUTHORS_CHECKPOINTS  # skipped with a note where it is absent
+        authors = authors_checkpoints()  # skipped with a note where it is absent
     path = reproduce(cfg, Path(args.runs_root), args.skip_theory, not args.no_progress, authors)
     print(path.read_text())
     return 0

@@ -30,6 +30,7 @@ from empirical.cli.common import (
 )
 from empirical.cli.executor import add_executor_arguments, executor_options
 from empirical.figures import use_cli_backend
+from empirical.rundir import SweepDir
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,7 +77,7 @@ def run(argv: list[str]) -> int:
         extra = [s for s in args.seeds if "=" in s]
         args.seeds = [s for s in args.seeds if "=" not in s]
         args.overrides = list(args.overrides) + extra
-    from empirical.sweep.runner import default_sweep_dir, run_sweep
+    from empirical.sweep.runner import default_sweep_dir, sweep_dir_lock
     from empirical.sweep.spec import load_sweep_config, parse_param
 
     base, spec = load_sweep_config(args.config, args.overrides)
@@ -104,10 +105,18 @@ def run(argv: list[str]) -> int:
             )
     executor = executor_options(args)  # None: train here
     out = Path(args.out) if args.out else default_sweep_dir(base)
-    check_output_dir(out, "--out")  # before any training
-    if spec.note and not args.summarize:
-        print(spec.note.strip(), file=sys.stderr)
     command = "python -m empirical sweep " + " ".join(shlex.quote(a) for a in argv)
+    # the sweep directory's writer lock, held to the last file written (runner.sweep_dir_lock)
+    with sweep_dir_lock(SweepDir(out), train=not args.summarize):
+        check_output_dir(out, "--out")  # before any training
+        if spec.note and not args.summarize:
+            print(spec.note.strip(), file=sys.stderr)
+        return _sweep_and_report(args, base, spec, out, command, executor)
+
+
+def _sweep_and_report(args, base, spec, out: Path, command: str, executor) -> int:
+    from empirical.sweep.runner import run_sweep
+
     outcome = run_sweep(
         base,
         spec,

@@ -8,6 +8,10 @@ Examples:
     python -m empirical train --resume runs/authors/seed0      # continue a run
     python -m empirical train --resume runs/authors/seed0 train.steps=60000   # extend it
     python -m empirical train --resume runs/authors/seed0 train.lr=0.0005     # a recovery
+
+One writer per run directory: the command holds the writer lock of every run directory it
+trains (empirical.run_lock) from before its first check to its end; a directory another
+process writes is refused with one line naming that process.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from empirical.cli.common import UsageError, add_format_argument, command_main, 
 from empirical.config_io import ConfigError, apply_overrides, from_dict, to_dict
 from empirical.figures import use_cli_backend
 from empirical.run_config import RunConfig, load_run_config
+from empirical.run_lock import writer_lock, writer_locks
 from empirical.rundir import RunDir
 
 # the main config: the paper authors' own configuration (configs/paper.toml is our earlier
@@ -67,15 +72,16 @@ def run(argv: list[str]) -> int:
                 "(it keeps its config; give dotted overrides of what a resume may change)"
             )
         run_dir = Path(args.resume)
-        cfg = _resume_config(run_dir, args.overrides)
-        result = train_run(
-            cfg,
-            run_dir,
-            resume=True,
-            progress=not args.no_progress,
-            rebuild_eval_sets=args.rebuild_eval_sets,
-        )
-        _report(result, cfg, args.format)
+        with writer_lock(run_dir, "--resume"):  # before anything is read or written
+            cfg = _resume_config(run_dir, args.overrides)
+            result = train_run(
+                cfg,
+                run_dir,
+                resume=True,
+                progress=not args.no_progress,
+                rebuild_eval_sets=args.rebuild_eval_sets,
+            )
+            _report(result, cfg, args.format)
         return 0
     if args.rebuild_eval_sets:
         raise UsageError("--rebuild-eval-sets goes with --resume RUN_DIR (a new run builds them)")
@@ -86,15 +92,18 @@ def run(argv: list[str]) -> int:
         raise ConfigError("--run-dir takes a single seed; use --runs-root with --seeds")
     if len(set(seeds)) != len(seeds):
         raise UsageError(f"--seeds {' '.join(map(str, seeds))}: a seed is repeated")
+    flag = "--run-dir" if args.run_dir else "--runs-root"
     plan = []
-    for seed in seeds:  # every output location checked before the first run trains
+    for seed in seeds:
         cfg = dataclasses.replace(base, seed=seed)
-        run_dir = Path(args.run_dir) if args.run_dir else run_dir_for(cfg, args.runs_root)
-        check_train_target(cfg, run_dir, flag="--run-dir" if args.run_dir else "--runs-root")
-        plan.append((cfg, run_dir))
-    for cfg, run_dir in plan:
-        print(f"training {cfg.name} seed {cfg.seed} -> {run_dir}", file=sys.stderr)
-        _report(train_run(cfg, run_dir, progress=not args.no_progress), cfg, args.format)
+        plan.append((cfg, Path(args.run_dir) if args.run_dir else run_dir_for(cfg, args.runs_root)))
+    # every run directory's writer lock, then every check, before the first run trains
+    with writer_locks([run_dir for _, run_dir in plan], flag):
+        for cfg, run_dir in plan:
+            check_train_target(cfg, run_dir, flag=flag)
+        for cfg, run_dir in plan:
+            print(f"training {cfg.name} seed {cfg.seed} -> {run_dir}", file=sys.stderr)
+            _report(train_run(cfg, run_dir, progress=not args.no_progress), cfg, args.format)
     return 0
 
 

@@ -16,11 +16,16 @@ only their member directories (each checkpoint atomic, per member). Two jobs nev
 same file: every member belongs to one job, the summary files to the submitter, and
 submitit's own files (jobs/<submission>/) are named by job id.
 
-A job claims its members with `running.json` in each member directory (job id, host, pid)
-and removes it when it ends. A new submission skips members claimed by a job that may still
-run (a local job whose process is gone, or a SLURM job that `squeue` no longer lists, is not
-running) unless `force` is set; so re-submitting while jobs still run trains only the rest,
-and re-submitting after a job died resumes its members from their last checkpoint.
+A job takes the writer lock of each of its members (empirical.run_lock: flock, released by
+the OS when the job dies) before it writes anything: that lock is the guard, so a member is
+never trained by two processes at once; a member whose lock another process holds is left
+to it (the job's `busy`). A job also claims its members with `running.json` in each member
+directory (job id, host, pid) and removes it when it ends: the claims tell a new submission
+which members a job may still be training (the submitter plans without taking the members'
+locks). A new submission skips members claimed by a job that may still run (a local job
+whose process is gone, or a SLURM job that `squeue` no longer lists, is not running) unless
+`force` is set; so re-submitting while jobs still run trains only the rest, and
+re-submitting after a job died resumes its members from their last checkpoint.
 
 The summary gathered afterwards (`--summarize`, or at once when the submitter waits for the
 jobs: always for the local executor, with `--wait` for SLURM) is the in-process run's: the
@@ -42,6 +47,7 @@ from typing import Any
 
 from disentangled.command_line import UsageError
 from empirical.config_io import atomic_write_bytes
+from empirical.run_lock import writer_locks
 from empirical.rundir import RunDir, SweepDir
 from empirical.sweep.spec import Member
 
@@ -257,29 +263,40 @@ def _job_metric(name: str | None) -> Callable[[Member, dict], float] | None:
 
 def train_job(sweep_dir: str, members: list[Member], metric: str | None = None) -> dict:
     """What one job runs: train these members (one batch of the plan) in their member
-    directories under sweep_dir, nothing else. Returns what it did (for the submitter)."""
+    directories under sweep_dir, nothing else. Returns what it did (for the submitter).
+
+    The job holds the writer lock of each of its members (empirical.run_lock), all taken
+    before it writes anything (its claims included); a member another process writes
+    (another job given it too, a `train --resume` of it) is left to that process: listed in
+    `busy`, never trained twice."""
     from empirical.sweep.runner import run_members
 
     out = SweepDir(sweep_dir)
     job_id = _job_id()
-    claims = [(out.member(m.dirname), claim(out.member(m.dirname), job_id)) for m in members]
-    try:
-        ran = run_members(
-            members,
-            out,
-            max_batch=len(members),
-            progress=False,
-            log=lambda text: print(text, flush=True),
-            metric=_job_metric(metric),
-            metric_name=metric or "",
-        )
-    finally:
-        for run, info in claims:
-            release(run, info)
+    with writer_locks([out.member(m.dirname) for m in members], skip_busy=True) as elsewhere:
+        busy = [m.dirname for m in members if out.member(m.dirname).path in elsewhere]
+        for name in busy:
+            print(f"{name}: not trained by this job: {elsewhere[out.member(name).path]}")
+        mine = [m for m in members if m.dirname not in busy]
+        claims = [(out.member(m.dirname), claim(out.member(m.dirname), job_id)) for m in mine]
+        try:
+            ran = run_members(
+                mine,
+                out,
+                max_batch=len(mine),
+                progress=False,
+                log=lambda text: print(text, flush=True),
+                metric=_job_metric(metric),
+                metric_name=metric or "",
+            )
+        finally:
+            for run, info in claims:
+                release(run, info)
     return {
         "job_id": job_id,
         "host": socket.gethostname(),
         "members": [m.dirname for m in members],
+        "busy": busy,
         "skipped": ran.skipped,
         "resumed": ran.resumed,
         "fresh": ran.fresh,
@@ -375,5 +392,7 @@ def submit_members(
             continue
         sub.results.append(result)
         sub.timings += result["timings"]
+        for name in result.get("busy", []):
+            log(f"job {job.job_id}: {name} was being written by another process: not trained")
     sub.waited = True
     return sub

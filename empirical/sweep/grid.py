@@ -34,7 +34,7 @@ from empirical.config_io import (
 )
 from empirical.run_config import RunConfig
 from empirical.rundir import SweepDir
-from empirical.sweep.runner import run_members
+from empirical.sweep.runner import run_members, sweep_dir_lock
 from empirical.sweep.spec import Member, expand_variants, load_config_with_table
 from empirical.train.phases import detect_phases
 from empirical.train.summary import first_step_all_above
@@ -104,9 +104,26 @@ def run_grid(
     """Train every unfinished member, then write grid.json, grid.md and grid.png.
     train=False: only (re)write them from the member directories. executor
     (cluster.ExecutorOptions): train each batch as a job; the files are written when the jobs
-    are waited for (else: {} is returned; gather them later with train=False)."""
-    say = log or (lambda _text: None)
+    are waited for (else: {} is returned; gather them later with train=False). The grid
+    directory's files are written under its writer lock, the members' under theirs
+    (runner.sweep_dir_lock, runner.run_members)."""
     out = SweepDir(out_dir)
+    with sweep_dir_lock(out, train):
+        return _run_grid(base, spec, out, progress=progress, log=log, train=train,
+                         executor=executor)  # fmt: skip
+
+
+def _run_grid(
+    base: RunConfig,
+    spec: GridSpec,
+    out: SweepDir,
+    *,
+    progress: bool,
+    log: Callable[[str], None] | None,
+    train: bool,
+    executor,
+) -> dict:
+    say = log or (lambda _text: None)
     members = expand_grid(base, spec)
     timings: list[dict] = []
     failed: dict[str, str] = {}

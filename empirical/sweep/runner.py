@@ -18,6 +18,7 @@ Sweep directory:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from typing import Any
 
 from empirical.config_io import ConfigError, atomic_write_bytes
 from empirical.run_config import RunConfig, load_run_config
+from empirical.run_lock import writer_lock, writer_locks
 from empirical.rundir import RunDir, RunDirError, SweepDir
 from empirical.stats import accuracy_intervals
 from empirical.sweep.results import (
@@ -67,6 +69,7 @@ class SweepOutcome:
     batches: list[list[str]] = field(default_factory=list)  # members trained together
     stopped_early: bool = False
     submission: Any = None  # with an executor: what cluster.submit_members did
+    busy: list[str] = field(default_factory=list)  # written by another process: not trained
 
 
 def default_sweep_dir(base: RunConfig) -> Path:
@@ -220,6 +223,7 @@ class RunOutcome:
     batches: list[list[str]] = field(default_factory=list)  # members trained together
     timings: list[dict] = field(default_factory=list)  # per batch: members, seconds
     stopped_early: bool = False
+    busy: list[str] = field(default_factory=list)  # written by another process: left to it
 
 
 def run_members(
@@ -241,8 +245,48 @@ def run_members(
     into batches (same batch key and start step, at most max_batch), and train each batch
     with `train_batch`. train=False: only classify. announce(plan): called once every
     directory is classified and before anything trains (so every check comes before the
-    caller's first write)."""
-    outcome = RunOutcome()
+    caller's first write).
+
+    Training holds the writer lock of every member directory (empirical.run_lock), all
+    taken before the first check and released at the end; a member another process is
+    writing (a `train --resume` of it, another job) is left to it: logged, listed in
+    `busy`, not trained here."""
+    if not train:
+        return _run_members(members, out, max_batch, RunOutcome(), train=False, log=log)
+    with writer_locks([out.member(m.dirname) for m in members], skip_busy=True) as held_elsewhere:
+        busy = [m.dirname for m in members if out.member(m.dirname).path in held_elsewhere]
+        for name in busy:
+            log(f"{name}: not trained here: {held_elsewhere[out.member(name).path]}")
+        return _run_members(
+            [m for m in members if m.dirname not in busy],
+            out,
+            max_batch,
+            RunOutcome(busy=busy),
+            progress=progress,
+            log=log,
+            stop_at=stop_at,
+            labels=labels,
+            metric=metric,
+            metric_name=metric_name,
+            announce=announce,
+        )
+
+
+def _run_members(
+    members: list[Member],
+    out: SweepDir,
+    max_batch: int,
+    outcome: RunOutcome,
+    *,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+    stop_at: int | None = None,
+    train: bool = True,
+    labels: Callable[[Member], str] = lambda m: m.dirname,
+    metric: Callable[[Member, dict], float] | None = None,
+    metric_name: str = "",
+    announce: Callable[[RunOutcome], None] | None = None,
+) -> RunOutcome:
     statuses = {m.dirname: member_status(m, out.member(m.dirname).path) for m in members}
     for m in members:
         status, _ = statuses[m.dirname]
@@ -327,11 +371,43 @@ def run_sweep(
     summary of every member's evaluation at that step instead (results_step_NNNNNN.json,
     summary_step_NNNNNN.md, NAME_step_NNNNNN.png; members still training included).
     executor (cluster.ExecutorOptions): train each batch as a job instead; the summary is
-    written when the jobs are waited for (else later, with train=False)."""
+    written when the jobs are waited for (else later, with train=False).
+
+    The sweep directory's own files are written under its writer lock (sweep_dir_lock); the
+    member directories under theirs (run_members; a member another process writes is left
+    to it and missing from the summary)."""
     if at_step is not None and train:
         raise ValueError("at_step summarizes an earlier evaluation: only with train=False")
-    say = log or (lambda _text: None)
     out = SweepDir(sweep_dir if sweep_dir is not None else default_sweep_dir(base))
+    with sweep_dir_lock(out, train):
+        return _run_sweep(
+            base, spec, out, progress=progress, log=log, stop_at=stop_at, train=train,
+            command=command, executor=executor, at_step=at_step,
+        )  # fmt: skip
+
+
+def sweep_dir_lock(out: SweepDir, train: bool):
+    """The writer lock of a sweep or grid directory (empirical.run_lock) for a call that
+    writes there: one that trains, or summarizes members that exist; else a no-op."""
+    if train or out.members_dir.exists():
+        return writer_lock(out, "--out")
+    return contextlib.nullcontext()
+
+
+def _run_sweep(
+    base: RunConfig,
+    spec: SweepSpec,
+    out: SweepDir,
+    *,
+    progress: bool,
+    log: Callable[[str], None] | None,
+    stop_at: int | None,
+    train: bool,
+    command: str | None,
+    executor,
+    at_step: int | None,
+) -> SweepOutcome:
+    say = log or (lambda _text: None)
     metric = resolve_metric(spec.metric, spec.param)
     with_sets = with_metric_sets(base, metric)
     if with_sets is not base:
@@ -394,6 +470,7 @@ def run_sweep(
         batches=ran.batches,
         stopped_early=ran.stopped_early,
         submission=sub if train else None,
+        busy=ran.busy,
     )
     title = _title(spec, metric, base, at_step)
     if not train and at_step is None and out.results_json.exists():  # keep the training command
