@@ -17,7 +17,7 @@ from empirical.train.loop import train_run
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once per pytest process (worker)
 def run_dir(tmp_path_factory):
     cfg = load_run_config(
         ROOT / "configs" / "smoke.toml",
@@ -45,20 +45,23 @@ def _strict(text: str):
 def test_pipeline_end_to_end(run_dir, tmp_path):
     opts = Options(
         steps=[0, 20, 40], batch_size=256, one_step_at=20, one_step_lrs=(1.0, 30.0),
-        score_steps=(1.0, 8.0), eval_size=100, progress=False,
+        score_steps=(1.0, 8.0), eval_size=100, progress=False, prediction_size=4096,
     )  # fmt: skip
     result = compare_run(run_dir, opts)
+    # the defaults: G1 of the run's own 1-var training distribution, the exact dual frame
+    assert result["frame"] == "dual" and result["prediction"] == "population"
+    assert (result["options"]["order"], result["options"]["distribution"]) == ("mixed", "train")
     assert [r["step"] for r in result["steps"]] == [0, 20, 40]
     assert [r["next_step"] for r in result["steps"]] == [20, 40, None]
     for r in result["steps"]:
         assert r["frame_exact"]  # 36 labelled key vectors in 48 dimensions
         assert 0 < r["a"] < 0.5 and 0 < r["b"] < 1
         assert r["b"] == pytest.approx((1 - 2 * r["a"]) / 14)
-        for frame in ("orth", "raw"):
-            comp = r["comparison"][frame]
+        assert set(r["comparison"]) == {"dual", "score", "orth", "raw"}
+        for frame, comp in r["comparison"].items():
             want = {"grad_ce", "grad_lin", "sgd_factored", "weights_identity"}
             if r["next_step"] is not None:
-                want |= {"diff", "diff_perp"}
+                want |= {"diff", "diff_nodecay", "diff_perp"}
             assert set(comp) == want
             for name, v in comp.items():
                 if name == "weights_identity":
@@ -67,20 +70,38 @@ def test_pipeline_end_to_end(run_dir, tmp_path):
                     assert -1 - 1e-9 <= c <= 1 + 1e-9
                 assert 0 <= v["identity"]["row_argmax_on_diag"] <= 1
                 assert 0 <= v["attenuation"]["fraction"] <= 1
-        half = r["split_half_cos_grad_ce_orth"]["all"]
-        assert -1 <= half <= 1
+                assert 0 < v["null95_signs"]["all"] < 1 and 0 < v["null95_signs"]["barv_barv"] < 1
+                assert ("null95_gram" in v) == (frame == "score")
+        assert r["pred_recoverable"] == pytest.approx(1.0)  # 36 key labels in 48 dimensions
+        for key in ("split_half_cos_grad_ce", "split_half_cos_grad_lin"):
+            assert -1 <= r[key]["all"] <= 1
+        if r["next_step"] is not None:
+            # lr 0.003 (constant), the smoke config's weight decay 1.0, 20 steps per interval
+            assert r["decay"]["factor_per_factor"] == pytest.approx((1 - 0.003 * 1.0) ** 20)
+            sc = r["score_change"]
+            assert sum(sc["share"]["all"].values()) == pytest.approx(1.0)
+            assert sc["norm"]["all"]["total"] > 0
         a = r["assumptions"]
         for key in ("l1_eq_to_operands_mass", "l1_num_to_prev_mass", "ov2_mlp2_accuracy"):
             assert 0 <= a[key] <= 1
         assert 0 <= a["embeddings"]["ebar"]["max_abs_cos"] <= 1
     # the snapshot change is the change of the merged matrix between the two snapshots
-    from empirical.compare_qk import coordinates, theorem_w
+    from empirical.compare_qk import coordinates, cosine, theorem_w
     from empirical.model import load_model
 
     m0, m20 = (load_model(run_dir / "snapshots" / f"step_{s:06d}.pt") for s in (0, 20))
     c = coordinates(m0, 11, 3, 16)
     blocks = dict(result["_blocks"]["raw/diff"])
     np.testing.assert_allclose(blocks[0], c.project(theorem_w(m20) - theorem_w(m0)), atol=1e-10)
+    # ... and its W_QK part of the score change; the dual frame reads the update back through
+    # the vectors (the round trip of the real snapshot's vectors is exact: cos 1.000)
+    assert result["steps"][0]["score_change"]["norm"]["all"]["w_qk"] == pytest.approx(
+        np.linalg.norm(blocks[0])
+    )
+    dual = dict(result["_blocks"]["dual/diff"])[0]
+    G = dual.copy()
+    back = c.dual().project(c.gradient_of(G))
+    assert cosine(back, G) == pytest.approx(1.0, abs=1e-9)
     # the one-step test: its "before" is the trainer's own evaluation of every set
     one = result["one_step"]
     assert one["step"] == 20 and one["rule"] == "--one-step-at"
@@ -89,7 +110,9 @@ def test_pipeline_end_to_end(run_dir, tmp_path):
     for name in acc20:
         assert one["before"][name] == pytest.approx(acc20[name], abs=1.5 / 100)
     fams = one["families"]
-    assert set(fams) == {"sgd", "grad_merged", "predicted_orth", "predicted_raw", "random_orth"}
+    assert set(fams) == {"sgd", "grad_merged", "predicted_grad", "predicted_orth",
+                         "predicted_raw", "random_orth"}  # fmt: skip
+    assert one["prediction_distribution"] == "train" and one["frame"] == "dual"
     for fam, rows in fams.items():
         for row in rows + [one["before"]]:
             for name, iv in row["intervals"].items():
@@ -103,6 +126,8 @@ def test_pipeline_end_to_end(run_dir, tmp_path):
     assert small["max_abs_dS_orth"] > 0
     for r in fams["predicted_orth"]:
         assert r["cos_dS_orth_G1"] == pytest.approx(1.0, abs=1e-6)
+    for r in fams["predicted_grad"]:  # a gradient step along G1: G1 in the dual frame
+        assert r["cos_dS_G1"] == pytest.approx(1.0, abs=1e-6)
     for r in fams["random_orth"]:
         assert abs(r["cos_dS_orth_G1"]) < 0.5
     # the windows: from the run's phases (a 40-step run: one window at least), each holding
@@ -110,22 +135,26 @@ def test_pipeline_end_to_end(run_dir, tmp_path):
     assert result["windows_source"] == "phases" and result["windows"]
     for e in result["windows"].values():
         assert all(e["lo"] <= s <= e["hi"] for s in e["snapshots"])
-    # the theorem's decomposition at every snapshot; G1 has no residual
+    # the theorem's decomposition at every snapshot. G1 of the theorem's population has no
+    # residual (test_theorems_g1_is_exactly_its_terms); of the run's training distribution a
+    # small one: r1, r2 give the restricted variables' bar_v rows their own operand columns
     for r in result["steps"]:
-        assert r["terms"]["pred"]["share"]["residual"] < 1e-9
+        assert 0 < r["terms"]["pred"]["share"]["residual"] < 0.1
         assert 0 <= r["terms"]["weights"]["aw_share_vs_memory"] <= 1
     paths = write_outputs(result, tmp_path / "out")
     data = _strict(paths["json"].read_text())
     assert data["one_step"]["step"] == 20 and len(data["steps"]) == 3
-    for key in ("cosines", "cosines_raw", "terms", "structure", "assumptions", "one_step",
-                "blocks_png"):  # fmt: skip
+    for key in ("cosines", "cosines_raw", "cosines_orth", "cosines_score", "terms", "structure",
+                "assumptions", "one_step", "blocks_png"):  # fmt: skip
         assert paths[key].stat().st_size > 10_000, key
     npz = np.load(paths["blocks"])
     assert npz["orth__grad_ce"].shape == (3, 2 + 3, 11 + 3 + 3 + 16 + 3)
+    assert npz["dual__diff_nodecay"].shape == npz["pred_dual"].shape == (3, 5, 36)
     assert np.isnan(npz["raw__diff"][-1]).all() and np.isfinite(npz["raw__diff"][0]).all()
     summary = paths["summary"].read_text()
     assert "| 20 |" in summary and "## Training windows" in summary
     assert "## One step from step 20" in summary and "[Wilson 95% interval]" in summary
+    assert "dual frame" in summary and "sign null" in summary and "W_QK part" in summary
 
 
 def test_cli(run_dir, tmp_path, capsys):
@@ -133,11 +162,27 @@ def test_cli(run_dir, tmp_path, capsys):
 
     out = tmp_path / "cli"
     code = main(["compare-qk", str(run_dir), "--steps", "20,40", "--batch-size", "128",
-                 "--no-one-step", "--no-figures", "--quiet", "--out", str(out)])  # fmt: skip
+                 "--no-one-step", "--no-figures", "--quiet", "--out", str(out),
+                 "--prediction-size", "2048"])  # fmt: skip
     assert code == 0
     data = _strict((out / "compare_qk.json").read_text())
     assert [r["step"] for r in data["steps"]] == [20, 40]
     assert "one_step" not in data
+    # the comparison as it was before issue 20: orth frame, fixed order, unrestricted, closed
+    legacy = tmp_path / "legacy"
+    code = main(["compare-qk", str(run_dir), "--steps", "20,40", "--batch-size", "128",
+                 "--no-one-step", "--no-figures", "--quiet", "--out", str(legacy),
+                 "--frame", "orth", "--order", "fixed",
+                 "--distribution", "unrestricted"])  # fmt: skip
+    assert code == 0
+    old = _strict((legacy / "compare_qk.json").read_text())
+    assert old["frame"] == "orth" and old["prediction"] == "closed"
+    assert "orth frame" in (legacy / "summary.md").read_text()
+    capsys.readouterr()
+    assert main(["compare-qk", str(run_dir), "--prediction", "closed", "--quiet",
+                 "--no-one-step", "--out", str(tmp_path / "c")]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--distribution unrestricted" in err[0], err
     assert main(["compare-qk", str(tmp_path / "missing")]) == 2
     assert main(["compare-qk", str(run_dir), "--steps", "41", "--quiet"]) == 2
     assert "no snapshot at steps [41]" in capsys.readouterr().err
@@ -145,13 +190,16 @@ def test_cli(run_dir, tmp_path, capsys):
     out2 = tmp_path / "cli2"
     code = main(["compare-qk", str(run_dir), "--steps", "0,20,40", "--batch-size", "64",
                  "--no-one-step", "--no-figures", "--quiet", "--out", str(out2),
-                 "--windows", "early=0:20,late=20:40"])  # fmt: skip
+                 "--windows", "early=0:20,late=20:40", "--prediction-size", "2048"])  # fmt: skip
     assert code == 0
     data = _strict((out2 / "compare_qk.json").read_text())
     assert data["windows_source"] == "options"
     assert data["windows"]["early"]["snapshots"] == [0, 20]
     assert data["windows"]["late"]["updates"] == [[20, 40]]
     assert data["windows"]["early"]["cos"]["orth"]["grad_ce"]["all"]["n"] == 2
+    late = data["windows"]["late"]
+    assert late["frame"] == "dual" and late["null95_signs"]["diff"]["all"]["n"] == 1
+    assert late["score_change"]["all"]["w_qk"]["n"] == 1
     assert "### early: steps 0-20" in (out2 / "summary.md").read_text()
     for bad in ("early", "x=5:1", "x=1:2,x=2:3"):
         capsys.readouterr()

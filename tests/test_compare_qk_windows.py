@@ -85,10 +85,10 @@ def _record(step, nxt, c):
 
     comp = {"grad_ce": v(c), "grad_lin": v(2 * c), "sgd_factored": v(c)}
     if nxt is not None:
-        comp |= {"diff": v(10 * c), "diff_perp": v(10 * c)}
+        comp |= {"diff": v(10 * c), "diff_nodecay": v(10 * c), "diff_perp": v(10 * c)}
     terms = {k: {"aw_share_vs_memory": c} for k in ("pred", "weights", "grad_ce", "grad_lin")}
     if nxt is not None:
-        terms["diff_perp"] = {"aw_share_vs_memory": 10 * c}
+        terms["diff_nodecay"] = {"aw_share_vs_memory": 10 * c}
     return {
         "step": step,
         "next_step": nxt,
@@ -105,14 +105,15 @@ def test_window_summary_selects_snapshots_and_updates():
         _record(s, n, 0.01 * (i + 1))
         for i, (s, n) in enumerate(zip(steps, steps[1:] + [None], strict=True))
     ]
-    w = window_summary(recs, [("p", 100, 300), ("s", 300, 400), ("one", 200, 200)])
+    w = window_summary(recs, [("p", 100, 300), ("s", 300, 400), ("one", 200, 200)], "orth")
     p = w["p"]
     assert p["snapshots"] == [100, 200, 300] and p["updates"] == [[100, 200], [200, 300]]
     g = p["cos"]["orth"]["grad_ce"]["all"]
     assert g == pytest.approx({"mean": 0.03, "min": 0.02, "max": 0.04, "n": 3})
     d = p["cos"]["orth"]["diff"]["barv_barv"]  # updates 100->200 and 200->300: 10 c of 100, 200
     assert d == pytest.approx({"mean": -0.25, "min": -0.3, "max": -0.2, "n": 2})
-    assert p["aw_share"]["diff_perp"]["n"] == 2 and p["aw_share"]["pred"]["n"] == 3
+    assert p["aw_share"]["diff_nodecay"]["n"] == 2 and p["aw_share"]["pred"]["n"] == 3
+    assert p["identity_rows"]["diff"]["n"] == 2 and p["frame"] == "orth"
     assert p["quantities"]["accuracy 1var/ind (metrics)"]["mean"] == pytest.approx(0.03)
     s = w["s"]  # the last snapshot has no update: one update (300 -> 400), two snapshots
     assert s["updates"] == [[300, 400]] and s["cos"]["orth"]["diff"]["all"]["n"] == 1

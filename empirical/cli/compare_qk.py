@@ -6,6 +6,8 @@ Examples:
     python -m empirical compare-qk runs/paper/seed0 --steps 1000,1250,1500 --batch-size 8192
     python -m empirical compare-qk runs/paper/seed0 --one-step-at 1250 --one-step-lrs 1,10,100
     python -m empirical compare-qk runs/authors --windows plateau1=4801:5301,spike=5301:5401
+    python -m empirical compare-qk runs/authors --frame orth --order fixed \
+        --distribution unrestricted       # the comparison as it was before issue 20
 
 Writes compare_qk.json (every number), blocks.npz (every labelled block), summary.md and
 PNG figures to RUN_DIR/compare_qk (or --out), and prints summary.md. See docs/compare_qk.md.
@@ -25,6 +27,11 @@ from empirical.cli.common import (
 )
 from empirical.figures import use_cli_backend
 from empirical.rundir import RunDir
+
+# empirical.compare_qk.frames' FRAMES and DEFAULT_FRAME (tested equal), kept here so that
+# parsing the arguments does not import the comparison (torch, sympy)
+FRAMES = ("dual", "score", "orth", "raw")
+DEFAULT_FRAME = "dual"
 
 
 def _ints(text: str) -> list[int]:
@@ -65,12 +72,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch-size", type=int, default=4096, help="1-var sequences for gradients (default 4096)"
     )
     ap.add_argument(
-        "--order", choices=("fixed", "mixed"), default="fixed",
-        help="1-var operand order: fixed = variable second (the theorem's; default) or mixed",
+        "--order", choices=("fixed", "mixed"), default="mixed",
+        help="1-var operand order of the batch and of G1: mixed (either order, as the run "
+        "trains; default) or fixed (variable second, the theorem's)",
     )  # fmt: skip
     ap.add_argument(
-        "--distribution", choices=("unrestricted", "train"), default="unrestricted",
-        help="1-var data: every variable at every position (default) or the run's restrictions",
+        "--distribution", choices=("unrestricted", "train"), default="train",
+        help="1-var data of the batch and of G1: the run's training restrictions (default) or "
+        "every variable at every position (the theorem's)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--frame", choices=FRAMES, default=DEFAULT_FRAME,
+        help="headline frame: dual (reads a label-space gradient back exactly; default), "
+        "score (score change vs G1 pushed through the Gram matrices; exact), orth / raw "
+        "(legacy readings against G1 itself); every frame is in the JSON",
     )  # fmt: skip
     ap.add_argument(
         "--all-assigned", action="store_true",
@@ -153,6 +168,7 @@ def run(argv: list[str]) -> int:
         batch_size=args.batch_size,
         order=args.order,
         distribution=args.distribution,
+        frame=args.frame,
         all_assigned=args.all_assigned,
         ab_from=args.ab_from,
         layout=args.layout,

@@ -4,13 +4,17 @@
     result = compare_run("runs/paper/seed0", Options(steps=[1000, 2000]))
     write_outputs(result, "runs/paper/seed0/compare_qk")
 
-Pieces: `coords` (labelled query/key vectors of a checkpoint, projection and lift),
-`prediction` (the theory's closed-form G1 at measured a, b), `observe` (gradients, attention,
-assumption measures), `metrics` (cosines, identity scores, attenuation signs), `pipeline`
-(per snapshot and the one-step test), `report` / `plots` (files). See docs/compare_qk.md.
+Pieces: `coords` (labelled query/key vectors of a checkpoint, its raw / orth / dual readings,
+projection and lift), `frames` (the comparison's frames: 'dual', the exact default, 'score',
+and the legacy 'orth' and 'raw'), `prediction` (the theory's G1 at measured a, b: closed form,
+or the theorem's model on a sample of the run's distribution), `observe` (gradients,
+attention, assumption measures), `updates` (the decay-only update, the score-change split),
+`metrics` (cosines, identity scores, attenuation signs, null levels), `pipeline` (per snapshot
+and the one-step test), `report` / `plots` (files). See docs/compare_qk.md.
 """
 
 from empirical.compare_qk.coords import Coordinates, coordinates, lowdin, set_qk, theorem_w
+from empirical.compare_qk.frames import DEFAULT_FRAME, FRAMES, Frames
 from empirical.compare_qk.metrics import (
     barv_block,
     cosine,
@@ -29,7 +33,10 @@ from empirical.compare_qk.prediction import ab_from_beta, beta_from_ab, g1_block
 from empirical.compare_qk.report import summary_markdown, write_outputs
 
 __all__ = [
+    "DEFAULT_FRAME",
+    "FRAMES",
     "Coordinates",
+    "Frames",
     "Options",
     "ab_from_beta",
     "analyse_snapshot",

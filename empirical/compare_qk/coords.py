@@ -17,10 +17,22 @@ with W_OV^1 = W_V^1 W_O^1 (block 0) and the score block
     S = Q @ W_QK^2 @ K^T / sqrt(d_head),   W_QK^2 = W_Q^2 W_K^2^T (block 1),
 
 so S[i, j] is the attention score (as the model computes it) between query component i and
-key component j: the theory's W entry for that pair. A change dW of W_QK^2 maps to
-dS = Q dW K^T / sqrt(d_head) with the *same* vectors (the "primal" map); with orthonormal
-vectors the map is exact and invertible on their span (`lift` inverts it by least squares).
-The orth frame (`orthonormalized`) puts the same labels on the closest orthonormal vectors.
+key component j: the theory's W entry for that pair.
+
+Frames: how a [d, d] matrix X of W_QK's space (a gradient, an update, the state) is read as a
+labelled block. Write s = sqrt(d_head). A loss that depends on W_QK through the labelled
+scores S = Q W_QK K^T / s, with label-space gradient G = dL/dS, has the parameter-space
+gradient dL/dW_QK = Q^T G K / s (`gradient_of`); a gradient step along it changes the
+labelled scores by (Q Q^T) G (K K^T) / s^2. The three readings of X = Q^T G K / s:
+
+    'raw'   Q X K^T / s                         = (QQ^T) G (KK^T) / s^2   (the score change)
+    'orth'  Q~ X K~^T / s, Q~ = (QQ^T)^-1/2 Q   = (QQ^T)^1/2 G (KK^T)^1/2 / s^2  (Loewdin)
+    'dual'  s Q* X K*^T,  Q* = (QQ^T)^+ Q       = G                        (exact)
+
+so only the dual frame reads a label-space gradient back as itself (`dual`, tested by a round
+trip); with linearly dependent labels it reads P_Q G P_K, the part of G the checkpoint's
+vectors can express (P: the projector onto the span of the Gram matrix). `frames.py` builds
+the comparisons on these readings.
 """
 
 from __future__ import annotations
@@ -70,6 +82,38 @@ class Coordinates:
         Kp = torch.linalg.pinv(self.K, rtol=rcond)  # [d, C]
         S_t = torch.as_tensor(S, dtype=torch.float64, device=self.Q.device)
         return self.scale * (Qp @ S_t @ Kp.T)
+
+    def gradient_of(self, G: np.ndarray) -> Tensor:
+        """Q^T G K / scale, [d, d]: the gradient dL/dW_QK of a loss whose gradient with respect
+        to the labelled scores S = Q W_QK K^T / scale is G (the chain rule through S); a
+        gradient step along G moves W_QK by a multiple of it. `dual().project` reads it back
+        as G (exactly for independent labels)."""
+        G_t = torch.as_tensor(G, dtype=torch.float64, device=self.Q.device)
+        return (self.Q.T @ G_t @ self.K) / self.scale
+
+    def dual(self) -> Coordinates:
+        """The dual frame: vectors Q* = (Q Q^T)^+ Q and K* = (K K^T)^+ K with the inverse scale,
+        so that `project(X)` = scale Q* X K*^T is the label-space matrix G with
+        X = Q^T G K / scale (`gradient_of`): exact for a gradient or a gradient step whatever
+        the Gram matrices, where the other frames read (QQ^T)^a G (KK^T)^a (raw: a = 1; orth:
+        a = 1/2). Gram eigenvalues below RTOL * max are dropped (merged labels, see
+        `deficit`): the frame then reads P_Q G P_K, P the projector onto the Gram's span.
+        `lift` in this frame is `gradient_of` (Q = pinv(Q*)^T)."""
+        return Coordinates(
+            self.rows, self.cols, dual_vectors(self.Q), dual_vectors(self.K), 1.0 / self.scale,
+            self.p, self.n_vars, self.L,
+        )  # fmt: skip
+
+    def read(self, X: Tensor, frame: str) -> np.ndarray:
+        """X [d, d] read as a labelled block in `frame` ('raw', 'orth' or 'dual'; see the
+        module docstring)."""
+        if frame == "raw":
+            return self.project(X)
+        if frame == "orth":
+            return self.orthonormalized().project(X)
+        if frame == "dual":
+            return self.dual().project(X)
+        raise ValueError(f"frame must be one of {READINGS}, got {frame!r}")
 
     def gram(self) -> tuple[np.ndarray, np.ndarray]:
         """(Q Q^T, K K^T): the inner products of the coordinate vectors."""
@@ -125,6 +169,20 @@ def lowdin(V: Tensor, rtol: float = RTOL) -> Tensor:
     keep = e > rtol * e.max()
     inv = torch.where(keep, e.clamp_min(1e-300).rsqrt(), torch.zeros_like(e))
     return (U @ torch.diag(inv) @ U.T) @ V
+
+
+def dual_vectors(V: Tensor, rtol: float = RTOL) -> Tensor:
+    """(V V^T)^+ V: the dual basis of the rows of V on their span (rows r with
+    <r*_i, v_j> = delta_ij when the rows of V are independent); Gram eigenvalues below
+    rtol * max are dropped, as in `lowdin`."""
+    G = V @ V.T
+    e, U = torch.linalg.eigh(G)
+    keep = e > rtol * e.max()
+    inv = torch.where(keep, 1.0 / e.clamp_min(1e-300), torch.zeros_like(e))
+    return (U @ torch.diag(inv) @ U.T) @ V
+
+
+READINGS = ("raw", "orth", "dual")  # how a [d, d] matrix is read as a labelled block
 
 
 @torch.no_grad()

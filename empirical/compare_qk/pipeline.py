@@ -5,21 +5,28 @@
     write_outputs(result, "runs/paper/seed0/compare_qk")  # JSON, blocks.npz, summary.md, PNGs
 
 Per snapshot (docs/compare_qk.md has the definitions):
-1. coordinates: labelled query/key vectors (`coords`), in two frames: 'raw' (the model's
-   vectors, S = Q W K^T / sqrt(d_head)) and 'orth' (the same labels on the closest
-   orthonormal vectors);
+1. coordinates: labelled query/key vectors (`coords`) and their three readings ('raw',
+   'orth', 'dual'); the comparison's frames (`frames`: dual, the default and exact; score,
+   exact and Gram-weighted; orth and raw, the legacy readings against G1 itself);
 2. the layer-2 attention of `=` on 1-var sequences -> the theorem's softmax weights a, b;
-3. the prediction G1(a, b, p, K) of theory/ restricted to the labelled block;
-4. observed updates, each a [d, d] change of W_QK^2 projected in both frames:
+3. the prediction G1(a, b) of the theorem's model on the comparison's distribution (default:
+   the run's own 1-var training distribution, mixed operand order, its restrictions);
+4. observed matrices of W_QK^2's space, each read in every frame:
    grad_ce      -dL/dW_QK, cross-entropy on the 1-var batch (a merged-matrix GD step)
    grad_lin     -dL/dW_QK of the first-order loss -(f_y* - mean_y f_y) (the theorem's G1
                 definition applied to the real network: small-output limit)
    sgd_factored first-order change of W_Q W_K^T under SGD on W_Q, W_K (cross-entropy)
    diff         W_QK(next snapshot) - W_QK(this one) (what training did: AdamW, weight decay,
                 the full 0/1/2-var mix)
-   diff_perp    diff with its component along W_QK(this snapshot) removed (weight decay)
-5. cosines (whole block and sub-blocks), identity scores, attenuation signs, a null level;
-6. the theorem's assumptions, measured.
+   diff_nodecay diff without AdamW's weight decay (lr x wd per step on each factor added back,
+                `updates.undecayed_update`)
+   diff_perp    diff minus its whole component along W_QK(this snapshot) (not the decay: at
+                the paper's first spike that component is +0.062 of W, the decay -0.004)
+5. cosines (whole block and sub-blocks), identity scores, attenuation signs, null levels
+   (isotropic, sign-randomised, and the Gram null of the score frame);
+6. the labelled score change of each update split into the W_QK part and the moving vectors'
+   part (`updates.score_attribution`);
+7. the theorem's assumptions, measured.
 """
 
 from __future__ import annotations
@@ -33,13 +40,17 @@ import torch
 
 from disentangled.command_line import UsageError
 from empirical.compare_qk.coords import coordinates, theorem_w
+from empirical.compare_qk.frames import DEFAULT_FRAME, FRAMES, READ, Frames, check_frame
 from empirical.compare_qk.metrics import (
     SUBBLOCKS,
     attenuation_entries,
     barv_block,
     cosine,
     identity_score,
+    null_cos95,
     sign_agreement,
+    sign_flips,
+    sign_null95,
     subblock,
     subblock_cosines,
     theorem_terms,
@@ -64,10 +75,11 @@ from empirical.compare_qk.prediction import (
     closed_form_applies,
     g1_block,
 )
+from empirical.compare_qk.updates import decay_factor, score_attribution, undecayed_update
 from empirical.rundir import RunDir, RunDirError
 
-VARIANTS = ("grad_ce", "grad_lin", "sgd_factored", "diff", "diff_perp")
-FRAMES = ("orth", "raw")
+VARIANTS = ("grad_ce", "grad_lin", "sgd_factored", "diff", "diff_nodecay", "diff_perp")
+NULL_SUBS = ("all", "barv_barv")  # sub-blocks with a sign-randomised null
 
 
 @dataclasses.dataclass
@@ -77,8 +89,10 @@ class Options:
     steps: list[int] | None = None  # snapshot steps (None: all)
     every: int = 1  # use every N-th of those
     batch_size: int = 4096  # 1-var sequences for the gradients and the attention measures
-    order: str = "fixed"  # 'fixed' (variable second, the theorem's) or 'mixed'
-    distribution: str = "unrestricted"  # or 'train' (the run's restrictions)
+    order: str = "mixed"  # 'mixed' (either operand order, as trained) or 'fixed' (theorem's)
+    distribution: str = "train"  # the run's 1-var restrictions, or 'unrestricted' (theorem's)
+    frame: str = DEFAULT_FRAME  # headline frame: 'dual' (exact), 'score', 'orth', 'raw'
+    null_draws: int = 1000  # sign-randomised null: random sign patterns per snapshot
     all_assigned: bool = False  # every variable assigned (the theorem's sequences)
     ab_from: str = "operands"  # a from attention to the operand positions, or 'values'
     layout: str = "averaged"  # prediction's assignment-region columns: 'averaged' or 'packed'
@@ -100,23 +114,20 @@ class Options:
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def null_cos95(n: int, draws: int = 20000) -> float:
-    """95% quantile of |cos| between a fixed n-vector and a uniformly random direction
-    (what an unrelated block scores; about 1.96 / sqrt(n))."""
-    if n < 2:
-        return float("nan")
-    rng = np.random.default_rng(12345)
-    c2 = rng.beta(0.5, (n - 1) / 2, size=draws)
-    return float(np.quantile(np.sqrt(c2), 0.95))
-
-
-def gram_null95(GQ, GK, target, rows, cols, draws: int = 200) -> dict[str, float]:
-    """95% quantile of |cos(G_Q R G_K, target)| for iid Gaussian R: how high an unrelated
-    prediction scores once pushed through the Gram matrices of the raw frame (all draws at
-    once; the same draws as one at a time)."""
+def gram_draws(GQ, GK, shape, draws: int = 200) -> np.ndarray:
+    """[draws, rows, cols]: G_Q R G_K for iid Gaussian R (seed 7): unrelated predictions
+    pushed through the Gram matrices as the score frame pushes G1."""
     rng = np.random.default_rng(7)
-    R = np.stack([rng.standard_normal(target.shape) for _ in range(draws)])
-    X = GQ @ R @ GK  # [draws, rows, cols]
+    R = np.stack([rng.standard_normal(shape) for _ in range(draws)])
+    return GQ @ R @ GK
+
+
+def gram_null95(GQ, GK, target, rows, cols, draws: int = 200, X=None) -> dict[str, float]:
+    """95% quantile of |cos(G_Q R G_K, target)| for iid Gaussian R: how high an unrelated
+    prediction scores once pushed through the Gram matrices (the score frame's null; all
+    draws at once, the same draws as one at a time). X: `gram_draws` already made."""
+    X = gram_draws(GQ, GK, target.shape, draws) if X is None else X
+    draws = X.shape[0]
     out = {}
     for k, (rp, cp) in SUBBLOCKS.items():
         ri = [i for i, r in enumerate(rows) if rp(r)]
@@ -163,7 +174,9 @@ def closed_predictor(task, opts: Options, order: str | None = None):
 
 def population_predictor(task, opts: Options, order: str | None = None, held_out=None):
     """(a, b) -> G1 of the theorem's model on opts.prediction_size sampled 1-var sequences of
-    the comparison's distribution (its own sample: not the comparison batch)."""
+    the comparison's distribution (opts.distribution in `order`, default opts.order; with
+    'train' the run's restrictions and its held-out pairs `held_out`), a sample of its own
+    (not the comparison batch)."""
     order = opts.order if order is None else order
     batch = one_var_batch(
         task, opts.prediction_size, opts.seed, order, opts.distribution, held_out,
@@ -175,27 +188,41 @@ def population_predictor(task, opts: Options, order: str | None = None, held_out
         return pop.block(a, b, layout=opts.layout)
 
     predict.kind = "population"
+    predict.order, predict.distribution = order, opts.distribution
     return predict
 
 
 def prediction_kind(task, opts: Options) -> str:
-    """'closed' or 'population' for opts.prediction ('auto': closed where it exists)."""
+    """'closed' or 'population' for opts.prediction. 'auto': the closed form where it exists
+    and describes the comparison's distribution (K <= 6 and --distribution unrestricted: the
+    closed form knows no r1, r2 or held-out pairs), else the sampled population."""
     if opts.prediction not in PREDICTIONS:
         raise UsageError(f"--prediction must be one of {PREDICTIONS}, got {opts.prediction!r}")
+    exists = closed_form_applies(task.K, task.L)
     if opts.prediction == "auto":
-        return "closed" if closed_form_applies(task.K, task.L) else "population"
-    if opts.prediction == "closed" and not closed_form_applies(task.K, task.L):
+        return "closed" if exists and opts.distribution == "unrestricted" else "population"
+    if opts.prediction == "closed" and not exists:
         raise UsageError(
             f"--prediction closed: the closed form assigns all K = {task.K} variables in "
             f"2K slots of the L - 4 = {task.L - 4} assignment positions, impossible here; use "
             "--prediction population (or auto)"
         )
+    if opts.prediction == "closed" and opts.distribution != "unrestricted":
+        raise UsageError(
+            "--prediction closed: the closed form is G1 of the theorem's unrestricted "
+            "population, not of the run's training distribution (the default --distribution "
+            "train); add --distribution unrestricted, or use --prediction population (or auto)"
+        )
     return opts.prediction
 
 
 def make_predictor(task, opts: Options, order: str | None = None, held_out=None):
+    """(a, b) -> G1 of the comparison's distribution (`prediction_kind`) in `order`."""
     if prediction_kind(task, opts) == "closed":
-        return closed_predictor(task, opts, order)
+        predict = closed_predictor(task, opts, order)
+        predict.order = opts.order if order is None else order
+        predict.distribution = "unrestricted"
+        return predict
     return population_predictor(task, opts, order, held_out)
 
 
@@ -206,21 +233,25 @@ def term_summary(M, rows, cols, L) -> dict:
 
 
 def analyse_snapshot(
-    model, task, batch, opts: Options, next_model=None, predict=None
+    model, task, batch, opts: Options, next_model=None, predict=None, decay: float | None = None
 ) -> tuple[dict, dict]:
-    """(scalars, blocks) for one checkpoint. blocks: name -> labelled array. predict:
-    (a, b) -> the predicted block (default: `make_predictor(task, opts)`)."""
+    """(scalars, blocks) for one checkpoint. blocks: name -> labelled array ('pred': G1;
+    'pred_dual', 'pred_score': G1 in the exact frames; '{reading}/{variant}': the observed
+    matrices read raw / orth / dual). predict: (a, b) -> the predicted block (default:
+    `make_predictor(task, opts)`). decay: `updates.decay_factor` over the interval to
+    `next_model` (None: 1, no decay), for the `diff_nodecay` variant."""
     p, K, L = task.p, task.K, task.L
+    frame = check_frame(opts.frame)
     predict = make_predictor(task, opts) if predict is None else predict
     w = Weights.of(model)
     raw = coordinates(model, p, K, L)
-    frames = {"raw": raw, "orth": raw.orthonormalized()}
+    fr = Frames(raw)
     rows, cols = raw.rows, raw.cols
     l1 = layer1(w, batch.tokens)
     if len(batch) >= 4:
         grads = split_gradients(w, l1.resid1, batch.labels, ("ce", "linear"))
         g_ce, h1, h2 = grads["ce"]
-        g_lin = grads["linear"][0]
+        g_lin, lin_h1, lin_h2 = grads["linear"]
         logits, pattern2 = grads["forward"]
     else:
         g_ce, h1, h2 = gradients(w, l1.resid1, batch.labels, "ce"), None, None
@@ -241,7 +272,12 @@ def analyse_snapshot(
     }
     valid = 0 < a < 0.5 and b > 0
     pred = predict(a, b) if valid else np.full((len(rows), len(cols)), np.nan)
-    blocks = {"pred": pred}
+    preds = {f: fr.predicted(pred, f) if valid else pred for f in FRAMES}
+    blocks = {"pred": pred, "pred_dual": preds["dual"], "pred_score": preds["score"]}
+    # how much of G1 the checkpoint's vectors can express (1 without merged labels)
+    out["pred_recoverable"] = (
+        float(np.linalg.norm(preds["dual"]) / np.linalg.norm(pred)) if valid else float("nan")
+    )
 
     out["loss_ce"], out["loss_lin"] = g_ce.loss, g_lin.loss
     W = theorem_w(model)
@@ -253,47 +289,80 @@ def analyse_snapshot(
     if next_model is not None:
         D = theorem_w(next_model) - W
         mats["diff"] = D
+        c = 1.0 if decay is None else float(decay)
+        a1, a2 = model.blocks[1].attn, next_model.blocks[1].attn
+        f64 = [t.W_Q[0].detach().double() for t in (a1, a2)]
+        k64 = [t.W_K[0].detach().double() for t in (a1, a2)]
+        mats["diff_nodecay"] = undecayed_update(f64[0], k64[0], f64[1], k64[1], c)
         mats["diff_perp"] = D - (D * W).sum() / (W * W).sum() * W
-    att_entries = attenuation_entries(rows, cols, L, opts.order)
-    comp: dict = {}
-    for fname, fr in frames.items():
-        blocks[f"{fname}/weights"] = fr.project(W)
-        comp[fname] = {
-            "weights_identity": identity_score(barv_block(blocks[f"{fname}/weights"], rows, cols))
+        out["decay"] = {
+            "factor_per_factor": c,
+            # the merged matrix's decay (c^2 - 1) against the update's component along W
+            "merged_decay_fraction_of_W": c * c - 1.0,
+            "update_along_W_fraction": float((D * W).sum() / (W * W).sum()),
         }
-        for vname, M in mats.items():
-            obs = fr.project(M)
-            blocks[f"{fname}/{vname}"] = obs
-            comp[fname][vname] = {
-                "cos": subblock_cosines(pred, obs, rows, cols),
+    att_kind = getattr(predict, "order", opts.order)
+    att_entries = attenuation_entries(rows, cols, L, att_kind)
+    read = {"weights": fr.readings(W)}
+    for vname, M in mats.items():
+        read[vname] = fr.readings(M)
+    for reading, S in read["weights"].items():
+        blocks[f"{reading}/weights"] = S
+    for vname in mats:
+        for reading, S in read[vname].items():
+            blocks[f"{reading}/{vname}"] = S
+    n_all = len(rows) * len(cols)
+    signs = sign_flips(n_all, opts.null_draws) if valid else None
+    GQ, GK = raw.gram()
+    gdraws = gram_draws(GQ, GK, pred.shape) if valid else None
+    comp: dict = {}
+    for f in FRAMES:
+        S_w = read["weights"][READ[f]]
+        comp[f] = {"weights_identity": identity_score(barv_block(S_w, rows, cols))}
+        for vname in mats:
+            obs = read[vname][READ[f]]
+            entry = {
+                "cos": subblock_cosines(preds[f], obs, rows, cols),
                 "identity": identity_score(barv_block(obs, rows, cols)),
-                "attenuation": sign_agreement(pred, obs, rows, cols, att_entries),
+                "attenuation": sign_agreement(preds[f], obs, rows, cols, att_entries),
                 "norm": float(np.linalg.norm(obs)),
                 "max_abs": float(np.abs(obs).max()),
+                "null95_signs": {
+                    sub: sign_null95(
+                        subblock(preds[f], rows, cols, sub), subblock(obs, rows, cols, sub), signs
+                    )
+                    if valid
+                    else float("nan")
+                    for sub in NULL_SUBS
+                },
             }
+            if f == "score" and valid:
+                entry["null95_gram"] = gram_null95(GQ, GK, obs, rows, cols, X=gdraws)
+            comp[f][vname] = entry
     out["comparison"] = comp
     out["pred_identity"] = identity_score(barv_block(pred, rows, cols))
-    # the theorem's terms (assignment-wide, memory, attenuation) in the prediction, the
-    # current weights and each observed update, orth frame
-    terms = {"pred": term_summary(pred, rows, cols, L) if valid else None}
-    terms["weights"] = term_summary(blocks["orth/weights"], rows, cols, L)
+    # the theorem's terms (assignment-wide, memory, attenuation) in the prediction and each
+    # observed matrix, read in the headline frame; the state by its scores between the
+    # labelled vectors (raw: the attention it produces, what the paper's remark on the
+    # all-assignment term is about), and also in the headline frame ('weights_frame')
+    terms = {"pred": term_summary(preds[frame], rows, cols, L) if valid else None}
+    terms["weights"] = term_summary(read["weights"]["raw"], rows, cols, L)
+    terms["weights_frame"] = term_summary(read["weights"][READ[frame]], rows, cols, L)
     for vname in mats:
-        terms[vname] = term_summary(blocks[f"orth/{vname}"], rows, cols, L)
+        terms[vname] = term_summary(read[vname][READ[frame]], rows, cols, L)
     out["terms"] = terms
-    # the raw frame with the prediction pushed through the Gram matrices, and its null level
-    GQ, GK = raw.gram()
-    pg = GQ @ pred @ GK
-    obs = blocks["raw/grad_ce"]
-    out["raw_gram_corrected"] = {
-        "cos": subblock_cosines(pg, obs, rows, cols),
-        "null95": gram_null95(GQ, GK, obs, rows, cols) if valid else None,
-    }
-    # noise floor: the ce gradient of two halves of the batch, in the orth frame
+    # noise floor: each gradient of two halves of the batch, in the headline frame
     if h1 is not None:
-        fo = frames["orth"]
-        out["split_half_cos_grad_ce_orth"] = subblock_cosines(
-            fo.project(-h1.G_QK), fo.project(-h2.G_QK), rows, cols
+        r = READ[frame]
+        out["split_half_cos_grad_ce"] = subblock_cosines(
+            fr.read(-h1.G_QK, r), fr.read(-h2.G_QK, r), rows, cols
         )
+        out["split_half_cos_grad_lin"] = subblock_cosines(
+            fr.read(-lin_h1.G_QK, r), fr.read(-lin_h2.G_QK, r), rows, cols
+        )
+    if next_model is not None:
+        nxt = coordinates(next_model, p, K, L)
+        out["score_change"] = score_attribution(raw, nxt, W, theorem_w(next_model))
     out["assumptions"] = {
         **layer1_measures(l1, w, batch, p, K),
         "oracle_routing_accuracy": oracle_routing_accuracy(w, l1.resid1, batch),
@@ -352,9 +421,12 @@ def one_step_experiment(
       sgd            plain SGD on W_Q, W_K (cross-entropy on `batch`), lr in opts.one_step_lrs,
                      opts.one_step_steps full-batch steps
       grad_merged    W_QK -= eta dL/dW_QK (the theorem's step on the merged matrix)
+      predicted_grad W_QK += Q^T G1 K / scale: a gradient step of a network whose
+                     label-space gradient is G1 (exact in the dual frame)
       predicted_orth W_QK += the theory's G1 block lifted from the orth frame,
-                     dW = scale * Q~^T G1 K~ (exact and well conditioned)
-      predicted_raw  the same lifted from the raw frame by least squares (pseudo-inverse)
+                     dW = scale * Q~^T G1 K~ (well conditioned)
+      predicted_raw  the same lifted from the raw frame by least squares (pseudo-inverse):
+                     the labelled scores change by G1 (the theorem's W^1 = W^0 + eta G1)
       random_orth    a random Gaussian block lifted like predicted_orth (control)
     Every step except sgd is sized by t = the RMS change of the layer-2 scores of `=` over
     the sequences of `batch` (score units, what the step does to real inputs); sgd rows
@@ -370,11 +442,14 @@ def one_step_experiment(
     w0 = Weights.of(model)
     raw = coordinates(model, p, K, L)
     orth = raw.orthonormalized()
+    fr = Frames(raw)
+    frame = check_frame(opts.frame)
     l1b = layer1(w0, batch.tokens)
     _, pattern2 = layer2(w0, l1b.resid1)
     att = layer2_attention(pattern2, batch, p, K)
     a, b = att[f"a_{opts.ab_from}"], att[f"b_{opts.ab_from}"]
     pred = predict(a, b) if predict is not None else g1_block(a, b, p, K, L, order, opts.layout)
+    pred_f = fr.predicted(pred, frame)
     two_sub = two.slice(0, 2048) if two is not None else None
     # layer 1 is not changed by any step: its residuals are computed once
     two_resid = layer1(w0, two_sub.tokens).resid1 if two_sub is not None else None
@@ -410,7 +485,9 @@ def one_step_experiment(
             "rms_dscore": rms_dscore(W - W0),
             "max_abs_dS_raw": float(np.abs(raw.project(W) - S0_raw).max()),
             "max_abs_dS_orth": float(np.abs(orth.project(W) - S0_orth).max()),
-            # how much of the step is G1's direction, in the theorem's (orth) coordinates
+            # how much of the step is G1's direction: in the headline frame (against G1 as
+            # that frame sees it) and, legacy, the orth frame against G1 itself
+            "cos_dS_G1": cosine(fr.read(W - W0, READ[frame]), pred_f),
             "cos_dS_orth_G1": cosine(orth.project(W) - S0_orth, pred),
         }
 
@@ -425,6 +502,8 @@ def one_step_experiment(
         "before": evaluate(model), "a": a, "b": b, "order": order, "families": {},
         "set_sizes": {n: len(sets[n]) for n in names},
         "prediction": getattr(predict, "kind", "closed"),
+        "prediction_distribution": getattr(predict, "distribution", "unrestricted"),
+        "frame": frame,
     }  # fmt: skip
     # what ideal routing would give (no key-query update can do better downstream)
     out["oracle_routing_accuracy"] = {
@@ -450,6 +529,7 @@ def one_step_experiment(
     R = rng.standard_normal(pred.shape)
     directions = {
         "grad_merged": -G,
+        "predicted_grad": raw.gradient_of(pred),
         "predicted_orth": orth.lift(pred),
         "predicted_raw": raw.lift(pred),
         "random_orth": orth.lift(R),
@@ -520,6 +600,8 @@ def compare_run(run_dir, opts: Options | None = None) -> dict:
             "positions"
         )
     kind = prediction_kind(task, opts)  # a bad --prediction fails before the work
+    if opts.frame not in FRAMES:
+        raise UsageError(f"--frame must be one of {FRAMES}, got {opts.frame!r}")
     records = run.read_metrics()
     saved_sets = run.read_eval_sets(cfg) if opts.one_step else None  # checked before the work
     phases = detect_phases(records).to_dict() if records else None
@@ -534,6 +616,7 @@ def compare_run(run_dir, opts: Options | None = None) -> dict:
         "task": {"p": task.p, "K": task.K, "L": task.L},
         "options": {k: v for k, v in dataclasses.asdict(opts).items() if k != "progress"},
         "prediction": kind,
+        "frame": opts.frame,
         "phases": phases,
         "snapshot_steps": snap_steps,
         "labels": None,
@@ -546,7 +629,8 @@ def compare_run(run_dir, opts: Options | None = None) -> dict:
         later = [s for s in snap_steps if s > step]
         nxt = _load(by_step[later[0]]) if later else None
         cached_step, cached = (later[0], nxt) if later else (None, None)
-        scal, blocks = analyse_snapshot(model, task, batch, opts, nxt, predict)
+        decay = decay_factor(cfg.train, step, later[0]) if later else None
+        scal, blocks = analyse_snapshot(model, task, batch, opts, nxt, predict, decay)
         scal["step"] = step
         scal["next_step"] = later[0] if later else None
         scal["metrics_acc"] = _metrics_at(records, step)
@@ -557,17 +641,17 @@ def compare_run(run_dir, opts: Options | None = None) -> dict:
             raw = coordinates(model, task.p, task.K, task.L)
             result["labels"] = {"rows": raw.rows, "cols": raw.cols}
         if opts.progress:
-            c = scal["comparison"]["orth"]["grad_ce"]["cos"]
+            c = scal["comparison"][opts.frame]["grad_ce"]["cos"]
             print(
                 f"[compare-qk] step {step:6d} ({i + 1}/{len(chosen)}, {time.time() - t0:5.0f}s) "
-                f"a={scal['a']:.3f} cos(orth grad_ce): all {c['all']:+.3f} "
+                f"a={scal['a']:.3f} cos({opts.frame} grad_ce): all {c['all']:+.3f} "
                 f"bar_v {c['barv_barv']:+.3f}",
                 flush=True,
             )
     cached = None
     wins = opts.windows if opts.windows is not None else default_windows(phases, chosen)
     result["windows_source"] = "options" if opts.windows is not None else "phases"
-    result["windows"] = window_summary(result["steps"], wins)
+    result["windows"] = window_summary(result["steps"], wins, opts.frame)
     rows, cols = result["labels"]["rows"], result["labels"]["cols"]
     result["null95"] = {
         k: null_cos95(subblock(np.zeros((len(rows), len(cols))), rows, cols, k).size)
@@ -596,10 +680,9 @@ def compare_run(run_dir, opts: Options | None = None) -> dict:
                 task, opts.batch_size, opts.seed, opts.one_step_order, opts.one_step_distribution,
                 held_os, opts.all_assigned,
             )  # fmt: skip
-            # G1 of the theorem's population (unrestricted) in the one-step data's order
-            pred_os = make_predictor(
-                task, dataclasses.replace(opts, distribution="unrestricted"), opts.one_step_order
-            )
+            # G1 of the comparison's distribution (default: the run's own) in the one-step
+            # data's operand order
+            pred_os = make_predictor(task, opts, opts.one_step_order, held_out=held)
             res = one_step_experiment(
                 _load(by_step[at]), task, batch_os, sets, opts, opts.one_step_order, pred_os
             )

@@ -15,7 +15,7 @@ VARIANT_STYLE = {
     "grad_lin": (C["orange"], "-gradient (first-order loss, xi->0)"),
     "sgd_factored": (C["green"], "SGD on W_Q, W_K (induced dW_QK)"),
     "diff": (C["grey"], "snapshot change"),
-    "diff_perp": (C["vermillion"], "snapshot change, decay removed"),
+    "diff_nodecay": (C["vermillion"], "snapshot change, weight decay removed"),
 }
 LINE_COLORS = [C[k] for k in ("blue", "orange", "green", "vermillion", "purple", "sky", "black")]
 
@@ -56,7 +56,7 @@ COS_LINES = {  # variant -> (colour, marker, label); updates are drawn at their 
     "grad_ce": (C["blue"], "o", "(i) -gradient, cross-entropy on 1-var data"),
     "grad_lin": (C["orange"], "s", "(ii) -gradient, first-order term"),
     "diff": (C["black"], "^", "(iii) observed update to the next snapshot"),
-    "diff_perp": (C["vermillion"], "v", "(iii') observed update, weight decay removed"),
+    "diff_nodecay": (C["vermillion"], "v", "(iii') observed update, weight decay removed"),
 }
 
 
@@ -116,7 +116,7 @@ def _cos_series(result, frame, variant, sub):
         if v is None:
             continue
         x = r["step"]
-        if variant in ("diff", "diff_perp") and r.get("next_step") is not None:
+        if variant.startswith("diff") and r.get("next_step") is not None:
             x = 0.5 * (r["step"] + r["next_step"])
         xs.append(x)
         c = v["cos"][sub]
@@ -145,10 +145,26 @@ def zoom_ranges(result, margin: int = 5) -> list[tuple[str, float, float]]:
     return [tuple(z) for z in out if z[2] - z[1] < 0.5 * run]
 
 
-def plot_cosines(result, path=None, title: str = "", *, fmt=None, frame: str = "orth"):
+def _null_series(result, frame, sub, key="null95_signs"):
+    """The update's (diff) per-interval null level in `frame`, drawn at mid-interval."""
+    xs, ys = [], []
+    for r in result["steps"]:
+        v = r["comparison"].get(frame, {}).get("diff")
+        if v is None or r.get("next_step") is None:
+            continue
+        xs.append(0.5 * (r["step"] + r["next_step"]))
+        y = (v.get(key) or {}).get(sub)
+        ys.append(np.nan if y is None else y)
+    return xs, ys
+
+
+def plot_cosines(result, path=None, title: str = "", *, fmt=None, frame: str | None = None):
     """cos(predicted G1, observed) over steps, whole block (top) and bar_v x bar_v block
-    (bottom), in `frame`; the whole run on the left, a zoom on each spike window to the
-    right; the comparison's windows shaded, the null level (95% of random directions) grey."""
+    (bottom), in `frame` (default: the result's headline frame); the whole run on the left,
+    a zoom on each spike window to the right; the comparison's windows shaded, the isotropic
+    null level as a grey band (the score frame: its Gram null instead), the update's
+    sign-randomised null as a dotted line."""
+    frame = frame or result.get("frame", "orth")
     zooms = zoom_ranges(result)
     ncol = 1 + len(zooms)
     fig, axes = plt.subplots(
@@ -159,9 +175,34 @@ def plot_cosines(result, path=None, title: str = "", *, fmt=None, frame: str = "
         for j in range(ncol):
             ax = axes[i, j]
             lo, hi = (None, None) if j == 0 else zooms[j - 1][1:]
-            n95 = result["null95"][sub]
-            ax.axhspan(-n95, n95, color="0.8", alpha=0.7,
-                       label=f"null: 95% of random directions (|cos| < {n95:.2f})")  # fmt: skip
+            if frame != "score":
+                n95 = result["null95"][sub]
+                ax.axhspan(
+                    -n95,
+                    n95,
+                    color="0.8",
+                    alpha=0.7,
+                    label=f"isotropic null: 95% of random directions (|cos| < {n95:.2f})",
+                )
+            else:
+                xs, ys = _null_series(result, frame, sub, "null95_gram")
+                if lo is not None:
+                    keep = [k for k, x in enumerate(xs) if lo <= x <= hi]
+                    xs, ys = [xs[k] for k in keep], [ys[k] for k in keep]
+                ax.fill_between(
+                    xs,
+                    -np.array(ys, float),
+                    np.array(ys, float),
+                    color="0.8",
+                    alpha=0.7,
+                    label="Gram null of the update (95%)",
+                )
+            xs, ys = _null_series(result, frame, sub)
+            if lo is not None:
+                keep = [k for k, x in enumerate(xs) if lo <= x <= hi]
+                xs, ys = [xs[k] for k in keep], [ys[k] for k in keep]
+            if xs:
+                ax.plot(xs, ys, ":", color="0.3", lw=1, label="update's sign-randomised null (95%)")
             ax.axhline(0, color="k", lw=0.5)
             ytop = window_marks(
                 ax, result, label=(i == 0 and j == 0), lo=lo, hi=hi, top=1.0, step=0.17
@@ -199,10 +240,10 @@ def plot_cosines(result, path=None, title: str = "", *, fmt=None, frame: str = "
 
 TERM_LINES = {  # block -> (colour, style, label, line width, alpha)
     "pred": (C["black"], "--", "G1 at the measured a, b (theory)", 1.5, 1.0),
-    "weights": (C["blue"], "-", "current layer-2 W_QK (the state)", 2.4, 1.0),
+    "weights": (C["blue"], "-", "current layer-2 W_QK (the state), its scores (raw)", 2.4, 1.0),
     "grad_ce": (C["orange"], "-", "-gradient, cross-entropy on 1-var data", 0.9, 0.75),
     "grad_lin": (C["green"], ":", "-gradient, first-order term", 0.9, 0.75),
-    "diff_perp": (C["vermillion"], "-", "observed update (weight decay removed)", 0.9, 0.75),
+    "diff_nodecay": (C["vermillion"], "-", "observed update (weight decay removed)", 0.9, 0.75),
 }
 TERM_NAMES = {
     "assignment_wide": "assignment-wide (all assignments)",
@@ -214,8 +255,9 @@ TERM_NAMES = {
 
 
 def plot_terms(result, path=None, title: str = "", *, fmt=None):
-    """The all-assignment (assignment-wide) term's share over steps (left) and the state's
-    energy split over the theorem's terms (right), orth frame, windows shaded."""
+    """The all-assignment (assignment-wide) term's share over steps (left: G1, gradients and
+    updates in the result's headline frame, the state by its scores) and the state's scores
+    split over the theorem's terms (right), windows shaded."""
     fig, axes = plt.subplots(1, 2, figsize=(17, 5.8), layout="constrained")
     ax = axes[0]
     ytop = window_marks(ax, result, label=True, top=1.0, step=0.09)
@@ -226,7 +268,7 @@ def plot_terms(result, path=None, title: str = "", *, fmt=None):
             if t is None:
                 continue
             x = r["step"]
-            if blk == "diff_perp" and r.get("next_step") is not None:
+            if blk.startswith("diff") and r.get("next_step") is not None:
                 x = 0.5 * (r["step"] + r["next_step"])
             xs.append(x)
             v = t.get("aw_share_vs_memory")
@@ -254,17 +296,19 @@ def plot_terms(result, path=None, title: str = "", *, fmt=None):
     ax.set_yticks(np.linspace(0, 1, 6))
     ax.set_xlabel("training step")
     ax.set_ylabel("fraction of |W_QK block|^2")
-    ax.set_title("the state W_QK split into the theorem's terms (orth frame)", fontsize=10)
+    frame = result.get("frame", "orth")
+    ax.set_title("the state W_QK's scores (raw) split into the theorem's terms", fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.suptitle(title or "the theorem's all-assignment term along training (orth frame)")
+    fig.suptitle((title or "the theorem's all-assignment term along training")
+                 + f" ({frame} frame)")  # fmt: skip
     return _save(fig, path, fmt)
 
 
 def plot_structure(result, path=None, title: str = "", *, fmt=None):
     """Identity score of the bar_v block (observed updates and current weights), and the
-    sign agreement of the attenuation entries, orth frame."""
+    sign agreement of the attenuation entries, in the result's headline frame."""
     fig, axes = plt.subplots(1, 3, figsize=(16, 5.2), sharex=True, layout="constrained")
-    frame = "orth"
+    frame = result.get("frame", "orth")
     for var, (color, lab) in VARIANT_STYLE.items():
         xs, ys = _series(result, frame, var, "identity", "row_argmax_on_diag")
         if xs:
@@ -295,7 +339,7 @@ def plot_structure(result, path=None, title: str = "", *, fmt=None):
         ax.set_ylabel(yl)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=8)
-    fig.suptitle(title + " (orth frame)")
+    fig.suptitle(title + f" ({frame} frame)")
     return _save(fig, path, fmt)
 
 
@@ -414,9 +458,15 @@ def condensed(M, rows, cols, L: int):
     return names, np.stack(out, 1)
 
 
-def plot_blocks(blocks: dict, rows, cols, L: int, path=None, title: str = "", *, fmt=None):
-    """Heat maps (each scaled to max |entry| 1) of the prediction and observed blocks."""
-    keys = [k for k in ("pred", "orth/grad_ce", "orth/grad_lin", "orth/diff_perp", "raw/grad_ce")
+def plot_blocks(blocks: dict, rows, cols, L: int, path=None, title: str = "", *, fmt=None,
+                frame: str = "dual"):  # fmt: skip
+    """Heat maps (each scaled to max |entry| 1) of the prediction as `frame` sees it and the
+    observed blocks read in that frame."""
+    from empirical.compare_qk.frames import READ
+
+    r = READ.get(frame, frame)
+    pk = {"dual": "pred_dual", "score": "pred_score"}.get(frame, "pred")
+    keys = [k for k in (pk, f"{r}/grad_ce", f"{r}/grad_lin", f"{r}/diff", f"{r}/diff_nodecay")
             if k in blocks]  # fmt: skip
     fig, axes = plt.subplots(
         len(keys), 1, figsize=(13, 2.8 * len(keys) + 1), layout="constrained", squeeze=False
@@ -429,7 +479,8 @@ def plot_blocks(blocks: dict, rows, cols, L: int, path=None, title: str = "", *,
         im = ax.imshow(M / m, cmap=DIVERGING, vmin=-1, vmax=1, aspect="auto")
         ax.set_yticks(range(len(rows)), rows, fontsize=8)
         ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=8)
-        ax.set_title({"pred": "predicted G1 (theory)"}.get(k, f"observed: {k}"), fontsize=10)
+        ax.set_title(f"predicted G1 (theory), {frame} frame" if k == pk
+                     else f"observed: {k} ({frame} frame)", fontsize=10)  # fmt: skip
         ax.set_ylabel("query")
         fig.colorbar(im, ax=ax, fraction=0.02, label="/ max |entry|")
     axes[-1].set_xlabel("key component")
@@ -451,9 +502,11 @@ def plot_one_step(one: dict, path=None, title: str = "", *, fmt=None):
     nrow = -(-len(panels) // ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.6 * ncol, 3.9 * nrow + 1),
                              layout="constrained", squeeze=False)  # fmt: skip
-    colors = {"sgd": C["green"], "grad_merged": C["blue"], "predicted_orth": C["vermillion"],
-              "predicted_raw": C["purple"], "random_orth": C["grey"]}  # fmt: skip
+    colors = {"sgd": C["green"], "grad_merged": C["blue"], "predicted_grad": C["orange"],
+              "predicted_orth": C["vermillion"], "predicted_raw": C["purple"],
+              "random_orth": C["grey"]}  # fmt: skip
     labels = {"sgd": "plain SGD on W_Q, W_K (lr)", "grad_merged": "along -gradient of W_QK",
+              "predicted_grad": "gradient step along G1 (Q^T G1 K)",
               "predicted_orth": "along G1 (orth frame)", "predicted_raw": "along G1 (raw frame)",
               "random_orth": "random direction (control)"}  # fmt: skip
     sizes = one.get("set_sizes", {})

@@ -30,28 +30,51 @@ VARIANT_NAMES = {
     "grad_lin": "-gradient, first-order term (1-var data)",
     "sgd_factored": "SGD on W_Q, W_K (induced change of W_QK)",
     "diff": "observed update W_QK(next) - W_QK",
-    "diff_perp": "observed update, weight decay removed",
+    "diff_nodecay": "observed update, weight decay removed (lr x wd per step and factor)",
+    "diff_perp": "observed update minus its whole component along W_QK (legacy 'w/o decay')",
 }
+TERM_NAMES = {
+    "pred": "G1 at the measured a, b",
+    "weights": "current W_QK (state), its scores (raw)",
+    "weights_frame": "current W_QK (state), headline frame",
+    "grad_ce": "-gradient (cross-entropy)",
+    "grad_lin": "-gradient (first order)",
+    "diff": "observed update",
+    "diff_nodecay": "observed update (decay removed)",
+}
+
+
+def _frames_of(result) -> list[str]:
+    steps = result.get("steps") or [{}]
+    return list(steps[0].get("comparison", {})) or [result.get("frame", "dual")]
 
 
 def window_tables(result: dict) -> list[str]:
     """A table per training window: cos(G1, ...) mean [min, max] over its snapshots or
-    updates, the all-assignment term's share, and the assumptions."""
+    updates in the headline frame and the others, the null levels, the update's score-change
+    attribution, the all-assignment term's share, and the assumptions."""
+    from empirical.compare_qk.frames import DESCRIPTION
+
     win = result.get("windows") or {}
     if not win:
         return []
     n95 = result["null95"]
+    frame = result.get("frame", "orth")
+    others = [f for f in _frames_of(result) if f != frame]
     lines = [
         "",
         "## Training windows ("
         + ("given by --windows" if result.get("windows_source") == "options" else "from the phases")
         + ")",
         "",
-        "Each cell: mean [min, max] over the window's snapshots (gradients, state) or its "
-        "snapshot-to-snapshot updates (diff); orth frame unless marked raw. Null level (95% "
-        f"of random directions): whole block {_f(n95['all'])}, bar_v block "
-        f"{_f(n95['barv_barv'])}. A window lo:hi holds the snapshots lo <= step <= hi and the "
-        "updates that start and end inside it.",
+        f"Each cell: mean [min, max] over the window's snapshots (gradients, state) or its "
+        f"snapshot-to-snapshot updates; n = how many values the max was chosen from. Headline "
+        f"frame: {frame} ({DESCRIPTION.get(frame, '')}). Null levels: isotropic (95% of "
+        f"random directions) whole block {_f(n95['all'])}, bar_v block "
+        f"{_f(n95['barv_barv'])}; sign-randomised (95% of |cos| with G1's and the "
+        "observation's magnitudes, random signs) per comparison, in its column. A window "
+        "lo:hi holds the snapshots lo <= step <= hi and the updates that start and end "
+        "inside it.",
     ]
     for name, e in win.items():
         ups = e["updates"]
@@ -63,28 +86,44 @@ def window_tables(result: dict) -> list[str]:
                if ups else "")
             + ")",
             "",
-            "| cos(G1, .) | n | whole block | bar_v block | whole (raw frame) | bar_v rows with "
-            "argmax on the diagonal | attenuation signs as G1 |",
-            "|---|---|---|---|---|---|---|",
+            f"| cos(G1, .), {frame} frame | n | whole block | bar_v block | sign null whole / "
+            "bar_v | " + " | ".join(f"whole / bar_v ({f})" for f in others)
+            + " | bar_v rows with argmax on the diagonal | attenuation signs as G1 |",
+            "|---" * (6 + len(others)) + "|",
         ]  # fmt: skip
         for var, label in VARIANT_NAMES.items():
-            c = e["cos"]["orth"][var]
+            c = e["cos"][frame][var]
+            nl = e["null95_signs"][var]
+            cells = " | ".join(
+                f"{_stat(e['cos'][f][var]['all'])} / {_stat(e['cos'][f][var]['barv_barv'])}"
+                for f in others
+            )
             lines.append(
                 f"| {label} | {c['all']['n']} | {_stat(c['all'])} | {_stat(c['barv_barv'])} | "
-                f"{_stat(e['cos']['raw'][var]['all'])} | {_stat(e['identity_rows'][var])} | "
-                f"{_stat(e['attenuation_sign'][var])} |"
+                f"{_stat(nl['all'])} / {_stat(nl['barv_barv'])} | {cells} | "
+                f"{_stat(e['identity_rows'][var])} | {_stat(e['attenuation_sign'][var])} |"
             )
+        sc, sh = e.get("score_change"), e.get("score_change_share")
+        if sc and sc["all"]["total"]["n"]:
+            lines += [
+                "",
+                "| labelled score change of the updates (raw frame) | |total| | W_QK part | "
+                "vectors part | cross | share of total: W_QK / vectors / cross |",
+                "|---|---|---|---|---|---|",
+            ]
+            for sub, label in (("all", "whole block"), ("barv_barv", "bar_v block")):
+                parts = " | ".join(_stat(sc[sub][k]) for k in ("total", "w_qk", "vectors", "cross"))
+                shares = " / ".join(_stat(sh[sub][k]) for k in ("w_qk", "vectors", "cross"))
+                lines.append(f"| {label} | {parts} | {shares} |")
         lines += [
             "",
-            "| all-assignment share: assignment-wide / (assignment-wide + memory) energy | "
-            "mean [min, max] |",
+            f"| all-assignment share ({frame} frame; the state also by its scores): "
+            "assignment-wide / (assignment-wide + memory) energy | mean [min, max] |",
             "|---|---|",
         ]
-        names = {"pred": "G1 at the measured a, b", "weights": "current W_QK (state)",
-                 "grad_ce": "-gradient (cross-entropy)", "grad_lin": "-gradient (first order)",
-                 "diff_perp": "observed update (decay removed)"}  # fmt: skip
-        for blk, label in names.items():
-            lines.append(f"| {label} | {_stat(e['aw_share'][blk])} |")
+        for blk, label in TERM_NAMES.items():
+            if blk in e["aw_share"]:
+                lines.append(f"| {label} | {_stat(e['aw_share'][blk])} |")
         lines += ["", "| measured at the snapshots | mean [min, max] |", "|---|---|"]
         for label, st in e["quantities"].items():
             if st["n"]:
@@ -160,6 +199,12 @@ def write_blocks(result: dict, path: Path) -> Path:
     return path
 
 
+def _frame_line(result) -> str:
+    from empirical.compare_qk.frames import DESCRIPTION
+
+    return DESCRIPTION.get(result.get("frame", "orth"), "")
+
+
 def summary_markdown(result: dict) -> str:
     R = result["steps"]
     o = result["options"]
@@ -167,7 +212,8 @@ def summary_markdown(result: dict) -> str:
         f"# compare-qk: {result['run_dir']}",
         "",
         f"p={result['task']['p']}, K={result['task']['K']}, L={result['task']['L']}; "
-        f"{o['batch_size']} 1-var sequences ({o['order']} order, {o['distribution']}); "
+        f"{o['batch_size']} 1-var sequences ({o['order']} order, {o['distribution']}; G1 of "
+        "the same distribution); "
         f"a from attention to the {o['ab_from']}; prediction layout {o['layout']}; G1 "
         + (
             "from the closed form of theory/ (all K variables assigned)."
@@ -175,8 +221,8 @@ def summary_markdown(result: dict) -> str:
             else f"of the theorem's model on {o.get('prediction_size')} sampled sequences of "
             "the comparison's distribution (the closed form needs 2K <= L - 4)."
         ),
-        "Definitions: docs/compare_qk.md. cos = cosine(theory's G1 block, observed block); "
-        "'orth' = labels on the closest orthonormal vectors, 'raw' = the model's vectors.",
+        f"Definitions: docs/compare_qk.md. cos = cosine(theory's G1, observed) in the "
+        f"{result.get('frame', 'orth')} frame ({_frame_line(result)}).",
         f"Null level (95% of random blocks): whole {_f(result['null95']['all'])}, "
         f"bar_v x bar_v {_f(result['null95']['barv_barv'])}.",
         "",
@@ -192,31 +238,36 @@ def summary_markdown(result: dict) -> str:
         f"{window(fs)}; second spike {window(ss)}."
     )
     lines += window_tables(result)
+    frame = result.get("frame", "orth")
     lines += [
         "",
         "## Per snapshot",
         "",
         "cos columns: G1 against the -gradient (cross-entropy) / -gradient (first order) / "
-        "observed update to the next snapshot / the same without weight decay, orth frame. "
-        "all-assignment share: assignment-wide / (assignment-wide + memory) energy in G1 / "
-        "the current W_QK / the cross-entropy gradient.",
+        "observed update to the next snapshot / the same without weight decay, "
+        f"{frame} frame; sign null: the update's sign-randomised null (95%). Score change: "
+        "|change of the labelled scores| to the next snapshot, and its W_QK part / the "
+        "moving vectors' part (raw frame). all-assignment share: assignment-wide / "
+        "(assignment-wide + memory) energy in G1 / the current W_QK's scores (raw) / the "
+        "cross-entropy gradient.",
         "",
-        "| step | acc 0v/1v/2v | a | beta | cos all: grad_ce / grad_lin / diff / diff_perp "
-        "| cos bar_v: grad_ce / grad_lin / diff / diff_perp | all-assignment share "
+        "| step | acc 0v/1v/2v | a | beta | cos all: grad_ce / grad_lin / diff / diff_nodecay "
+        "| cos bar_v: grad_ce / grad_lin / diff / diff_nodecay | sign null of diff: all / "
+        "bar_v | score change: total / W_QK / vectors | all-assignment share "
         "| id(grad_ce) | atten. sign "
         "| emb max (w/o +/pos12, =/pos15) / mean abs cos | ebar max abs cos | L1 `=`->ops "
         "| L1 num->prev | OV-MLP | ideal-routing acc |",
-        "|---" * 15 + "|",
+        "|---" * 17 + "|",
     ]
     for r in R:
-        c = r["comparison"]["orth"]
+        c = r["comparison"][frame]
         m = r["metrics_acc"]
         acc = "/".join(_f(m.get(k), 2) for k in ("0var/ind", "1var/ind", "2var/ind"))
 
         def cs(sub, c=c):
             return " / ".join(
                 _f(c[v]["cos"][sub], 2) if v in c else "-"
-                for v in ("grad_ce", "grad_lin", "diff", "diff_perp")
+                for v in ("grad_ce", "grad_lin", "diff", "diff_nodecay")
             )
 
         terms = r.get("terms") or {}
@@ -227,9 +278,14 @@ def summary_markdown(result: dict) -> str:
 
         e = r["assumptions"]["embeddings"]
         a = r["assumptions"]
+        nd = (c.get("diff") or {}).get("null95_signs") or {}
+        null = f"{_f(nd.get('all'), 2)} / {_f(nd.get('barv_barv'), 2)}" if nd else "-"
+        scn = (r.get("score_change") or {}).get("norm", {}).get("all")
+        change = (" / ".join(_f(scn[k], 1) for k in ("total", "w_qk", "vectors"))
+                  if scn else "-")  # fmt: skip
         lines.append(
             f"| {r['step']} | {acc} | {_f(r['a'])} | {_f(r['beta'], 2)} | {cs('all')} | "
-            f"{cs('barv_barv')} | {share} | "
+            f"{cs('barv_barv')} | {null} | {change} | {share} | "
             f"{_f(c['grad_ce']['identity']['row_argmax_on_diag'], 1)} | "
             f"{_f(c['grad_ce']['attenuation']['fraction'], 2)} | "
             f"{_f(e['embeddings_max_abs_cos_excluding_cooccurring'], 2)}/"
@@ -268,16 +324,19 @@ def write_outputs(result: dict, out_dir, figures: bool = True, fmt: str = "png")
 
         run = RunDir(result["run_dir"])
         name = run.label() if run.is_run() else run.name
+        frame = result.get("frame", "orth")
         made = {
             "cosines": plots.plot_cosines(
                 result, at("cosines"), f"{name}: theory's G1 vs the layer-2 QK update"
             ),
-            "cosines_raw": plots.plot_cosines(
-                result,
-                at("cosines_raw"),
-                f"{name}: theory's G1 vs the layer-2 QK update",
-                frame="raw",
-            ),
+        }
+        for f in _frames_of(result):  # the other frames, one figure each (cosines_orth, ...)
+            if f != frame:
+                made[f"cosines_{f}"] = plots.plot_cosines(
+                    result, at(f"cosines_{f}"), f"{name}: theory's G1 vs the layer-2 QK update",
+                    frame=f,
+                )  # fmt: skip
+        made |= {
             "terms": plots.plot_terms(
                 result, at("terms"), f"{name}: the theorem's all-assignment term along training"
             ),
@@ -295,7 +354,7 @@ def write_outputs(result: dict, out_dir, figures: bool = True, fmt: str = "png")
         if blocks:
             made["blocks_png"] = plots.plot_blocks(
                 blocks, rows, cols, result["task"]["L"], at(f"blocks_step_{at_step:06d}"),
-                f"{name}, step {at_step}: blocks (rows: query, columns: key)",
+                f"{name}, step {at_step}: blocks (rows: query, columns: key)", frame=frame,
             )  # fmt: skip
         if one and "families" in one:
             made["one_step"] = plots.plot_one_step(

@@ -7,10 +7,10 @@ number over the snapshots (or snapshot-to-snapshot updates) inside each.
 
 A window `name=lo:hi` holds, for a quantity measured at a snapshot (a gradient, the current
 weights, an assumption), the snapshots with lo <= step <= hi; for a snapshot-to-snapshot
-update (`diff`, `diff_perp`: W_QK(next) - W_QK(this)), the updates that start and end inside
-it, lo <= step and next_step <= hi. So `spike=5301:5401` holds the gradients at 5 301 and
-5 401 and the one update 5 301 -> 5 401; a snapshot on the boundary of two windows belongs
-to both.
+update (`diff`, `diff_nodecay`, `diff_perp`: W_QK(next) - W_QK(this) and its variants), the
+updates that start and end inside it, lo <= step and next_step <= hi. So `spike=5301:5401`
+holds the gradients at 5 301 and 5 401 and the one update 5 301 -> 5 401; a snapshot on the
+boundary of two windows belongs to both.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ import re
 import numpy as np
 
 NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
-UPDATES = ("diff", "diff_perp")  # variants measured between snapshots
-COS_VARIANTS = ("grad_ce", "grad_lin", "sgd_factored", "diff", "diff_perp")
+UPDATES = ("diff", "diff_nodecay", "diff_perp")  # variants measured between snapshots
+COS_VARIANTS = ("grad_ce", "grad_lin", "sgd_factored", "diff", "diff_nodecay", "diff_perp")
 SUBS = ("all", "barv_barv")
-TERM_BLOCKS = ("pred", "weights", "grad_ce", "grad_lin", "diff_perp")
+TERM_BLOCKS = ("pred", "weights", "weights_frame", "grad_ce", "grad_lin", "diff", "diff_nodecay")
+ATTRIBUTION = ("total", "w_qk", "vectors", "cross")
 
 
 def parse_windows(text: str) -> list[tuple[str, int, int]]:
@@ -140,9 +141,13 @@ SNAPSHOT_QUANTITIES = {
     "a (attention per operand position)": ("a",),
     "effective beta": ("beta",),
     "split-half cos of the CE gradient (noise floor), whole": (
-        "split_half_cos_grad_ce_orth", "all"),
+        "split_half_cos_grad_ce", "all"),
     "split-half cos of the CE gradient (noise floor), bar_v": (
-        "split_half_cos_grad_ce_orth", "barv_barv"),
+        "split_half_cos_grad_ce", "barv_barv"),
+    "split-half cos of the first-order gradient, whole": ("split_half_cos_grad_lin", "all"),
+    "split-half cos of the first-order gradient, bar_v": (
+        "split_half_cos_grad_lin", "barv_barv"),
+    "share of G1 the labelled vectors can express": ("pred_recoverable",),
     "emb: max abs cos W_E & W_pos rows (w/o co-occurring)": (
         "assumptions", "embeddings", "embeddings_max_abs_cos_excluding_cooccurring"),
     "emb: mean abs cos W_E & W_pos rows": (
@@ -175,11 +180,24 @@ SNAPSHOT_QUANTITIES = {
 }  # fmt: skip
 
 
-def window_summary(records: list[dict], windows: list[tuple[str, int, int]]) -> dict:
-    """name -> {'lo', 'hi', 'snapshots': [steps], 'updates': [[step, next], ...],
-    'cos': {frame: {variant: {sub: stat}}}, 'identity_rows', 'attenuation_sign':
-    {variant: stat} (orth), 'aw_share': {block: stat} (the all-assignment term's share,
-    metrics.theorem_terms' aw_share_vs_memory, orth), 'quantities': {label: stat}}."""
+def window_summary(
+    records: list[dict], windows: list[tuple[str, int, int]], frame: str = "dual"
+) -> dict:
+    """name -> {'lo', 'hi', 'frame', 'snapshots': [steps], 'updates': [[step, next], ...],
+    'cos': {frame: {variant: {sub: stat}}} (every frame the records have), 'null95_signs':
+    {variant: {sub: stat}} (the sign-randomised null, `frame`), 'null95_gram': {variant:
+    {sub: stat}} (the score frame's Gram null), 'identity_rows', 'attenuation_sign':
+    {variant: stat} (`frame`), 'aw_share': {block: stat} (the all-assignment term's share,
+    metrics.theorem_terms' aw_share_vs_memory, in the records' headline frame; 'weights':
+    the state's scores, raw; 'weights_frame': the state in the headline frame),
+    'score_change': {sub: {part: stat}} (norms of updates.score_attribution's parts) and
+    'score_change_share', 'quantities': {label: stat}}. A stat's n is how many values its
+    max was chosen from."""
+    frames = []
+    for r in records:
+        for f in r.get("comparison", {}):
+            if f not in frames:
+                frames.append(f)
     out = {}
     for name, lo, hi in windows:
         snaps = [r for r in records if in_window(r, lo, hi, False)]
@@ -189,26 +207,47 @@ def window_summary(records: list[dict], windows: list[tuple[str, int, int]]) -> 
             "hi": hi,
             "snapshots": [r["step"] for r in snaps],
             "updates": [[r["step"], r["next_step"]] for r in ups],
+            "frame": frame,
             "cos": {},
+            "null95_signs": {},
+            "null95_gram": {},
             "identity_rows": {},
             "attenuation_sign": {},
         }
-        for frame in ("orth", "raw"):
-            entry["cos"][frame] = {}
+        for f in frames:
+            entry["cos"][f] = {}
             for var in COS_VARIANTS:
                 sel = ups if var in UPDATES else snaps
-                entry["cos"][frame][var] = {
-                    sub: stat(_get(r, "comparison", frame, var, "cos", sub) for r in sel)
+                entry["cos"][f][var] = {
+                    sub: stat(_get(r, "comparison", f, var, "cos", sub) for r in sel)
                     for sub in SUBS
                 }
         for var in COS_VARIANTS:
             sel = ups if var in UPDATES else snaps
+            entry["null95_signs"][var] = {
+                sub: stat(_get(r, "comparison", frame, var, "null95_signs", sub) for r in sel)
+                for sub in SUBS
+            }
+            entry["null95_gram"][var] = {
+                sub: stat(_get(r, "comparison", "score", var, "null95_gram", sub) for r in sel)
+                for sub in SUBS
+            }
             entry["identity_rows"][var] = stat(
-                _get(r, "comparison", "orth", var, "identity", "row_argmax_on_diag") for r in sel
+                _get(r, "comparison", frame, var, "identity", "row_argmax_on_diag") for r in sel
             )
             entry["attenuation_sign"][var] = stat(
-                _get(r, "comparison", "orth", var, "attenuation", "fraction") for r in sel
+                _get(r, "comparison", frame, var, "attenuation", "fraction") for r in sel
             )
+        entry["score_change"] = {
+            sub: {k: stat(_get(r, "score_change", "norm", sub, k) for r in ups)
+                  for k in ATTRIBUTION}
+            for sub in SUBS
+        }  # fmt: skip
+        entry["score_change_share"] = {
+            sub: {k: stat(_get(r, "score_change", "share", sub, k) for r in ups)
+                  for k in ATTRIBUTION[1:]}
+            for sub in SUBS
+        }  # fmt: skip
         entry["aw_share"] = {
             blk: stat(
                 _get(r, "terms", blk, "aw_share_vs_memory")
