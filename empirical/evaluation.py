@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from disentangled.command_line import UsageError, check_writable_dir
 from empirical.config_io import atomic_write_bytes
 from empirical.model import load_checkpoint, model_from_checkpoint
 from empirical.run_config import config_fingerprint
+from empirical.run_lock import writer_lock
 from empirical.rundir import SNAPSHOT_RE, RunDir, RunDirError
+from empirical.train.evaluate import SetEvaluator
 
 DEFAULT_BATCH_SIZE = 2048
 
@@ -49,7 +50,9 @@ def run_eval_sets(run: RunDir, cfg=None):
     """The run's evaluation sets (EvalSets, on the CPU): eval_sets.pt, checked to be its
     task's and seed's (RunDir.read_eval_sets: an error naming the fix otherwise), or built
     from the run's config and saved there if absent (kept in memory only, with a note, where
-    the run directory cannot be written)."""
+    the run directory cannot be written). Readers call it without the writer lock: the file
+    is a function of the run's task and seed, written atomically, so a reader saving it
+    beside a writer that saves it too writes the same sets."""
     from empirical.task import build_eval_sets, save_eval_sets
 
     cfg = run.read_config() if cfg is None else cfg
@@ -74,43 +77,20 @@ def _step_of(ckpt: dict, path: Path) -> int | None:
 
 
 class _Evaluator:
-    """Every evaluation set concatenated once on the device; each model runs over the whole
-    concatenation in `batch_size` chunks (one forward per chunk, not per set: with small
-    sets the per-call overhead of the fast forward dominates). Same numbers as
-    empirical.train.evaluate.evaluate_sets (tested)."""
+    """The run's evaluation sets on `device` (empirical.train.evaluate.SetEvaluator: one
+    concatenation, one forward per chunk), applied to model files."""
 
     def __init__(
         self, sets: dict, device: torch.device, batch_size: int, run: RunDir | None = None
     ):
         self.run = run
-        self.sizes = {name: len(batch) for name, batch in sets.items()}
         self.device, self.batch_size = device, batch_size
-        if sets:
-            self.tokens = torch.cat([b.tokens for b in sets.values()]).to(device)
-            self.labels = torch.cat([b.labels for b in sets.values()]).to(device)
-        else:
-            self.tokens = self.labels = torch.zeros(0, dtype=torch.long, device=device)
+        on_device = {name: batch.to(device) for name, batch in sets.items()}
+        self.sets = SetEvaluator(on_device, batch_size)
+        self.sizes = dict(self.sets.sizes)
 
-    @torch.no_grad()
     def evaluate(self, model) -> tuple[dict, dict]:
-        model.eval()
-        n = self.tokens.shape[0]
-        correct = torch.zeros(n, dtype=torch.bool, device=self.device)
-        losses = torch.zeros(n, dtype=torch.float64, device=self.device)
-        for start in range(0, n, self.batch_size):
-            end = min(n, start + self.batch_size)
-            logits = model.forward_fast(self.tokens[start:end]).float()
-            if logits.dim() == 3:  # [batch, pos, d_vocab_out]: the answer is at the last
-                logits = logits[:, -1]
-            target = self.labels[start:end]
-            correct[start:end] = logits.argmax(-1) == target
-            losses[start:end] = F.cross_entropy(logits, target, reduction="none").double()
-        acc, loss, at = {}, {}, 0
-        for name, size in self.sizes.items():
-            part = slice(at, at + size)
-            acc[name] = int(correct[part].sum()) / max(size, 1)
-            loss[name] = float(losses[part].sum()) / max(size, 1)
-            at += size
+        acc, loss, _ = self.sets.evaluate(model)
         return acc, loss
 
     def __call__(self, path: Path) -> tuple[int | None, dict, dict]:
@@ -192,12 +172,21 @@ def evaluate_all_steps(
     the training log's format with train_loss, lr and elapsed_s null), then summary.json and
     training_curves.png (write_summary: phases, Figure 2). Returns (records, summary).
 
-    Refused on a run with its own training log (has_training_log) unless `force`."""
+    Refused on a run with its own training log (has_training_log) unless `force`. Done under
+    the run directory's writer lock (empirical.run_lock: a run another process writes is
+    refused)."""
+    run = RunDir(run_dir).require_run()
+    with writer_lock(run, "RUN_DIR"):
+        return _evaluate_all_steps(run, batch_size, device, force, progress)
+
+
+def _evaluate_all_steps(
+    run: RunDir, batch_size: int, device: Any, force: bool, progress: bool
+) -> tuple[list[dict], dict]:
     from tqdm import tqdm
 
     from empirical.train.summary import write_summary
 
-    run = RunDir(run_dir).require_run()
     if not force and has_training_log(run):
         raise UsageError(
             f"{run}: holds a training run ({RunDir.CHECKPOINTS}/{RunDir.LAST} or a training log "

@@ -14,6 +14,8 @@ imported run is kept, and an analysis whose output is newer than its model is ke
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import subprocess
 import sys
 import time
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from disentangled.command_line import UserError
+from empirical.run_lock import writer_lock
 from empirical.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,9 +67,6 @@ def _up_to_date(output: Path, model: Path) -> bool:
     return output.exists() and output.stat().st_mtime >= model.stat().st_mtime
 
 
-# where the paper authors' checkpoints are found when --authors is not given (the folder of
-# ../shared/authors beside a checkout of this repository; absent elsewhere: stage skipped)
-AUTHORS_CHECKPOINTS = ROOT.parent / "shared" / "authors" / "checkpoints"
 AUTHORS_CONFIG = ROOT / "configs" / "authors.toml"
 
 
@@ -74,26 +74,29 @@ def _stage(stages: list[Stage], name: str) -> Stage:
     """A new stage, announced and appended to `stages`."""
     st = Stage(name)
     stages.append(st)
-    _say(f"stage {len(stages)}: {name}")
+    _say(f"stage: {name}")
     return st
 
 
-def _analysis_stages(
-    run: RunDir, root: Path, stages: list[Stage], progress: bool, label: str = ""
-) -> None:
-    """analyze and compare-qk of one run directory, each kept if newer than its model."""
+def analyze_stage(run: RunDir, root: Path, progress: bool, label: str = "") -> Stage:
+    """`analyze` of one run directory (kept if newer than its final model)."""
     from empirical.analysis.report import analyze_run
-    from empirical.compare_qk import Options, compare_run, write_outputs
 
-    model = run.final_model()
-    st = _stage(stages, f"{label}analyze")
-    if _up_to_date(run.analysis_dir() / RunDir.ANALYSIS_JSON, model):
+    st = _stage([], f"{label}analyze")
+    if _up_to_date(run.analysis_dir() / RunDir.ANALYSIS_JSON, run.final_model()):
         st.status, st.detail = "ok", "kept (newer than the final model)"
     else:
         _library_stage(st, lambda: analyze_run(run.path, progress=progress))
     st.links.append(str(run.analysis_dir().relative_to(root) / RunDir.SUMMARY_MD))
-    st = _stage(stages, f"{label}compare-qk")
-    if _up_to_date(run.compare_qk_dir / RunDir.COMPARE_QK_JSON, model):
+    return st
+
+
+def compare_qk_stage(run: RunDir, root: Path, progress: bool, label: str = "") -> Stage:
+    """`compare-qk` of one run directory (kept if newer than its final model)."""
+    from empirical.compare_qk import Options, compare_run, write_outputs
+
+    st = _stage([], f"{label}compare-qk")
+    if _up_to_date(run.compare_qk_dir / RunDir.COMPARE_QK_JSON, run.final_model()):
         st.status, st.detail = "ok", "kept (newer than the final model)"
     else:
         _library_stage(
@@ -103,67 +106,73 @@ def _analysis_stages(
             ),
         )
     st.links.append(str(run.compare_qk_dir.relative_to(root) / RunDir.SUMMARY_MD))
+    return st
 
 
-def reproduce(
-    cfg,
-    runs_root: Path,
-    skip_theory: bool = False,
-    progress: bool = True,
-    authors: Path | None = None,
-) -> Path:
-    """Run every stage for `cfg` (a RunConfig); returns the path of the report.
+def _analysis_stages(
+    run: RunDir, root: Path, stages: list[Stage], progress: bool, label: str = ""
+) -> None:
+    """analyze and compare-qk of one run directory, one after the other."""
+    stages.append(analyze_stage(run, root, progress, label))
+    stages.append(compare_qk_stage(run, root, progress, label))
 
-    Stages: the theory tests and report; the paper authors' own run, imported from the
-    checkpoints folder `authors` (skipped, with a note, where it is absent or None), evaluated
-    at every step and analysed; our training of `cfg`, analysed; report.md with this run's and
-    the paper's run's paper checks side by side."""
+
+def theory_stages(root: Path) -> list[Stage]:
+    """`pytest theory` and the theory report (root/theory_report.md), each a subprocess."""
+    stages: list[Stage] = []
+    st = _stage(stages, "theory tests")
+    _subprocess_stage(
+        st, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "theory"]
+    )
+    st = _stage(stages, "theory report")
+    report = root / "theory_report.md"
+    _subprocess_stage(st, [sys.executable, "-m", "theory", "report", "--out", str(report)])
+    st.links.append(report.name)
+    return stages
+
+
+def paper_run_stages(authors: Path | None, root: Path, progress: bool) -> list[Stage]:
+    """The paper authors' run: imported from the checkpoints folder `authors` into
+    root/authors_checkpoints (skipped, with a note, where it is absent or None), evaluated at
+    every step, analysed and compared with the theory; each part kept where done."""
     from empirical.evaluation import evaluate_all_steps
     from empirical.import_run import import_checkpoints
-    from empirical.train.loop import train_run
 
-    root = Path(runs_root) / cfg.name
-    run = RunDir(root / f"seed{cfg.seed}")
-    theirs = RunDir(root / "authors_checkpoints")
-    root.mkdir(parents=True, exist_ok=True)
+    theirs = RunDir(root / PAPER_RUN)
     stages: list[Stage] = []
-
-    if skip_theory:
-        stages += [Stage("theory tests", "skipped"), Stage("theory report", "skipped")]
-    else:
-        st = _stage(stages, "theory tests")
-        _subprocess_stage(
-            st, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "theory"]
-        )
-        st = _stage(stages, "theory report")
-        report = root / "theory_report.md"
-        _subprocess_stage(st, [sys.executable, "-m", "theory", "report", "--out", str(report)])
-        st.links.append(report.name)
-
     st = _stage(stages, "the paper's run: import + evaluate")
     if authors is None:
         st.status, st.detail = "skipped", "not asked for (--authors DIR)"
-    elif not Path(authors).is_dir():
+        return stages
+    if not Path(authors).is_dir():
         st.status = "skipped"
         st.detail = (
             f"no checkpoints folder at {authors} (give --authors DIR: the authors' "
             "checkpoint_step_N.pth files)"
         )
-    else:
-        t = time.perf_counter()
-        try:
-            if not theirs.imported.exists():
-                import_checkpoints(authors, AUTHORS_CONFIG, theirs.path, overwrite=True)
-            if not theirs.summary.exists():
-                evaluate_all_steps(theirs, progress=progress)
-            st.status = "ok"
-            st.links.append(str(theirs.training_curves.relative_to(root)))
-        except UserError as exc:
-            st.status, st.detail = "failed", str(exc)
-        st.seconds = time.perf_counter() - t
-        if st.status == "ok":
-            _analysis_stages(theirs, root, stages, progress, "the paper's run: ")
+        return stages
+    t = time.perf_counter()
+    try:
+        if not theirs.imported.exists():
+            import_checkpoints(authors, AUTHORS_CONFIG, theirs.path, overwrite=True)
+        if not theirs.summary.exists():
+            evaluate_all_steps(theirs, progress=progress)
+        st.status = "ok"
+        st.links.append(str(theirs.training_curves.relative_to(root)))
+    except UserError as exc:
+        st.status, st.detail = "failed", str(exc)
+    st.seconds = time.perf_counter() - t
+    if st.status == "ok":
+        _analysis_stages(theirs, root, stages, progress, "the paper's run: ")
+    return stages
 
+
+def _our_run_stages(cfg, run: RunDir, root: Path, progress: bool, pool=None) -> list[Stage]:
+    """Our training of `cfg` in `run` (resumed where it has a checkpoint), analysed; with a
+    `pool` (the second process), its compare-qk there while this process analyses."""
+    from empirical.train.loop import train_run
+
+    stages: list[Stage] = []
     st = _stage(stages, "train")
     t = time.perf_counter()
     resume = run.last_checkpoint.exists()
@@ -173,12 +182,92 @@ def reproduce(
         " (resumed)" if resume else ""
     )
     st.links.append(str(run.training_curves.relative_to(root)))
-    _analysis_stages(run, root, stages, progress)
+    if pool is None:
+        _analysis_stages(run, root, stages, progress)
+        return stages
+    compared = pool.apply_async(_in_second_process, (compare_qk_stage, run, root, False))
+    stages.append(analyze_stage(run, root, progress))
+    stages.append(compared.get())
+    return stages
 
+
+def _independent_stages(root: Path, skip_theory: bool, authors: Path | None, progress: bool):
+    """The stages that do not need our training: the theory's and the paper's run's."""
+    theory = [] if skip_theory else theory_stages(root)
+    return theory, paper_run_stages(authors, root, progress)
+
+
+def _in_second_process(fn, *args):
+    """fn(*args) in the second process, on one torch thread (the other core)."""
+    import torch
+
+    torch.set_num_threads(1)
+    return fn(*args)
+
+
+PAPER_RUN = "authors_checkpoints"  # the folder of the paper's run under runs/<name>/
+
+
+def reproduce(
+    cfg,
+    runs_root: Path,
+    skip_theory: bool = False,
+    progress: bool = True,
+    authors: Path | None = None,
+    parallel: bool | None = None,
+) -> Path:
+    """Run every stage for `cfg` (a RunConfig); returns the path of the report.
+
+    Stages: the theory tests and report; the paper authors' own run, imported from the
+    checkpoints folder `authors` (skipped, with a note, where it is absent or None), evaluated
+    at every step and analysed; our training of `cfg`, analysed; report.md with this run's and
+    the paper's run's paper checks side by side.
+
+    `parallel` (default: on a machine with 2 or more CPU cores): the theory and paper's-run
+    stages run in a second process while this one trains (training uses one core: README,
+    Benchmarks); their results are the same as when run one after the other.
+
+    Our run directory's writer lock (empirical.run_lock) is taken first and held to the end:
+    a second `reproduce` or a `train` of the same run is refused before anything is written.
+    The paper's run directory is locked by the import and evaluation that write it
+    (import_checkpoints, evaluate_all_steps), in whichever process runs them."""
+    run = RunDir(Path(runs_root) / cfg.name / f"seed{cfg.seed}")
+    with writer_lock(run, "--runs-root"):
+        return _reproduce(cfg, run, skip_theory, progress, authors, parallel)
+
+
+def _reproduce(cfg, run: RunDir, skip_theory, progress, authors, parallel) -> Path:
+    root = run.path.parent
+    theirs = RunDir(root / PAPER_RUN)
+    root.mkdir(parents=True, exist_ok=True)
+    if parallel is None:
+        parallel = (os.cpu_count() or 1) >= 2
+    t_all = time.perf_counter()
+
+    pool = background = None
+    if parallel and (authors is not None or not skip_theory):
+        pool = multiprocessing.get_context("spawn").Pool(1)
+        background = pool.apply_async(
+            _in_second_process, (_independent_stages, root, skip_theory, authors, False)
+        )
+        _say("theory and the paper's run: in a second process, beside the training")
+    else:
+        theory, paper = _independent_stages(root, skip_theory, authors, progress)
+    try:
+        ours = _our_run_stages(cfg, run, root, progress, pool)
+        if background is not None:
+            theory, paper = background.get()  # an error there is raised here
+    finally:
+        if pool is not None:
+            pool.terminate()  # (done by now, unless this process is failing)
+    if skip_theory:
+        theory = [Stage("theory tests", "skipped"), Stage("theory report", "skipped")]
+
+    stages = theory + paper + ours
     path = root / "report.md"
     paper_run = theirs if theirs.summary.exists() else None
     path.write_text(render_report(cfg, root, run.path, stages, paper_run))
-    _say(f"wrote {path}")
+    _say(f"wrote {path} ({time.perf_counter() - t_all:.0f} s; stage times in its table)")
     return path
 
 

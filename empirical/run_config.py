@@ -61,6 +61,11 @@ class TrainConfig:
     # (forward, backward, fused AdamW) in one CUDA graph and replay it: one launch a step
     # instead of a few hundred (empirical/train/cuda_graph.py). Ignored on the CPU
     eval_every: int = 250  # evaluate every evaluation set every this many steps
+    eval_subsample: int = 0  # > 0: the evaluations between full ones read a fixed random
+    # subsample of this many sequences per set (metrics records say so: eval_n); 0: every
+    # evaluation reads every sequence
+    full_eval_every: int = 1000  # with eval_subsample: every sequence of every set at the
+    # multiples of this many steps (a multiple of eval_every), at step 0 and at the end
     checkpoint_every: int = 1000  # resumable checkpoint (model + optimiser + RNG) cadence
     snapshot_every: int = 250  # weights-only snapshot for analysis over training (0: none)
     eval_batch_size: int = 4096
@@ -85,7 +90,7 @@ class TrainConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"train.{name} = {value!r} must be an integer >= 1")
-        for name in ("warmup_steps", "warmup_from", "snapshot_every", "threads"):
+        for name in ("warmup_steps", "warmup_from", "snapshot_every", "threads", "eval_subsample"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"train.{name} = {value!r} must be an integer >= 0")
@@ -96,6 +101,15 @@ class TrainConfig:
                     f"train.sample_chunk = {self.sample_chunk} (checkpoints fall on chunk "
                     "boundaries, so a resumed or extended run draws the same data)"
                 )
+        full = self.full_eval_every
+        if self.eval_subsample and (
+            isinstance(full, bool) or not isinstance(full, int) or full < 1
+            or full % self.eval_every
+        ):  # fmt: skip
+            raise ConfigError(
+                f"train.full_eval_every = {full!r} must be a positive multiple of "
+                f"train.eval_every = {self.eval_every} when train.eval_subsample is set"
+            )
         if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
             raise ConfigError(f"train.lr = {self.lr!r} must be a finite number > 0")
         wd = self.weight_decay

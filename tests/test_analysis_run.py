@@ -34,7 +34,7 @@ FIGURES = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once per pytest process (worker)
 def run_dir(tmp_path_factory):
     old = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -56,7 +56,7 @@ def train_argv(run_dir: Path, *extra: str) -> list[str]:
     return ["train", "--no-progress", "--config", SMOKE, *CADENCE, *extra, "--run-dir", run_dir]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once per pytest process (worker)
 def whole(tmp_path_factory) -> Path:
     """The uninterrupted run, trained in-process (the same numbers as the subprocess: one
     torch thread, the CPU)."""

@@ -11,17 +11,39 @@ from empirical.run_config import load_run_config
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_reproduce_smoke_writes_report_linking_figures(tmp_path):
+def test_reproduce_smoke_writes_report_linking_figures_and_both_runs(tmp_path):
+    """One reproduce of the smoke config, its independent stages in the second process (the
+    paper's run asked for from a folder that is not there: skipped, with a note); the report
+    with the paper's run beside ours; a second call resumes."""
+    from empirical.reproduce import render_report
+    from empirical.rundir import RunDir
+
     cfg = load_run_config(ROOT / "configs" / "smoke.toml", ["task.eval_size=200", "train.steps=40"])
-    report = reproduce(cfg, tmp_path, skip_theory=True, progress=False)
+    report = reproduce(
+        cfg, tmp_path, skip_theory=True, progress=False, authors=tmp_path / "absent", parallel=True
+    )
     text = report.read_text()
     assert report == tmp_path / "smoke" / "report.md"
+    row = next(line for line in text.splitlines() if "the paper's run: import" in line)
+    assert "skipped" in row and "no checkpoints folder" in row  # from the second process
     assert "| train | ok |" in text and "| analyze | ok |" in text
     assert "seed0/training_curves.png" in text
     linked = [
         line.split("](")[1].rstrip(")") for line in text.splitlines() if line.startswith("- [")
     ]
     assert linked and all((report.parent / link).is_file() for link in linked)
+
+    # the paper's run beside this run: here the same run twice, so both columns agree
+    run = RunDir(tmp_path / "smoke" / "seed0")
+    text = render_report(cfg, tmp_path / "smoke", run.path, [], paper_run=run)
+    header = next(line for line in text.splitlines() if line.startswith("| claim |"))
+    assert header.count("holds") == 2 and "the paper's run" in header
+    row = next(line for line in text.splitlines() if line.startswith("| > 99% on every 0var"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == cells[4] and cells[3] == cells[5]
+    alone = render_report(cfg, tmp_path / "smoke", run.path, [])
+    assert "the paper's run" not in alone
+
     # a second call resumes instead of retraining
     again = reproduce(cfg, tmp_path, skip_theory=True, progress=False).read_text()
     assert "(resumed)" in again
@@ -37,20 +59,3 @@ def test_paper_check_rows_judge_measured_values():
     assert rows["> 99% on every 1var set (Fig. 2)"][3] == "no"
     assert rows["> 99% on every 2var set (Fig. 2)"][3] == "-"
     assert rows["first spike: variable routing"][2] == "none detected"
-
-
-def test_report_puts_the_papers_run_beside_this_run(tmp_path):
-    from empirical.reproduce import render_report
-    from empirical.rundir import RunDir
-
-    cfg = load_run_config(ROOT / "configs" / "smoke.toml", ["task.eval_size=200", "train.steps=40"])
-    reproduce(cfg, tmp_path, skip_theory=True, progress=False)
-    run = RunDir(tmp_path / "smoke" / "seed0")
-    text = render_report(cfg, tmp_path / "smoke", run.path, [], paper_run=run)
-    header = next(line for line in text.splitlines() if line.startswith("| claim |"))
-    assert header.count("holds") == 2 and "the paper's run" in header
-    row = next(line for line in text.splitlines() if line.startswith("| > 99% on every 0var"))
-    cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[2] == cells[4] and cells[3] == cells[5]  # the same run measured twice
-    alone = render_report(cfg, tmp_path / "smoke", run.path, [])
-    assert "the paper's run" not in alone

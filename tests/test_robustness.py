@@ -37,7 +37,7 @@ def strip_time(records, also=()):
     return [{k: v for k, v in r.items() if k != "elapsed_s" and k not in also} for r in records]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once per pytest process (worker)
 def whole(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("whole") / "run"
     train_run(smoke(), path, progress=False)

@@ -23,7 +23,7 @@ TINY = ["task.eval_size=200", "train.steps=40", "train.snapshot_every=0", "train
 PARAM = "pair_fraction=1.0,0.5"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once per pytest process (worker)
 def trained(tmp_path_factory) -> Path:
     """A two-value sweep, seed 0 finished (40 steps), seed 1 stopped after step 20."""
     out = tmp_path_factory.mktemp("sweep")

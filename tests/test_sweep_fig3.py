@@ -45,8 +45,10 @@ def test_paper_configs_are_the_authors_config_with_the_papers_grids():
         assert sweep["param"] == param and sweep["values"] == grid  # exactly, bit for bit
         assert sweep["metric"] == metric and sweep["seeds"] == [0, 1, 2]
         assert data["name"] == name and metric in data["task"]["extra_eval_sets"]
-        # everything else is configs/authors.toml, but for these (Figure 3) lines
+        # everything else is configs/authors.toml, but for these (Figure 3) lines and the
+        # main job's evaluation subsample (the sweeps evaluate every sequence every time)
         changed = {"steps", "eval_every", "checkpoint_every", "snapshot_every", "sample_chunk"}
+        changed |= {"eval_subsample", "full_eval_every"}
         assert data["train"]["steps"] == 30000
         for section in ("task", "model", "train"):
             for key, value in authors[section].items():

@@ -46,7 +46,7 @@ def _check(value, expected: str) -> None:
     assert str(value) == expected, f"doc says {expected!r}, the code gives {str(value)!r}"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # built once per pytest process (worker)
 def paper_run(tmp_path_factory):
     """A run directory with the paper's task (p=97, K=5, L=16) holding the exact circuit."""
     from empirical.analysis.reference import reference_model

@@ -31,8 +31,8 @@ from empirical.train.engine import (
     TrainingError,
     checkpoint_step,
     resolve_device,
-    run_training,
 )
+from empirical.train.session import run_training
 
 
 def member_stopped(run_dir: Path) -> dict | None:

@@ -1,4 +1,6 @@
-"""One training skeleton for a single run and for a batch of members.
+"""One training skeleton for a single run and for a batch of members: its pieces (the
+learners, checks, loss windows, divergence rule); empirical.train.session runs them, phase by
+phase.
 
     results = run_training(trainees, SingleLearner(cfg, device))        # one run
     results = run_training(trainees, BatchLearner(cfgs, device))        # M members at once
@@ -37,32 +39,25 @@ import datetime
 import json
 import math
 import statistics
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
 from disentangled.command_line import UserError
-from empirical.config_io import append_text, atomic_write_bytes, config_to_toml
-from empirical.metrics_log import append_metrics, read_metrics, truncate_metrics
-from empirical.model import AssignAddTransformer, CheckpointError, save_model
+from empirical.config_io import append_text, atomic_write_bytes
+from empirical.metrics_log import read_metrics
+from empirical.model import AssignAddTransformer, CheckpointError
 from empirical.model.batched import BatchedModel
 from empirical.run_config import RunConfig, config_fingerprint
 from empirical.rundir import RunDir
-from empirical.task import TrainingSampler, build_eval_sets, held_out_pairs
-from empirical.task import save_eval_sets as _save_eval_sets
-from empirical.task.pairs import derive_seed, training_generator
-from empirical.train.batches import BatchStream
-from empirical.train.breakdown import restricted_breakdown
+from empirical.task.pairs import derive_seed
 from empirical.train.cuda_graph import GraphedStep, graph_applies
-from empirical.train.evaluate import evaluate_sets
 from empirical.train.optim import MemberAdamW
 from empirical.train.schedule import learning_rate, schedule_of
-from empirical.train.state import load_training_state, save_training_state
+from empirical.train.state import load_training_state
 
 
 class TrainingError(UserError, RuntimeError):
@@ -528,309 +523,3 @@ def _write_stopped(run: RunDir, step: int, loss: float, lr: float, why: str) -> 
     text = json.dumps({"step": step, "loss": repr(loss), "lr": lr, "reason": reason}, indent=2)
     atomic_write_bytes(run.stopped, text.encode())
     return reason
-
-
-def evaluate_and_log(
-    model, sets, tc, metrics_path, step, train_loss, lr, elapsed, fingerprint=None
-):
-    """Evaluate every set and append one record to metrics.jsonl (with the run's config
-    `fingerprint`, if given); returns the record."""
-    acc, loss = evaluate_sets(model, sets, tc.eval_batch_size)
-    record = {
-        "step": step,
-        "train_loss": None if train_loss is None or math.isnan(train_loss) else train_loss,
-        "lr": lr,
-        "elapsed_s": round(elapsed, 3),
-        "acc": acc,
-        "loss": loss,
-    }
-    if fingerprint:
-        record["fingerprint"] = fingerprint
-    append_metrics(metrics_path, record)
-    return record
-
-
-@dataclass
-class SessionResult:
-    """What a training session ended with, per member."""
-
-    step: int
-    records: list[dict]  # each member's last metrics record
-    stopped: list[str | None]  # each member's stop reason (None: it trained on)
-    elapsed: list[float]
-    finished: bool  # reached train.steps (not stopped early by stop_at)
-
-
-def run_training(
-    trainees: list[Trainee],
-    learner,
-    *,
-    progress: bool = True,
-    stop_at: int | None = None,
-    on_eval: Callable[[int, list[dict]], None] | None = None,
-    labels: list[str] | None = None,
-    metric: Callable[[int, dict], float] | None = None,
-    rebuild_eval_sets: bool = False,
-) -> SessionResult:
-    """Train every trainee with `learner` (which holds their models) from their common
-    checkpoint step (0: fresh) to train.steps; see the module docstring.
-    rebuild_eval_sets: build and save eval_sets.pt again instead of loading it.
-
-    stop_at: end after that step (as if killed right after it). on_eval(step, records): after
-    each evaluation. labels / metric(m, acc): the progress bar's per-member text and value.
-    At the end, each member that trained on gets summary.json and training_curves.png."""
-    from empirical.train.summary import write_summary
-
-    session_start = time.perf_counter()
-    M = len(trainees)
-    cfgs = [t.cfg for t in trainees]
-    runs = [t.run for t in trainees]
-    tc = cfgs[0].train
-    device = learner.device
-    labels = labels or [r.name for r in runs]
-    starts = [checkpoint_step(r) for r in runs]
-    if len(set(starts)) != 1:
-        raise TrainingError(f"members at different checkpoint steps {starts}")
-    step = starts[0]
-    fingerprints = [config_fingerprint(c) for c in cfgs]
-    checked = [preflight(t, step, rebuild_eval_sets) for t in trainees]  # before any write
-    ckpts = [ckpt for ckpt, _ in checked]
-    for t in trainees:
-        t.run.path.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(t.run)
-        atomic_write_bytes(t.run.config, config_to_toml(t.cfg).encode())
-        t.run.checkpoints_dir.mkdir(exist_ok=True)
-        if tc.snapshot_every:
-            t.run.snapshots_dir.mkdir(exist_ok=True)
-
-    streams, generators = [], []
-    for cfg in cfgs:
-        sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, cfg.seed), device=device)
-        generators.append(training_generator(cfg.seed, device))
-        streams.append(BatchStream(sampler, generators[-1], tc.batch_size, tc.sample_chunk))
-    sets = []
-    for t, (_, loaded) in zip(trainees, checked, strict=True):
-        if loaded is None:
-            loaded = build_eval_sets(t.cfg.task, t.cfg.seed, device="cpu")
-            _save_eval_sets(loaded, t.run.eval_sets)
-        sets.append({name: batch.to(device) for name, batch in loaded.items()})
-    windows = [LossWindows() for _ in range(M)]
-    elapsed_before = [0.0] * M
-    if step > 0:
-        learner.load(ckpts)
-        for m, ckpt in enumerate(ckpts):
-            restore_data_generator(generators[m], ckpt["data_rng_state"], cfgs[m].seed, step)
-            windows[m] = LossWindows.from_checkpoint(ckpt)
-            elapsed_before[m] = float(ckpt["elapsed_s"])
-            truncate_metrics(runs[m].metrics, step, fingerprints[m])
-        torch.set_rng_state(ckpts[0]["torch_rng_state"])
-    else:
-        torch.manual_seed(cfgs[0].seed)
-        for r in runs:
-            r.metrics.unlink(missing_ok=True)
-
-    alive = [True] * M
-    stopped: list[str | None] = [None] * M
-    last_records: list[dict] = [{} for _ in range(M)]
-    # device-side accumulators (no host sync in the step)
-    eval_acc = torch.tensor([w.eval_sum for w in windows], dtype=torch.float64, device=device)
-    ckpt_acc = torch.tensor([w.ckpt_sum for w in windows], dtype=torch.float64, device=device)
-    total_acc = torch.tensor([w.total for w in windows], dtype=torch.float64, device=device)
-    eval_n, ckpt_n = windows[0].eval_n, windows[0].ckpt_n
-    first_bad = torch.full((M,), -1, dtype=torch.long, device=device)
-    bad_loss = torch.zeros(M, dtype=torch.float64, device=device)
-
-    def lr_of(m: int, at: int) -> float:
-        return learning_rate(at, cfgs[m].train.lr, **schedule_of(tc))
-
-    def sync_windows() -> None:
-        ev, ck, tot = eval_acc.tolist(), ckpt_acc.tolist(), total_acc.tolist()
-        for m, w in enumerate(windows):
-            w.eval_sum, w.ckpt_sum, w.total = ev[m], ck[m], tot[m]
-            w.eval_n, w.ckpt_n = eval_n, ckpt_n
-
-    def stop_member(m: int, at: int, loss: float, why: str) -> None:
-        alive[m] = False
-        stopped[m] = _write_stopped(runs[m], at, loss, lr_of(m, max(at - 1, 0)), why)
-        bar.write(f"{labels[m]}: {why} at step {at}: stopped")
-
-    def check_finite() -> None:
-        """Stop every member whose loss became non-finite since the last check."""
-        bad = first_bad.tolist()
-        if max(bad) < 0:
-            return
-        values = bad_loss.tolist()
-        for m in range(M):
-            if alive[m] and bad[m] >= 0:
-                stop_member(m, bad[m], values[m], f"loss became {values[m]}")
-
-    def elapsed_of(m: int) -> float:
-        return elapsed_before[m] + time.perf_counter() - t0
-
-    def value_of(m: int, acc: dict) -> float:
-        return metric(m, acc) if metric is not None else acc.get("0var/ind", float("nan"))
-
-    def evaluate_all(at: int, first: bool) -> None:
-        for m in range(M):
-            if not alive[m]:
-                continue
-            w = windows[m]
-            train_loss = None if first or w.eval_n == 0 else w.eval_sum / w.eval_n
-            lr = 0.0 if first else lr_of(m, at - 1)
-            last_records[m] = evaluate_and_log(
-                learner.model_of(m), sets[m], tc, runs[m].metrics, at, train_loss, lr,
-                elapsed_of(m), fingerprints[m],
-            )  # fmt: skip
-        if on_eval is not None:
-            on_eval(at, last_records)
-        if progress and last_records[0]:
-            bar.set_postfix_str(
-                " ".join(
-                    f"{lab}:{value_of(m, rec['acc']):.2f}"
-                    for m, (lab, rec) in enumerate(zip(labels, last_records, strict=True))
-                    if rec
-                ),
-                refresh=False,
-            )
-
-    def snapshot_all(at: int) -> None:
-        for m in range(M):
-            if alive[m]:
-                extra = {"step": at, "config_fingerprint": fingerprints[m]}
-                save_model(learner.model_of(m), runs[m].snapshot(at), extra)
-
-    def checkpoint_all(at: int) -> None:
-        for m in range(M):
-            if not alive[m]:
-                continue
-            w = windows[m]
-            mean = w.ckpt_sum / w.ckpt_n if w.ckpt_n else float("nan")
-            if w.ckpt_n and exploding(mean, w.history, tc.divergence_factor, cfgs[m].task.p):
-                stop_member(
-                    m,
-                    at,
-                    mean,
-                    f"mean training loss {mean:.4g} over the {w.ckpt_n} steps to here exploded "
-                    f"(> {tc.divergence_factor:g} x the median {statistics.median(w.history):.4g}"
-                    " of the earlier checkpoint windows, and above chance)",
-                )
-                continue
-            if w.ckpt_n:
-                w.history.append(mean)
-            w.ckpt_sum, w.ckpt_n = 0.0, 0
-            ckpt_acc[m] = 0.0
-            save_training_state(
-                runs[m].last_checkpoint,
-                learner.model_of(m),
-                learner.optimizer_state(m),
-                generators[m],
-                at,
-                cfgs[m],
-                elapsed_of(m),
-                w.to_dict(),
-            )
-
-    spent = {"evaluations": 0.0, "snapshots": 0.0, "checkpoints": 0.0}
-
-    @contextlib.contextmanager
-    def timed(what: str):
-        start = time.perf_counter()
-        yield
-        spent[what] += time.perf_counter() - start
-
-    bar = tqdm(total=tc.steps, initial=step, disable=not progress, desc=_bar_title(cfgs, M))
-    t0 = time.perf_counter()
-    first_step = step
-    if step == 0:
-        with timed("evaluations"):
-            evaluate_all(0, first=True)
-        if tc.snapshot_every:
-            with timed("snapshots"):
-                snapshot_all(0)
-    while step < tc.steps:
-        batches = [stream.next() for stream in streams]
-        tokens = torch.stack([b.tokens for b in batches])
-        labels_t = torch.stack([b.labels for b in batches])
-        losses = learner.train_step(tokens, labels_t, alive, step)
-        detached = losses.detach().double()
-        bad = ~torch.isfinite(detached)
-        fresh_bad = bad & (first_bad < 0)
-        first_bad.masked_fill_(fresh_bad, step + 1)
-        bad_loss.copy_(torch.where(fresh_bad, detached, bad_loss))
-        step += 1
-        eval_acc.add_(detached)
-        ckpt_acc.add_(detached)
-        total_acc.add_(detached)
-        eval_n += 1
-        ckpt_n += 1
-        bar.update(1)
-
-        at_eval = step % tc.eval_every == 0 or step == tc.steps
-        at_snapshot = bool(tc.snapshot_every) and step % tc.snapshot_every == 0
-        at_checkpoint = step % tc.checkpoint_every == 0 or step == tc.steps
-        if at_eval or at_snapshot or at_checkpoint:
-            check_finite()
-            if not any(alive):
-                bar.close()
-                raise TrainingError(_all_stopped(stopped, runs))
-            sync_windows()
-            if at_eval:
-                with timed("evaluations"):
-                    evaluate_all(step, first=False)
-                eval_acc.zero_()
-                eval_n = 0
-                for w in windows:
-                    w.eval_sum, w.eval_n = 0.0, 0
-            if at_snapshot:
-                with timed("snapshots"):
-                    snapshot_all(step)
-            if at_checkpoint:
-                with timed("checkpoints"):
-                    checkpoint_all(step)
-                ckpt_n = 0
-                if not any(alive):
-                    bar.close()
-                    raise TrainingError(_all_stopped(stopped, runs))
-        if stop_at is not None and step >= stop_at and step < tc.steps:
-            bar.close()
-            elapsed = [elapsed_of(m) for m in range(M)]
-            return SessionResult(step, last_records, stopped, elapsed, False)
-    bar.close()
-    elapsed = [elapsed_of(m) for m in range(M)]
-    loop_s = time.perf_counter() - t0
-    session = {
-        "steps": step - first_step,
-        "step_mode": _step_mode(learner),
-        "setup_s": round(t0 - session_start, 3),
-        "training_steps_s": round(loop_s - sum(spent.values()), 3),
-        **{f"{what}_s": round(seconds, 3) for what, seconds in spent.items()},
-    }
-    for m in range(M):
-        if alive[m]:
-            breakdown = restricted_breakdown(learner.model_of(m), sets[m], cfgs[m].task.L)
-            records = read_metrics(runs[m].metrics, fingerprints[m])
-            write_summary(
-                cfgs[m], runs[m].path, records, elapsed[m], device, breakdown, session=session
-            )
-    return SessionResult(step, last_records, stopped, elapsed, True)
-
-
-def _step_mode(learner) -> str:
-    """How the last session ran its steps: "cuda_graph", "compiled:<mode>" or "eager"."""
-    if learner.graphed is not None and learner.graphed.graph is not None:
-        return "cuda_graph"
-    if learner.tc.compile != "none":
-        return f"compiled:{learner.tc.compile}"
-    return "eager"
-
-
-def _bar_title(cfgs: list[RunConfig], M: int) -> str:
-    return f"train {cfgs[0].name} s{cfgs[0].seed}" if M == 1 else f"batch of {M}"
-
-
-def _all_stopped(stopped: list[str | None], runs: list[RunDir]) -> str:
-    if len(runs) == 1:
-        return stopped[0] or "the run stopped"
-    return "every member stopped: " + "; ".join(
-        f"{r.name}: {s}" for r, s in zip(runs, stopped, strict=True) if s
-    )

@@ -1,46 +1,105 @@
-"""Accuracy and loss of a model on named evaluation sets."""
+"""Accuracy and loss of a model on named evaluation sets: every set concatenated once, one
+forward per `batch_size` rows of the concatenation (not per set: with small sets the per-call
+overhead of the fast forward dominates), optionally on a fixed random subsample of each set.
+
+    evaluator = SetEvaluator(sets, batch_size=4096, subsample=1000, seed=0)
+    acc, loss, n = evaluator.evaluate(model)               # every sequence of every set
+    acc, loss, n = evaluator.evaluate(model, full=False)   # <= 1000 sequences per set
+"""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-
-@torch.no_grad()
-def _set_totals(model, tokens: torch.Tensor, labels: torch.Tensor, batch_size: int):
-    """(correct count, summed cross-entropy) of one set as 0-d tensors on the model's device:
-    nothing is read back to the host here."""
-    correct = torch.zeros((), dtype=torch.long, device=tokens.device)
-    loss_sum = torch.zeros((), dtype=torch.float64, device=tokens.device)
-    for start in range(0, tokens.shape[0], batch_size):
-        logits = model.forward_fast(tokens[start : start + batch_size]).float()
-        target = labels[start : start + batch_size]
-        correct += (logits.argmax(-1) == target).sum()
-        loss_sum += F.cross_entropy(logits, target, reduction="sum").double()
-    return correct, loss_sum
+from empirical.task.pairs import derive_seed
 
 
-def evaluate_set(model, tokens: torch.Tensor, labels: torch.Tensor, batch_size: int = 4096):
-    """(accuracy, mean cross-entropy) of `model` on one set, in batches, via the fast path."""
-    correct, loss_sum = _set_totals(model, tokens, labels, batch_size)
-    n = max(tokens.shape[0], 1)
-    return int(correct) / n, float(loss_sum) / n
+def subsample_rows(size: int, subsample: int, seed: int, name: str) -> torch.Tensor:
+    """The fixed rows (sorted) a subsampled evaluation reads of a set of `size` sequences:
+    `subsample` of them drawn without replacement from a generator seeded by (seed, set name),
+    or all of them when the set is not larger."""
+    if subsample <= 0 or size <= subsample:
+        return torch.arange(size)
+    generator = torch.Generator().manual_seed(derive_seed(seed, "eval_subsample", name))
+    return torch.randperm(size, generator=generator)[:subsample].sort().values
+
+
+class SetEvaluator:
+    """The evaluation sets (a dict name -> Batch) of one run, concatenated on their device."""
+
+    def __init__(self, sets: dict, batch_size: int = 4096, subsample: int = 0, seed: int = 0):
+        self.sets = sets
+        self.names = list(sets)
+        self.batch_size = batch_size
+        self.sizes = {name: len(batch) for name, batch in sets.items()}
+        device = next(iter(sets.values())).tokens.device if sets else torch.device("cpu")
+        self.device = device
+        if sets:
+            self.tokens = torch.cat([b.tokens for b in sets.values()])
+            self.labels = torch.cat([b.labels for b in sets.values()])
+        else:
+            self.tokens = self.labels = torch.zeros(0, dtype=torch.long, device=device)
+        self.subsample = subsample
+        self.sub_rows, self.sub_sizes = self._subsample_index(subsample, seed)
+
+    def _subsample_index(self, subsample: int, seed: int):
+        """Rows of the concatenation a subsampled evaluation reads, and how many per set."""
+        if not subsample:
+            return None, dict(self.sizes)
+        rows, sizes, at = [], {}, 0
+        for name, size in self.sizes.items():
+            picked = subsample_rows(size, subsample, seed, name)
+            rows.append(picked + at)
+            sizes[name] = len(picked)
+            at += size
+        index = torch.cat(rows) if rows else torch.zeros(0, dtype=torch.long)
+        return index.to(self.device), sizes
+
+    @torch.no_grad()
+    def evaluate(self, model, full: bool = True) -> tuple[dict, dict, dict]:
+        """({name: accuracy}, {name: mean cross-entropy}, {name: sequences read}) of `model`
+        (put in eval mode for the call) on every sequence (`full`) or on the subsample."""
+        subsampled = not full and self.sub_rows is not None
+        tokens = self.tokens[self.sub_rows] if subsampled else self.tokens
+        labels = self.labels[self.sub_rows] if subsampled else self.labels
+        sizes = self.sub_sizes if subsampled else self.sizes
+        was_training = model.training
+        model.eval()
+        n = tokens.shape[0]
+        correct = torch.zeros(n, dtype=torch.bool, device=tokens.device)
+        losses = torch.zeros(n, dtype=torch.float64, device=tokens.device)
+        try:
+            for start in range(0, n, self.batch_size):
+                end = min(n, start + self.batch_size)
+                logits = model.forward_fast(tokens[start:end]).float()
+                if logits.dim() == 3:  # [batch, pos, d_vocab_out]: the answer is at the last
+                    logits = logits[:, -1]
+                target = labels[start:end]
+                correct[start:end] = logits.argmax(-1) == target
+                losses[start:end] = F.cross_entropy(logits, target, reduction="none").double()
+        finally:
+            model.train(was_training)
+        acc, loss = {}, {}
+        if not self.names:
+            return acc, loss, {}
+        segment = torch.repeat_interleave(
+            torch.arange(len(self.names), device=tokens.device),
+            torch.tensor([sizes[name] for name in self.names], device=tokens.device),
+        )
+        counts = torch.zeros(len(self.names), dtype=torch.float64, device=tokens.device)
+        sums = torch.zeros_like(counts)
+        counts.index_add_(0, segment, correct.double())
+        sums.index_add_(0, segment, losses)
+        counts_l, sums_l = counts.tolist(), sums.tolist()  # one transfer each
+        for i, name in enumerate(self.names):
+            size = max(sizes[name], 1)
+            acc[name] = counts_l[i] / size
+            loss[name] = sums_l[i] / size
+        return acc, loss, dict(sizes)
 
 
 def evaluate_sets(model, sets: dict, batch_size: int = 4096) -> tuple[dict, dict]:
-    """({name: accuracy}, {name: loss}) over every evaluation set (a dict of Batch): the sets
-    stay on their device and every count is read back in one transfer at the end."""
-    was_training = model.training
-    model.eval()
-    names = list(sets)
-    totals = [_set_totals(model, sets[n].tokens, sets[n].labels, batch_size) for n in names]
-    model.train(was_training)
-    if not names:
-        return {}, {}
-    counts = torch.stack([c.double() for c, _ in totals] + [s for _, s in totals]).tolist()
-    acc, loss = {}, {}
-    for i, name in enumerate(names):
-        n = max(len(sets[name]), 1)
-        acc[name] = counts[i] / n
-        loss[name] = counts[len(names) + i] / n
+    """({name: accuracy}, {name: loss}) over every sequence of every evaluation set."""
+    acc, loss, _ = SetEvaluator(sets, batch_size).evaluate(model)
     return acc, loss

@@ -28,18 +28,18 @@ from empirical.run_config import (
     TrainConfig,
     load_run_config,
 )
+from empirical.run_lock import writer_lock
 from empirical.rundir import RunDir
 from empirical.train.engine import (
     SingleLearner,
     Trainee,
     TrainingError,
     checkpoint_step,
-    evaluate_and_log,
     preflight,
     record_history,
     resolve_device,
-    run_training,
 )
+from empirical.train.session import evaluate_and_log, run_training
 
 __all__ = [
     "check_run_dir_writable",
@@ -191,8 +191,22 @@ def train_run(
     unreadable or belongs to another task or seed) instead of refusing it.
 
     Every check of the directory (config, checkpoint, metrics log, evaluation sets) comes
-    before anything is written to it."""
+    before anything is written to it, and all of it under the directory's writer lock
+    (empirical.run_lock: another process writing it is refused; re-entrant, so a caller that
+    holds the lock already just nests)."""
     run = RunDir(run_dir)
+    with writer_lock(run):
+        return _train_locked(cfg, run, resume, progress, stop_at, rebuild_eval_sets)
+
+
+def _train_locked(
+    cfg: RunConfig,
+    run: RunDir,
+    resume: bool,
+    progress: bool,
+    stop_at: int | None,
+    rebuild_eval_sets: bool,
+) -> TrainResult:
     existing = check_train_target(cfg, run, resume)
     start = checkpoint_step(run) if resume else 0
     if existing is not None and resume:
