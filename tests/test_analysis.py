@@ -443,3 +443,13 @@ def test_definition_agreement_reports_where_the_definitions_part():
     assert a["mean_abs_diff"] == pytest.approx(0.1)
     assert a["share_diff_above_0.05"] == 0.25
     assert a["crossing_ours"]["stable"] == 20 and a["crossing_theirs"]["stable"] == 10
+
+
+def test_probes_title_states_the_sum_only_where_the_circuit_adds():
+    from empirical.analysis.report import probes_title
+
+    failing = probes_title(0.033, 59, "step 100")
+    assert "3.3%" in failing and "not the sum of every pair" in failing
+    assert "computes the sum" not in failing
+    adding = probes_title(0.998, 59, "final")
+    assert "99.8% of all 59x59 pairs" in adding and "not" not in adding

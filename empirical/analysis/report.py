@@ -383,6 +383,18 @@ FIGURE_NAMES = {
 }
 
 
+def probes_title(accuracy: float, p: int, tag: str) -> str:
+    """The probes figure's title: what is plotted, and a verdict on the sum computed from the
+    isolated OV-MLP circuit's measured accuracy (never asserted where it is not reached)."""
+    what = f"Linear probes and the isolated layer-2 OV-MLP circuit ({tag})"
+    if accuracy >= 0.99:
+        return f"{what}\nthe circuit alone adds {100 * accuracy:.1f}% of all {p}x{p} pairs"
+    return (
+        f"{what}\nthe circuit alone adds {100 * accuracy:.1f}% of all {p}x{p} pairs: "
+        "not the sum of every pair (>= 99% not reached)"
+    )
+
+
 def _figures(
     out_dir: Path, cfg, step, raw, history, records, phases, fmt: str = "png", label=None
 ) -> list[str]:
@@ -407,7 +419,7 @@ def _figures(
             raw["isolated"],
             task.p,
             at("probes"),
-            f"The layer-2 MLP computes the sum ({tag})",
+            probes_title(raw["isolated"]["accuracy"], task.p, tag),
         ),
         plots.plot_fourier_neuron(
             raw["fourier"]["fit"],
