@@ -51,10 +51,50 @@ def use_cli_backend() -> None:
 
 class OneLineParser(argparse.ArgumentParser):
     """`argparse.ArgumentParser` whose errors are a `UsageError` (one line, no usage dump);
-    `--help` still prints the help and exits 0. Subparsers made from it are of its class."""
+    `--help` still prints the help and exits 0. Subparsers made from it are of its class.
+
+    An unrecognized `--flag` gets a hint on the same line: what `field_hint(name)` returns
+    for it (a caller's lookup, e.g. the dotted config field `train.steps` for `--steps`),
+    given in override form with the flag's value (`train.steps=100`), else a close flag of
+    this parser (`did you mean --seeds?`)."""
+
+    def __init__(self, *args, field_hint: Callable[[str], str | None] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.field_hint = field_hint
+        self._argv: list[str] = []
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str):  # noqa: D401 - argparse's hook
+        prefix = "unrecognized arguments: "
+        if message.startswith(prefix):
+            hint = self._flag_hint(message[len(prefix) :].split())
+            if hint:
+                message = f"{message} ({hint})"
         raise UsageError(message)
+
+    def _flag_hint(self, unknown: list[str]) -> str | None:
+        """`did you mean ...?` for the first unrecognized `--flag` with a close match."""
+        import difflib
+
+        flags = [s for s in self._option_string_actions if s.startswith("--")]
+        for token in unknown:
+            if not token.startswith("--") or token == "--":
+                continue
+            flag, eq, value = token.partition("=")
+            field = self.field_hint(flag[2:]) if self.field_hint else None
+            if field:
+                if not eq:  # the flag's value: the argument after it on the command line
+                    i = self._argv.index(token) if token in self._argv else -1
+                    following = self._argv[i + 1] if 0 <= i < len(self._argv) - 1 else ""
+                    value = following if following and not following.startswith("-") else ""
+                return f"did you mean the config override {field}={value or 'VALUE'}?"
+            close = difflib.get_close_matches(flag, flags, n=1, cutoff=0.75)
+            if close:
+                return f"did you mean {close[0]}?"
+        return None
 
     def add_subparsers(self, **kwargs):
         kwargs.setdefault("parser_class", type(self))

@@ -38,6 +38,25 @@ def _is_dataclass_type(tp: Any) -> bool:
     return isinstance(tp, type) and dataclasses.is_dataclass(tp)
 
 
+def field_paths(cls: type, prefix: str = "") -> list[str]:
+    """Every dotted field name of dataclass `cls`: tables (`train`) and leaves (`train.steps`)."""
+    paths = []
+    for name, tp in _field_types(cls).items():
+        paths.append(prefix + name)
+        if _is_dataclass_type(tp):
+            paths += field_paths(tp, f"{prefix}{name}.")
+    return paths
+
+
+def did_you_mean(names: list[str], part: str, before: list[str], after: list[str]) -> str:
+    """` (did you mean train.steps?)` for a mistyped field `part` among `names`, the path
+    around it kept (`trian.steps` -> `train.steps`); "" if none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(part, names, n=1)
+    return f" (did you mean {'.'.join([*before, close[0], *after])}?)" if close else ""
+
+
 def _coerce(value: Any, tp: Any, name: str) -> Any:
     """Convert `value` (from TOML/JSON or a command-line string) to the annotated type `tp`."""
     origin = typing.get_origin(tp)
@@ -136,7 +155,9 @@ def from_dict(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
     unknown = sorted(set(data) - names)
     if unknown:
         raise ConfigError(
-            f"unknown config field {prefix}{unknown[0]!s}; allowed: "
+            f"unknown config field {prefix}{unknown[0]!s}"
+            + did_you_mean(sorted(names), str(unknown[0]), [prefix[:-1]] if prefix else [], [])
+            + "; allowed: "
             + ", ".join(f"{prefix}{n}" for n in sorted(names))
         )
     kwargs = {k: _coerce(v, hints[k], f"{prefix}{k}") for k, v in data.items()}
@@ -195,7 +216,11 @@ def apply_overrides(data: dict[str, Any], cls: type, overrides: list[str]) -> di
             hints = _field_types(tp)
             if part not in hints:
                 allowed = ", ".join(sorted(hints))
-                raise ConfigError(f"override {text!r}: unknown field {part!r}; allowed: {allowed}")
+                raise ConfigError(
+                    f"override {text!r}: unknown field {part!r}"
+                    + did_you_mean(list(hints), part, path[:i], path[i + 1 :])
+                    + f"; allowed: {allowed}"
+                )
             if i == len(path) - 1:
                 node[part] = _coerce(value, hints[part], ".".join(path))
             else:

@@ -298,7 +298,7 @@ def paper_check_rows(summary: dict, analysis: dict) -> list[tuple[str, str, str,
         (
             "0-var learned first (Section 6)",
             "phase 1",
-            f"0-var >= 90% at step {z}",
+            "0-var never reached 90%" if z is None else f"0-var >= 90% at step {z}",
             _yes(z is not None and (first is None or z <= first["start_step"])),
         )
     )

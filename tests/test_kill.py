@@ -171,3 +171,26 @@ def test_kill_a_sweep_during_a_checkpoint_write_then_run_it_again(tmp_path, n):
                 assert x["train_loss"] == pytest.approx(y["train_loss"], rel=1e-5)
         for k in wa:
             torch.testing.assert_close(wa[k], wb[k], rtol=1e-4, atol=1e-6)
+
+
+def test_a_stop_that_arrives_during_the_checkpoints_waits_for_all_of_them():
+    """SIGTERM sent while a batch writes its members' checkpoints is delivered after the
+    block (a guard stopped a sweep between two members' checkpoints: the batch then resumed
+    as two batches at different steps, and the second never trained)."""
+    import threading
+
+    from empirical.train.session import signals_held
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    seen: list[str] = []
+    previous = signal.signal(signal.SIGTERM, lambda *_: seen.append("SIGTERM"))
+    try:
+        with signals_held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+            seen.append("block done")
+        time.sleep(0.05)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert seen == ["block done", "SIGTERM"]

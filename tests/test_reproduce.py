@@ -59,3 +59,12 @@ def test_paper_check_rows_judge_measured_values():
     assert rows["> 99% on every 1var set (Fig. 2)"][3] == "no"
     assert rows["> 99% on every 2var set (Fig. 2)"][3] == "-"
     assert rows["first spike: variable routing"][2] == "none detected"
+
+
+def test_paper_check_rows_never_print_none():
+    """A run whose 0-var sets never reached 90% (or without phases at all) says so in words."""
+    for phases in ({"zero_var_learned_step": None, "first_spike": None}, {}):
+        rows = paper_check_rows({"final_acc": {"0var/ind": 0.5}, "phases": phases}, {})
+        assert not any("None" in cell for row in rows for cell in row), rows
+        learned = {r[0]: r for r in rows}["0-var learned first (Section 6)"]
+        assert learned[2:] == ("0-var never reached 90%", "no")

@@ -37,8 +37,29 @@ __all__ = [
 
 
 def parser(prog: str, description: str) -> OneLineParser:
-    """The argument parser of `python -m empirical <prog>`: bad arguments are one line."""
-    return OneLineParser(prog=f"python -m empirical {prog}", description=description)
+    """The argument parser of `python -m empirical <prog>`: bad arguments are one line, and
+    an unknown flag named like a config field (`--steps 100`) hints the override form."""
+    ap = OneLineParser(prog=f"python -m empirical {prog}", description=description)
+
+    def field_hint(name: str) -> str | None:  # only where the command takes overrides
+        takes_overrides = any(a.dest == "overrides" and not a.option_strings for a in ap._actions)
+        return config_field(name) if takes_overrides else None
+
+    ap.field_hint = field_hint
+    return ap
+
+
+def config_field(name: str) -> str | None:
+    """The dotted RunConfig field that flag name `name` (`steps`, `train.steps`, `eval-size`)
+    names, or None."""
+    from empirical.config_io import field_paths
+    from empirical.run_config import RunConfig
+
+    name = name.replace("-", "_")
+    for path in field_paths(RunConfig):
+        if name in (path, path.rsplit(".", 1)[-1]):
+            return path
+    return None
 
 
 def command_main(run: Callable[[list[str]], int | None], argv: list[str] | None) -> int:

@@ -17,7 +17,7 @@ import argparse
 import dataclasses
 import sys
 
-from empirical.cli.common import UsageError, command_main, parser
+from empirical.cli.common import UsageError, command_main, config_field, parser
 from empirical.config_io import ConfigError, apply_overrides, from_dict, read_config_file, to_dict
 from empirical.task import (
     EVAL_SET_NAMES,
@@ -60,7 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--config", default=None, help="TOML/JSON run config (its task table, seed)")
     ap.add_argument("--device", default="cpu", help="device for training batches (default cpu)")
     ap.add_argument("overrides", nargs="*", help="task.FIELD=VALUE or seed=VALUE")
+    ap.field_hint = _sample_field  # `--p 7`: hint task.p=7, never a field sample refuses
     return ap
+
+
+def _sample_field(name: str) -> str | None:
+    field = config_field(name)
+    return field if field == "seed" or (field or "").startswith("task.") else None
 
 
 def load_sample_config(path: str | None, overrides: list[str]) -> SampleConfig:

@@ -442,7 +442,7 @@ def markdown(results: dict, figure_name: str) -> str:
     for r in results["members"]:
         extra = f" {_ci(r.get('metric_ci'))} | {r.get('metric_n', '-')} |" if member_ci else ""
         lines.append(
-            f"| {r['member']} | {r['seed']} | {_fmt_x(r['x'])} | {r['final_step']} | "
+            f"| {r['member']} | {r['seed']} | {_fmt_x(r['x'])} | {_or_dash(r.get('final_step'))} | "
             f"{_pct(r['metric'])} |" + extra
         )
     if results["missing_members"]:
@@ -450,6 +450,10 @@ def markdown(results: dict, figure_name: str) -> str:
     for name, reason in results.get("stopped_members", {}).items():
         lines += ["", f"Stopped, not in the figure: {name}: {reason}"]
     return "\n".join(lines) + "\n"
+
+
+def _or_dash(value) -> str:
+    return "-" if value is None else str(value)
 
 
 def _draw_uncertainty(ax, results: dict, pos: list, is_num: bool, color) -> None:

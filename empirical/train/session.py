@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+import signal
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -300,7 +302,7 @@ class TrainingSession:
             with self._timed("snapshots"):
                 self.snapshot_all(step)
         if at_checkpoint:
-            with self._timed("checkpoints"):
+            with self._timed("checkpoints"), signals_held():
                 self.checkpoint_all(step)
             self.ckpt_n = 0
             self._raise_if_all_stopped()
@@ -336,6 +338,8 @@ class TrainingSession:
                 save_model(self.learner.model_of(m), self.runs[m].snapshot(at), extra)
 
     def checkpoint_all(self, at: int) -> None:
+        """Every living member's checkpoint at step `at` (call it under `signals_held()`: a
+        batch whose members were checkpointed at different steps resumes as separate batches)."""
         tc = self.tc
         for m in range(self.M):
             if not self.alive[m]:
@@ -472,3 +476,25 @@ def _all_stopped(stopped: list[str | None], runs: list[RunDir]) -> str:
     return "every member stopped: " + "; ".join(
         f"{r.name}: {s}" for r, s in zip(runs, stopped, strict=True) if s
     )
+
+
+@contextlib.contextmanager
+def signals_held():
+    """SIGTERM and SIGINT held back (raised again on exit) while the block runs, so a stop
+    that arrives while a batch writes its members' checkpoints (a guard's SIGTERM, Ctrl-C)
+    takes effect after all of them are written: every member of the batch keeps the same
+    step. In the main thread only (where Python runs signal handlers); elsewhere the block
+    runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = [signal.SIGTERM, signal.SIGINT]
+    arrived: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, _frame: arrived.append(signum)) for s in held}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+        for signum in dict.fromkeys(arrived):
+            signal.raise_signal(signum)
