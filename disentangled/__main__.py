@@ -1,4 +1,5 @@
-"""Command line: ``python -m disentangled {g1,step,dynamics,random-embedding} [options]``.
+"""Command line: ``python -m disentangled {g1,step,dynamics,random-embedding,chain-g1,chain-step,
+chain-dynamics} [options]`` (the chain-* subcommands: the two-hop model, ``chain_cli.py``).
 
 Examples::
 
@@ -21,6 +22,7 @@ from pathlib import Path
 import torch
 
 from .basis import Basis
+from .chain_cli import CHAIN_COMMANDS, add_chain_parsers, run_chain
 from .command_line import (
     OneLineParser,
     UsageError,
@@ -75,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eta", type=float, help="step size (default: 2x the orthogonal threshold)")
     p.add_argument("--no-recompute", action="store_true", help="skip G1 recomputed in R^d")
     p.add_argument("--out", type=Path, help="writes random_embedding.md/.json/.png here")
+    add_chain_parsers(sub)  # chain-g1, chain-step, chain-dynamics (chain_cli.py)
     return parser
 
 
@@ -119,6 +122,8 @@ def run(args) -> int:
     from . import experiments
     from .gradient import g1
 
+    if args.command in CHAIN_COMMANDS:
+        return run_chain(args)
     cfg = _config(args)
     if args.command == "g1":
         _positive("--top", args.top)

@@ -387,6 +387,9 @@ def build_report(points=None, quick: bool = False, L: int = DEFAULT_L) -> str:
     body = _derivation_section(L) + _theorem_section(L) + _second_order_section(L)
     body += _other_populations(L)
     body += _checks_section(checks) + _findings(checks, L)
+    from theory.chain_report import chain_section  # Theorem C.1 per hop (chain model)
+
+    body += chain_section(quick, L)
     body += ["", f"_Report built in {time.time() - t0:.1f} s._", ""]
     return "\n".join(head + body)
 

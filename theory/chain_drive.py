@@ -1,0 +1,105 @@
+"""The middle hop's gradient: zero at W3 = W^0, and its leading term after one step of W3.
+
+At W3 = W^0 (theory.chain_lemmas.w2_independence_lemma) the loss does not depend on W2, so
+G1^(2) = 0 and every higher-order term vanishes too.  After one step W3 = W^0 + eta3 G (G =
+G1^(3)), layer 3's scores read the ebar coordinates of x'_T, which W2 moves.  Chain rule:
+with c = -dl/dx'_T the first-order loss's gradient in the updated query,
+
+    c = W3 r' - b gbar W3^T x'_T      (keys x_t, and the query's own key x'_T),
+    G1^(2) = E[ x_T q^T ],   q = sum_s sigma2_s (k_s - kbar) x_s,   k_s = <ebar_{w(s)}, c>
+
+(k_s = 0 unless x_s holds a variable token w(s); kbar = sum_s sigma2_s k_s).  W^0's part of
+c lies in span(e_=, pi_{L-3}, pi_{L-2}), orthogonal to every ebar, so only eta3 G survives:
+
+    G1^(2)(eta3) = eta3 D + O(eta3^2),   D = E[x_T q^T] with c = G r' - b gbar G^T x'_T,
+
+all quantities at (W^0, W^0) (a on the operands, b elsewhere, in both layers).  D is
+bilinear in (data, G): with hop1 share s, data = s D1 + (1 - s) D2 and G = s G_1 + (1 - s) G_2,
+
+    D(s) = s^2 D[1,1] + s (1 - s) (D[1,2] + D[2,1]) + (1 - s)^2 D[2,2],
+
+D[i, j] the drive on data i with G from data j (a quadratic in s, exactly).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import sympy as sp
+import torch
+
+from disentangled.basis import Basis
+from disentangled.chain_config import ChainConfig
+from disentangled.chain_population import chain_population
+from theory.chain_g1 import first_order
+from theory.symbols import ab_numeric
+
+s_share = sp.Symbol("s", nonnegative=True)
+
+
+def drive_formula(cfg: ChainConfig, G: np.ndarray, kind: str) -> np.ndarray:
+    """D = E[x_T q^T] on one kind's population for a given G (the derived formula, float64;
+    no autograd)."""
+    basis = Basis(cfg.p, cfg.K, cfg.L)
+    a_v, b_v = ab_numeric(cfg.beta, cfg.L)
+    chunk = chain_population(cfg, kind)
+    fo = first_order(cfg, chunk, a_v, b_v, torch.float64)
+    p, K, T = cfg.p, cfg.K, cfg.T
+    Gt = torch.as_tensor(G, dtype=torch.float64)
+    x_new = fo.x_T + sum(fo.delta.values())
+    gbar = fo.pgbar / p
+    r = (fo.r_sites - b_v * fo.pgbar[:, None] * x_new) / p  # r' (key x'_T at t = T)
+    c = r @ Gt.T - b_v * gbar[:, None] * (x_new @ Gt)
+    c_bar = torch.nn.functional.pad(c[:, basis.bar_v(0) : basis.bar_v(0) + K], (0, 1))
+    var = chunk.tok - basis.v(0)
+    var = torch.where((var >= 0) & (var < K), var, K)
+    k = c_bar.gather(1, var)  # (N, L): <ebar_w, c> at variable tokens, 0 elsewhere
+    sig = fo.sigma.expand_as(k)
+    kbar = (sig * k).sum(1, keepdim=True)
+    coef = sig * (k - kbar)
+    N = len(chunk)
+    q = torch.zeros((N, basis.dim + 1), dtype=torch.float64)
+    q.scatter_add_(1, chunk.tok, coef)
+    q[:, basis.pos(0) : basis.pos(0) + cfg.L] += coef
+    q.scatter_add_(1, chunk.bars[..., 0], coef)
+    q.scatter_add_(1, chunk.bars[..., 1], coef)
+    q = q[:, : basis.dim]
+    D = (fo.x_T * chunk.weights[:, None]).T @ q
+    del T
+    return D.numpy()
+
+
+@lru_cache(maxsize=32)
+def _g3(cfg: ChainConfig, kind: str) -> np.ndarray:
+    from disentangled.chain_gradient import chain_g1
+
+    return chain_g1(cfg, kind)[1].numpy()
+
+
+def drive_blocks(cfg: ChainConfig, one: str = "1var-1hop", two: str = "1var-2hop") -> dict:
+    """{(i, j): D on data i with G = G1^(3) on data j} for i, j in {one, two}."""
+    kinds = {1: one, 2: two}
+    return {
+        (i, j): drive_formula(cfg, _g3(cfg, kinds[j]), kinds[i]) for i in (1, 2) for j in (1, 2)
+    }
+
+
+def drive_share_polynomial(blocks: dict) -> dict[int, np.ndarray]:
+    """Coefficients of s^0, s^1, s^2 of D(s), derived by sympy from the bilinear form."""
+    w = {1: s_share, 2: 1 - s_share}
+    poly = sp.expand(sum(w[i] * w[j] * sp.Symbol(f"D{i}{j}") for i in (1, 2) for j in (1, 2)))
+    out = {}
+    for k in range(3):
+        coeff = poly.coeff(s_share, k)
+        out[k] = sum(
+            float(coeff.coeff(sp.Symbol(f"D{i}{j}"))) * blocks[(i, j)]
+            for i in (1, 2)
+            for j in (1, 2)
+        )
+    return out
+
+
+def drive_at_share(blocks: dict, share: float) -> np.ndarray:
+    poly = drive_share_polynomial(blocks)
+    return sum(poly[k] * share**k for k in range(3))
