@@ -15,6 +15,7 @@ import string
 from dataclasses import dataclass
 
 from empirical.config_io import ConfigError
+from empirical.task.chain_config import FAMILIES, check_chain_defaults, validate_chain
 
 LETTERS = string.ascii_lowercase
 MAX_P = 4096
@@ -76,6 +77,16 @@ class TaskConfig:
     # directly (the authors' TRAIN_PAIRS_FRAC): sets held_out_fraction = 1 - it, and an
     # ordered split trains exactly floor(train_pair_fraction * p * p) pairs, computed as the
     # authors do (1 - (1 - f) need not round-trip in floating point). None: 1 - held_out_fraction
+    # --- the task family (docs/task.md, "The chain family"); the chain_* fields are used and
+    # validated only with family = "chain" (chain_config.py) and keep their defaults otherwise
+    family: str = "assign_add"  # "assign_add": the paper's task | "chain": multi-hop pointers
+    chain_hops: tuple[int, ...] = (1, 2)  # hop counts of the operands in training
+    chain_hop_weights: tuple[float, ...] = ()  # their relative weights (empty: equal)
+    chain_order: str = "random"  # "random" | "targets_first": every target before its pointer
+    chain_distractors: int = 1  # distractor chains per sequence: uniform on 0..this
+    chain_distractor_length: int = 1  # assignments of a distractor chain: uniform on 1..this
+    chain_held_out_pointers: tuple[str, ...] = ()  # "u->w": the assignment u=w never trained
+    chain_held_out_hops: tuple[int, ...] = ()  # operand hop counts never trained (evaluated)
 
     def __post_init__(self) -> None:
         self._validate()
@@ -126,6 +137,7 @@ class TaskConfig:
                 )
             return value
 
+        need_choice("family", FAMILIES)
         form = need_choice("held_out_form", HELD_OUT_FORMS)
         split = need_choice("pair_split", PAIR_SPLITS)
         mix = need_choice("mix", MIXES)
@@ -258,6 +270,11 @@ class TaskConfig:
                 + (", " + ", ".join(why) if why else "")
                 + " no (first, second) variable pair is allowed; relax one of these"
             )
+
+        if self.family == "chain":
+            validate_chain(self)
+        else:
+            check_chain_defaults(self)
 
         if mix == "rows":
             # frac_1var and ratio_2var_to_0var are not used by this mix; they are set to its

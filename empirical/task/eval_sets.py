@@ -26,6 +26,9 @@ Figure 3 sweeps, built exactly (each cell once, whatever eval_size):
                             held-out pairs x (v1 not in R1, v2 not in R2), training pairs x
                             (v1 in R1 xor v2 in R2), training pairs x (v1 in R1, v2 in R2);
                             max(2, min_assignments)..max_assignments assignments, uniform
+
+The chain family (cfg.family == "chain") has its own sets, chain_eval_sets.py
+(`chain/0var`, `chain/1var_h2`, ...); `eval_set_names(cfg)` lists a config's sets.
 """
 
 from __future__ import annotations
@@ -67,6 +70,16 @@ EVAL_SET_NAMES = (
     "curated/held_out_pairs",
 )
 FORMAT = "assign-and-add-eval-sets/1"
+
+
+def eval_set_names(cfg: TaskConfig) -> tuple[str, ...]:
+    """The names of cfg's evaluation sets (those a config cannot have are later left out):
+    EVAL_SET_NAMES and cfg.extra_eval_sets, or the chain family's sets."""
+    if cfg.family == "chain":
+        from empirical.task.chain_eval_sets import chain_eval_set_names
+
+        return chain_eval_set_names(cfg)
+    return EVAL_SET_NAMES + tuple(cfg.extra_eval_sets)
 
 
 class EvalSetsError(UserError, ValueError):
@@ -266,9 +279,15 @@ def build_eval_set(
     """One evaluation set: (Batch, enumerated whole support?), or None if it cannot exist.
 
     `name` is one of EVAL_SET_NAMES or EXTRA_EVAL_SET_NAMES (whether or not the config
-    lists it in extra_eval_sets); the latter are exact, so always enumerated.
+    lists it in extra_eval_sets); the latter are exact, so always enumerated. For the chain
+    family: one of eval_set_names(cfg).
     """
     held = held_out_pairs(cfg, seed) if held_out is None else check_held_out(cfg, held_out)
+    if cfg.family == "chain":
+        from empirical.task.chain_eval_sets import build_chain_eval_set
+
+        built = build_chain_eval_set(cfg, seed, name, held)
+        return None if built is None else (built[0].to(device), built[1])
     if name in EXTRA_EVAL_SET_NAMES:
         batch = _fig3_set(cfg, name, held, cpu_generator(seed, "eval", name))
         return None if batch is None else (batch.to(device), True)
@@ -295,7 +314,7 @@ def build_eval_sets(cfg: TaskConfig, seed: int, device="cpu") -> EvalSets:
     out = EvalSets(
         held_out=held, seed=int(seed), config=to_dict(cfg), fingerprint=task_fingerprint(cfg, seed)
     )
-    for name in EVAL_SET_NAMES + tuple(cfg.extra_eval_sets):
+    for name in eval_set_names(cfg):
         built = build_eval_set(cfg, seed, name, device, held_out=held)
         if built is not None:
             out[name], out.enumerated[name] = built

@@ -487,8 +487,16 @@ class TrainingSampler:
     """Draws training batches of one config and held-out table on one device.
 
     Built once (tables on the device), then `sample(n, generator)` is a fixed sequence of
-    vectorized ops: no Python loop over rows and no rejection.
+    vectorized ops: no Python loop over rows and no rejection. A config of the chain family
+    (cfg.family == "chain") builds its subclass chain.ChainSampler instead.
     """
+
+    def __new__(cls, cfg: TaskConfig, *args, **kwargs):
+        if cls is TrainingSampler and getattr(cfg, "family", "assign_add") == "chain":
+            from empirical.task.chain import ChainSampler
+
+            return super().__new__(ChainSampler)
+        return super().__new__(cls)
 
     def __init__(self, cfg: TaskConfig, held_out: torch.Tensor, device="cpu", tables: bool = True):
         """tables=False forces the sort-based draws (same distribution; for testing)."""

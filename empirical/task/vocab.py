@@ -15,6 +15,10 @@ Two text forms, both accepted by `encode`:
   from position 0 and pads after them, so only the canonical placement round-trips);
 * the token form `c 1 pad b 17 pad pad a 42 pad pad pad + b 19 =` (exactly L tokens; round
   trips exactly with `decode_tokens`).
+
+With `pointers=True` (the chain family, `Vocabulary.from_config` of a config with
+`family = "chain"`) an assignment may also bind a variable to another variable: `b=a`, in
+token form `b a`; labels then follow the pointers to a number.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ class TokenizeError(UserError, ValueError):
 class Vocabulary:
     """Token ids of the task for modulus `p`, `K` variables and sequence length `L`."""
 
-    def __init__(self, p: int, K: int, L: int = 16):
+    def __init__(self, p: int, K: int, L: int = 16, pointers: bool = False):
         if not (isinstance(p, int) and p >= 2):
             raise ValueError(f"p = {p!r} must be an integer >= 2")
         if not (isinstance(K, int) and 1 <= K <= 26):
@@ -46,6 +50,7 @@ class Vocabulary:
         if not (isinstance(L, int) and L >= 8):
             raise ValueError(f"L = {L!r} must be an integer >= 8")
         self.p, self.K, self.L = p, K, L
+        self.pointers = bool(pointers)  # assignments `b=a` (the chain family)
         self.letters = string.ascii_lowercase[:K]
         self.plus = p + K
         self.eq = p + K + 1
@@ -58,7 +63,7 @@ class Vocabulary:
 
     @classmethod
     def from_config(cls, cfg) -> Vocabulary:
-        return cls(cfg.p, cfg.K, cfg.L)
+        return cls(cfg.p, cfg.K, cfg.L, pointers=getattr(cfg, "family", "") == "chain")
 
     def __repr__(self) -> str:
         return f"Vocabulary(p={self.p}, K={self.K}, L={self.L})"
@@ -135,13 +140,17 @@ class Vocabulary:
             where = f"assignment {i + 1} {part.strip()!r} (character {off})"
             m = _ASSIGN_RE.fullmatch(part)
             if m is None:
-                raise TokenizeError(f"{where}: expected VARIABLE=NUMBER, e.g. 'c=1'")
+                form = "VARIABLE=NUMBER" + (" or VARIABLE=VARIABLE" if self.pointers else "")
+                raise TokenizeError(f"{where}: expected {form}, e.g. 'c=1'")
             var, num = m.group(1), m.group(2)
             if var not in self.letters:
                 raise TokenizeError(
                     f"{where}: {var!r} is not a variable; with K = {self.K} the variables are "
                     f"{', '.join(self.letters)}"
                 )
+            if self.pointers and num in self.letters:
+                assigns.append((self.p + self.letters.index(var), self.p + self.letters.index(num)))
+                continue
             assigns.append((self.p + self.letters.index(var), self._number(num, where)))
         expr, off = parts[-1], offsets[-1]
         where = f"addition {expr.strip()!r} (character {off})"
@@ -185,7 +194,8 @@ class Vocabulary:
 
     # ------------------------------------------------------------------ ids -> text
     def _parse_ids(self, ids) -> tuple[list[tuple[int, int, int]], int, int]:
-        """Check the layout; return ([(var_index, value, position)], op1_id, op2_id)."""
+        """Check the layout; return ([(var_index, value_id, position)], op1_id, op2_id); a
+        value_id is the number itself, or (pointers) the id p + w of a target variable w."""
         seq = [int(t) for t in (ids.tolist() if isinstance(ids, torch.Tensor) else ids)]
         if len(seq) != self.L:
             raise TokenizeError(f"sequence has {len(seq)} tokens, expected L = {self.L}")
@@ -202,9 +212,11 @@ class Vocabulary:
             if t == self.pad:
                 i += 1
             elif p <= t < p + self.K:
-                if i + 1 >= R or not seq[i + 1] < p:
+                bound = p + self.K if self.pointers else p
+                if i + 1 >= R or not seq[i + 1] < bound:
+                    what = "number or variable" if self.pointers else "number"
                     raise TokenizeError(
-                        f"position {i}: variable {self.names[t]!r} is not followed by its number "
+                        f"position {i}: variable {self.names[t]!r} is not followed by its {what} "
                         f"inside the assignment positions 0..{R - 1}"
                     )
                 assigns.append((t - p, seq[i + 1], i))
@@ -243,13 +255,39 @@ class Vocabulary:
                     f"position {pos}: operand {self.names[t]!r} is never assigned, so the sum is "
                     "undefined"
                 )
+        for v, t, pos in assigns:
+            if t >= self.p and t - self.p not in seen:
+                raise TokenizeError(
+                    f"position {pos}: {self.letters[v]!r} points to {self.names[t]!r}, which is "
+                    "never assigned"
+                )
+        for pos, t in ((self.L - 3, a), (self.L - 2, b)):
+            if t >= self.p:
+                self._resolve(t, {v: n for v, n, _ in assigns}, pos)
+
+    def _resolve(self, t: int, bindings: dict[int, int], pos: int) -> int:
+        """The number a token id stands for: itself, or its variable's binding followed
+        through pointers; a TokenizeError for an unassigned variable or a cycle."""
+        seen = []
+        while t >= self.p:
+            v = t - self.p
+            if v not in bindings:
+                raise TokenizeError(
+                    f"position {pos}: {self.names[t]!r} is never assigned, so the sum is undefined"
+                )
+            if v in seen:
+                cycle = "=".join(self.letters[u] for u in seen + [v])
+                raise TokenizeError(f"position {pos}: the pointers form a cycle {cycle}")
+            seen.append(v)
+            t = bindings[v]
+        return t
 
     def decode(self, ids: torch.Tensor | Sequence[int]) -> str | list[str]:
         """Token ids (L,) -> the paper's text form; (n, L) -> a list of them."""
         if isinstance(ids, torch.Tensor) and ids.dim() == 2:
             return [self.decode(row) for row in ids.cpu()]
         assigns, a, b = self._parse_ids(ids)
-        parts = [f"{self.letters[v]}={n}" for v, n, _ in assigns]
+        parts = [f"{self.letters[v]}={self.names[n]}" for v, n, _ in assigns]
         parts.append(f"{self.names[a]}+{self.names[b]}=?")
         return ",".join(parts)
 
@@ -269,12 +307,5 @@ class Vocabulary:
         """The answer of one sequence: operands resolved through its assignments, mod p."""
         assigns, a, b = self._parse_ids(ids)
         values = {v: n for v, n, _ in assigns}
-
-        def value(t: int, pos: int) -> int:
-            if t < self.p:
-                return t
-            if t - self.p not in values:
-                raise TokenizeError(f"position {pos}: operand {self.names[t]!r} is never assigned")
-            return values[t - self.p]
-
-        return (value(a, self.L - 3) + value(b, self.L - 2)) % self.p
+        first = self._resolve(a, values, self.L - 3)
+        return (first + self._resolve(b, values, self.L - 2)) % self.p

@@ -1,0 +1,296 @@
+"""The chain family: multi-hop assignment (`a=17,c=4,b=a,d=b,b+5=?`), drawn vectorised.
+
+A sequence holds *chains*: v_1=v_2, v_2=v_3, ..., v_h=NUMBER, h assignments and h distinct
+variables; v_1 has hop count h. An operand variable is the head of its own chain (a `c+c`
+sequence has one chain for both operands); up to `chain_distractors` more chains of 1 to
+`chain_distractor_length` assignments are distractors. Each row, as torch ops over the batch:
+
+1. Operands, as in the assign_add family (sampler.make_design): the operand configuration
+   (v1, v2) (-1: a number) from the 0/1/2-var mix and r1/r2, the values (x, y) uniform over
+   the ordered pairs that are not held out.
+2. Hop counts: the sequence's largest hop count H from the plan's weights. A 1-var operand
+   has hop count H; in a 2-var sequence with two variables, one operand (each with odds 1/2)
+   has H and the other a hop count uniform over the plan's hop counts <= H.
+3. Distractor chains: their number uniform on 0..chain_distractors, each length uniform on
+   1..chain_distractor_length; a chain that would not fit (min(K, (L-4) // 2) assignments
+   in all) is dropped with those after it (never in training: validated).
+4. Variables, slot by slot (a loop over the at most min(K, (L-4)/2) slots, not over rows):
+   the operand variables head their chains (reserved first); every other slot takes a
+   variable uniformly among the unused ones, and a chain's next variable w after u never
+   makes a held-out pointer pair u->w (training: guaranteed by the validation; evaluation
+   sets fall back to any unused variable only where nothing else is left).
+5. Order of the assignments: uniform over all orders ("random"), or uniform over the orders
+   in which every target is assigned before its pointer ("targets_first"). Padding as the
+   config's `padding` ("layouts": uniform over block arrangements; "gaps").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from empirical.task.batch import Batch
+from empirical.task.chain_config import capacity, held_out_pointer_pairs, training_hops
+from empirical.task.config import TaskConfig
+from empirical.task.pairs import check_held_out
+from empirical.task.sampler import (
+    CPU_CHUNK,
+    V1,
+    V2,
+    VOFF,
+    VSIZE,
+    Design,
+    Groups,
+    TrainingSampler,
+    make_design,
+    training_groups,
+)
+
+
+@dataclass
+class ChainPlan:
+    """What a chain draw asks beyond its operand design: the largest hop counts H with
+    their weights, and optionally a held-out pointer target forced after the operand."""
+
+    hops: tuple[int, ...]
+    weights: tuple[float, ...]
+    other_hops: tuple[int, ...]  # hop counts the other operand of a 2-var row may take (<= H)
+    forced_targets: bool = False  # the operand's variable u points to a held-out w (u->w)
+
+
+class ChainDraw:
+    """Draws chain sequences of one config, one operand design and one plan on one device."""
+
+    def __init__(self, cfg: TaskConfig, design: Design, plan: ChainPlan, device, strict: bool):
+        """strict: the held-out pointer pairs are never drawn (training); else they are
+        avoided where an alternative exists (evaluation sets)."""
+        self.cfg, self.design, self.plan = cfg, design, plan
+        self.device = dev = torch.device(device)
+        self.strict = strict
+        self.p, self.K, self.L = cfg.p, cfg.K, cfg.L
+        self.R = cfg.L - 4
+        self.A = capacity(cfg)  # slots: most assignments of a sequence
+        self.D = cfg.chain_distractors
+        self.gaps = cfg.padding == "gaps"
+        self.targets_first = cfg.chain_order == "targets_first"
+        K, A = self.K, self.A
+        w = torch.tensor(plan.weights, dtype=torch.float64)
+        cdf = (w / w.sum()).cumsum(0)
+        cdf[-1] = 1.0
+        self.hop_cdf = cdf.to(dev)
+        self.hops = torch.tensor(plan.hops, dtype=torch.long, device=dev)
+        # the other operand's candidates per H: the plan's other hop counts <= H, and H
+        cands = [sorted({h for h in plan.other_hops if h <= H} | {H}) for H in plan.hops]
+        width = max(len(c) for c in cands)
+        self.other_table = torch.tensor(
+            [c + [c[-1]] * (width - len(c)) for c in cands], dtype=torch.long, device=dev
+        )
+        self.other_count = torch.tensor(
+            [float(len(c)) for c in cands], dtype=torch.float64, device=dev
+        )
+        allowed = torch.ones((K + 1, K), dtype=torch.bool)  # row K: no previous variable
+        held = torch.zeros((K + 1, K), dtype=torch.bool)
+        for u, v in held_out_pointer_pairs(cfg):
+            allowed[u, v] = False
+            held[u, v] = True
+        self.allowed_after = allowed.to(dev)
+        self.pointer_rules = bool(held.any())  # held-out pointers: draw slot by slot
+        # forced held-out targets per variable u: a padded table and counts
+        targets = [[v for v in range(K) if held[u, v]] for u in range(K)]
+        tw = max(1, max(len(t) for t in targets))
+        self.target_table = torch.tensor(
+            [t + [0] * (tw - len(t)) for t in targets], dtype=torch.long, device=dev
+        )
+        self.target_count = torch.tensor([float(len(t)) for t in targets], device=dev)
+        template = torch.full((1, self.L), cfg.p + K + 2, dtype=torch.long)
+        template[0, self.L - 4], template[0, self.L - 1] = cfg.p + K, cfg.p + K + 1
+        self.template = template.to(dev)
+        self.arA = torch.arange(A, device=dev)
+        self.arR = torch.arange(self.R, device=dev)
+        self.arD = torch.arange(self.D, device=dev)
+        self.arK = torch.arange(K, device=dev)
+        # uniform columns: config, value, H, side, other hop, count, forced target, D lengths,
+        # K variable choices, A order keys, A distractor numbers, R layout keys
+        self.width = 7 + self.D + K + 2 * A + self.R
+
+    # ------------------------------------------------------------------ drawing
+    def sample(self, n: int, generator: torch.Generator) -> Batch:
+        U = torch.rand((n, self.width), generator=generator, device=self.device,
+                       dtype=torch.float64)  # fmt: skip
+        step = CPU_CHUNK if self.device.type == "cpu" else max(n, 1)
+        parts = [self._draw(U[i : i + step]) for i in range(0, max(n, 1), step)]
+        return parts[0] if len(parts) == 1 else Batch.cat(parts)
+
+    def _draw(self, U: torch.Tensor) -> Batch:
+        p, K, L, A, D = self.p, self.K, self.L, self.A, self.D
+        n = U.shape[0]
+        design = self.design
+        c = (U[:, :1] >= design.cdf).sum(1)
+        row = design.ltab.index_select(0, c)
+        rowf = design.ctab.index_select(0, c)
+        vidx = (rowf[:, VOFF] + U[:, 1] * rowf[:, VSIZE]).long()
+        values = design.vtab.index_select(0, vidx).long()  # (n, 2) operand values
+        v1, v2 = row[:, V1], row[:, V2]
+        isv = design.isvar.index_select(0, c)
+        same = isv[:, 0] & (v1 == v2)
+        two = isv[:, 0] & isv[:, 1] & ~same
+
+        # 2. hop counts of the two operand chains (0: no chain)
+        hi = (U[:, 2:3] >= self.hop_cdf).sum(1)
+        H = self.hops.index_select(0, hi)
+        pick = (U[:, 4] * self.other_count.index_select(0, hi)).long()
+        other = self.other_table.index_select(0, hi).gather(1, pick[:, None]).squeeze(1)
+        first_has_H = U[:, 3] < 0.5
+        h1 = torch.where(isv[:, 0], torch.where(two & ~first_has_H, other, H), 0)
+        h2 = torch.where(isv[:, 1] & ~same, torch.where(two & first_has_H, other, H), 0)
+
+        # 3. distractor chains, dropped from the first that does not fit
+        col = 7 + D
+        count = (U[:, 5] * (D + 1)).long()
+        dl = 1 + (U[:, 7:col] * self.cfg.chain_distractor_length).long()
+        dl = torch.where(self.arD < count[:, None], dl, 0)
+        fits = (h1 + h2)[:, None] + dl.cumsum(1) <= A
+        dl = torch.where(fits.cumprod(1).bool(), dl, 0)
+        lens = torch.cat([h1[:, None], h2[:, None], dl], dim=1)  # (n, 2 + D)
+        ends = lens.cumsum(1)
+        starts = ends - lens
+        n_total = ends[:, -1]
+        valid = self.arA < n_total[:, None]  # (n, A) slots in use
+        # chain of each slot (2 + D for an unused slot; clamped where it indexes)
+        chain_raw = (ends[:, None, :] <= self.arA[None, :, None]).sum(-1)
+        chain = chain_raw.clamp(max=lens.shape[1] - 1)
+        k = self.arA - starts.gather(1, chain)  # place in its chain (0: head)
+        hop = torch.where(valid, lens.gather(1, chain) - k, 0)  # hop count of each slot
+
+        # 4. variables: operand heads (and a forced held-out target) preset, then the rest
+        head = k == 0
+        preset = torch.where(
+            head & (chain_raw == 0),
+            v1[:, None],
+            torch.where(head & (chain_raw == 1), v2[:, None], -1),
+        )
+        if self.plan.forced_targets:
+            u = torch.where(isv[:, 0], v1, v2).clamp(min=0)
+            t = (U[:, 6] * self.target_count.index_select(0, u)).long()
+            forced = self.target_table.index_select(0, u).gather(1, t[:, None])
+            preset = torch.where((k == 1) & (chain_raw < 2), forced, preset)
+        preset = torch.where(valid, preset, K)  # K: an unused slot
+        free = valid & (preset < 0)  # slots that draw their variable
+        used = (preset[:, :, None] == self.arK).any(1)  # (n, K) the preset variables
+        if not self.pointer_rules:
+            # no held-out pointer: the free slots take the other variables in uniform order
+            order = (U[:, col : col + K] + 2.0 * used.double()).argsort(1)
+            var = torch.where(free, order.gather(1, (free.cumsum(1) - 1).clamp(min=0)), preset)
+        else:
+            # slot by slot (a loop over the slots, not the rows): uniform over the unused
+            # variables that are not a held-out target of the chain's previous variable
+            var = preset.clone()
+            prev = torch.full((n,), K, dtype=torch.long, device=self.device)
+            for j in range(A):
+                after = torch.where(head[:, j], K, prev)  # a chain's head follows no pointer
+                cand = ~used & self.allowed_after.index_select(0, after)
+                if not self.strict:
+                    cand = torch.where(cand.any(1, keepdim=True), cand, ~used)
+                nth = (U[:, col + j] * cand.sum(1)).long()
+                choice = (cand.cumsum(1) <= nth[:, None]).sum(1)  # the nth candidate
+                choice = torch.where(free[:, j], choice, preset[:, j])
+                used |= self.arK == choice[:, None]
+                var[:, j] = choice
+                prev = choice
+        col += K
+
+        # right-hand sides: the next variable of the chain, or the chain's number
+        nxt = torch.cat([var[:, 1:], var[:, :1]], dim=1)
+        dnum = (U[:, col + A : col + 2 * A] * p).long()  # read after the order keys
+        number = torch.where(
+            chain == 0, values[:, :1], torch.where(chain == 1, values[:, 1:], dnum)
+        )
+        rhs = torch.where(hop > 1, p + nxt, number)
+
+        # 5. order of the assignments (rank of each slot) and the block positions
+        keys = U[:, col : col + A] + 2.0 * (~valid).double()
+        col += A
+        rank = torch.empty_like(valid, dtype=torch.long)
+        rank.scatter_(1, keys.argsort(1), self.arA.expand(n, A))  # rank of each slot
+        if self.targets_first:
+            # within each chain, hand the chain's ranks out in increasing hop count order
+            big = A + 1
+            by_rank = (chain_raw * big + rank).argsort(1)
+            by_hop = (chain_raw * big + torch.where(valid, hop, rank)).argsort(1)
+            rank = torch.empty_like(rank).scatter_(1, by_hop, rank.gather(1, by_rank))
+        col += A  # the distractor numbers, read above
+        pos = self._block_positions(n_total, U[:, col : col + self.R])
+        start = pos.gather(1, rank)  # (n, A) first position of each slot's block
+        tok = self.template.expand(n, L).contiguous()
+        vpos = torch.where(valid, start, L - 3)  # unused slots write into the operands,
+        tok.scatter_(1, vpos, p + var.clamp(max=K - 1))
+        tok.scatter_(1, torch.where(valid, start + 1, L - 2), rhs)  # overwritten below
+        x, y = values[:, 0], values[:, 1]
+        tok[:, L - 3] = torch.where(isv[:, 0], p + v1, x)
+        tok[:, L - 2] = torch.where(isv[:, 1], p + v2, y)
+        # where each operand's number sits: the value token of its chain's last slot
+        last1 = (ends[:, 0] - 1).clamp(min=0)
+        last2 = torch.where(same, ends[:, 0] - 1, ends[:, 1] - 1).clamp(min=0)
+        vp1 = torch.where(isv[:, 0], start.gather(1, last1[:, None]).squeeze(1) + 1, L - 3)
+        vp2 = torch.where(isv[:, 1], start.gather(1, last2[:, None]).squeeze(1) + 1, L - 2)
+        return Batch(
+            tokens=tok,
+            labels=(x + y) % p,
+            n_vars=isv.long().sum(1),
+            operand_values=values,
+            value_positions=torch.stack([vp1, vp2], dim=1),
+            operand_vars=torch.stack([v1, v2], dim=1),
+        )
+
+    def _block_positions(self, n_blocks: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        """(n, A) start positions of the n_blocks two-token blocks, in order, within
+        0..R-1 (entries past n_blocks are unused): uniform over arrangements ("layouts"), or
+        each of the R - 2n pads in a uniformly chosen gap ("gaps")."""
+        R, A = self.R, self.A
+        valid = self.arA < n_blocks[:, None]
+        if self.gaps:
+            gap = (u * (n_blocks + 1).double()[:, None]).long()
+            gap = torch.minimum(gap, n_blocks[:, None])
+            gap = torch.where(self.arR < (R - 2 * n_blocks)[:, None], gap, A + 1)
+            pos = (gap[:, :, None] <= self.arA).sum(1) + 2 * self.arA
+        else:
+            free = self.arR >= (R - n_blocks)[:, None]
+            slots = (u + 2.0 * free.double()).argsort(dim=1)[:, :A]
+            pos = torch.where(valid, slots, R + A).sort(dim=1).values + self.arA
+        return torch.where(valid, pos, 0)
+
+
+# ---------------------------------------------------------------------- plans
+def _design(cfg: TaskConfig, groups: Groups, held: torch.Tensor, values: str, device, strict):
+    return make_design(cfg, groups, held, values, device, strict=strict)
+
+
+def training_plan(cfg: TaskConfig) -> ChainPlan:
+    """The training plan: the trained hop counts with their weights."""
+    hops, weights = training_hops(cfg)
+    return ChainPlan(hops=hops, weights=weights, other_hops=hops)
+
+
+class ChainSampler(TrainingSampler):
+    """TrainingSampler of the chain family (TrainingSampler(cfg, ...) with cfg.family ==
+    "chain" builds one): the same interface, `sample(n, generator)`, vectorised."""
+
+    def __init__(self, cfg: TaskConfig, held_out: torch.Tensor, device="cpu", tables: bool = True):
+        """tables: unused (the chain draw has no tables); kept for the common signature."""
+        self.cfg = cfg
+        self.device = torch.device(device)
+        self.held_out = check_held_out(cfg, held_out)
+        design = _design(cfg, training_groups(cfg), self.held_out, "allowed", self.device, True)
+        self.design = design
+        self.draw = ChainDraw(cfg, design, training_plan(cfg), self.device, strict=True)
+
+    def sample(self, n: int, generator: torch.Generator) -> Batch:
+        if not isinstance(n, int) or n < 0:
+            raise ValueError(f"n = {n!r} must be an integer >= 0")
+        if generator.device.type != self.device.type:
+            raise ValueError(
+                f"generator is on {generator.device}, the sampler on {self.device}: "
+                "make the generator on the target device (training_generator(seed, device))"
+            )
+        return self.draw.sample(n, generator)

@@ -1,0 +1,245 @@
+"""Validation and derived values of the chain family's `TaskConfig` fields.
+
+The chain family (`task.family = "chain"`, docs/task.md "The chain family") binds a variable
+to a number or to another variable (`b=a`, a pointer); an operand's *hop count* is 1 when its
+variable is bound to a number, else 1 + its target's. Its fields start with `chain_`; they
+are checked here, only when the family is "chain" (with "assign_add" they must keep their
+defaults). Errors are ConfigErrors naming the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+
+from empirical.config_io import ConfigError
+
+FAMILIES = ("assign_add", "chain")
+CHAIN_ORDERS = ("random", "targets_first")
+# the chain fields and their defaults (TaskConfig declares the same)
+CHAIN_DEFAULTS = {
+    "chain_hops": (1, 2),
+    "chain_hop_weights": (),
+    "chain_order": "random",
+    "chain_distractors": 1,
+    "chain_distractor_length": 1,
+    "chain_held_out_pointers": (),
+    "chain_held_out_hops": (),
+}
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _as_list(value: object, name: str, what: str) -> list:
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"task.{name} = {value!r} must be a list of {what}")
+    return list(value)
+
+
+def _hop_list(cfg, name: str) -> tuple[int, ...]:
+    values = _as_list(getattr(cfg, name), name, "hop counts (integers >= 1)")
+    for v in values:
+        if not _is_int(v) or v < 1:
+            raise ConfigError(
+                f"task.{name}: {v!r} is not a hop count; hop counts are integers >= 1 (1: a "
+                "variable bound to a number, 2: bound to a variable bound to a number, ...)"
+            )
+    if len(set(values)) != len(values):
+        raise ConfigError(f"task.{name} = {values} repeats a hop count; list each once")
+    return tuple(values)
+
+
+def capacity(cfg) -> int:
+    """Most assignments (= distinct variables) a chain sequence can hold: min(K, (L-4) // 2)."""
+    return min(cfg.K, (cfg.L - 4) // 2)
+
+
+def _limit_name(cfg, need: int) -> str:
+    """Which of K and L a need of `need` assignments exceeds, in words."""
+    region = cfg.L - 4
+    parts = []
+    if need > region // 2:
+        parts.append(
+            f"{2 * need} of the L-4 = {region} assignment positions (raise task.L to at least "
+            f"{2 * need + 4})"
+        )
+    if need > cfg.K:
+        parts.append(f"{need} distinct variables, but K = {cfg.K} (raise task.K to {need})")
+    return " and ".join(parts)
+
+
+def parse_pointer(text: object, letters: str) -> tuple[str, str]:
+    """'u->w' -> ('u', 'w'); a ConfigError naming task.chain_held_out_pointers otherwise."""
+    if not isinstance(text, str) or "->" not in text:
+        raise ConfigError(
+            f"task.chain_held_out_pointers: {text!r} is not a pointer pair; write 'u->w' (the "
+            "assignment `u=w` is never trained)"
+        )
+    u, w = (s.strip() for s in text.split("->", 1))
+    for v in (u, w):
+        if v not in letters or len(v) != 1:
+            raise ConfigError(
+                f"task.chain_held_out_pointers: {text!r}: {v!r} is not a variable; with "
+                f"K = {len(letters)} the variables are {', '.join(letters)}"
+            )
+    if u == w:
+        raise ConfigError(
+            f"task.chain_held_out_pointers: {text!r} points a variable at itself, which no "
+            "sequence does; name two different variables"
+        )
+    return u, w
+
+
+def training_hops(cfg) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """The hop counts training asks (task.chain_hops minus task.chain_held_out_hops) and
+    their relative weights (task.chain_hop_weights, equal if empty)."""
+    weights = cfg.chain_hop_weights or (1.0,) * len(cfg.chain_hops)
+    kept = [
+        (h, w)
+        for h, w in zip(cfg.chain_hops, weights, strict=True)
+        if h not in cfg.chain_held_out_hops
+    ]
+    return tuple(h for h, _ in kept), tuple(w for _, w in kept)
+
+
+def evaluated_hops(cfg) -> tuple[int, ...]:
+    """Every hop count with evaluation sets: the trained and the held-out ones, sorted."""
+    return tuple(sorted(set(cfg.chain_hops) | set(cfg.chain_held_out_hops)))
+
+
+def training_max_variables(cfg) -> int:
+    """Most variables a training sequence holds: two operand chains of the longest trained
+    hop count plus every distractor chain at its longest."""
+    hops, _ = training_hops(cfg)
+    return 2 * max(hops) + cfg.chain_distractors * cfg.chain_distractor_length
+
+
+def check_chain_defaults(cfg) -> None:
+    """With family "assign_add", every chain field must keep its default."""
+    for name, default in CHAIN_DEFAULTS.items():
+        value = getattr(cfg, name)
+        same = value == default or (
+            isinstance(value, (list, tuple)) and tuple(value) == tuple(default)
+        )
+        if not same:
+            raise ConfigError(
+                f"task.{name} = {value!r} is a setting of the chain family: set "
+                f"task.family = 'chain' to use it, or leave it unset (task.family = "
+                f"{cfg.family!r})"
+            )
+
+
+def validate_chain(cfg) -> None:
+    """Check and normalise the chain fields of `cfg` (family "chain"); ConfigError else."""
+    hops = _hop_list(cfg, "chain_hops")
+    if not hops:
+        raise ConfigError("task.chain_hops = [] must list at least one hop count, e.g. [1, 2]")
+    cfg.chain_hops = hops
+    cfg.chain_held_out_hops = _hop_list(cfg, "chain_held_out_hops")
+
+    weights = _as_list(cfg.chain_hop_weights, "chain_hop_weights", "numbers >= 0")
+    for w in weights:
+        if not isinstance(w, (int, float)) or isinstance(w, bool) or not math.isfinite(w) or w < 0:
+            raise ConfigError(
+                f"task.chain_hop_weights: {w!r} is not a weight; weights are finite numbers >= 0"
+            )
+    if weights and len(weights) != len(hops):
+        raise ConfigError(
+            f"task.chain_hop_weights = {weights} has {len(weights)} weights for the "
+            f"{len(hops)} hop counts of task.chain_hops = {list(hops)}: give one per hop "
+            "count (or none: equal weights)"
+        )
+    cfg.chain_hop_weights = tuple(float(w) for w in weights)
+
+    if not isinstance(cfg.chain_order, str) or cfg.chain_order not in CHAIN_ORDERS:
+        raise ConfigError(
+            f"task.chain_order = {cfg.chain_order!r} is not allowed: must be one of "
+            + ", ".join(repr(o) for o in CHAIN_ORDERS)
+        )
+    if not _is_int(cfg.chain_distractors) or cfg.chain_distractors < 0:
+        raise ConfigError(
+            f"task.chain_distractors = {cfg.chain_distractors!r} must be an integer >= 0 (the "
+            "most distractor chains per sequence)"
+        )
+    if not _is_int(cfg.chain_distractor_length) or cfg.chain_distractor_length < 1:
+        raise ConfigError(
+            f"task.chain_distractor_length = {cfg.chain_distractor_length!r} must be an "
+            "integer >= 1 (the most assignments of a distractor chain)"
+        )
+    if cfg.mix != "fractions":
+        raise ConfigError(
+            f"task.mix = {cfg.mix!r}: the chain family takes its 0/1/2-variable mix from "
+            "task.frac_1var and task.ratio_2var_to_0var; use task.mix = 'fractions'"
+        )
+    if cfg.extra_eval_sets:
+        raise ConfigError(
+            f"task.extra_eval_sets = {list(cfg.extra_eval_sets)}: the Figure 3 sets belong to "
+            "the assign_add family; leave it empty with task.family = 'chain'"
+        )
+
+    trained, trained_weights = training_hops(cfg)
+    if not trained:
+        raise ConfigError(
+            f"task.chain_held_out_hops = {list(cfg.chain_held_out_hops)} holds out every hop "
+            f"count of task.chain_hops = {list(hops)}, leaving nothing to train; keep at least "
+            "one hop count of task.chain_hops out of it"
+        )
+    if not sum(trained_weights) > 0:
+        raise ConfigError(
+            f"task.chain_hop_weights = {list(cfg.chain_hop_weights)} gives weight 0 to every "
+            f"trained hop count {list(trained)}; give one of them a weight > 0"
+        )
+    for h in evaluated_hops(cfg):
+        need = 2 * h  # a 2-var sequence: two chains of up to h hops
+        if need > capacity(cfg):
+            name = "chain_hops" if h in hops else "chain_held_out_hops"
+            raise ConfigError(
+                f"task.{name}: hop count {h} does not fit: a 2-var sequence with two {h}-hop "
+                f"chains takes {need} assignments, which needs {_limit_name(cfg, need)}"
+            )
+    if cfg.chain_distractor_length > max(trained):
+        raise ConfigError(
+            f"task.chain_distractor_length = {cfg.chain_distractor_length} exceeds the longest "
+            f"trained hop count {max(trained)}: a distractor chain that long would put an "
+            "untrained hop count into training; make it at most that"
+        )
+    need = training_max_variables(cfg)
+    if need > capacity(cfg):
+        raise ConfigError(
+            f"task.chain_distractors = {cfg.chain_distractors} chains of up to "
+            f"task.chain_distractor_length = {cfg.chain_distractor_length} assignments besides "
+            f"two {max(trained)}-hop operand chains take {need} assignments, which needs "
+            f"{_limit_name(cfg, need)}; or ask fewer or shorter distractor chains"
+        )
+
+    letters = cfg.letters
+    pointers = _as_list(cfg.chain_held_out_pointers, "chain_held_out_pointers", "'u->w' pairs")
+    pairs = [parse_pointer(t, letters) for t in pointers]
+    if len(set(pairs)) != len(pairs):
+        raise ConfigError(
+            f"task.chain_held_out_pointers = {pointers} repeats a pair; list each once"
+        )
+    cfg.chain_held_out_pointers = tuple(f"{u}->{w}" for u, w in sorted(pairs))
+    spare = cfg.K - need
+    for u in letters:
+        targets = sorted(w for a, w in pairs if a == u)
+        if len(targets) > spare:
+            raise ConfigError(
+                f"task.chain_held_out_pointers holds out {len(targets)} targets of {u!r} "
+                f"({', '.join(targets)}): a training sequence holds up to {need} of the K = "
+                f"{cfg.K} variables, so a chain through {u!r} could be left with no target; "
+                f"hold out at most {max(spare, 0)} per variable (or raise task.K)"
+            )
+
+
+def held_out_pointer_pairs(cfg) -> list[tuple[int, int]]:
+    """The held-out pointer pairs as variable indices (u, w): `u=w` is never trained."""
+    return [
+        (cfg.letters.index(u), cfg.letters.index(w))
+        for u, w in (parse_pointer(t, cfg.letters) for t in cfg.chain_held_out_pointers)
+    ]
