@@ -255,6 +255,21 @@ class RunDir:
             )
         return load_run_config(self.config)
 
+    def read_two_layer_config(self, what: str):
+        """The run's RunConfig, refusing a model of another depth than the paper's 2 layers
+        (for `what`: an analysis written for the paper's model, whose measures name its
+        layer 1 and layer 2)."""
+        from empirical.config_io import ConfigError
+
+        cfg = self.read_config()
+        if cfg.model.n_layers != 2:
+            raise ConfigError(
+                f"{what} is written for the paper's 2-layer model; the run {self.path} has "
+                f"model.n_layers = {cfg.model.n_layers} (use load_run and the hooked model's "
+                "run_with_cache for deeper models)"
+            )
+        return cfg
+
     def fingerprint(self) -> str | None:
         """The config fingerprint of the run (empirical.run_config.config_fingerprint;
         None: no config.toml)."""
@@ -383,9 +398,15 @@ def load_run(
     from empirical.task.vocab import Vocabulary
 
     run = RunDir(run_dir).require_run()
-    task = run.read_config().task
+    cfg = run.read_config()
+    task = cfg.task
     path = run.model_path(step)
     model = load_model(path, device)
+    if model.cfg.n_layers != cfg.model.n_layers:
+        raise CheckpointError(
+            f"checkpoint {path}: holds a {model.cfg.n_layers}-layer model, but the run's config "
+            f"has model.n_layers = {cfg.model.n_layers}"
+        )
     vocab = Vocabulary.from_config(task)
     sizes = (vocab.d_vocab, vocab.n_classes, vocab.L)
     if sizes != (model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx):

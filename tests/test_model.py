@@ -401,7 +401,7 @@ def test_config_from_dict_errors_and_incomplete_config():
     with pytest.raises(ConfigError, match="d_mlp"):
         from_dict(ModelConfig, {"d_mlp": "wide"})
     with pytest.raises(ConfigError, match="n_layers"):
-        from_dict(ModelConfig, {"n_layers": 3})
+        from_dict(ModelConfig, {"n_layers": 5})  # depth is a field: 2..4
     with pytest.raises(ConfigError, match="d_vocab"):
         AssignAddTransformer(ModelConfig())
     with pytest.raises(ConfigError, match="n_ctx"):

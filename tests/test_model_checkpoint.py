@@ -129,7 +129,7 @@ def test_config_that_does_not_match_the_weights(tmp_path):
 
 def test_invalid_config_values(tmp_path):
     path = tmp_path / "badcfg.pt"
-    for field, value in (("d_model", -1), ("dtype", "int8"), ("n_layers", 3), ("n_ctx", None)):
+    for field, value in (("d_model", -1), ("dtype", "int8"), ("n_layers", 5), ("n_ctx", None)):
         ckpt = checkpoint_dict(AssignAddTransformer(small_cfg(), seed=0))
         ckpt["model_config"][field] = value
         write(path, ckpt)

@@ -199,7 +199,7 @@ def analyze_run(
     from empirical.train.phases import detect_phases
 
     run_dir = RunDir(run_dir).require_run()
-    cfg = run_dir.read_config()
+    cfg = run_dir.read_two_layer_config("analyze")
     task = cfg.task
     seed = cfg.seed if seed is None else seed
     out_dir = Path(run_dir.analysis_dir(step) if out_dir is None else out_dir)

@@ -575,7 +575,7 @@ def compare_run(run_dir, opts: Options | None = None) -> dict:
 
     opts = opts or Options()
     run = RunDir(run_dir).require_run()
-    cfg = run.read_config()
+    cfg = run.read_two_layer_config("compare-qk")
     task = cfg.task
     snaps = run.snapshots()
     if not snaps:

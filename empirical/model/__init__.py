@@ -7,18 +7,13 @@ logits = model(tokens)                       # [batch, pos, p], through the Hook
 logits = model(tokens, last_only=True)       # [batch, p]: the answer position
 logits = model.forward_fast(tokens)          # [batch, p], same numbers and gradients (training)
 logits, cache = model.run_with_cache(tokens)  # cache["pattern", 1], ...
+
+The public names are imported on first use (disentangled.lazy_exports): `ModelConfig` and the
+package itself import without torch; `to_hooked_transformer` imports TransformerLens 3's
+HookedTransformer only when asked for.
 """
 
-from empirical.model.checkpoint import (
-    CheckpointError,
-    checkpoint_dict,
-    load_checkpoint,
-    load_model,
-    model_from_checkpoint,
-    save_model,
-)
-from empirical.model.config import ModelConfig, task_sizes
-from empirical.model.transformer import AssignAddCache, AssignAddTransformer
+from disentangled.lazy_exports import lazy_exports
 
 __all__ = [
     "AssignAddCache",
@@ -32,12 +27,23 @@ __all__ = [
     "save_model",
     "task_sizes",
     "to_hooked_transformer",
+    "with_middle_layers",
 ]
 
-
-def __getattr__(name):  # the export imports TransformerLens 3's HookedTransformer: only on demand
-    if name == "to_hooked_transformer":
-        from empirical.model.export import to_hooked_transformer
-
-        return to_hooked_transformer
-    raise AttributeError(f"module 'empirical.model' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "empirical.model.checkpoint": [
+            "CheckpointError",
+            "checkpoint_dict",
+            "load_checkpoint",
+            "load_model",
+            "model_from_checkpoint",
+            "save_model",
+        ],
+        "empirical.model.config": ["ModelConfig", "task_sizes"],
+        "empirical.model.transformer": ["AssignAddCache", "AssignAddTransformer"],
+        "empirical.model.export": ["to_hooked_transformer"],
+        "empirical.model.tied": ["with_middle_layers"],
+    },
+)

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from empirical.model import AssignAddTransformer, ModelConfig
-from empirical.model.fast import PARAM_NAMES, fast_forward
+from empirical.model.fast import fast_forward, param_names, tied_source, unique_param_names
 
 
 def _key(name: str) -> str:
@@ -39,13 +39,15 @@ class BatchedModel(nn.Module):
         self.cfg = cfg
         self.n_members = len(seeds)
         models = [AssignAddTransformer(cfg, seed=int(s)) for s in seeds]
+        # in AssignAddTransformer's parameter order (model.tied_layers: without the tied copies)
+        self.names = unique_param_names(cfg.n_layers, cfg.tied_layers)
         names = [n for n, _ in models[0].named_parameters()]
-        if tuple(names) != PARAM_NAMES:
+        if tuple(names) != self.names:
             raise RuntimeError(f"AssignAddTransformer's parameters changed: {names}")
         self.weights = nn.ParameterDict(
             {
                 _key(n): nn.Parameter(torch.stack([dict(m.named_parameters())[n] for m in models]))
-                for n in PARAM_NAMES
+                for n in self.names
             }
         )
         if device is not None:
@@ -55,7 +57,7 @@ class BatchedModel(nn.Module):
         return self.weights[_key(name)]
 
     def params(self) -> list[nn.Parameter]:
-        return [self.w(n) for n in PARAM_NAMES]
+        return [self.w(n) for n in self.names]
 
     @property
     def device(self) -> torch.device:
@@ -65,18 +67,22 @@ class BatchedModel(nn.Module):
 
     def member_state(self, m: int) -> dict[str, Tensor]:
         """Member m's weights as an AssignAddTransformer state_dict (CPU copies)."""
-        return {n: self.w(n)[m].detach().cpu().clone() for n in PARAM_NAMES}
+        n_layers = self.cfg.n_layers
+        return {
+            n: self.w(tied_source(n, n_layers))[m].detach().cpu().clone()
+            for n in param_names(n_layers)
+        }
 
     @torch.no_grad()
     def load_member_state(self, m: int, state: dict[str, Tensor]) -> None:
-        for n in PARAM_NAMES:
+        for n in self.names:
             self.w(n)[m].copy_(state[n].to(self.device))
 
     @torch.no_grad()
     def copy_member_into(self, m: int, model: AssignAddTransformer) -> AssignAddTransformer:
         """Write member m's weights into `model` (a single model of the same config)."""
         params = dict(model.named_parameters())
-        for n in PARAM_NAMES:
+        for n in self.names:
             params[n].copy_(self.w(n)[m])
         return model
 
@@ -90,5 +96,6 @@ class BatchedModel(nn.Module):
                 f"tokens must have shape [members={self.n_members}, batch, pos], "
                 f"got {tuple(tokens.shape)}"
             )
-        weights = {n: self.w(n) for n in PARAM_NAMES}
-        return fast_forward(weights, tokens, self.cfg.attn_scale).logits
+        n_layers = self.cfg.n_layers
+        weights = {n: self.w(tied_source(n, n_layers)) for n in param_names(n_layers)}
+        return fast_forward(weights, tokens, self.cfg.attn_scale, act_fn=self.cfg.act_fn).logits

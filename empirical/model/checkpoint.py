@@ -29,6 +29,7 @@ import torch
 from disentangled.command_line import UserError
 from empirical.config_io import ConfigError, atomic_write_bytes, from_dict, load_failure, to_dict
 from empirical.model.config import DTYPES, ModelConfig
+from empirical.model.fast import depth_of, tied_source
 from empirical.model.transformer import AssignAddTransformer
 
 if TYPE_CHECKING:
@@ -117,6 +118,24 @@ def model_from_checkpoint(
         raise CheckpointError(f"checkpoint {path}: bad model_config: {exc}") from exc
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise CheckpointError(f"checkpoint {path}: model_state is not a dict of tensors")
+    depth = depth_of(state)
+    if depth and depth != cfg.n_layers:
+        raise CheckpointError(
+            f"checkpoint {path}: its weights are a {depth}-layer model's (blocks 0..{depth - 1}) "
+            f"but its model_config has n_layers = {cfg.n_layers}"
+        )
+    if cfg.tied_layers:
+        untied = [
+            k
+            for k in state
+            if tied_source(k, cfg.n_layers) != k
+            and not torch.equal(state[k], state.get(tied_source(k, cfg.n_layers), state[k]))
+        ]
+        if untied:
+            raise CheckpointError(
+                f"checkpoint {path}: model_config has tied_layers = true but {untied[0]} "
+                f"differs from {tied_source(untied[0], cfg.n_layers)}"
+            )
     model = AssignAddTransformer(cfg, seed=0)
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     found = {k: tuple(v.shape) for k, v in state.items()}

@@ -1,12 +1,12 @@
 """`ModelConfig`: the architecture of the paper's 2-layer, 1-head transformer as a typed dataclass.
 
-The fields are what a run may change (widths, init scale, dtype); the task-derived sizes
+The fields are what a run may change (widths, depth, init scale, dtype); the task-derived sizes
 (`d_vocab`, `d_vocab_out`, `n_ctx`) and `d_head` default to `None` so the config can sit in a
 run config before the task is known, and are filled by `with_task(p, K, L)` /
 `for_task(p, K, L)` (`d_head` = `d_model` unless set), so a built model's `cfg.d_head` is an int.
-The architecture itself (2 layers, 1 head, MLP only in layer 2, no biases, no normalization)
-is fixed, and exposed read-only under TransformerLens's `cfg` names (`n_layers`, `n_heads`,
-`attn_only`, `normalization_type`, ...) so `ActivationCache`'s helpers and
+The rest of the architecture (1 head, MLP only in the last layer, no biases, no normalization)
+is fixed, and exposed read-only under TransformerLens's `cfg` names (`n_heads`, `mlp_layers`,
+`attn_only`, `normalization_type`, ...; `n_layers` is a field) so `ActivationCache`'s helpers and
 `transformer_lens.patching` can read it. `cfg.device` (not a field: never saved) is the device
 of the model that holds the config, kept up to date by the model.
 """
@@ -15,14 +15,47 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
-
-import torch
+from typing import TYPE_CHECKING, Literal
 
 from empirical.config_io import ConfigError
 
-DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "float64": torch.float64}
+if TYPE_CHECKING:
+    import torch
+
+# torch is imported only where a torch object is made (the config validates without it, so
+# that `python -m empirical` answers a bad config before importing torch): DTYPES and
+# ACTIVATIONS are built on first use (`__getattr__` below); validation reads these names
+DTYPE_NAMES = ("float32", "float64")
+# the MLP's activation by `model.act_fn`: ReLU (the paper's model) or x^2 (the quadratic MLP
+# that writes Theorem C.1's Fourier MLP exactly, empirical.theorem_model)
+ACTIVATION_NAMES = ("relu", "quadratic")
+N_LAYERS = (2, 4)  # the allowed model.n_layers, inclusive
+
+
+def _torch_tables() -> dict[str, dict]:
+    """DTYPES (name -> torch.dtype) and ACTIVATIONS (name -> function), built with torch."""
+    import torch
+
+    return {
+        "DTYPES": {"float32": torch.float32, "float64": torch.float64},
+        "ACTIVATIONS": {"relu": torch.nn.functional.relu, "quadratic": torch.square},
+    }
+
+
+def __getattr__(name: str):  # DTYPES, ACTIVATIONS: made (and kept) on first use
+    if name in ("DTYPES", "ACTIVATIONS"):
+        globals().update(_torch_tables())
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The MLP activation function called `name` (a key of ACTIVATIONS)."""
+    if name not in ACTIVATION_NAMES:
+        raise ConfigError(f"model.act_fn: {name!r} is not one of {list(ACTIVATION_NAMES)}")
+    return __getattr__("ACTIVATIONS")[name]
 
 
 def task_sizes(p: int, K: int, L: int) -> dict[str, int]:
@@ -43,8 +76,14 @@ class ModelConfig:
 
     d_model: residual width (128, ours). d_head: the single head's width (None: d_model; filled
     by `with_task`, so a built model's `cfg.d_head` is an int).
-    d_mlp: layer-2 MLP width (512, ours). init_std: std of every weight's normal init (None:
-    TransformerLens's `0.8 / sqrt(d_model)`, i.e. 0.0707 at d_model = 128). dtype: parameters'.
+    d_mlp: layer-2 MLP width (512, ours). n_layers: depth, 2..4 (2: the paper's model; n > 2
+    puts n - 2 attention-only blocks between layer 1 and the last block, which has the MLP
+    and reads the answer). tied_layers: the middle blocks (1..n-2) share one attention's
+    weights, so their count can be changed after training (empirical.model.tied).
+    init_std: std of every weight's normal init (None: TransformerLens's `0.8 / sqrt(d_model)`,
+    i.e. 0.0707 at d_model = 128). dtype: parameters'.
+    act_fn: the MLP's activation, "relu" (the paper's) or "quadratic" (x^2: Theorem C.1's
+    Fourier MLP written exactly, empirical.theorem_model); one lookup, `activation(act_fn)`.
     d_vocab / d_vocab_out / n_ctx: input vocabulary, output classes, context length; None until
     filled from the task by `with_task` (p + K + 3, p, L).
 
@@ -55,8 +94,11 @@ class ModelConfig:
     d_model: int = 128
     d_head: int | None = None
     d_mlp: int = 512
+    n_layers: int = 2
+    tied_layers: bool = False
     init_std: float | None = None
     dtype: Literal["float32", "float64"] = "float32"
+    act_fn: Literal["relu", "quadratic"] = "relu"
     d_vocab: int | None = None
     d_vocab_out: int | None = None
     n_ctx: int | None = None
@@ -74,8 +116,19 @@ class ModelConfig:
             if not (math.isfinite(self.init_std) and self.init_std > 0):
                 raise ConfigError(f"model.init_std: must be positive, got {self.init_std!r}")
             self.init_std = float(self.init_std)
-        if self.dtype not in DTYPES:
-            raise ConfigError(f"model.dtype: {self.dtype!r} is not one of {list(DTYPES)}")
+        if self.dtype not in DTYPE_NAMES:
+            raise ConfigError(f"model.dtype: {self.dtype!r} is not one of {list(DTYPE_NAMES)}")
+        if not isinstance(self.act_fn, str) or self.act_fn not in ACTIVATION_NAMES:
+            raise ConfigError(
+                f"model.act_fn: {self.act_fn!r} is not one of {list(ACTIVATION_NAMES)}"
+            )
+        n = self.n_layers
+        if isinstance(n, bool) or not isinstance(n, int) or not N_LAYERS[0] <= n <= N_LAYERS[1]:
+            raise ConfigError(
+                f"model.n_layers: must be an integer in {N_LAYERS[0]}..{N_LAYERS[1]}, got {n!r}"
+            )
+        if not isinstance(self.tied_layers, bool):
+            raise ConfigError(f"model.tied_layers: must be true or false, got {self.tied_layers!r}")
 
     # -- derived values ---------------------------------------------------------------------
 
@@ -91,7 +144,7 @@ class ModelConfig:
 
     @property
     def torch_dtype(self) -> torch.dtype:
-        return DTYPES[self.dtype]
+        return __getattr__("DTYPES")[self.dtype]
 
     @property
     def is_complete(self) -> bool:
@@ -127,10 +180,14 @@ class ModelConfig:
     @property
     def device(self) -> torch.device:
         """The device of the model built from this config (CPU until it is moved)."""
+        import torch
+
         return self.__dict__.get("_device") or torch.device("cpu")
 
     @device.setter
     def device(self, value: str | torch.device | None) -> None:
+        import torch
+
         self.__dict__["_device"] = None if value is None else torch.device(value)
 
     @classmethod
@@ -141,17 +198,13 @@ class ModelConfig:
     # -- TransformerLens `cfg` vocabulary (fixed architecture, read-only) ---------------------
 
     @property
-    def n_layers(self) -> int:
-        return 2
-
-    @property
     def n_heads(self) -> int:
         return 1
 
     @property
     def mlp_layers(self) -> tuple[int, ...]:
-        """Layers (0-indexed) that have an MLP: only the second."""
-        return (1,)
+        """Layers (0-indexed) that have an MLP: only the last (the paper's layer 2)."""
+        return (self.n_layers - 1,)
 
     @property
     def n_key_value_heads(self) -> None:
@@ -165,10 +218,6 @@ class ModelConfig:
     @property
     def normalization_type(self) -> None:
         return None
-
-    @property
-    def act_fn(self) -> str:
-        return "relu"
 
     @property
     def positional_embedding_type(self) -> str:

@@ -8,11 +8,12 @@
 TransformerLens 4 has no `HookedTransformer` (its `HookedRootModule`, which our model is built
 on, is enough for hooks, caches and patching); under it this raises an ImportError saying so.
 
-The HookedTransformer has our architecture written in its terms: 2 layers, 1 head, d_head,
-d_mlp, no normalization, ReLU MLP, standard positional embeddings, scores / sqrt(d_head), causal
-mask; every bias zero; block 0's MLP (which our model does not have) all zeros, so it adds
-exactly 0; token ids are ours (empirical.task's layout) and it has no tokenizer: pass ids (e.g.
-`model.to_tokens(text)`). Same dtype and device as `model`; returned in eval mode.
+The HookedTransformer has our architecture written in its terms: n_layers (2 by default), 1
+head, d_head, d_mlp, no normalization, ReLU MLP, standard positional embeddings, scores /
+sqrt(d_head), causal mask; every bias zero; the MLPs of the blocks before the last (which our
+model does not have) all zeros, so they add exactly 0; token ids are ours (empirical.task's
+layout) and it has no tokenizer: pass ids (e.g. `model.to_tokens(text)`). Same dtype and device
+as `model`; returned in eval mode.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def to_hooked_transformer(model: AssignAddTransformer):
     HookedTransformer, _ = hooked_transformer_classes()
     ht = HookedTransformer(hooked_transformer_config(model))
     ours = model.state_dict()
+    absent_mlps = tuple(f"blocks.{i}.mlp." for i in range(model.cfg.n_layers - 1))
     state = {}
     for name, value in ht.state_dict().items():
         if name in ours:
@@ -79,8 +81,8 @@ def to_hooked_transformer(model: AssignAddTransformer):
                     f"{tuple(value.shape)}"
                 )
             state[name] = ours[name].detach().clone()
-        elif any(part in name for part in (".b_", "b_U", "blocks.0.mlp.")):
-            state[name] = torch.zeros_like(value)  # biases and the absent block-0 MLP
+        elif any(part in name for part in (".b_", "b_U")) or name.startswith(absent_mlps):
+            state[name] = torch.zeros_like(value)  # biases and the absent MLPs (all but last)
         else:
             state[name] = value  # buffers (causal mask, IGNORE)
     missing = set(ours) - set(state)

@@ -1,11 +1,14 @@
-"""The one fast forward pass of the paper's model, for one model or a stack of M members.
+"""The one fast forward pass of the paper's model, for one model or a stack of M members, at
+every depth (model.n_layers = 2..4).
 
     out = fast_forward(weights, tokens, attn_scale)                 # logits at `=`
     out = fast_forward(weights, tokens, attn_scale, internals=True)  # + patterns, resid_mid
 
-`weights` maps the parameter names of `AssignAddTransformer` (PARAM_NAMES) to tensors with a
-leading member axis ([M, *shape]); `tokens` is [M, batch, L]. A single model passes its
-parameters with `unsqueeze(0)` (views: autograd flows into them) and drops the axis after.
+`weights` maps the parameter names of `AssignAddTransformer` (`param_names(n_layers)`;
+PARAM_NAMES at the default depth 2) to tensors with a leading member axis ([M, *shape]); the
+depth is read from them (how many blocks have an attention). `tokens` is [M, batch, L]. A
+single model passes its parameters with `unsqueeze(0)` (views: autograd flows into them) and
+drops the axis after.
 
 It computes exactly what the hooked `forward` computes at the last position (the answer, read
 at `=`), reparameterised so that no [batch, L, d_model] tensor is ever built:
@@ -15,54 +18,90 @@ at `=`), reparameterised so that no [batch, L, d_model] tensor is ever built:
   per position on both ids, so sum_t w_t x_t = pool(w) @ C; `at(r)` reads a per-id row r back
   per position: r[tok_t] + r[V + t].
 - Layer-1 scores x_s W_Q W_K^T x_t^T are sums of 4 entries of the [N, N] table T.
-- Layer-1 resid_post, never built: resid_t = x_t + sum_s A[t, s] x_s W_V W_O, a weighted sum
-  of rows of C and of C_OV = C W_V W_O (pool(A[t])).
-- Layer 2 only for the query at L-1: score_t = (last W_Q W_K^T) . resid_t, read from per-id
-  rows of last W_Q W_K^T [C; C_OV]^T; the value mix sum_t a_t resid_t W_V W_O is
-  pool(a) @ C W_V W_O + pool(a A) @ C_OV W_V W_O.
+- The residual stream is kept as a tree of tables (`_Resid`): after layer 1 it is
+  resid_t = x_t + sum_s A[t, s] x_s W_V W_O, i.e. the leaf C read per position plus the
+  pattern A applied to the leaf C_OV = C W_V W_O. Every attention-only layer l after it
+  (the middle layers of a deeper model) turns a residual R into R + A_l R W_V W_O: a node
+  whose `moved` copy of R has every table multiplied by W_V W_O. So the residual is always
+  a sum of (products of attention patterns) @ (per-position reads of [N, d] tables), and
+  every linear map of it is computed on the small tables and read per position.
+- A middle layer needs its scores at every position: for every pair of leaves (i, j), the
+  [N, N] table T_i W_Q W_K^T T_j^T is read per (query, key) position pair as layer 1's table
+  is, then mixed by leaf i's patterns on the query side and leaf j's on the key side
+  ([batch, L, L] throughout); then its pattern, as the hooked forward computes it. Its
+  queries, keys and values are never built: the values live in the tree as the moved tables.
+- The last layer only for the query at L-1: score_t = (last W_Q W_K^T) . resid_t, read from
+  per-id rows of last W_Q W_K^T [leaf tables]^T; the value mix sum_t a_t resid_t W_V W_O is
+  the leaves' pooled weights (a, a A, ...) times the leaf tables times W_V W_O. Then the MLP
+  and the unembedding on that one position.
 
-It is a reparameterisation of the same computation on the same parameters, so autograd gives
-the same gradients as the hooked forward (up to float rounding; tested). Used by training
-(`AssignAddTransformer.forward_fast`), the batched sweep model (`BatchedModel.forward_fast`)
-and analysis (`empirical.analysis.common.light_forward`, with `internals=True`).
+At depth 2 these are, op for op, the computation this module did before depth was a field
+(tested: the same losses bit for bit). It is a reparameterisation of the same computation on
+the same parameters, so autograd gives the same gradients as the hooked forward (up to float
+rounding; tested at depths 2, 3, 4). Used by training (`AssignAddTransformer.forward_fast`),
+the batched sweep model (`BatchedModel.forward_fast`) and analysis
+(`empirical.analysis.common.light_forward`, with `internals=True`: 2-layer models only).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-# parameter names of AssignAddTransformer, in its parameter order
-PARAM_NAMES = (
-    "embed.W_E",
-    "pos_embed.W_pos",
-    "blocks.0.attn.W_Q",
-    "blocks.0.attn.W_K",
-    "blocks.0.attn.W_V",
-    "blocks.0.attn.W_O",
-    "blocks.1.attn.W_Q",
-    "blocks.1.attn.W_K",
-    "blocks.1.attn.W_V",
-    "blocks.1.attn.W_O",
-    "blocks.1.mlp.W_in",
-    "blocks.1.mlp.W_out",
-    "unembed.W_U",
-)
+from empirical.model.config import activation
+
+
+def param_names(n_layers: int = 2) -> tuple[str, ...]:
+    """Parameter names of an `AssignAddTransformer` of `n_layers` blocks, in its parameter
+    order: embeddings, every block's attention, the last block's MLP, the unembedding."""
+    last = n_layers - 1
+    attention = [f"blocks.{i}.attn.W_{m}" for i in range(n_layers) for m in "QKVO"]
+    return (
+        "embed.W_E",
+        "pos_embed.W_pos",
+        *attention,
+        f"blocks.{last}.mlp.W_in",
+        f"blocks.{last}.mlp.W_out",
+        "unembed.W_U",
+    )
+
+
+# parameter names of the default (2-layer) AssignAddTransformer, in its parameter order
+PARAM_NAMES = param_names(2)
+
+
+def tied_source(name: str, n_layers: int) -> str:
+    """With model.tied_layers, the parameter that `name` is: a middle block's attention weight
+    (blocks 2..n-2) is block 1's; any other name is itself."""
+    parts = name.split(".")
+    if parts[0] == "blocks" and parts[2] == "attn" and 2 <= int(parts[1]) <= n_layers - 2:
+        return ".".join(["blocks", "1", *parts[2:]])
+    return name
+
+
+def unique_param_names(n_layers: int = 2, tied_layers: bool = False) -> tuple[str, ...]:
+    """The distinct parameters of a model (`param_names`, without the tied copies)."""
+    names = param_names(n_layers)
+    return tuple(n for n in names if not tied_layers or tied_source(n, n_layers) == n)
+
+
+def depth_of(weights: Mapping[str, Tensor]) -> int:
+    """The number of blocks of a model given by its weights (blocks with an attention)."""
+    return sum(1 for name in weights if name.startswith("blocks.") and name.endswith(".attn.W_Q"))
 
 
 @dataclass
 class FastOutputs:
     """What `fast_forward` returns, each with the leading member axis [M, ...].
 
-    logits [M, B, d_vocab_out] at the last position. With internals: pattern1 [M, B, L, L]
-    (layer-1 attention), pattern2 [M, B, L] (layer-2 attention of the last position),
-    resid_mid [M, B, d] (the layer-2 MLP's input at the last position), C [M, V + L, d]
-    (= [W_E; W_pos[:L]]) and C_OV [M, V + L, d] (= C W_V W_O of layer 1), from which the
-    residual after layer 1 at any position can be rebuilt."""
+    logits [M, B, d_vocab_out] at the last position. With internals (2-layer models):
+    pattern1 [M, B, L, L] (layer-1 attention), pattern2 [M, B, L] (layer-2 attention of the
+    last position), resid_mid [M, B, d] (the layer-2 MLP's input at the last position),
+    C [M, V + L, d] (= [W_E; W_pos[:L]]) and C_OV [M, V + L, d] (= C W_V W_O of layer 1),
+    from which the residual after layer 1 at any position can be rebuilt."""
 
     logits: Tensor
     pattern1: Tensor | None = None
@@ -72,13 +111,90 @@ class FastOutputs:
     C_OV: Tensor | None = None
 
 
+@dataclass
+class _Resid:
+    """A residual stream at every position, as a tree of [M, N, d] tables.
+
+    A leaf is a table T, read per position (T[tok_t] + T[V + t]); a node is
+    `base + pattern @ moved`: the residual before an attention layer plus that layer's
+    output, `moved` being the same tree with every table times the layer's W_V W_O."""
+
+    table: Tensor | None = None
+    base: _Resid | None = None
+    pattern: Tensor | None = None  # [M, B, L, L]
+    moved: _Resid | None = None
+
+    def leaves(self) -> list[Tensor]:
+        """The tables, depth first (base before moved)."""
+        if self.table is not None:
+            return [self.table]
+        return self.base.leaves() + self.moved.leaves()
+
+    def mapped(self, fn: Callable[[Tensor], Tensor]) -> _Resid:
+        """The same tree with every table T replaced by fn(T)."""
+        if self.table is not None:
+            return _Resid(table=fn(self.table))
+        return _Resid(base=self.base.mapped(fn), pattern=self.pattern, moved=self.moved.mapped(fn))
+
+    def after_attention(self, pattern: Tensor, W_V: Tensor, W_O: Tensor) -> _Resid:
+        """The residual after an attention layer with this pattern and W_V, W_O ([M, d, e],
+        [M, e, d]) reads this one."""
+        moved = self.mapped(lambda T: torch.bmm(torch.bmm(T, W_V), W_O))
+        return _Resid(base=self, pattern=pattern, moved=moved)
+
+    def combine(self, per_leaf: Iterator[Tensor], mix: Callable[[Tensor, Tensor], Tensor]):
+        """Sum the per-leaf reads (in `leaves()` order) up the tree: a node gives
+        base + mix(pattern, moved)."""
+        if self.table is not None:
+            return next(per_leaf)
+        base = self.base.combine(per_leaf, mix)
+        return base + mix(self.pattern, self.moved.combine(per_leaf, mix))
+
+    def leaf_weights(self, a: Tensor) -> list[Tensor]:
+        """For position weights a [M, B, L]: the weights [M, B, L] on each leaf's per-position
+        reads (in `leaves()` order) such that sum_t a_t resid_t = sum over leaves of
+        pool(weights) @ table."""
+        if self.table is not None:
+            return [a]
+        moved = (a.unsqueeze(-1) * self.pattern).sum(2)  # a @ pattern
+        return self.base.leaf_weights(a) + self.moved.leaf_weights(moved)
+
+
+def _mix_queries(pattern: Tensor, scores: Tensor) -> Tensor:  # pattern @ [M, B, q, k]
+    return torch.matmul(pattern, scores)
+
+
+def _mix_keys(pattern: Tensor, scores: Tensor) -> Tensor:  # [M, B, q, k] @ pattern^T
+    return torch.matmul(scores, pattern.transpose(-1, -2))
+
+
+def _mix_scalars(pattern: Tensor, values: Tensor) -> Tensor:  # [M, B, L, L] @ [M, B, L]
+    # (batched [L x L] @ [L] products as multiply-and-sum: faster than bmm on CPU)
+    return (pattern * values.unsqueeze(2)).sum(-1)
+
+
+def _cat(parts: list[Tensor], dim: int) -> Tensor:
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=dim)
+
+
 def fast_forward(
-    weights: Mapping[str, Tensor], tokens: Tensor, attn_scale: float, internals: bool = False
+    weights: Mapping[str, Tensor],
+    tokens: Tensor,
+    attn_scale: float,
+    internals: bool = False,
+    act_fn: str = "relu",
 ) -> FastOutputs:
     """Logits at the last position (and, with `internals`, the attention patterns and the
-    MLP input there) of M members on their own token batches; see the module docstring."""
+    MLP input there) of M members on their own token batches; see the module docstring.
+    `act_fn`: the MLP activation (`ModelConfig.act_fn`, looked up by `activation`)."""
     if tokens.ndim != 3:
         raise ValueError(f"tokens must have shape [members, batch, pos], got {tuple(tokens.shape)}")
+    n_layers = depth_of(weights)
+    if internals and n_layers != 2:
+        raise ValueError(
+            f"fast_forward internals are those of a 2-layer model; this one has {n_layers} "
+            "layers (use the hooked forward: run_with_cache)"
+        )
     tokens = tokens.long()
     w = weights
     W_E = w["embed.W_E"]
@@ -99,47 +215,76 @@ def fast_forward(
         flat = table.reshape(M * V, k).index_select(0, gtok.reshape(-1))
         return flat.view(M, batch, length, k)
 
+    tt_index = (gtok[:, :, :, None] * V + tokens[:, :, None, :]).reshape(-1)
+
+    def pair_read(T: Tensor) -> Tensor:  # [M, N, N] (query id, key id) table -> [M, B, L, L]
+        T_tt, T_tp, T_pt, T_pp = T[:, :V, :V], T[:, :V, V:], T[:, V:, :V], T[:, V:, V:]
+        return (
+            T_tt.reshape(M * V * V).index_select(0, tt_index).view(M, batch, length, length)
+            + rows(T_tp)
+            + rows(T_pt.transpose(1, 2)).transpose(2, 3)
+            + T_pp[:, None]
+        )
+
+    def attention(i: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:  # block i's W_Q, K, V, O
+        return tuple(w[f"blocks.{i}.attn.W_{m}"][:, 0] for m in "QKVO")
+
     C = torch.cat([W_E, w["pos_embed.W_pos"][:, :length]], dim=1)  # [M, N, d]
     N = C.shape[1]
-    WQ0, WK0 = w["blocks.0.attn.W_Q"][:, 0], w["blocks.0.attn.W_K"][:, 0]
-    WV0, WO0 = w["blocks.0.attn.W_V"][:, 0], w["blocks.0.attn.W_O"][:, 0]
-    WQ1, WK1 = w["blocks.1.attn.W_Q"][:, 0], w["blocks.1.attn.W_K"][:, 0]
-    WV1, WO1 = w["blocks.1.attn.W_V"][:, 0], w["blocks.1.attn.W_O"][:, 0]
+    causal = torch.ones(length, length, dtype=torch.bool, device=tokens.device).tril()
 
     # layer 1: scores from the [N, N] table of every (query id, key id) pair
+    WQ0, WK0, WV0, WO0 = attention(0)
     T = torch.bmm(torch.bmm(C, WQ0), torch.bmm(C, WK0).transpose(1, 2)) / attn_scale
-    T_tt, T_tp, T_pt, T_pp = T[:, :V, :V], T[:, :V, V:], T[:, V:, :V], T[:, V:, V:]
-    tt_index = (gtok[:, :, :, None] * V + tokens[:, :, None, :]).reshape(-1)
-    scores = (
-        T_tt.reshape(M * V * V).index_select(0, tt_index).view(M, batch, length, length)
-        + rows(T_tp)
-        + rows(T_pt.transpose(1, 2)).transpose(2, 3)
-        + T_pp[:, None]
-    )
-    causal = torch.ones(length, length, dtype=torch.bool, device=tokens.device).tril()
+    scores = pair_read(T)
     A = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)  # [M, B, q, k]
-    C_OV = torch.bmm(torch.bmm(C, WV0), WO0)  # [M, N, d]
-    CC = torch.cat([C, C_OV], dim=1)  # [M, 2N, d]
-    x_last = W_E.reshape(M * V, d).index_select(0, gtok[:, :, -1].reshape(-1))
-    x_last = x_last.view(M, batch, d) + C[:, -1:]
-    last = x_last + torch.bmm(pool(A[:, :, -1]), C_OV)  # layer-1 resid_post at L-1
+    resid = _Resid(table=C).after_attention(A, WV0, WO0)  # leaves C, C_OV = C W_V W_O
 
-    # layer 2, query at L-1 only
+    # middle layers (depth >= 3): scores at every position from the [N, N] tables of every
+    # pair of leaves (query leaf i, key leaf j), mixed by the leaves' patterns on both sides
+    for i in range(1, n_layers - 1):
+        WQ, WK, WV, WO = attention(i)
+        leaves = torch.cat(resid.leaves(), dim=1)  # [M, n_leaves * N, d]
+        TT = torch.bmm(torch.bmm(leaves, WQ), torch.bmm(leaves, WK).transpose(1, 2)) / attn_scale
+        spans = [slice(j * N, (j + 1) * N) for j in range(leaves.shape[1] // N)]
+        per_query_leaf = [
+            resid.combine(iter([pair_read(TT[:, q, k]) for k in spans]), _mix_keys)
+            for q in spans
+        ]
+        scores_i = resid.combine(iter(per_query_leaf), _mix_queries)  # [M, B, L, L]
+        A_i = torch.softmax(scores_i.masked_fill(~causal, float("-inf")), dim=-1)
+        resid = resid.after_attention(A_i, WV, WO)
+
+    # the last layer, query at L-1 only
+    WQ1, WK1, WV1, WO1 = attention(n_layers - 1)
+    tables = resid.leaves()
+    CC = torch.cat(tables, dim=1)  # [M, n_leaves * N, d]
+    x_last = W_E.reshape(M * V, d).index_select(0, gtok[:, :, -1].reshape(-1))
+    last = x_last.view(M, batch, d) + C[:, -1:]  # resid at L-1: the root leaf's read ...
+    outputs, node = [], resid
+    while node.table is None:  # ... plus every attention layer's output at L-1
+        pooled = [pool(a) for a in node.moved.leaf_weights(node.pattern[:, :, -1])]
+        outputs.append(torch.bmm(_cat(pooled, 2), _cat(node.moved.leaves(), 1)))
+        node = node.base
+    for output in reversed(outputs):  # layer 1's first
+        last = last + output
     r = torch.bmm(last, torch.bmm(WQ1, torch.bmm(WK1.transpose(1, 2), CC.transpose(1, 2))))
-    # (batched [L x L] @ [L] products as multiply-and-sum: faster than bmm on CPU)
-    scores2 = at(r[..., :N]) + (A * at(r[..., N:]).unsqueeze(2)).sum(-1)
+    reads = (at(r[..., j * N : (j + 1) * N]) for j in range(len(tables)))
+    scores2 = resid.combine(reads, _mix_scalars)
     a2 = torch.softmax(scores2 / attn_scale, dim=-1)  # [M, B, key]
-    a2A = (a2.unsqueeze(-1) * A).sum(2)
-    mix = torch.cat([pool(a2), pool(a2A)], dim=2)  # [M, B, 2N]
+    mix = torch.cat([pool(a) for a in resid.leaf_weights(a2)], dim=2)  # [M, B, n_leaves * N]
     mid = last + torch.bmm(mix, torch.bmm(torch.bmm(CC, WV1), WO1))
-    hidden = F.relu(torch.bmm(mid, w["blocks.1.mlp.W_in"]))
-    post = mid + torch.bmm(hidden, w["blocks.1.mlp.W_out"])
+    mlp = f"blocks.{n_layers - 1}.mlp"
+    hidden = activation(act_fn)(torch.bmm(mid, w[f"{mlp}.W_in"]))
+    post = mid + torch.bmm(hidden, w[f"{mlp}.W_out"])
     logits = torch.bmm(post, w["unembed.W_U"])
     if not internals:
         return FastOutputs(logits)
-    return FastOutputs(logits, A, a2, mid, C, C_OV)
+    return FastOutputs(logits, A, a2, mid, C, tables[1])
 
 
 def member_weights(model) -> dict[str, Tensor]:
-    """A single model's parameters as a one-member stack (views; gradients flow)."""
-    return {name: param.unsqueeze(0) for name, param in model.named_parameters()}
+    """A single model's parameters as a one-member stack (views; gradients flow), every name
+    of `param_names` included (a tied middle block's weights under each block's name)."""
+    named = model.named_parameters(remove_duplicate=False)
+    return {name: param.unsqueeze(0) for name, param in named}

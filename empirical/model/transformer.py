@@ -2,10 +2,12 @@
 
 2 layers, 1 causal attention head each, learned absolute positional embeddings, no biases, no
 normalization, no MLP in layer 1 (block 0), a ReLU MLP in layer 2 (block 1); the answer is read
-at the last position (the `=` token). Parameter and hook names are TransformerLens's, so
-`cache["pattern", 1]`, `model.W_Q`, `model.QK` mean what an interpretability researcher expects,
-and `model.to_tokens`, `model.to_str_tokens`, `model.run_with_cache` and
-`transformer_lens.patching` work as on a `HookedTransformer`.
+at the last position (the `=` token). `model.n_layers` = 3 or 4 inserts attention-only blocks
+before the last: blocks 0..n-2 are attention-only, block n-1 is the paper's layer 2 with the
+MLP. Parameter and hook names are TransformerLens's, so `cache["pattern", 1]`, `model.W_Q`,
+`model.QK` mean what an interpretability researcher expects, and `model.to_tokens`,
+`model.to_str_tokens`, `model.run_with_cache` and `transformer_lens.patching` work as on a
+`HookedTransformer`.
 
 Two forward passes share the same `nn.Parameter`s:
 - `forward(tokens)`: every activation at every position, through `HookPoint`s (analysis, hooks),
@@ -26,7 +28,7 @@ from transformer_lens import ActivationCache, FactoredMatrix, HookedRootModule
 from transformer_lens.hook_points import HookPoint
 
 from empirical.config_io import ConfigError
-from empirical.model.config import ModelConfig
+from empirical.model.config import ModelConfig, activation
 from empirical.model.fast import fast_forward, member_weights
 
 if TYPE_CHECKING:
@@ -107,18 +109,19 @@ class MLP(nn.Module):
         self.W_out = nn.Parameter(torch.empty(cfg.d_mlp, cfg.d_model, dtype=dt))
         self.hook_pre = HookPoint()  # [batch, pos, d_mlp]
         self.hook_post = HookPoint()
+        self.act = activation(cfg.act_fn)  # ReLU, or x^2 for the theorem's Fourier MLP
 
     def forward(self, x: Tensor) -> Tensor:
         pre = self.hook_pre(x @ self.W_in)
-        post = self.hook_post(F.relu(pre))
+        post = self.hook_post(self.act(pre))
         return post @ self.W_out
 
 
 class Block(nn.Module):
-    """resid_pre -> + attn -> resid_mid -> (+ MLP, layer 2 only) -> resid_post.
+    """resid_pre -> + attn -> resid_mid -> (+ MLP, last block only) -> resid_post.
 
-    Block 0 has no MLP: its `hook_resid_mid` and `hook_resid_post` both see resid_pre + attn_out
-    and it has no `hook_mlp_out`."""
+    The blocks before the last have no MLP: their `hook_resid_mid` and `hook_resid_post` both
+    see resid_pre + attn_out and they have no `hook_mlp_out`."""
 
     def __init__(self, cfg: ModelConfig, layer: int):
         super().__init__()
@@ -149,7 +152,8 @@ class Unembed(nn.Module):
 
 
 class AssignAddCache(ActivationCache):
-    """`ActivationCache` that knows layer 0 has no MLP (`decompose_resid` skips its mlp_out)."""
+    """`ActivationCache` that knows only the last block has an MLP (`decompose_resid` skips
+    the other blocks' absent mlp_out)."""
 
     def decompose_resid(
         self,
@@ -221,6 +225,10 @@ class AssignAddTransformer(HookedRootModule):
         self.pos_embed = PosEmbed(cfg)
         self.hook_pos_embed = HookPoint()  # [batch, pos, d_model]
         self.blocks = nn.ModuleList([Block(cfg, layer) for layer in range(cfg.n_layers)])
+        if cfg.tied_layers:  # the middle blocks 2..n-2 use block 1's attention weights
+            for block in self.blocks[2 : cfg.n_layers - 1]:
+                for name in ("W_Q", "W_K", "W_V", "W_O"):
+                    setattr(block.attn, name, getattr(self.blocks[1].attn, name))
         self.unembed = Unembed(cfg)
         self.setup()
         if seed is not None:
@@ -308,7 +316,9 @@ class AssignAddTransformer(HookedRootModule):
                 "(or model.reset_hooks())"
             )
         tokens = self._check_tokens(tokens)
-        out = fast_forward(member_weights(self), tokens.unsqueeze(0), self.cfg.attn_scale)
+        out = fast_forward(
+            member_weights(self), tokens.unsqueeze(0), self.cfg.attn_scale, act_fn=self.cfg.act_fn
+        )
         return self._output(out.logits[0], labels, return_type)
 
     @staticmethod
@@ -450,13 +460,13 @@ class AssignAddTransformer(HookedRootModule):
 
     @property
     def W_in(self) -> Tensor:
-        """The one MLP's (layer 2, block 1) input weights, [d_model, d_mlp] (not stacked)."""
-        return self.blocks[1].mlp.W_in
+        """The one MLP's (the last block's) input weights, [d_model, d_mlp] (not stacked)."""
+        return self.blocks[-1].mlp.W_in
 
     @property
     def W_out(self) -> Tensor:
-        """The one MLP's (layer 2, block 1) output weights, [d_mlp, d_model] (not stacked)."""
-        return self.blocks[1].mlp.W_out
+        """The one MLP's (the last block's) output weights, [d_mlp, d_model] (not stacked)."""
+        return self.blocks[-1].mlp.W_out
 
     @property
     def QK(self) -> FactoredMatrix:  # [n_layers, n_heads, d_model, d_model]

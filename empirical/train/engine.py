@@ -156,6 +156,16 @@ def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict) -> None:
     optimizer.load_state_dict({"state": state["state"], "param_groups": groups})
 
 
+def check_depth(found: int, cfg: RunConfig, path, what: str) -> None:
+    """Refuse a model file (`what` `path`) whose model has `found` layers when the run's
+    config has another model.n_layers."""
+    if found != cfg.model.n_layers:
+        raise CheckpointError(
+            f"{what} {str(path)!r}: holds a {found}-layer model, but this run's config has "
+            f"model.n_layers = {cfg.model.n_layers}"
+        )
+
+
 def initial_weights(cfg: RunConfig) -> dict[str, torch.Tensor]:
     """The weights of `train.init_from` (a model file), checked to fit `cfg`'s model."""
     from empirical.model import CheckpointError, load_model
@@ -166,6 +176,12 @@ def initial_weights(cfg: RunConfig) -> dict[str, torch.Tensor]:
     except CheckpointError as exc:
         raise CheckpointError(f"train.init_from = {str(path)!r}: {exc}") from None
     want = cfg.built_model_config()
+    check_depth(model.cfg.n_layers, cfg, path, "train.init_from =")
+    if model.cfg.tied_layers != want.tied_layers:
+        raise CheckpointError(
+            f"train.init_from = {str(path)!r}: its model has tied_layers = "
+            f"{model.cfg.tied_layers}, this run's model.tied_layers = {want.tied_layers}"
+        )
     mine = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     need = {k: tuple(v.shape) for k, v in AssignAddTransformer(want, seed=0).state_dict().items()}
     if mine != need:
@@ -381,6 +397,9 @@ def _clip_per_member(params: list[torch.Tensor], max_norm: float) -> None:
 def check_resumable(cfg: RunConfig, run: RunDir, ckpt: dict) -> None:
     """Refuse to resume from a checkpoint of another run, or with a metrics log that is
     missing (the history would have holes) or has a bad line (MetricsError)."""
+    saved = ckpt["model_config"]
+    found = saved.get("n_layers", 2) if isinstance(saved, dict) else cfg.model.n_layers
+    check_depth(found, cfg, run.last_checkpoint, "checkpoint")
     run.check_model_file(ckpt, run.last_checkpoint, cfg)
     if not run.metrics.exists():
         raise TrainingError(
