@@ -1,0 +1,97 @@
+"""`python -m empirical ladder RUN_DIR [--step N] [--out DIR] [--format png|pdf|svg]`: the
+assumption ladder from Theorem C.1's model to the trained model at one snapshot (issue 20):
+every rung's layer-2 key-query gradient against G1 and its one-step test.
+
+Examples:
+    python -m empirical ladder runs/authors --step 5301
+    python -m empirical ladder runs/authors --step 14501 --out runs/authors/ladder/late
+
+Writes ladder.json, summary.md, blocks.npz and ladder.png to RUN_DIR/ladder/step_NNNNNN (or
+--out) and prints summary.md. See docs/ladder.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from empirical.cli.common import (
+    add_format_argument,
+    command_main,
+    parser,
+    positive_int,
+    prepare_output_dir,
+)
+from empirical.figures import use_cli_backend
+from empirical.rundir import RunDir
+
+DEFAULT_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)  # empirical.ladder.pipeline's (tested equal)
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        vals = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from exc
+    if not vals or any(not v > 0 for v in vals):
+        raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
+    return vals
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = parser("ladder", "The assumption ladder from Theorem C.1's model to a trained snapshot.")
+    ap.add_argument("run_dir", help="a run directory with snapshots")
+    ap.add_argument(
+        "--step", type=int,
+        help="snapshot step (default: the last before the first spike's jump, as compare-qk)",
+    )  # fmt: skip
+    ap.add_argument("--out", help="output directory (default RUN_DIR/ladder/step_NNNNNN)")
+    ap.add_argument("--batch-size", type=int, default=4096,
+                    help="1-var sequences per rung's gradient (default 4096)")  # fmt: skip
+    ap.add_argument("--prediction-size", type=int, default=65536,
+                    help="sequences of G1's sampled population (default 65536)")  # fmt: skip
+    ap.add_argument("--eval-size", type=int, default=1000,
+                    help="sequences per evaluation set in the one-step test (default 1000; "
+                    "0: all)")  # fmt: skip
+    ap.add_argument("--grid", type=_floats, default=DEFAULT_GRID,
+                    help="one-step sizes: RMS change of `=`'s layer-2 scores (default "
+                    "0.1,0.3,1,3,10,30)")  # fmt: skip
+    ap.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")
+    add_format_argument(ap)
+    return ap
+
+
+def run(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    use_cli_backend()
+    run_dir = RunDir(args.run_dir).require_run()
+    run_dir.read_two_layer_config("ladder")
+    for name in ("batch_size", "prediction_size"):
+        positive_int(f"--{name.replace('_', '-')}", getattr(args, name))
+    positive_int("--eval-size", args.eval_size, 0)
+    positive_int("--threads", args.threads, 0)
+    import torch  # after every argument check
+
+    from empirical.ladder import LadderOptions, run_ladder, write_outputs
+    from empirical.ladder.pipeline import choose_step
+
+    opts = LadderOptions(
+        step=args.step, batch_size=args.batch_size, prediction_size=args.prediction_size,
+        eval_size=args.eval_size or None, grid=args.grid, seed=args.seed,
+        progress=not args.quiet,
+    )  # fmt: skip
+    step = choose_step(run_dir, opts)[0]  # a bad --step fails before the output directory
+    out = prepare_output_dir(args.out or run_dir.path / "ladder" / f"step_{step:06d}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    result = run_ladder(run_dir.path, opts)  # picks the same step, and records its rule
+    paths = write_outputs(result, out, fmt=args.format)
+    if not args.quiet:
+        print(paths["summary"].read_text())
+        print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command_main(run, argv)
