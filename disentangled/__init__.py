@@ -2,18 +2,12 @@
 on augmented inputs with orthogonal ("disentangled") embeddings and a Fourier MLP.
 
 See docs/disentangled.md and ../shared/spec/theorem_c1.md (beside the repository).
+
+The public names below are imported on first use (disentangled.lazy_exports): importing the
+package, or its torch-free modules (`command_line`, `config`), does not import torch.
 """
 
-from .basis import Basis
-from .config import ConfigError, SimConfig
-from .gradient import first_order_term, g1, population_gradient, population_loss, remainder
-from .model import attention, forward, fourier_mlp, initial_W
-from .population import (
-    PopulationChunk,
-    brute_force_population,
-    iter_population,
-    population_size,
-)
+from disentangled.lazy_exports import lazy_exports
 
 __all__ = [
     "Basis",
@@ -33,3 +27,25 @@ __all__ = [
     "population_size",
     "remainder",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "disentangled.basis": ["Basis"],
+        "disentangled.config": ["ConfigError", "SimConfig"],
+        "disentangled.gradient": [
+            "first_order_term",
+            "g1",
+            "population_gradient",
+            "population_loss",
+            "remainder",
+        ],
+        "disentangled.model": ["attention", "forward", "fourier_mlp", "initial_W"],
+        "disentangled.population": [
+            "PopulationChunk",
+            "brute_force_population",
+            "iter_population",
+            "population_size",
+        ],
+    },
+)

@@ -41,8 +41,12 @@ class UsageError(UserError, ValueError):
 def use_cli_backend() -> None:
     """Select the non-interactive Agg backend for a command-line run (figures go to files),
     unless the user chose one with MPLBACKEND. Called by the CLI entry points when they run,
-    never on import."""
+    never on import. Before matplotlib is imported this only sets MPLBACKEND=Agg (importing
+    matplotlib takes most of a second: a bad argument is answered without it)."""
     if os.environ.get("MPLBACKEND"):
+        return
+    if "matplotlib" not in sys.modules:
+        os.environ["MPLBACKEND"] = "Agg"  # read by matplotlib when it is imported
         return
     import matplotlib
 

@@ -24,7 +24,17 @@ from empirical.config_io import (
 )
 from empirical.model import ModelConfig
 from empirical.task import TaskConfig
-from empirical.task.eval_sets import task_fingerprint  # noqa: F401 (both fingerprints here)
+
+
+# both fingerprints are here; task_fingerprint (empirical.task.eval_sets) imports torch, so it
+# is imported on use: the configs validate without torch (a bad config is answered at once)
+def __getattr__(name: str):
+    if name == "task_fingerprint":
+        from empirical.task.eval_sets import task_fingerprint
+
+        return task_fingerprint
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 AUTOCAST = ("none", "bf16")
 DEVICE_RE = re.compile(r"auto|cpu|cuda(:\d+)?")
@@ -76,6 +86,9 @@ class TrainConfig:
     threads: int = 1  # torch CPU threads (0: torch's default). 1 is fastest on our 2-core
     # machines: `python benchmarks/bench_train.py` measured 20 ms/step with 1 thread and
     # 120-500 ms/step with 2 (small ops pay for waking the second thread)
+    tensorboard: bool = False  # also write every metrics record as TensorBoard scalars
+    # (event files in the run directory, beside metrics.jsonl; empirical/train/tensorboard.py;
+    # needs the `tensorboard` extra: pip install -e ".[tensorboard]")
 
     def __post_init__(self) -> None:
         positive = (
@@ -139,6 +152,8 @@ class TrainConfig:
             )
         if not isinstance(self.cuda_graph, bool):
             raise ConfigError(f"train.cuda_graph = {self.cuda_graph!r} must be true or false")
+        if not isinstance(self.tensorboard, bool):
+            raise ConfigError(f"train.tensorboard = {self.tensorboard!r} must be true or false")
         if self.compile not in COMPILE_MODES:
             raise ConfigError(
                 f"train.compile = {self.compile!r}: allowed {', '.join(map(repr, COMPILE_MODES))}"
@@ -186,7 +201,7 @@ def load_run_config(path=None, overrides: list[str] | None = None) -> RunConfig:
 
 # fields a resumed run (or a resumed sweep member) may change: how long, where, how fast
 RESUMABLE_CHANGES = frozenset(
-    {"steps", "device", "threads", "eval_batch_size", "compile", "cuda_graph"}
+    {"steps", "device", "threads", "eval_batch_size", "compile", "cuda_graph", "tensorboard"}
 )
 # fields `train --resume` may also change, explicitly, to recover from a divergence
 RECOVERY_CHANGES = frozenset(

@@ -306,6 +306,17 @@ CASES = [
     C("train-seed-neg", E, TR + " seed=-1", "seed", "seed=-1"),
     C("train-name-slash", E, TR + " name=a/b", "name", "name=a/b"),
     C("train-task-p", E, TR + " task.p=1", "task.p", "task.p=1"),
+    C("train-n-layers", E, TR + " model.n_layers=5", "model.n_layers", "model.n_layers=5 (2..4)"),
+    C("train-act-fn", E, TR + " model.act_fn=gelu", "model.act_fn", "model.act_fn=gelu"),
+    C("train-chain-hops-L", E, TR + " task.family=chain task.K=12 task.chain_hops=1,5",
+      "raise task.L to at least 24", "task.family=chain, a hop count that cannot fit L "
+      "(chain_hops=1,5 at L = 16)"),
+    C("train-chain-K", E, TR + " task.family=chain task.chain_hops=1 task.chain_distractors=2",
+      "K = 3", "task.family=chain, K too small for the chains asked (K = 3, 2 distractor "
+      "chains)"),
+    C("train-chain-held-hops", E, TR + " task.family=chain task.K=5 task.chain_held_out_hops=1,2",
+      "leaving nothing to train", "task.family=chain, held-out hop counts that leave nothing "
+      "to train"),
     C("train-unknown-field", E, TR + " train.nope=1", "nope", "train.nope=1 (unknown field)"),
     C("train-field-typo", E, TR + " train.stepz=100", "did you mean train.steps?",
       "train.stepz=100 (a typo: the close field is suggested)"),
@@ -479,6 +490,17 @@ CASES = [
       "a run without snapshots", removed("snapshots")),
     C("compare-eval-sets-garbage", E, "compare-qk {run} --out {tmp}/c --one-step-at 20",
       "eval_sets.pt", "eval_sets.pt garbage", garbage("eval_sets.pt")),
+    # -- ladder
+    C("ladder-step-missing", E, "ladder {run} --step 7 --out {tmp}/l", "--step 7",
+      "--step 7 (no snapshot)"),
+    C("ladder-no-snapshots", E, "ladder {run} --step 20 --out {tmp}/l", "no snapshots",
+      "a run without snapshots", removed("snapshots")),
+    C("ladder-batch-0", E, "ladder {run} --batch-size 0", "--batch-size", "--batch-size 0"),
+    C("ladder-eval-size-neg", E, "ladder {run} --eval-size -5", "--eval-size",
+      "--eval-size -5"),
+    C("ladder-grid-zero", E, "ladder {run} --grid 0", "positive", "--grid 0"),
+    C("ladder-out-file", E, "ladder {run} --step 20 --out {file}", "afile.txt", "--out a file"),
+    C("ladder-no-run", E, "ladder {tmp}", "no config.toml", "a directory with no run"),
     # -- sweep and grid
     C("sweep-out-file", E, "sweep --config {smoke} --param train.lr=0.001 --out {file}",
       "afile.txt", "--out a file"),
@@ -565,6 +587,19 @@ CASES = [
     C("sample-config-nonutf8", E, "sample --config {tmp}/bad.toml", "not UTF-8",
       "--config not UTF-8", config_file("bad.toml", NONUTF8)),
     C("sample-device", E, "sample --device cuda:abc", "cuda:abc", "--device cuda:abc"),
+    C("sample-chain-hops-L", E, "sample task.family=chain task.K=12 task.chain_hops=1,5",
+      "raise task.L to at least 24", "task.family=chain, a hop count that cannot fit L "
+      "(chain_hops=1,5 at L = 16)"),
+    C("sample-chain-K", E, "sample task.family=chain task.L=40 task.chain_distractors=3",
+      "K = 5", "task.family=chain, K too small for the chains asked (K = 5, 3 distractor "
+      "chains)"),
+    C("sample-chain-held-hops", E, "sample task.family=chain task.chain_held_out_hops=1,2",
+      "leaving nothing to train", "task.family=chain, held-out hop counts that leave nothing "
+      "to train"),
+    C("sample-chain-split", E, "sample task.family=chain --split 1var/ind", "chain/0var",
+      "task.family=chain with an assign_add set name (`--split 1var/ind`)"),
+    C("sample-chain-pointer", E, "sample task.family=chain task.chain_held_out_pointers=a-b",
+      "'u->w'", "task.family=chain, a held-out pointer pair not written `u->w`"),
     # -- python -m disentangled
     C("dis-step-out-file", "disentangled", "step --out {file}", "afile.txt", "step --out a file",
       subprocess=True),

@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", ROOT / "paper_checks.md", *sorted((ROOT / "docs").glob("*.md"))]
 COMMAND = re.compile(r"python3? -m (empirical|disentangled|theory)\b[^`\n]*")
 PLACEHOLDER = re.compile(r"[\[\]<>{}$]|\.\.\.")
+NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")  # RUN_DIR, N, S: a placeholder
 
 
 @dataclass(frozen=True)
@@ -68,9 +69,14 @@ def doc_commands() -> list[DocCommand]:
                     words = shlex.split(text)
                 except ValueError:
                     continue  # an unbalanced quote: prose, not a command
-                package, args = words[2], tuple(words[3:])
-                if any(PLACEHOLDER.search(a) for a in args):
-                    continue
+                package, args = words[2], words[3:]
+                if any(PLACEHOLDER.search(a) for a in args) or (args and NAME.match(args[0])):
+                    continue  # usage syntax, or `python -m empirical COMMAND`
+                # a placeholder value (`--seeds S`, `--step N`, `--out DIR`) stands for any value
+                args = tuple(
+                    "0" if NAME.match(a) and i and args[i - 1].startswith("--") else a
+                    for i, a in enumerate(args)
+                )
                 where = f"{path.relative_to(ROOT)}:{n}"
                 found.append(DocCommand(where, package, args, inline))
     return found

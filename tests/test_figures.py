@@ -225,6 +225,7 @@ def test_summary_carries_intervals_and_the_figure_a_chance_line(run):
     assert_valid(rd.training_curves, "png")
 
 
+@pytest.mark.slow  # the whole analysis again, as SVG (PNG: test_analysis_run; PDF: below)
 def test_analysis_figures_in_every_format(run, tmp_path):
     from empirical.analysis.report import analyze_run
 
@@ -272,6 +273,7 @@ def test_analysis_plot_functions_return_figures_without_saving(run, tmp_path, mo
     assert_valid(tmp_path / "qk1.pdf", "pdf") and not plt.fignum_exists(fig.number)
 
 
+@pytest.mark.slow  # the whole comparison again, as PDF (PNG: test_compare_qk_pipeline)
 def test_compare_qk_figures_as_pdf(run, tmp_path):
     from empirical.compare_qk import Options, compare_run, write_outputs
 

@@ -25,9 +25,12 @@ LAYERS = [
     ["empirical.rundir"],
     ["empirical.run_lock"],
     ["empirical.train"],
+    ["empirical.load"],
     ["empirical.sweep", "empirical.evaluation", "empirical.import_run", "empirical.repair"],
     ["empirical.analysis"],
     ["empirical.compare_qk"],
+    ["empirical.theorem_model"],
+    ["empirical.ladder"],
     ["empirical.reproduce"],
     ["empirical.cli", "empirical.__main__"],
 ]

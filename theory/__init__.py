@@ -8,3 +8,28 @@ sequences as weighted sites), ``g1_closed_form`` (derivation of every entry of G
 (numeric checks of the six claims against ``disentangled``), ``report``.
 See docs/theory.md.
 """
+
+from disentangled.lazy_exports import lazy_exports
+
+__all__ = [
+    "build_report",
+    "g1_matrix",
+    "g2_matrix",
+    "remainder_bound",
+    "run_checks",
+    "sign_summary",
+    "statement",
+    "write_report",
+]
+
+# imported on first use (sympy is slow to import): `import theory` stays light
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "theory.g1_closed_form": ["g1_matrix"],
+        "theory.report": ["build_report", "run_checks", "write_report"],
+        "theory.remainder": ["remainder_bound"],
+        "theory.second_order": ["g2_matrix"],
+        "theory.statement": ["sign_summary", "statement"],
+    },
+)

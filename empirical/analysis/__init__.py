@@ -23,62 +23,10 @@ Each analysis is a plain function of a loaded model and the task config:
 Figures: `empirical.analysis.plots` (each function returns the matplotlib Figure and writes
 png / pdf / svg only when given a path); importing this package selects no matplotlib
 backend, so a notebook keeps its own. See docs/analysis.md for every definition.
+The public names are imported on first use (disentangled.lazy_exports).
 """
 
-from empirical.analysis.attention import attention_examples, attention_summary, pick_examples
-from empirical.analysis.authors import (
-    AUTHORS_MEASURE_NAMES,
-    AUTHORS_MEASURES,
-    AuthorsBatches,
-    authors_batches,
-    authors_measures,
-)
-from empirical.analysis.common import (
-    LightForward,
-    ProbeData,
-    light_forward,
-    make_probe_data,
-)
-from empirical.analysis.fourier import FourierFit, fit_gromov, fourier_analysis
-from empirical.analysis.ov_mlp import (
-    isolated_ov_mlp,
-    ov2_mlp2_accuracy,
-    ov_mlp_cosine,
-    same_addition_cosine,
-)
-from empirical.analysis.probes import ProbeResult, answer_probes, train_linear_probe
-from empirical.analysis.progress import (
-    ALL_MEASURE_NAMES,
-    ALL_MEASURES,
-    MEASURE_NAMES,
-    MEASURES,
-    ROUTING_MEASURES,
-    ProgressHistory,
-    attn_l1_equal_to_operands,
-    attn_l1_num_to_prev,
-    attn_l2_equal_to_values,
-    crossing_steps,
-    definition_agreement,
-    probe_l1_var_from_num,
-    progress_measures,
-    progress_over_training,
-    second_spike_scores,
-    window_levels,
-)
-from empirical.analysis.qk import (
-    qk1_embedding_scores,
-    qk1_num_to_prev_var,
-    qk1_positional_preference,
-    qk2_ov1_identity,
-    qk2_ov1_var_identity,
-)
-from empirical.analysis.reference import reference_model, rotate_residual
-from empirical.analysis.spikes import (
-    compare_first_spike,
-    compare_second_spike,
-    default_compare_steps,
-)
-from empirical.model.circuits import ov_matrix, qk_matrix
+from disentangled.lazy_exports import lazy_exports
 
 __all__ = [
     "ALL_MEASURES",
@@ -135,10 +83,68 @@ __all__ = [
     "train_linear_probe",
 ]
 
-
-def __getattr__(name):  # the report pulls in matplotlib: import it only when asked for
-    if name in ("analyze_model", "analyze_run"):
-        from empirical.analysis import report
-
-        return getattr(report, name)
-    raise AttributeError(f"module 'empirical.analysis' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "empirical.analysis.attention": [
+            "attention_examples",
+            "attention_summary",
+            "pick_examples",
+        ],
+        "empirical.analysis.authors": [
+            "AUTHORS_MEASURE_NAMES",
+            "AUTHORS_MEASURES",
+            "AuthorsBatches",
+            "authors_batches",
+            "authors_measures",
+        ],
+        "empirical.analysis.common": [
+            "LightForward",
+            "ProbeData",
+            "light_forward",
+            "make_probe_data",
+        ],
+        "empirical.analysis.fourier": ["FourierFit", "fit_gromov", "fourier_analysis"],
+        "empirical.analysis.ov_mlp": [
+            "isolated_ov_mlp",
+            "ov2_mlp2_accuracy",
+            "ov_mlp_cosine",
+            "same_addition_cosine",
+        ],
+        "empirical.analysis.probes": ["ProbeResult", "answer_probes", "train_linear_probe"],
+        "empirical.analysis.progress": [
+            "ALL_MEASURE_NAMES",
+            "ALL_MEASURES",
+            "MEASURE_NAMES",
+            "MEASURES",
+            "ROUTING_MEASURES",
+            "ProgressHistory",
+            "attn_l1_equal_to_operands",
+            "attn_l1_num_to_prev",
+            "attn_l2_equal_to_values",
+            "crossing_steps",
+            "definition_agreement",
+            "probe_l1_var_from_num",
+            "progress_measures",
+            "progress_over_training",
+            "second_spike_scores",
+            "window_levels",
+        ],
+        "empirical.analysis.qk": [
+            "qk1_embedding_scores",
+            "qk1_num_to_prev_var",
+            "qk1_positional_preference",
+            "qk2_ov1_identity",
+            "qk2_ov1_var_identity",
+        ],
+        "empirical.analysis.reference": ["reference_model", "rotate_residual"],
+        "empirical.analysis.spikes": [
+            "compare_first_spike",
+            "compare_second_spike",
+            "default_compare_steps",
+        ],
+        "empirical.model.circuits": ["ov_matrix", "qk_matrix"],
+        # the report pulls in matplotlib: imported only when asked for
+        "empirical.analysis.report": ["analyze_model", "analyze_run"],
+    },
+)

@@ -38,6 +38,7 @@ from empirical.analysis.authors import diagonal_margin, qk2_ov1_var_matrix_autho
 from empirical.analysis.common import ProbeData, light_forward
 from empirical.analysis.progress import _second_spike
 from empirical.analysis.qk import qk2_ov1_identity
+from empirical.analysis.step_pairs import parse_steps  # noqa: F401 (its old home)
 from empirical.rundir import RunDir, RunDirError
 from empirical.task import Batch, TaskConfig, Vocabulary
 from empirical.task.vocab import TokenizeError
@@ -118,24 +119,6 @@ def default_compare_steps(
             a = _onset(records, rise, RESTRICTED_SETS, onset_share) if records else None
             out[key] = bracket(a or rise["start_step"], rise["end_step"], steps)
     return out
-
-
-def parse_steps(text: str | None) -> str | tuple[int, int] | None:
-    """'auto' (or None) -> 'auto'; 'off' / 'none' -> None; 'A,B' -> (A, B) with A < B."""
-    if text is None or text.strip().lower() == "auto":
-        return "auto"
-    if text.strip().lower() in ("off", "none"):
-        return None
-    parts = [p.strip() for p in text.split(",")]
-    try:
-        a, b = (int(p) for p in parts)
-    except ValueError:
-        raise ValueError(
-            f"{text!r}: expected two steps A,B (e.g. 5301,5401), 'auto' or 'off'"
-        ) from None
-    if a >= b:
-        raise ValueError(f"{text!r}: the first step must come before the second")
-    return a, b
 
 
 # -- example sequences ----------------------------------------------------------------------

@@ -1,1 +1,19 @@
 """Command-line entry points of `python -m empirical`, one module per command."""
+
+# one module per command (`python -m empirical COMMAND`: empirical.__main__.COMMANDS), each
+# with `main(argv) -> exit status` and `run(argv)`; `from empirical.cli import *` imports them
+__all__ = [
+    "analyze",
+    "compare_qk",
+    "curves",
+    "evaluate",
+    "grid",
+    "import_checkpoints",
+    "ladder",
+    "repair",
+    "reproduce",
+    "sample",
+    "sweep",
+    "train",
+    "unlock",
+]

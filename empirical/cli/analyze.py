@@ -27,7 +27,7 @@ from empirical.rundir import RunDir
 
 
 def _steps(text: str):
-    from empirical.analysis.spikes import parse_steps
+    from empirical.analysis.step_pairs import parse_steps  # torch-free
 
     try:
         return parse_steps(text)
@@ -84,8 +84,6 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     use_cli_backend()
-    from empirical.analysis.report import analyze_run
-
     positive_int("--every", args.every)
     positive_int("--probe-size", args.probe_size, 16)
     positive_int("--threads", args.threads, 0)
@@ -93,7 +91,10 @@ def run(argv: list[str]) -> int:
         positive_int("--seed", args.seed, 0)
     run_dir = RunDir(args.run_dir).require_run()
     run_dir.model_path(args.step)  # the step exists (an error listing the steps otherwise)
+    run_dir.read_two_layer_config("analyze")  # before the output directory is made
     out = prepare_output_dir(args.out or run_dir.analysis_dir(args.step))  # before the work
+    from empirical.analysis.report import analyze_run  # torch: after every check
+
     result = analyze_run(
         run_dir.path,
         step=args.step,

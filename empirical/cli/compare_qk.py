@@ -150,16 +150,17 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     use_cli_backend()
-    import torch
-
-    from empirical.compare_qk import Options, compare_run, write_outputs
-
     run_dir = RunDir(args.run_dir).require_run()
+    run_dir.read_two_layer_config("compare-qk")  # before the output directory is made
     for name in ("batch_size", "every", "one_step_steps", "prediction_size"):
         positive_int(f"--{name.replace('_', '-')}", getattr(args, name))
     positive_int("--eval-size", args.eval_size, 0)
     positive_int("--threads", args.threads, 0)
     out = prepare_output_dir(args.out or run_dir.compare_qk_dir)  # before minutes of work
+    import torch  # after every check
+
+    from empirical.compare_qk import Options, compare_run, write_outputs
+
     if args.threads:
         torch.set_num_threads(args.threads)
     opts = Options(

@@ -45,6 +45,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    from empirical.rundir import RunDir
+
+    if args.batch_size is not None and args.batch_size < 1:
+        raise UsageError(f"--batch-size {args.batch_size}: must be an integer >= 1")
+    if args.threads < 0:
+        raise UsageError(f"--threads {args.threads}: must be an integer >= 0 (0: torch default)")
+    if args.all_steps and args.step is not None:
+        raise UsageError("--step and --all-steps exclude each other")
+    run_dir = RunDir(args.run_dir).require_run()  # checked before torch is imported
+    if not args.all_steps:
+        run_dir.model_path(args.step)  # the step exists (an error listing the steps otherwise)
     import torch
 
     from empirical.evaluation import (
@@ -53,16 +64,9 @@ def run(argv: list[str]) -> int:
         evaluate_run,
         format_table,
     )
-    from empirical.rundir import RunDir
 
     if args.batch_size is None:
         args.batch_size = DEFAULT_BATCH_SIZE
-    if args.batch_size < 1:
-        raise UsageError(f"--batch-size {args.batch_size}: must be an integer >= 1")
-    if args.threads < 0:
-        raise UsageError(f"--threads {args.threads}: must be an integer >= 0 (0: torch default)")
-    if args.all_steps and args.step is not None:
-        raise UsageError("--step and --all-steps exclude each other")
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.all_steps:
@@ -73,7 +77,6 @@ def run(argv: list[str]) -> int:
             force=args.force,
             progress=not args.no_progress,
         )
-        run_dir = RunDir(args.run_dir)
         final = records[-1]
         result = {
             "step": final["step"],

@@ -56,8 +56,7 @@ def run(argv: list[str]) -> int:
         if values is not None:
             args.overrides = list(args.overrides) + [v for v in values if "=" in v]
             setattr(args, name, [v for v in values if "=" not in v])
-    from empirical.sweep.grid import load_grid_config
-    from empirical.sweep.runner import sweep_dir_lock
+    from empirical.sweep.grid import load_grid_config  # torch-free
 
     base, spec = load_grid_config(args.config, args.overrides)
     if args.seeds is not None:
@@ -77,6 +76,8 @@ def run(argv: list[str]) -> int:
         spec.max_batch = args.max_batch
     spec.__post_init__()
     executor = executor_options(args)  # None: train here
+    from empirical.sweep.runner import sweep_dir_lock  # torch: after the checks
+
     out = Path(args.out) if args.out else Path("runs") / "grid" / base.name
     # the grid directory's writer lock, held to the last file written (runner.sweep_dir_lock)
     with sweep_dir_lock(SweepDir(out), train=not args.summarize):

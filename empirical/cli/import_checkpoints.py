@@ -54,17 +54,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str]) -> int:
     args = build_parser().parse_intermixed_args(argv)
-    import torch
-
     from empirical.cli.common import UsageError
-    from empirical.import_run import import_checkpoints
+    from empirical.run_config import load_run_config
 
     if args.threads < 0:
         raise UsageError(f"--threads {args.threads}: must be an integer >= 0 (0: torch default)")
+    config = args.config or DEFAULT_CONFIG
+    load_run_config(config, args.overrides)  # a bad config or override: answered before torch
+    src = Path(args.src)
+    if not src.is_dir():
+        what = "not a folder" if src.exists() else "no such folder"
+        raise UsageError(f"{src}: {what} (give the folder of checkpoint_step_N.pth files)")
+    import torch
+
+    from empirical.import_run import import_checkpoints
+
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    config = args.config or DEFAULT_CONFIG
     result = import_checkpoints(
         args.src,
         config,

@@ -6,7 +6,9 @@
     python -m empirical sample --config configs/paper.toml task.p=11
 
 Lines look like `c=1,b=17,a=42,b+19=? 36` (the paper's text form, pads dropped) or, with
---tokens, the L tokens then the label. --held-out prints the seed's held-out pairs `x y`.
+--tokens, the L tokens then the label; the chain family (task.family=chain) shows its
+pointers the same way: `a=17,c=4,b=a,d=b,b+5=? 22`. --held-out prints the seed's
+held-out pairs `x y`.
 Only the `task` table and `seed` of a config file are read; overrides are `task.FIELD=VALUE`
 or `seed=VALUE`. Bad input prints one `error: ...` line and exits with status 2.
 """
@@ -19,16 +21,10 @@ import sys
 
 from empirical.cli.common import UsageError, command_main, config_field, parser
 from empirical.config_io import ConfigError, apply_overrides, from_dict, read_config_file, to_dict
-from empirical.task import (
-    EVAL_SET_NAMES,
-    EXTRA_EVAL_SET_NAMES,
-    TaskConfig,
-    Vocabulary,
-    build_eval_set,
-    held_out_pairs,
-    sample_training_batch,
-    training_generator,
-)
+from empirical.task.config import TaskConfig
+
+# the sampler and the evaluation sets import torch: imported once the arguments and the
+# config are checked (render), so that a bad one is answered at once
 
 
 @dataclasses.dataclass
@@ -39,18 +35,13 @@ class SampleConfig:
     task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     ap = parser(
         "sample",
         "Print sequences of the training distribution or of an evaluation set, "
         "one per line with its label.",
     )
-    ap.add_argument(
-        "--split",
-        default="train",
-        help="'train' (fresh on-the-fly batch) or an evaluation set: "
-        + ", ".join(EVAL_SET_NAMES + EXTRA_EVAL_SET_NAMES),
-    )
+    ap.add_argument("--split", default="train", help=_split_help(argv))
     ap.add_argument(
         "--n", type=int, default=10, help="sequences to print (default 10; at most the set)"
     )
@@ -62,6 +53,20 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("overrides", nargs="*", help="task.FIELD=VALUE or seed=VALUE")
     ap.field_hint = _sample_field  # `--p 7`: hint task.p=7, never a field sample refuses
     return ap
+
+
+def _split_help(argv: list[str] | None) -> str:
+    """--split's help; it lists the set names (empirical.task.eval_sets: torch) only when the
+    help is asked for."""
+    text = "'train' (fresh on-the-fly batch) or an evaluation set"
+    if argv is not None and not any(a in ("-h", "--help") for a in argv):
+        return f"{text} (--help lists them)"
+    from empirical.task import EVAL_SET_NAMES, EXTRA_EVAL_SET_NAMES
+
+    return (
+        f"{text}: {', '.join(EVAL_SET_NAMES + EXTRA_EVAL_SET_NAMES)}"
+        "; with task.family=chain: chain/0var, chain/1var_h1, chain/2var_h2, ..."
+    )
 
 
 def _sample_field(name: str) -> str | None:
@@ -89,12 +94,29 @@ def load_sample_config(path: str | None, overrides: list[str]) -> SampleConfig:
     return from_dict(SampleConfig, data)
 
 
+def _set_names(task: TaskConfig) -> tuple[str, ...]:
+    """The --split names of the task's family (chain/... for task.family = "chain")."""
+    from empirical.task import EVAL_SET_NAMES, EXTRA_EVAL_SET_NAMES, eval_set_names
+
+    if task.family == "chain":
+        return eval_set_names(task)
+    return EVAL_SET_NAMES + EXTRA_EVAL_SET_NAMES
+
+
 def render(args: argparse.Namespace) -> str:
     cfg = load_sample_config(args.config, args.overrides)
     seed = cfg.seed if args.seed is None else args.seed
     task = cfg.task
     if args.n < 0:
         raise UsageError(f"--n {args.n}: must be >= 0")
+    from empirical.task import (
+        Vocabulary,
+        build_eval_set,
+        held_out_pairs,
+        sample_training_batch,
+        training_generator,
+    )
+
     if args.held_out:
         return "".join(f"{x} {y}\n" for x, y in held_out_pairs(task, seed).tolist())
     vocab = Vocabulary.from_config(task)
@@ -112,7 +134,7 @@ def render(args: argparse.Namespace) -> str:
         gen = training_generator(seed, device)
         held = held_out_pairs(task, seed)
         batch = sample_training_batch(task, args.n, gen, device, held_out=held).to("cpu")
-    elif args.split in EVAL_SET_NAMES + EXTRA_EVAL_SET_NAMES:
+    elif args.split in _set_names(task):
         built = build_eval_set(task, seed, args.split)
         if built is None:
             raise UsageError(
@@ -122,15 +144,14 @@ def render(args: argparse.Namespace) -> str:
         batch = built[0].slice(0, args.n)
     else:
         raise UsageError(
-            f"--split {args.split!r}: unknown; use train or one of "
-            f"{', '.join(EVAL_SET_NAMES + EXTRA_EVAL_SET_NAMES)}"
+            f"--split {args.split!r}: unknown; use train or one of {', '.join(_set_names(task))}"
         )
     texts = vocab.decode_tokens(batch.tokens) if args.tokens else vocab.decode(batch.tokens)
     return "".join(f"{t} {y}\n" for t, y in zip(texts, batch.labels.tolist(), strict=True))
 
 
 def run(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser(argv).parse_args(argv)
     try:
         out = render(args)
     except KeyError as exc:  # an unknown name reported by a lookup

@@ -77,8 +77,7 @@ def run(argv: list[str]) -> int:
         extra = [s for s in args.seeds if "=" in s]
         args.seeds = [s for s in args.seeds if "=" not in s]
         args.overrides = list(args.overrides) + extra
-    from empirical.sweep.runner import default_sweep_dir, sweep_dir_lock
-    from empirical.sweep.spec import load_sweep_config, parse_param
+    from empirical.sweep.spec import load_sweep_config, parse_param  # torch-free
 
     base, spec = load_sweep_config(args.config, args.overrides)
     if args.param:
@@ -104,6 +103,8 @@ def run(argv: list[str]) -> int:
                 "evaluation step of the members)"
             )
     executor = executor_options(args)  # None: train here
+    from empirical.sweep.runner import default_sweep_dir, sweep_dir_lock  # torch: after the checks
+
     out = Path(args.out) if args.out else default_sweep_dir(base)
     command = "python -m empirical sweep " + " ".join(shlex.quote(a) for a in argv)
     # the sweep directory's writer lock, held to the last file written (runner.sweep_dir_lock)

@@ -24,7 +24,12 @@ from pathlib import Path
 from empirical.cli.common import UsageError, add_format_argument, command_main, parser
 from empirical.config_io import ConfigError, apply_overrides, from_dict, to_dict
 from empirical.figures import use_cli_backend
-from empirical.run_config import RunConfig, load_run_config
+from empirical.run_config import (
+    RECOVERY_CHANGES,
+    RESUMABLE_CHANGES,
+    RunConfig,
+    load_run_config,
+)
 from empirical.run_lock import writer_lock, writer_locks
 from empirical.rundir import RunDir
 
@@ -61,8 +66,7 @@ def run_dir_for(cfg: RunConfig, runs_root: str | Path) -> Path:
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     use_cli_backend()
-    from empirical.train.loop import check_train_target, train_run
-
+    # the arguments and the config are checked first; the trainer (torch) is imported after
     if args.resume:
         ignored = [f for f, v in _NEW_RUN_FLAGS.items() if getattr(args, v) is not None]
         ignored += ["--runs-root"] if args.runs_root != "runs" else []
@@ -74,6 +78,9 @@ def run(argv: list[str]) -> int:
         run_dir = Path(args.resume)
         with writer_lock(run_dir, "--resume"):  # before anything is read or written
             cfg = _resume_config(run_dir, args.overrides)
+            _check_extras(cfg)
+            from empirical.train.loop import train_run
+
             result = train_run(
                 cfg,
                 run_dir,
@@ -87,6 +94,7 @@ def run(argv: list[str]) -> int:
         raise UsageError("--rebuild-eval-sets goes with --resume RUN_DIR (a new run builds them)")
     config_path = args.config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
     base = load_run_config(config_path, args.overrides)
+    _check_extras(base)
     seeds = args.seeds if args.seeds else [base.seed]
     if args.run_dir and len(seeds) > 1:
         raise ConfigError("--run-dir takes a single seed; use --runs-root with --seeds")
@@ -97,6 +105,8 @@ def run(argv: list[str]) -> int:
     for seed in seeds:
         cfg = dataclasses.replace(base, seed=seed)
         plan.append((cfg, Path(args.run_dir) if args.run_dir else run_dir_for(cfg, args.runs_root)))
+    from empirical.train.loop import check_train_target, train_run
+
     # every run directory's writer lock, then every check, before the first run trains
     with writer_locks([run_dir for _, run_dir in plan], flag):
         for cfg, run_dir in plan:
@@ -115,12 +125,18 @@ def main(argv: list[str] | None = None) -> int:
     return command_main(run, argv)
 
 
+def _check_extras(cfg: RunConfig) -> None:
+    """Refuse, before anything is written, a config that needs a package not installed."""
+    if cfg.train.tensorboard:
+        from empirical.train.tensorboard import require_tensorboard
+
+        require_tensorboard()
+
+
 def _resume_config(run_dir: Path, overrides: list[str]) -> RunConfig:
     path = RunDir(run_dir).config
     if not path.exists():
         raise ConfigError(f"cannot resume {run_dir}: it holds no {path.name} (no run there)")
-    from empirical.train.loop import RECOVERY_CHANGES, RESUMABLE_CHANGES
-
     may_change = (RESUMABLE_CHANGES | RECOVERY_CHANGES) - {"warmup_from"}  # set by the trainer
     for text in overrides:
         key = text.split("=", 1)[0].strip()

@@ -11,26 +11,10 @@ or the theorem's model on a sample of the run's distribution), `observe` (gradie
 attention, assumption measures), `updates` (the decay-only update, the score-change split),
 `metrics` (cosines, identity scores, attenuation signs, null levels), `pipeline` (per snapshot
 and the one-step test), `report` / `plots` (files). See docs/compare_qk.md.
+The public names are imported on first use (disentangled.lazy_exports).
 """
 
-from empirical.compare_qk.coords import Coordinates, coordinates, lowdin, set_qk, theorem_w
-from empirical.compare_qk.frames import DEFAULT_FRAME, FRAMES, Frames
-from empirical.compare_qk.metrics import (
-    barv_block,
-    cosine,
-    identity_score,
-    sign_agreement,
-    subblock_cosines,
-)
-from empirical.compare_qk.observe import gradients, layer1, layer2, one_var_batch
-from empirical.compare_qk.pipeline import (
-    Options,
-    analyse_snapshot,
-    compare_run,
-    one_step_experiment,
-)
-from empirical.compare_qk.prediction import ab_from_beta, beta_from_ab, g1_block
-from empirical.compare_qk.report import summary_markdown, write_outputs
+from disentangled.lazy_exports import lazy_exports
 
 __all__ = [
     "DEFAULT_FRAME",
@@ -60,3 +44,33 @@ __all__ = [
     "summary_markdown",
     "write_outputs",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "empirical.compare_qk.coords": [
+            "Coordinates",
+            "coordinates",
+            "lowdin",
+            "set_qk",
+            "theorem_w",
+        ],
+        "empirical.compare_qk.frames": ["DEFAULT_FRAME", "FRAMES", "Frames"],
+        "empirical.compare_qk.metrics": [
+            "barv_block",
+            "cosine",
+            "identity_score",
+            "sign_agreement",
+            "subblock_cosines",
+        ],
+        "empirical.compare_qk.observe": ["gradients", "layer1", "layer2", "one_var_batch"],
+        "empirical.compare_qk.pipeline": [
+            "Options",
+            "analyse_snapshot",
+            "compare_run",
+            "one_step_experiment",
+        ],
+        "empirical.compare_qk.prediction": ["ab_from_beta", "beta_from_ab", "g1_block"],
+        "empirical.compare_qk.report": ["summary_markdown", "write_outputs"],
+    },
+)

@@ -9,14 +9,11 @@ Modules: `trainer` (train_batch: members trained together as one
 empirical.model.batched.BatchedModel by the shared training skeleton, each in a standard run
 directory), `spec` (SweepSpec, members, variants, batch keys), `runner` (run_members: the one
 runner of sweeps and grids; run_sweep), `grid` (run_grid), `results` (metrics, thresholds,
-summary, figure). See docs/sweep.md.
+summary, figure). See docs/sweep.md. The public names are imported on first use
+(disentangled.lazy_exports): the sweep and grid configs load without torch.
 """
 
-from empirical.model.batched import BatchedModel  # re-exported for compatibility
-from empirical.sweep.results import find_threshold, metric_value
-from empirical.sweep.runner import SweepError, SweepOutcome, run_sweep
-from empirical.sweep.spec import Member, SweepSpec, expand_members, load_sweep_config
-from empirical.sweep.trainer import train_batch
+from disentangled.lazy_exports import lazy_exports
 
 __all__ = [
     "BatchedModel",
@@ -31,3 +28,14 @@ __all__ = [
     "run_sweep",
     "train_batch",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "empirical.model.batched": ["BatchedModel"],  # re-exported for compatibility
+        "empirical.sweep.results": ["find_threshold", "metric_value"],
+        "empirical.sweep.runner": ["SweepError", "SweepOutcome", "run_sweep"],
+        "empirical.sweep.spec": ["Member", "SweepSpec", "expand_members", "load_sweep_config"],
+        "empirical.sweep.trainer": ["train_batch"],
+    },
+)

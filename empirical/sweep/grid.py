@@ -34,10 +34,11 @@ from empirical.config_io import (
 )
 from empirical.run_config import RunConfig
 from empirical.rundir import SweepDir
-from empirical.sweep.runner import run_members, sweep_dir_lock
 from empirical.sweep.spec import Member, expand_variants, load_config_with_table
 from empirical.train.phases import detect_phases
-from empirical.train.summary import first_step_all_above
+
+# the runner and the training summary import torch: imported where used, so that a grid
+# config is loaded and checked (load_grid_config) without torch
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
@@ -107,6 +108,8 @@ def run_grid(
     are waited for (else: {} is returned; gather them later with train=False). The grid
     directory's files are written under its writer lock, the members' under theirs
     (runner.sweep_dir_lock, runner.run_members)."""
+    from empirical.sweep.runner import sweep_dir_lock
+
     out = SweepDir(out_dir)
     with sweep_dir_lock(out, train):
         return _run_grid(base, spec, out, progress=progress, log=log, train=train,
@@ -123,6 +126,8 @@ def _run_grid(
     train: bool,
     executor,
 ) -> dict:
+    from empirical.sweep.runner import run_members
+
     say = log or (lambda _text: None)
     members = expand_grid(base, spec)
     timings: list[dict] = []
@@ -183,6 +188,8 @@ def _run_grid(
 
 
 def collect_grid(members: list[Member], spec: GridSpec, out_dir: Path) -> dict:
+    from empirical.train.summary import first_step_all_above
+
     rows = []
     for m in members:
         run = SweepDir(out_dir).member(m.dirname)

@@ -319,6 +319,10 @@ class TrainingSession:
                 self.learner.model_of(m), self.evaluators[m], self.runs[m].metrics, at,
                 train_loss, lr, self.elapsed_of(m), self.fingerprints[m], full=full,
             )  # fmt: skip
+            if self.cfgs[m].train.tensorboard:  # the record as scalars, beside metrics.jsonl
+                from empirical.train.tensorboard import log_record
+
+                log_record(self.runs[m].path, self.last_records[m])
         if self.on_eval is not None:
             self.on_eval(at, self.last_records)
         if self.progress and self.last_records[0]:

@@ -1,0 +1,98 @@
+"""TensorBoard event files of a run, written beside metrics.jsonl (`train.tensorboard = true`).
+
+    python -m empirical train --config configs/quick.toml train.tensorboard=true
+    tensorboard --logdir runs/quick          # every run under it, one curve per run
+
+Every metrics record (one per evaluation, empirical.train.session.evaluate_all) is also
+written as TensorBoard scalars at its step, under the names of `empirical.load_metrics`'
+columns: `train_loss`, `lr`, `acc/<set>` and `loss/<set>` (TensorBoard groups them by the
+part before the first '/'). metrics.jsonl stays the record of the run: the event files are
+a view of it, flushed after every record. A resumed run adds another event file to the
+directory; TensorBoard reads them together.
+
+It uses torch.utils.tensorboard.SummaryWriter, which needs the `tensorboard` package (the
+`tensorboard` extra: pip install -e ".[tensorboard]"); without it a run asking for it is
+refused before it trains (`require_tensorboard`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import math
+import os
+from collections import OrderedDict
+from pathlib import Path
+
+from empirical.config_io import ConfigError
+
+MAX_OPEN = 16  # writers kept open at once (a sweep has one run directory per member)
+_writers: OrderedDict[Path, object] = OrderedDict()
+_atexit_registered = False
+
+
+def tensorboard_available() -> bool:
+    """Whether SummaryWriter can be used here (the `tensorboard` package is installed);
+    checked without importing it or torch."""
+    return importlib.util.find_spec("tensorboard") is not None
+
+
+def require_tensorboard() -> None:
+    """A ConfigError naming the extra to install unless SummaryWriter can be used here."""
+    if not tensorboard_available():
+        raise ConfigError(
+            "train.tensorboard = true needs the tensorboard package: "
+            'pip install -e ".[tensorboard]" (or pip install tensorboard), or set '
+            "train.tensorboard=false"
+        )
+
+
+def scalars(record: dict) -> dict[str, float]:
+    """The TensorBoard scalars of one metrics record: {name: value}, finite numbers only."""
+    out = {}
+    for name in ("train_loss", "lr"):
+        value = record.get(name)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            out[name] = float(value)
+    for table in ("acc", "loss"):
+        for set_name, value in (record.get(table) or {}).items():
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                out[f"{table}/{set_name}"] = float(value)
+    return out
+
+
+def log_record(run_dir: str | os.PathLike, record: dict) -> None:
+    """Write `record`'s scalars at its step to the event file of `run_dir`, and flush."""
+    writer = _writer(Path(run_dir))
+    step = int(record["step"])
+    for name, value in scalars(record).items():
+        writer.add_scalar(name, value, global_step=step)
+    writer.flush()
+
+
+def close_all() -> None:
+    """Close every open writer (each has flushed already; this ends their threads)."""
+    while _writers:
+        _, writer = _writers.popitem(last=False)
+        writer.close()
+
+
+def _writer(run_dir: Path):
+    """The open SummaryWriter of `run_dir` (opened on first use; the least recently used
+    one is closed when more than MAX_OPEN are open)."""
+    global _atexit_registered
+    key = run_dir.resolve()
+    if key in _writers:
+        _writers.move_to_end(key)
+        return _writers[key]
+    require_tensorboard()
+    from torch.utils.tensorboard import SummaryWriter
+
+    if not _atexit_registered:
+        atexit.register(close_all)
+        _atexit_registered = True
+    _writers[key] = SummaryWriter(log_dir=str(run_dir))
+    while len(_writers) > MAX_OPEN:
+        _, oldest = _writers.popitem(last=False)
+        oldest.close()
+    return _writers[key]
