@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .config import OPERAND_ORDERS, ConfigError, SimConfig
+from .config import OPERAND_ORDERS, ConfigError, SequenceLayout, SimConfig
 
 CHAIN_KINDS = ("0var", "1var-1hop", "1var-2hop", "2var-1hop", "2var-2hop")
 """Evaluation sets: variable operands, and largest hop count among them (2var-2hop: at
@@ -32,7 +32,7 @@ def _number(name: str, value: object) -> float:
 
 
 @dataclass(frozen=True)
-class ChainConfig:
+class ChainConfig(SequenceLayout):
     """Parameters of the chain populations and of the training mixture.
 
     p, K, beta, L, operand_order: as in ``SimConfig`` (W^0 = beta e_= (pi_{L-3} + pi_{L-2})^T
@@ -88,22 +88,6 @@ class ChainConfig:
         return SimConfig(
             p=self.p, K=self.K, beta=self.beta, L=self.L, operand_order=self.operand_order
         )
-
-    @property
-    def T(self) -> int:
-        return self.L - 1
-
-    @property
-    def plus_pos(self) -> int:
-        return self.L - 4
-
-    @property
-    def operand_pos(self) -> tuple[int, int]:
-        return (self.L - 3, self.L - 2)
-
-    @property
-    def n_assign_positions(self) -> int:
-        return self.L - 4
 
     def training_mix(self) -> dict[str, float]:
         """{kind: weight} of the training mixture (zero weights dropped; sums to 1)."""

@@ -23,8 +23,34 @@ class ConfigError(ValueError):
         super().__init__(f"{field}={value!r}: {message}")
 
 
+class SequenceLayout:
+    """The positions of a length-L sequence of C.1's layout (assignments in 0 .. L-5, `+` at
+    L-4, the operands at L-3 and L-2, `=` at L-1), for a config with a field `L`."""
+
+    L: int
+
+    @property
+    def T(self) -> int:
+        """Query position (the ``=`` token)."""
+        return self.L - 1
+
+    @property
+    def plus_pos(self) -> int:
+        return self.L - 4
+
+    @property
+    def operand_pos(self) -> tuple[int, int]:
+        """The two operand positions (L-3, L-2); 13 and 14 for L = 16."""
+        return (self.L - 3, self.L - 2)
+
+    @property
+    def n_assign_positions(self) -> int:
+        """Size of the assignment region 0 .. L-5."""
+        return self.L - 4
+
+
 @dataclass(frozen=True)
-class SimConfig:
+class SimConfig(SequenceLayout):
     """Parameters of the population of Theorem C.1.
 
     p: modulus (numbers are Z_p), K: number of variables (each assigned once),
@@ -65,22 +91,3 @@ class SimConfig:
             raise ConfigError(
                 "operand_order", self.operand_order, f"must be one of {', '.join(OPERAND_ORDERS)}"
             )
-
-    @property
-    def T(self) -> int:
-        """Query position (the ``=`` token)."""
-        return self.L - 1
-
-    @property
-    def plus_pos(self) -> int:
-        return self.L - 4
-
-    @property
-    def operand_pos(self) -> tuple[int, int]:
-        """The two operand positions (L-3, L-2); 13 and 14 for L = 16."""
-        return (self.L - 3, self.L - 2)
-
-    @property
-    def n_assign_positions(self) -> int:
-        """Size of the assignment region 0 .. L-5."""
-        return self.L - 4

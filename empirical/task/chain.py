@@ -285,12 +285,5 @@ class ChainSampler(TrainingSampler):
         self.design = design
         self.draw = ChainDraw(cfg, design, training_plan(cfg), self.device, strict=True)
 
-    def sample(self, n: int, generator: torch.Generator) -> Batch:
-        if not isinstance(n, int) or n < 0:
-            raise ValueError(f"n = {n!r} must be an integer >= 0")
-        if generator.device.type != self.device.type:
-            raise ValueError(
-                f"generator is on {generator.device}, the sampler on {self.device}: "
-                "make the generator on the target device (training_generator(seed, device))"
-            )
+    def _draw(self, n: int, generator: torch.Generator) -> Batch:
         return self.draw.sample(n, generator)

@@ -516,6 +516,10 @@ class TrainingSampler:
                 f"generator is on {generator.device}, the sampler on {self.device}: "
                 "make the generator on the target device (training_generator(seed, device))"
             )
+        return self._draw(n, generator)
+
+    def _draw(self, n: int, generator: torch.Generator) -> Batch:
+        """n rows of this family's training distribution (arguments already checked)."""
         return sample_design(self.ctx, self.design, n, generator)
 
 
