@@ -200,11 +200,16 @@ def test_training_curves_figure(run, tmp_path, monkeypatch):
     fig = plot_training_curves(records, None, sizes=eval_set_sizes(rd.path), chance=1 / 11)
     assert isinstance(fig, Figure) and plt.fignum_exists(fig.number)
     assert list(tmp_path.iterdir()) == []  # no path: nothing written
-    ax = fig.axes[0]
-    labels = ax.get_legend_handles_labels()[1]
+    panels = fig.axes[:-1]  # one per number of variable operands, then the loss
+    assert [ax.get_title(loc="left") for ax in panels][:3] == [
+        "0 variables (both operands numbers)", "1 variable operand", "2 variable operands"
+    ]
+    labels = [label for ax in panels for label in ax.get_legend_handles_labels()[1]]
     assert "chance (9.1%)" in labels
-    assert len(ax.collections) == len(records[-1]["acc"])  # one interval band per set
-    for label in ax.get_xticklabels() + ax.get_yticklabels():
+    assert "1 variable at a position it never held in training [1var/var]" in labels
+    # one interval band per set
+    assert sum(len(ax.collections) for ax in panels) == len(records[-1]["acc"])
+    for label in panels[0].get_xticklabels() + panels[0].get_yticklabels():
         assert label.get_fontsize() >= 8
     plt.close(fig)
     for fmt in FORMATS:

@@ -15,6 +15,8 @@ from matplotlib.patches import Rectangle
 from empirical.analysis.authors import base_name
 from empirical.analysis.progress import MEASURE_NAMES, MEASURES
 from empirical.figures import DIVERGING, OKABE_ITO, SEQUENTIAL, save_figure
+from empirical.phase_marks import draw_phase_marks
+from empirical.plain_names import measure_label as plain_measure_label
 
 DPI = 110
 C = OKABE_ITO
@@ -28,22 +30,8 @@ def _save(fig, path, fmt=None):
 
 
 def _phase_marks(ax, phases, label: bool = True):
-    """Vertical lines at the detected phase changes (empirical.train.phases)."""
-    if phases is None:
-        return
-    marks = []
-    if phases.zero_var_learned_step is not None:
-        marks.append((phases.zero_var_learned_step, "0-var >= 90%", C["blue"], None))
-    if phases.first_spike is not None:
-        s = phases.first_spike
-        marks.append((s.start_step, "first spike", C["vermillion"], s.end_step))
-    if phases.second_spike is not None:
-        s = phases.second_spike
-        marks.append((s.start_step, "second spike", "k", s.end_step))
-    for x, text, color, end in marks:
-        if end is not None and end > x:
-            ax.axvspan(x, end, color=color, alpha=0.08, lw=0)
-        ax.axvline(x, color=color, ls=":", lw=1.2, label=f"{text} (step {x})" if label else None)
+    """The phases' jumps, as every figure marks them (empirical.phase_marks)."""
+    draw_phase_marks(ax, phases, label=label)
 
 
 # -- Figure 4 ---------------------------------------------------------------------------
@@ -111,10 +99,14 @@ def plot_ov_mlp_cosine(cos: dict, same: dict, path=None, title: str = "", *, fmt
         loc="best",
         framealpha=0.9,
     )
-    bins = np.linspace(-1, 1, 81)
+    # each series binned over its own range (40 bins): a fixed [-1, 1] grid put a sharp
+    # cosine peak (0.99 and up) into one or two bins
+    def bins(values) -> np.ndarray:
+        return np.histogram_bin_edges(np.asarray(values, dtype=float), bins=40)
+
     ax2.hist(
         np.asarray(same["samples"]["matched"]),
-        bins=bins,
+        bins=bins(same["samples"]["matched"]),
         alpha=0.6,
         color=C["blue"],
         label=f"same addition (mean {same['matched']['mean']:.3f})",
@@ -122,7 +114,7 @@ def plot_ov_mlp_cosine(cos: dict, same: dict, path=None, title: str = "", *, fmt
     )
     ax2.hist(
         np.asarray(same["samples"]["mismatched"]),
-        bins=bins,
+        bins=bins(same["samples"]["mismatched"]),
         alpha=0.6,
         color=C["grey"],
         label=f"different sum (mean {same['mismatched']['mean']:.3f})",
@@ -475,7 +467,8 @@ def _measure_panel(ax, history, names, phases, title):
     for name in names:
         i = MEASURE_NAMES.index(base_name(name)) if base_name(name) in MEASURE_NAMES else 0
         color = CYCLE[i % len(CYCLE)]
-        ax.plot(history.steps, history.measures[name], "-", color=color, lw=1.6, label=name)
+        ax.plot(history.steps, history.measures[name], "-", color=color, lw=1.6,
+                label=plain_measure_label(name))  # fmt: skip
         first = history.crossings.get(name, {}).get("first")
         if first is not None:
             y = history.measures[name][history.steps.index(first)]

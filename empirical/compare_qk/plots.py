@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from empirical.figures import DIVERGING, OKABE_ITO, save_figure
+from empirical.phase_marks import PHASE_COLORS, draw_phase_marks
 
 C = OKABE_ITO
 VARIANT_STYLE = {
@@ -25,18 +26,9 @@ def _save(fig, path, fmt=None):
 
 
 def phase_marks(ax, phases: dict | None, label: bool = True) -> None:
-    """Vertical lines: 0-var learned (black dashed), first / second spike windows (shaded)."""
-    if not phases:
-        return
-    z = phases.get("zero_var_learned_step")
-    if z is not None:
-        ax.axvline(z, color="k", ls="--", lw=1, label="0-var >= 90%" if label else None)
-    for key, color, name in (("first_spike", C["purple"], "1st spike"),
-                             ("second_spike", C["sky"], "2nd spike")):  # fmt: skip
-        s = phases.get(key)
-        if s:
-            ax.axvspan(s["start_step"], s["end_step"], color=color, alpha=0.15,
-                       label=name if label else None)  # fmt: skip
+    """The run's phases (summary.json's), marked as in every figure: each spike's jump
+    (empirical.phase_marks)."""
+    draw_phase_marks(ax, phases, label=label)
 
 
 def _series(result, frame, variant, *keys):
@@ -60,7 +52,8 @@ COS_LINES = {  # variant -> (colour, marker, label); updates are drawn at their 
 }
 
 
-SPIKE_COLORS = [C["purple"], C["vermillion"], C["green"], C["orange"]]
+# the spike windows in the first and second spikes' colours (empirical.phase_marks), then others
+SPIKE_COLORS = [PHASE_COLORS["first_spike"], PHASE_COLORS["second_spike"], C["green"], C["orange"]]
 
 
 def _lanes(windows: list[tuple[str, int, int]]) -> list[list[tuple[str, int, int]]]:
@@ -87,7 +80,8 @@ def window_marks(ax, result, label: bool = True, lo=None, hi=None, top: float = 
     for k, (name, a, b) in enumerate(spikes):
         if lo is not None and (b < lo or a > hi):
             continue
-        ax.axvspan(a, b, color=SPIKE_COLORS[k % len(SPIKE_COLORS)], alpha=0.25, lw=0,
+        n = int(name[5:]) - 1 if name[5:].isdigit() else k  # spike1 / spike2: by number
+        ax.axvspan(a, b, color=SPIKE_COLORS[n % len(SPIKE_COLORS)], alpha=0.25, lw=0,
                    label=f"window {name} ({a}-{b})" if label else None)  # fmt: skip
     others = [w for w in wins if not w[0].startswith("spike")]
     lanes = _lanes(others)

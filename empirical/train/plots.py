@@ -13,13 +13,50 @@ import matplotlib.pyplot as plt
 from empirical.figures import OKABE_ITO, save_figure
 from empirical.train.phases import Phases
 
-KIND_COLORS = {
-    "0var": OKABE_ITO["blue"],
-    "1var": OKABE_ITO["orange"],
-    "2var": OKABE_ITO["green"],
-    "curated": OKABE_ITO["purple"],
+# one colour per split, the same in every panel; one panel per number of variable operands
+SPLIT_COLORS = {
+    "ind": OKABE_ITO["blue"],
+    "pair": OKABE_ITO["orange"],
+    "var": OKABE_ITO["green"],
+    "both": OKABE_ITO["vermillion"],
 }
-SPLIT_STYLES = {"ind": "-", "pair": "--", "var": ":", "both": "-.", "": "-"}
+OTHER_COLORS = [OKABE_ITO[c] for c in ("blue", "orange", "green", "vermillion", "purple", "sky")]
+PANEL_TITLES = {
+    "0var": "0 variables (both operands numbers)",
+    "1var": "1 variable operand",
+    "2var": "2 variable operands",
+    "curated": "curated sets",
+}
+
+
+def panel_of(name: str) -> str:
+    """The panel of an evaluation set: its number of variable operands (`0var`, `1var`,
+    `2var`; chain sets `chain/NVAR_hH` by NVAR), `curated`, or the set's own prefix."""
+    kind, _, split = name.partition("/")
+    if kind == "chain":
+        head = split.partition("_")[0]
+        return head if head in PANEL_TITLES else "chain"
+    return kind
+
+
+def _panels(names: list[str]) -> list[tuple[str, list[str]]]:
+    order = ["0var", "1var", "2var", "curated"]
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(panel_of(name), []).append(name)
+    keys = [k for k in order if k in groups] + sorted(k for k in groups if k not in order)
+    splits = list(SPLIT_COLORS)  # trained, held-out pair, untrained position, both
+
+    def rank(name: str) -> tuple[int, str]:
+        split = name.partition("/")[2]
+        return (splits.index(split) if split in splits else len(splits), name)
+
+    return [(k, sorted(groups[k], key=rank)) for k in keys]
+
+
+def _series_color(name: str, i: int) -> str:
+    split = name.partition("/")[2]
+    return SPLIT_COLORS.get(split, OTHER_COLORS[i % len(OTHER_COLORS)])
 
 
 def plot_training_curves(
@@ -32,78 +69,61 @@ def plot_training_curves(
     chance: float | None = None,
     fmt: str | None = None,
 ):
-    """Accuracy (%) of every evaluation set over training steps, and the training loss.
+    """Accuracy (%) of every evaluation set over training steps, one panel per number of
+    variable operands (0, 1, 2; curated and other sets in their own), and the training loss.
 
-    sizes: sequences per evaluation set: each curve gets a shaded 95% Wilson interval (what
-    the finite set leaves uncertain; empirical.stats). chance: accuracy of a uniform guess
-    (1/p), drawn as a line. Returns the Figure; writes it to `path` (then closes it) if given."""
+    Within a panel the split has one colour in every panel (trained pairs and positions,
+    held-out pair, untrained position, both), named in plain words with the code name in
+    brackets. sizes: sequences per evaluation set: each curve gets a shaded 95% Wilson
+    interval (what the finite set leaves uncertain; empirical.stats). chance: accuracy of a
+    uniform guess (1/p), drawn as a line. The phases are marked as every figure marks them
+    (empirical.phase_marks: the jumps). Returns the Figure; writes it to `path` (then closes
+    it) if given."""
+    from empirical.phase_marks import draw_phase_marks
+    from empirical.plain_names import legend_label
     from empirical.stats import wilson_band
 
     names = sorted({n for r in records for n in r["acc"]})
-    fig, (ax, ax_loss) = plt.subplots(
-        2,
+    panels = _panels(names) or [("", [])]
+    fig, axes = plt.subplots(
+        len(panels) + 1,
         1,
-        figsize=(12.5, 8.5),
+        figsize=(12.5, 2.5 * len(panels) + 2.4),
         sharex=True,
-        gridspec_kw={"height_ratios": [3, 1]},
+        gridspec_kw={"height_ratios": [3] * len(panels) + [2]},
         layout="constrained",
+        squeeze=False,
     )
-    for name in names:
-        steps = [r["step"] for r in records if name in r["acc"]]
-        acc = [r["acc"][name] for r in records if name in r["acc"]]
-        kind, _, split = name.partition("/")
-        style = (
-            SPLIT_STYLES.get(split, "-")
-            if kind != "curated"
-            else ("-" if "novel" in split else "--")
-        )
-        color = KIND_COLORS.get(kind, OKABE_ITO["grey"])
-        ax.plot(steps, [100 * a for a in acc], style, color=color, label=name, lw=1.4)
-        n = (sizes or {}).get(name)
-        if n:
-            low, high = wilson_band(acc, n)
-            ax.fill_between(steps, 100 * low, 100 * high, color=color, alpha=0.15, lw=0)
-    if chance is not None:
-        ax.axhline(
-            100 * chance,
-            color="0.35",
-            ls=(0, (1, 3)),
-            lw=1.2,
-            label=f"chance ({100 * chance:.1f}%)",
-        )
-    if phases is not None:
-        marks = []
-        if phases.zero_var_learned_step is not None:
-            marks.append((phases.zero_var_learned_step, "0-var >= 90%", OKABE_ITO["blue"]))
-        if phases.first_spike is not None:
-            s = phases.first_spike
-            marks.append(
-                (
-                    (s.start_step + s.end_step) / 2,
-                    "first spike (variables)",
-                    OKABE_ITO["vermillion"],
-                )
+    axes = list(axes[:, 0])
+    ax_loss = axes[-1]
+    band = "; bands: 95% interval over the set's sequences" if sizes else ""
+    for ax, (key, members) in zip(axes, panels, strict=False):
+        for i, name in enumerate(members):
+            steps = [r["step"] for r in records if name in r["acc"]]
+            acc = [r["acc"][name] for r in records if name in r["acc"]]
+            color = _series_color(name, i)
+            ax.plot(steps, [100 * a for a in acc], color=color, label=legend_label(name), lw=1.4)
+            n = (sizes or {}).get(name)
+            if n:
+                low, high = wilson_band(acc, n)
+                ax.fill_between(steps, 100 * low, 100 * high, color=color, alpha=0.15, lw=0)
+        if chance is not None:
+            ax.axhline(
+                100 * chance,
+                color="0.35",
+                ls=(0, (1, 3)),
+                lw=1.2,
+                label=f"chance ({100 * chance:.1f}%)",
             )
-        if phases.second_spike is not None:
-            s = phases.second_spike
-            marks.append(((s.start_step + s.end_step) / 2, "second spike (var-restricted)", "k"))
-        for i, (x, label, color) in enumerate(marks):
-            for a in (ax, ax_loss):
-                a.axvline(x, color=color, ls=":", lw=1.2)
-            ax.text(x, 101 + 2.6 * i, f" {label}", fontsize=8, color=color, ha="left", va="bottom")
-    ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(-2, 112)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    band = " (band: 95% interval over the set's sequences)" if sizes else ""
-    ax.legend(
-        fontsize=8,
-        ncol=1,
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-        title=f"evaluation set (kind/split){band}".replace(" (band", "\n(band"),
-        title_fontsize=8,
-    )
+        draw_phase_marks(ax, phases, label=ax is axes[0])
+        ax.set_ylabel("accuracy (%)")
+        ax.set_ylim(-2, 104)
+        ax.grid(alpha=0.3)
+        ax.set_title(PANEL_TITLES.get(key, key), fontsize=10, loc="left")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(f"{title}\naccuracy per evaluation set{band}" if title else
+                 f"accuracy per evaluation set{band}")  # fmt: skip
+    draw_phase_marks(ax_loss, phases, label=False)
     steps = [r["step"] for r in records if r.get("train_loss") is not None]
     losses = [r["train_loss"] for r in records if r.get("train_loss") is not None]
     label = "training loss (mean since last eval)"
@@ -134,6 +154,8 @@ def plot_runs(
     over training steps), each run's detected spikes (the phase detector's largest jumps)
     marked on its curve. runs: (label, metrics records, phases). Returns the Figure; writes it
     to `path` (then closes it) if given."""
+    from empirical.plain_names import legend_label
+
     palette = [OKABE_ITO[c] for c in ("black", "orange", "sky", "green", "vermillion", "purple")]
     fig, axes = plt.subplots(
         len(sets), 1, figsize=(10, 2.9 * len(sets) + 0.8), sharex=True, layout="constrained"
@@ -150,7 +172,8 @@ def plot_runs(
                 end = getattr(rise, "jump_end_step", None) if rise is not None else None
                 if end is not None and end in steps:
                     ax.plot(end, acc[steps.index(end)], marker, color=color, ms=7, mec="white")
-        ax.set_ylabel(f"{name}\naccuracy (%)")
+        ax.set_ylabel("accuracy (%)")
+        ax.set_title(legend_label(name), fontsize=10, loc="left")
         ax.set_ylim(-2, 102)
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel("training step")
