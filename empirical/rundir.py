@@ -415,6 +415,7 @@ def load_run(
             f"{(model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx)} do not match the "
             f"run's task (p={task.p}, K={task.K}, L={task.L}) which needs {sizes}"
         )
+    model.attach_vocab(vocab)  # e.g. a chain task's text (pointer assignments)
     return model, vocab
 
 

@@ -223,6 +223,7 @@ def test_summary_carries_intervals_and_the_figure_a_chance_line(run):
     summary = json.loads(rd.summary.read_text())
     sizes = summary["eval_set_sizes"]
     assert set(sizes) == set(summary["final_acc"]) == set(summary["final_acc_ci95"])
+    assert set(summary["set_timeline"]) == set(sizes)  # every set's >= 90% / 99% steps, spikes
     assert all(n >= 200 for n in sizes.values())
     for name, (low, high) in summary["final_acc_ci95"].items():
         assert 0 <= low <= summary["final_acc"][name] <= high <= 1, name

@@ -40,6 +40,14 @@ def test_grid_trains_every_variant_in_one_batch_and_tabulates(tmp_path, capsys):
     assert "weight_decay = 0.1" in cfg
     table = (out / "grid.md").read_text()
     assert "| wd01 | 20 |" in table and "`ratio2`: task.ratio_2var_to_0var=2.0" in table
+    # the first step at >= 90% per set: from each member's metrics, as set_timeline finds it
+    from empirical.rundir import RunDir
+    from empirical.train.set_timeline import set_timeline
+
+    member = next(r for r in results["members"] if r["member"] == "wd01_seed0")
+    records = RunDir(out / "members" / "wd01_seed0").read_metrics()
+    assert member["first_90"] == {n: t["first_90"] for n, t in set_timeline(records).items()}
+    assert "## First evaluated step at >= 90% per set" in table
     assert (out / "grid.png").stat().st_size > 10_000
     # a second call trains nothing; --only narrows the grid
     assert grid_main(["--config", str(path), "--out", str(out), "--only", "base", *TINY]) == 0

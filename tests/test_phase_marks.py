@@ -72,3 +72,23 @@ def test_measure_names_keep_the_code_name_and_the_authors_suffix():
         "layer-2 attention: `=` -> operand values (authors)"
     )
     assert measure_label("unknown_measure") == "unknown_measure"
+
+
+def test_set_timeline_counts_separate_rises_by_their_jumps():
+    from empirical.train.set_timeline import format_timeline, set_timeline
+
+    def level(step):  # two rises: 0.1 -> 0.5 at 1 000 -> 1 100, 0.5 -> 1.0 at 5 000 -> 5 100
+        return 0.1 + 0.4 * (step >= 1100) + 0.5 * (step >= 5100)
+
+    records = [{"step": s, "acc": {"chain/1var_h2": level(s), "flat": 0.5}}
+               for s in range(0, 8001, 100)]  # fmt: skip
+    t = set_timeline(records)
+    rises = t["chain/1var_h2"]["spikes"]
+    assert [(r["jump_start_step"], r["jump_end_step"]) for r in rises] == [
+        (1000, 1100), (5000, 5100)
+    ]
+    assert t["chain/1var_h2"]["first_90"] == t["chain/1var_h2"]["first_99"] == 5100
+    assert t["flat"]["spikes"] == [] and t["flat"]["first_90"] is None
+    table = "\n".join(format_timeline(t))
+    assert "| chain/1var_h2 | 5 100 | 5 100 | 100.0% | 1 000 -> 1 100 (+40 points); 5 000" in table
+    assert "| flat | not reached | not reached | 50.0% | none |" in table

@@ -55,6 +55,7 @@ def member_records(out: Path) -> dict:
     }
 
 
+@pytest.mark.slow  # two processes importing torch (17 s); the claim and error tests stay fast
 def test_two_local_jobs_equal_the_in_process_sweep(tmp_path):
     base, _ = load_sweep_config(SMOKE, TINY)
     spec = SweepSpec(param="pair_fraction", values=[1.0, 0.5], seeds=[0])
@@ -88,7 +89,7 @@ def test_two_local_jobs_equal_the_in_process_sweep(tmp_path):
     assert not again.jobs
 
 
-@pytest.mark.slow  # the sweep test above covers the executor; this one adds the grid's path
+@pytest.mark.slow  # the grid's path through the executor (the sweep's: the test above)
 def test_grid_as_one_local_job_equals_the_in_process_grid(tmp_path):
     base, _ = load_sweep_config(SMOKE, TINY)
     spec = GridSpec(variants={"plain": [], "wd": ["train.weight_decay=0.5"]}, seeds=[0])

@@ -343,6 +343,35 @@ def test_vocabulary_pointers():
         Vocabulary(23, 5, 16).encode("a=17,b=a,b+1=?")
 
 
+def test_chain_config_trains_the_same_under_another_name_and_loads_with_pointer_text(tmp_path):
+    """configs/chain.toml is a 3-layer chain run; docs/chain.md's seeds were trained from a
+    copy that differed only in `name`: no random stream reads it. load_run gives a model
+    whose to_tokens reads the chain family's text (pointer assignments)."""
+    from empirical.rundir import RunDir, load_run
+    from empirical.train.loop import train_run
+
+    tiny = ["train.steps=4", "task.eval_size=40", "train.eval_every=2", "train.eval_subsample=0",
+            "train.checkpoint_every=4", "train.batch_size=16"]  # fmt: skip
+    cfg = load_run_config("configs/chain.toml", tiny)
+    assert (cfg.task.family, cfg.model.n_layers, tuple(cfg.task.chain_hops)) == ("chain", 3, (1, 2))
+    runs = []
+    for name in ("chain", "chainD"):
+        train_run(load_run_config("configs/chain.toml", [*tiny, f"name={name}"]),
+                  tmp_path / name, progress=False)  # fmt: skip
+        runs.append([(r["step"], r["train_loss"], r["acc"])
+                     for r in RunDir(tmp_path / name).read_metrics()])  # fmt: skip
+    assert runs[0] == runs[1]
+    model, vocab = load_run(tmp_path / "chain")
+    assert vocab.pointers and model.vocab is vocab
+    text = "a=17,c=4,b=a,d=b,d+c=?"
+    tokens = model.to_tokens(text)
+    assert tokens.shape == (1, cfg.task.L) and vocab.label(tokens[0]) == 17 + 4
+    assert "".join(model.to_str_tokens(text)).startswith("a17")
+    assert model(tokens).shape == (1, cfg.task.L, cfg.task.p)
+    with pytest.raises(ValueError, match="do not match"):
+        model.attach_vocab(Vocabulary(23, 5, 16, pointers=True))
+
+
 def test_sample_command_shows_chain_sequences(capsys):
     from empirical.cli.sample import main
 

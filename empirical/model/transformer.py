@@ -350,6 +350,17 @@ class AssignAddTransformer(HookedRootModule):
             self.__dict__["_vocab"] = vocab
         return vocab
 
+    def attach_vocab(self, vocab: Vocabulary) -> None:
+        """Use `vocab` (the run's task tokenizer, e.g. a chain task's, whose text has pointer
+        assignments `b=a`) for to_tokens / to_str_tokens; `load_run` attaches the run's."""
+        sizes = (vocab.d_vocab, vocab.n_classes, vocab.L)
+        if sizes != (self.cfg.d_vocab, self.cfg.d_vocab_out, self.cfg.n_ctx):
+            raise ValueError(
+                f"vocabulary sizes (d_vocab, d_vocab_out, n_ctx) = {sizes} do not match the "
+                f"model's {(self.cfg.d_vocab, self.cfg.d_vocab_out, self.cfg.n_ctx)}"
+            )
+        self.__dict__["_vocab"] = vocab
+
     def to_tokens(
         self,
         input: str | list[str] | tuple[str, ...],

@@ -36,6 +36,7 @@ from empirical.run_config import RunConfig
 from empirical.rundir import SweepDir
 from empirical.sweep.spec import Member, expand_variants, load_config_with_table
 from empirical.train.phases import detect_phases
+from empirical.train.set_timeline import set_timeline
 
 # the runner and the training summary import torch: imported where used, so that a grid
 # config is loaded and checked (load_grid_config) without torch
@@ -209,6 +210,7 @@ def collect_grid(members: list[Member], spec: GridSpec, out_dir: Path) -> dict:
                 "first_step_all_above_target": first_step_all_above(records, spec.target),
                 "first_spike": _jump(phases.get("first_spike")),
                 "second_spike": _jump(phases.get("second_spike")),
+                "first_90": {name: t["first_90"] for name, t in set_timeline(records).items()},
             }
         )
     sets = sorted({k for r in rows for k in r["final_acc"]}, key=_set_order)
@@ -230,6 +232,9 @@ def collect_grid(members: list[Member], spec: GridSpec, out_dir: Path) -> dict:
                 "min_set_mean": min((a["mean"] for a in acc.values()), default=math.nan),
                 "first_spike": _spread([r["first_spike"] for r in mine]),
                 "second_spike": _spread([r["second_spike"] for r in mine]),
+                "first_90": {
+                    s: _spread([r.get("first_90", {}).get(s) for r in mine]) for s in sets
+                },
             }
         )
     return {
@@ -262,6 +267,15 @@ def _spread_text(s: dict) -> str:
     if not s.get("n"):
         return f"none ({s.get('n', 0)}/{s.get('of', 0)})"
     return f"{s['mean']:.0f} ({s['sd']:.0f}) [{s['min']}-{s['max']}], {s['n']}/{s['of']}"
+
+
+def _median_text(s: dict) -> str:
+    if not s.get("n"):
+        return f"not reached (0/{s.get('of', 0)})"
+    found = sorted(s["steps"])
+    mid = len(found) // 2
+    median = found[mid] if len(found) % 2 else (found[mid - 1] + found[mid]) / 2
+    return f"{median:.0f} [{s['min']}-{s['max']}], {s['n']}/{s['of']}"
 
 
 def _set_order(name: str) -> tuple:
@@ -308,6 +322,18 @@ def grid_markdown(results: dict) -> str:
     for v in results["variants"]:
         cells = [_spread_text(v.get(key) or {}) for key in ("first_spike", "second_spike")]
         lines.append(f"| {v['variant']} | {cells[0]} | {cells[1]} |")
+    lines += [
+        "",
+        "## First evaluated step at >= 90% per set (summary.json's set_timeline):",
+        "median over the members that reached it [min-max], members that reached it",
+        "",
+        "| variant | " + " | ".join(sets) + " |",
+        "| --- | " + " | ".join("---" for _ in sets) + " |",
+    ]
+    for v in results["variants"]:
+        firsts = v.get("first_90") or {}
+        cells = [_median_text(firsts.get(s) or {}) for s in sets]
+        lines.append(f"| {v['variant']} | " + " | ".join(cells) + " |")
     lines += ["", "## Variants", ""]
     for v in results["variants"]:
         lines.append(f"- `{v['variant']}`: {' '.join(v['overrides']) or '(the base config)'}")

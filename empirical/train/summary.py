@@ -16,6 +16,7 @@ from empirical.figures import figure_path
 from empirical.rundir import RunDir
 from empirical.train.phases import detect_phases
 from empirical.train.plots import plot_training_curves
+from empirical.train.set_timeline import set_timeline
 
 TARGET = 0.99
 
@@ -75,6 +76,7 @@ def write_summary(
         "sets_below_99": below,
         "first_step_all_sets_at_least_99": first_step_all_above(records),
         "phases": phases.to_dict(),
+        "set_timeline": set_timeline(records),  # per set: >= 90% / 99% steps, its spikes
         "accuracy_by_operand_variable": breakdown,
         "elapsed_s": elapsed_s,
         "steps_per_s": (final["step"] / elapsed_s) if elapsed_s else None,
@@ -87,6 +89,9 @@ def write_summary(
     atomic_write_bytes(run.summary, json.dumps(summary, indent=2).encode())
     write_training_curves(cfg, run.path, records, sizes=sizes, fmt=fmt, phases=phases)
     return summary
+
+
+_TASK_NAMES = {"assign_add": "Assign-and-add", "chain": "Multi-hop assignment (chain)"}
 
 
 def write_training_curves(
@@ -102,7 +107,8 @@ def write_training_curves(
         records,
         phases,
         path,
-        f"Assign-and-add training ({run.label(cfg)}): accuracy per evaluation set",
+        f"{_TASK_NAMES.get(getattr(cfg.task, 'family', ''), 'Assign-and-add')} training "
+        f"({run.label(cfg)})",
         sizes=sizes,
         chance=1 / cfg.task.p,
     )
