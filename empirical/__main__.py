@@ -19,6 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "curves": ("empirical.cli.curves", "several runs' accuracy curves side by side"),
     "analyze": ("empirical.cli.analyze", "mechanistic analysis of a run's checkpoints"),
     "compare-qk": ("empirical.cli.compare_qk", "theory's predicted vs observed layer-2 QK update"),
+    "chain-attention": (
+        "empirical.cli.chain_attention",
+        "a chain run's attention onto the chain's targets, per layer",
+    ),
     "ladder": ("empirical.cli.ladder", "assumption ladder from Theorem C.1's model to a snapshot"),
     "sweep": ("empirical.cli.sweep", "Figure 3 sweeps with batched multi-model training"),
     "grid": ("empirical.cli.grid", "named config variants x seeds, trained as batched models"),

@@ -4,6 +4,7 @@
 # with `main(argv) -> exit status` and `run(argv)`; `from empirical.cli import *` imports them
 __all__ = [
     "analyze",
+    "chain_attention",
     "compare_qk",
     "curves",
     "evaluate",

@@ -1,0 +1,136 @@
+"""Where a chain run's attention goes, layer by layer: the construction's targets (issue #21,
+item 6; ../shared/spec/chain.md, "How a transformer can solve it").
+
+For each sequence of an evaluation set, the operand's chain is read from its tokens: the
+operand variable v_1 at L-3 or L-2, its assignment `v_1=v_2` (LHS position, RHS position),
+then `v_2=v_3`, ..., down to the number. Per layer (TransformerLens's
+`blocks.{l}.attn.hook_pattern`, any depth), the mean attention weight of:
+
+- `query -> operands`: the query `=` (position L-1) on the operand positions L-3, L-2;
+- `query -> hop k`: `=` on the RHS token of the chain's k-th assignment (k = 1: the operand's
+  own `v_1=v_2`; the last hop is the number): the construction's pointer following moves the
+  query along these;
+- `query -> distractors`: `=` on the tokens of assignments outside every operand chain;
+- `RHS -> own LHS` (binding): each assignment's RHS token on its LHS variable, the previous
+  token (the paper's layer-1 previous-token head);
+- `pointer -> target's variable` (LEGO's association: a token on an earlier occurrence of
+  the same token): the RHS token w of a pointer `u=w` on the LHS of `w=...`, where that
+  assignment comes earlier;
+- `pointer -> target's value`: the same RHS token w on the RHS of `w=...` (the value or the
+  next pointer bound to w), where that assignment comes earlier.
+
+    table = chain_attention(model, vocab, batch)     # {measure: [per layer]}
+    plot_chain_attention(table, "chain_attention.png", title)
+
+A weight near 1/(number of visible positions) is no preference; the figure draws it.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["chain_attention", "chain_structure", "plot_chain_attention"]
+
+
+def chain_structure(vocab, ids) -> dict:
+    """The operand chains and the assignments of one sequence (token ids [L]): `assign`
+    [(lhs_pos, rhs_pos, var, value_id)], `chains` per variable operand [assignment index,
+    ...] from the operand's own assignment to the number, `on_chain` the assignment indices
+    on any operand chain."""
+    assigns, a, b = vocab._parse_ids(ids)
+    by_var = {v: k for k, (v, _, _) in enumerate(assigns)}
+    chains = []
+    for t in (a, b):
+        chain, seen = [], set()
+        while t >= vocab.p and (t - vocab.p) in by_var and (t - vocab.p) not in seen:
+            seen.add(t - vocab.p)
+            k = by_var[t - vocab.p]
+            chain.append(k)
+            t = assigns[k][1]
+        if chain:
+            chains.append(chain)
+    return {
+        "assign": [(pos, pos + 1, v, value) for v, value, pos in assigns],
+        "chains": chains,
+        "on_chain": sorted({k for c in chains for k in c}),
+    }
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+@torch.no_grad()
+def chain_attention(model, vocab, tokens: torch.Tensor, max_hops: int = 4) -> dict[str, list]:
+    """Mean attention weight per layer on the targets above, over the sequences `tokens`
+    [n, L] (None where a measure has no instance). Returns {measure: [layer 1, ...]} and
+    `uniform`: the mean of 1/(visible positions) of the query (no preference)."""
+    n_layers = model.cfg.n_layers
+    _, cache = model.run_with_cache(
+        tokens, names_filter=lambda name: name.endswith("attn.hook_pattern")
+    )
+    patterns = [cache["pattern", layer][:, 0] for layer in range(n_layers)]  # [n, q, k]
+    L = tokens.shape[1]
+    q = L - 1
+    names = ["query -> operands", *[f"query -> hop {k}" for k in range(1, max_hops + 1)],
+             "query -> distractors", "RHS -> own LHS", "pointer -> target's variable",
+             "pointer -> target's value"]  # fmt: skip
+    sums: dict[str, list[list[float]]] = {m: [[] for _ in range(n_layers)] for m in names}
+    for row in range(tokens.shape[0]):
+        ids = tokens[row]
+        s = chain_structure(vocab, ids)
+        assign = s["assign"]
+        by_var = {v: k for k, (_, _, v, _) in enumerate(assign)}
+        for layer, pat in enumerate(patterns):
+            att = pat[row]
+            sums["query -> operands"][layer].append(float(att[q, L - 3] + att[q, L - 2]))
+            for chain in s["chains"]:
+                for k, idx in enumerate(chain[:max_hops], start=1):
+                    sums[f"query -> hop {k}"][layer].append(float(att[q, assign[idx][1]]))
+            off = [i for i in range(len(assign)) if i not in s["on_chain"]]
+            if off:
+                mass = sum(float(att[q, assign[i][0]] + att[q, assign[i][1]]) for i in off)
+                sums["query -> distractors"][layer].append(mass)
+            for lhs, rhs, _, _ in assign:
+                sums["RHS -> own LHS"][layer].append(float(att[rhs, lhs]))
+            for _, rhs, _, value in assign:
+                target = by_var.get(value - vocab.p) if value >= vocab.p else None
+                if target is not None and assign[target][1] < rhs:
+                    t_lhs, t_rhs = assign[target][0], assign[target][1]
+                    sums["pointer -> target's variable"][layer].append(float(att[rhs, t_lhs]))
+                    sums["pointer -> target's value"][layer].append(float(att[rhs, t_rhs]))
+    table = {m: [_mean(v) for v in per_layer] for m, per_layer in sums.items()}
+    table = {m: v for m, v in table.items() if any(x is not None for x in v)}
+    table["uniform"] = [1.0 / L] * n_layers  # the query sees all L positions
+    return table
+
+
+def plot_chain_attention(table: dict[str, list], path=None, title: str = "", *, fmt=None):
+    """Grouped bars: one group per measure, one bar per layer; the query's uniform weight
+    (no preference) as a dashed line."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from empirical.figures import OKABE_ITO, save_figure
+
+    measures = [m for m in table if m != "uniform"]
+    n_layers = len(table["uniform"])
+    colors = [OKABE_ITO[c] for c in ("blue", "orange", "green", "vermillion", "purple")]
+    fig, ax = plt.subplots(figsize=(max(8.0, 1.3 * len(measures) + 3), 4.8), layout="constrained")
+    width = 0.8 / n_layers
+    x = np.arange(len(measures))
+    for layer in range(n_layers):
+        values = [table[m][layer] for m in measures]
+        ax.bar(x + (layer - (n_layers - 1) / 2) * width,
+               [np.nan if v is None else v for v in values], width,
+               color=colors[layer % len(colors)], label=f"layer {layer + 1}")  # fmt: skip
+    ax.axhline(table["uniform"][0], color="0.3", ls="--", lw=1,
+               label=f"query's uniform weight (1/{round(1 / table['uniform'][0])})")  # fmt: skip
+    ax.set_xticks(x)
+    ax.set_xticklabels(measures, rotation=20, ha="right", fontsize=9)
+    ax.set_ylabel("mean attention weight")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8, loc="upper right")
+    ax.set_title(title or "Attention onto the chain construction's targets, per layer")
+    return save_figure(fig, path, fmt)

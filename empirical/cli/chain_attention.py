@@ -1,0 +1,72 @@
+"""`python -m empirical chain-attention RUN_DIR`: where a chain run's attention goes, per
+layer, on the chain construction's targets (empirical.analysis.chain_attention).
+
+Examples:
+    python -m empirical chain-attention runs/chain/seed0                      # chain/1var_h2
+    python -m empirical chain-attention runs/chain/seed0 --set chain/2var_h3 --n 1000 --step 4000
+
+Writes RUN_DIR/analysis/chain_attention_SET.json and .png (SET with `/` as `_`) and prints
+the table.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from empirical.cli.common import UsageError, command_main, parser
+from empirical.figures import use_cli_backend
+
+
+def run(argv: list[str]) -> int:
+    ap = parser("chain-attention", "Attention onto the chain construction's targets, per layer.")
+    ap.add_argument("run_dir", help="a run directory of the chain family (task.family = chain)")
+    ap.add_argument("--set", default="chain/1var_h2", help="evaluation set (default %(default)s)")
+    ap.add_argument("--n", type=int, default=500, help="sequences of the set (default %(default)s)")
+    ap.add_argument("--step", type=int, help="a snapshot step (default: the latest weights)")
+    args = ap.parse_args(argv)
+    if args.n < 1:
+        raise UsageError(f"--n {args.n}: give a number of sequences >= 1")
+    from empirical.rundir import RunDir
+
+    run_dir = RunDir(args.run_dir).require_run()
+    family = run_dir.read_config().task.family
+    if family != "chain":
+        raise UsageError(f"{run_dir}: task.family = {family!r}; chain-attention reads chain runs")
+    import torch
+
+    from empirical.analysis.chain_attention import chain_attention, plot_chain_attention
+    from empirical.config_io import atomic_write_bytes
+    from empirical.rundir import load_run
+    from empirical.task import load_eval_sets
+
+    sets = load_eval_sets(run_dir.eval_sets)
+    if args.set not in sets:
+        raise UsageError(f"--set {args.set!r}: the run's sets are {', '.join(sets)}")
+    model, vocab = load_run(run_dir.path, step=args.step)
+    with torch.no_grad():
+        table = chain_attention(model, vocab, sets[args.set].tokens[: args.n])
+    out = run_dir.analysis_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"chain_attention_{args.set.replace('/', '_')}"
+    where = f"step {args.step}" if args.step is not None else "latest weights"
+    payload = {"set": args.set, "n": min(args.n, len(sets[args.set])), "weights": where,
+               "per_layer": table}  # fmt: skip
+    atomic_write_bytes(out / f"{stem}.json", json.dumps(payload, indent=2).encode())
+    use_cli_backend()
+    plot_chain_attention(table, out / f"{stem}.png",
+                         f"Attention onto the chain's targets per layer ({run_dir.label()}, "
+                         f"{args.set}, {where})")  # fmt: skip
+    for name, values in table.items():
+        cells = " ".join("   -  " if v is None else f"{v:6.3f}" for v in values)
+        print(f"{name:32s} {cells}")
+    print(f"wrote {out / stem}.json and .png", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command_main(run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""The chain mechanism measures (empirical.analysis.chain_attention): the chain read from the
+tokens, each measure equal to the attention pattern's entries it names, and the command."""
+
+import pytest
+import torch
+
+from empirical.analysis.chain_attention import chain_attention, chain_structure
+from empirical.model import AssignAddTransformer
+from empirical.run_config import load_run_config
+from empirical.task import Vocabulary
+
+TEXT = "a=17,e=3,b=a,d=b,d+5=?"  # d -> b -> a -> 17 (3 hops), e=3 a distractor
+
+
+def model_and_vocab(n_layers=3):
+    cfg = load_run_config("configs/chain.toml", [f"model.n_layers={n_layers}", "model.d_model=16",
+                                                 "model.d_mlp=32"])  # fmt: skip
+    vocab = Vocabulary.from_config(cfg.task)
+    model = AssignAddTransformer(cfg.built_model_config(), seed=0)
+    model.attach_vocab(vocab)
+    return model, vocab
+
+
+def test_chain_structure_follows_the_pointers_from_the_operand():
+    _, vocab = model_and_vocab()
+    s = chain_structure(vocab, vocab.encode(TEXT))
+    # assignments in order: a=17 @0, e=3 @2, b=a @4, d=b @6
+    assert [(lhs, rhs) for lhs, rhs, _, _ in s["assign"]] == [(0, 1), (2, 3), (4, 5), (6, 7)]
+    assert s["chains"] == [[3, 2, 0]]  # d's own assignment, then b's, then a's (the number)
+    assert s["on_chain"] == [0, 2, 3]
+
+
+def test_measures_are_the_pattern_entries_they_name():
+    model, vocab = model_and_vocab()
+    tokens = vocab.encode(TEXT)[None]
+    table = chain_attention(model, vocab, tokens)
+    _, cache = model.run_with_cache(tokens)
+    L = tokens.shape[1]
+    for layer in range(3):
+        att = cache["pattern", layer][0, 0]
+        q = L - 1
+        assert table["query -> operands"][layer] == pytest.approx(float(att[q, L - 3] + att[q, L - 2]))
+        assert table["query -> hop 1"][layer] == pytest.approx(float(att[q, 7]))  # d=b: b
+        assert table["query -> hop 3"][layer] == pytest.approx(float(att[q, 1]))  # a=17: 17
+        assert table["query -> distractors"][layer] == pytest.approx(float(att[q, 2] + att[q, 3]))
+        binding = [float(att[r, r - 1]) for r in (1, 3, 5, 7)]
+        assert table["RHS -> own LHS"][layer] == pytest.approx(sum(binding) / 4)
+        # pointers b=a (RHS @5 -> a=17 @0, @1) and d=b (RHS @7 -> b=a @4, @5)
+        assert table["pointer -> target's variable"][layer] == pytest.approx(
+            (float(att[5, 0]) + float(att[7, 4])) / 2
+        )
+        assert table["pointer -> target's value"][layer] == pytest.approx(
+            (float(att[5, 1]) + float(att[7, 5])) / 2
+        )
+    assert "query -> hop 4" not in table and table["uniform"] == [1 / L] * 3
+
+
+def test_command_refuses_other_families_and_unknown_sets(tmp_path, capsys):
+    from empirical.__main__ import main
+
+    assert main(["chain-attention", str(tmp_path / "missing")]) == 2
+    assert main(["chain-attention", str(tmp_path), "--n", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert all(line.startswith("error: ") for line in err) and len(err) == 2
+    assert "--n 0" in err[1]
