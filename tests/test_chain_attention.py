@@ -2,7 +2,6 @@
 tokens, each measure equal to the attention pattern's entries it names, and the command."""
 
 import pytest
-import torch
 
 from empirical.analysis.chain_attention import chain_attention, chain_structure
 from empirical.model import AssignAddTransformer
@@ -39,7 +38,8 @@ def test_measures_are_the_pattern_entries_they_name():
     for layer in range(3):
         att = cache["pattern", layer][0, 0]
         q = L - 1
-        assert table["query -> operands"][layer] == pytest.approx(float(att[q, L - 3] + att[q, L - 2]))
+        operands = float(att[q, L - 3] + att[q, L - 2])
+        assert table["query -> operands"][layer] == pytest.approx(operands)
         assert table["query -> hop 1"][layer] == pytest.approx(float(att[q, 7]))  # d=b: b
         assert table["query -> hop 3"][layer] == pytest.approx(float(att[q, 1]))  # a=17: 17
         assert table["query -> distractors"][layer] == pytest.approx(float(att[q, 2] + att[q, 3]))
@@ -63,3 +63,32 @@ def test_command_refuses_other_families_and_unknown_sets(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert all(line.startswith("error: ") for line in err) and len(err) == 2
     assert "--n 0" in err[1]
+
+
+def test_over_training_reads_every_snapshot_and_the_command_writes_both_figures(tmp_path, capsys):
+    from empirical.__main__ import main
+    from empirical.analysis.chain_attention import chain_attention_over_training, key_series
+    from empirical.rundir import RunDir, load_run
+    from empirical.train.loop import train_run
+
+    cfg = load_run_config("configs/chain.toml", [
+        "train.steps=4", "task.eval_size=40", "train.eval_every=2", "train.eval_subsample=0",
+        "train.checkpoint_every=4", "train.snapshot_every=2", "train.batch_size=16",
+        "model.d_model=16", "model.d_mlp=32"])  # fmt: skip
+    run = tmp_path / "run"
+    train_run(cfg, run, progress=False)
+    _, vocab = load_run(run)
+    tokens = vocab.encode(TEXT)[None]
+    history = chain_attention_over_training(run, tokens)
+    assert history["steps"] == RunDir(run).snapshot_steps() and len(history["steps"]) >= 2
+    model, _ = load_run(run, step=history["steps"][-1])
+    assert history["tables"][-1] == chain_attention(model, vocab, tokens)
+    series = key_series(history)
+    assert list(series)[-1] == "layer 3: query -> the number (hop 3)"
+    assert main(["chain-attention", str(run), "--set", "chain/1var_h2", "--n", "8",
+                 "--over-training"]) == 0  # fmt: skip
+    out = RunDir(run).analysis_dir()
+    names = {p.name for p in out.iterdir()}
+    stem = "chain_attention_chain_1var_h2"
+    assert {f"{stem}{tail}" for tail in (".png", "_steps.png", ".json", "_steps.json")} <= names
+    assert "query -> operands" in capsys.readouterr().out

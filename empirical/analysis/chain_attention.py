@@ -21,6 +21,8 @@ then `v_2=v_3`, ..., down to the number. Per layer (TransformerLens's
 
     table = chain_attention(model, vocab, batch)     # {measure: [per layer]}
     plot_chain_attention(table, "chain_attention.png", title)
+    history = chain_attention_over_training(run_dir, tokens)   # the same at every snapshot
+    plot_chain_attention_over_training(history, "chain_attention_steps.png", title)
 
 A weight near 1/(number of visible positions) is no preference; the figure draws it.
 """
@@ -29,7 +31,13 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["chain_attention", "chain_structure", "plot_chain_attention"]
+__all__ = [
+    "chain_attention",
+    "chain_attention_over_training",
+    "chain_structure",
+    "plot_chain_attention",
+    "plot_chain_attention_over_training",
+]
 
 
 def chain_structure(vocab, ids) -> dict:
@@ -133,4 +141,60 @@ def plot_chain_attention(table: dict[str, list], path=None, title: str = "", *, 
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8, loc="upper right")
     ax.set_title(title or "Attention onto the chain construction's targets, per layer")
+    return save_figure(fig, path, fmt)
+
+
+@torch.no_grad()
+def chain_attention_over_training(run_dir, tokens: torch.Tensor) -> dict:
+    """`chain_attention` at every snapshot of the run: {"steps": [...], "tables": [...]}, so
+    the order in which the layers' attention forms can be read against the accuracy."""
+    from empirical.rundir import RunDir, load_run
+
+    run = RunDir(run_dir).require_run()
+    steps, tables = [], []
+    for step in run.snapshot_steps():
+        model, vocab = load_run(run.path, step=step)
+        steps.append(step)
+        tables.append(chain_attention(model, vocab, tokens))
+    return {"steps": steps, "tables": tables}
+
+
+def key_series(history: dict) -> dict[str, list]:
+    """The construction's steps as series over training: layer 1's query on the operands,
+    the middle layers' binding and their query on hop 1, the last layer's query on the
+    number (the last hop; the largest hop count present)."""
+    tables = history["tables"]
+    n = len(tables[0]["uniform"]) if tables else 0
+    last_hop = max((m for m in tables[0] if m.startswith("query -> hop")), default=None,
+                   key=lambda m: int(m.rsplit(" ", 1)[1]))  # fmt: skip
+    series = {"layer 1: query -> operands": [t["query -> operands"][0] for t in tables]}
+    for layer in range(1, n - 1):
+        series[f"layer {layer + 1}: RHS -> own LHS (binding)"] = [
+            t["RHS -> own LHS"][layer] for t in tables
+        ]
+        series[f"layer {layer + 1}: query -> hop 1"] = [t["query -> hop 1"][layer] for t in tables]
+    if last_hop is not None:
+        series[f"layer {n}: query -> the number ({last_hop.split(' -> ')[1]})"] = [
+            t[last_hop][n - 1] for t in tables
+        ]
+    return series
+
+
+def plot_chain_attention_over_training(history: dict, path=None, title: str = "", *, fmt=None):
+    """The key measures (`key_series`) over the snapshots' steps."""
+    import matplotlib.pyplot as plt
+
+    from empirical.figures import OKABE_ITO, save_figure
+
+    colors = [OKABE_ITO[c] for c in ("blue", "orange", "green", "vermillion", "purple", "sky")]
+    fig, ax = plt.subplots(figsize=(10, 4.8), layout="constrained")
+    for i, (name, values) in enumerate(key_series(history).items()):
+        ax.plot(history["steps"], [float("nan") if v is None else v for v in values], "-o",
+                ms=3, color=colors[i % len(colors)], label=name)  # fmt: skip
+    ax.set_xlabel("training step (snapshots)")
+    ax.set_ylabel("mean attention weight")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title(title or "The chain construction's attention over training")
     return save_figure(fig, path, fmt)

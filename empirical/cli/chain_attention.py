@@ -4,9 +4,11 @@ layer, on the chain construction's targets (empirical.analysis.chain_attention).
 Examples:
     python -m empirical chain-attention runs/chain/seed0                      # chain/1var_h2
     python -m empirical chain-attention runs/chain/seed0 --set chain/2var_h3 --n 1000 --step 4000
+    python -m empirical chain-attention runs/chain/seed0 --over-training     # every snapshot
 
 Writes RUN_DIR/analysis/chain_attention_SET.json and .png (SET with `/` as `_`) and prints
-the table.
+the table; with --over-training also chain_attention_SET_steps.json and .png (the key
+measures at every snapshot).
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ def run(argv: list[str]) -> int:
     ap.add_argument("--set", default="chain/1var_h2", help="evaluation set (default %(default)s)")
     ap.add_argument("--n", type=int, default=500, help="sequences of the set (default %(default)s)")
     ap.add_argument("--step", type=int, help="a snapshot step (default: the latest weights)")
+    ap.add_argument(
+        "--over-training",
+        action="store_true",
+        help="also the key measures at every snapshot (a figure over steps)",
+    )
     args = ap.parse_args(argv)
     if args.n < 1:
         raise UsageError(f"--n {args.n}: give a number of sequences >= 1")
@@ -57,6 +64,21 @@ def run(argv: list[str]) -> int:
     plot_chain_attention(table, out / f"{stem}.png",
                          f"Attention onto the chain's targets per layer ({run_dir.label()}, "
                          f"{args.set}, {where})")  # fmt: skip
+    if args.over_training:
+        from empirical.analysis.chain_attention import (
+            chain_attention_over_training,
+            key_series,
+            plot_chain_attention_over_training,
+        )
+
+        history = chain_attention_over_training(run_dir.path, sets[args.set].tokens[: args.n])
+        steps = {"set": args.set, "steps": history["steps"], "key_series": key_series(history),
+                 "tables": history["tables"]}  # fmt: skip
+        atomic_write_bytes(out / f"{stem}_steps.json", json.dumps(steps, indent=2).encode())
+        plot_chain_attention_over_training(
+            history, out / f"{stem}_steps.png",
+            f"The chain's attention over training ({run_dir.label()}, {args.set})",
+        )  # fmt: skip
     for name, values in table.items():
         cells = " ".join("   -  " if v is None else f"{v:6.3f}" for v in values)
         print(f"{name:32s} {cells}")
