@@ -92,3 +92,16 @@ def test_set_timeline_counts_separate_rises_by_their_jumps():
     table = "\n".join(format_timeline(t))
     assert "| chain/1var_h2 | 5 100 | 5 100 | 100.0% | 1 000 -> 1 100 (+40 points); 5 000" in table
     assert "| flat | not reached | not reached | 50.0% | none |" in table
+
+
+def test_progress_figure_of_a_run_without_accuracy_says_so():
+    from types import SimpleNamespace
+
+    from empirical.analysis.plots import plot_progress
+
+    history = SimpleNamespace(steps=[0, 100], measures={"qk1_num_to_prev_var": [0.1, 0.95]},
+                              crossings={})  # fmt: skip
+    fig = plot_progress(history, [], None)
+    texts = [t.get_text() for t in fig.axes[-1].texts]
+    assert any("no accuracy recorded" in t and "--all-steps" in t for t in texts)
+    plt.close(fig)

@@ -451,6 +451,13 @@ ACC_SERIES = (
 
 
 def _acc_panel(ax, records, phases):
+    if not any(r.get("acc") for r in records or []):
+        ax.text(0.5, 0.5, "no accuracy recorded for this run\n(`python -m empirical evaluate "
+                "RUN_DIR --all-steps` adds it)", ha="center", va="center",
+                transform=ax.transAxes, fontsize=10, color="0.3")  # fmt: skip
+        ax.set_ylabel("accuracy (%)")
+        ax.set_ylim(-2, 102)
+        return
     for name, label, color, style in ACC_SERIES:
         steps = [r["step"] for r in records if name in r.get("acc", {})]
         if steps:

@@ -387,12 +387,10 @@ def probes_title(accuracy: float, p: int, tag: str) -> str:
     """The probes figure's title: what is plotted, and a verdict on the sum computed from the
     isolated OV-MLP circuit's measured accuracy (never asserted where it is not reached)."""
     what = f"Linear probes and the isolated layer-2 OV-MLP circuit ({tag})"
+    right = f"the circuit alone gets the sum right on {100 * accuracy:.1f}% of all {p}x{p} pairs"
     if accuracy >= 0.99:
-        return f"{what}\nthe circuit alone adds {100 * accuracy:.1f}% of all {p}x{p} pairs"
-    return (
-        f"{what}\nthe circuit alone adds {100 * accuracy:.1f}% of all {p}x{p} pairs: "
-        "not the sum of every pair (>= 99% not reached)"
-    )
+        return f"{what}\n{right}"
+    return f"{what}\n{right}: not the sum of every pair (>= 99% not reached)"
 
 
 def _figures(
