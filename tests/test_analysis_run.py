@@ -107,6 +107,7 @@ def test_progress_over_training_every_other_snapshot_keeps_the_last(run_dir):
     assert history.steps == [0, 40]
 
 
+@pytest.mark.slow  # a second whole analysis (9 s); test_analyze_writes_every_output stays fast
 def test_analyze_compares_the_given_steps(run_dir, tmp_path):
     out = tmp_path / "cmp"
     args = [str(run_dir), "--out", str(out), "--probe-size", "128", "--quiet", "--no-progress"]

@@ -208,6 +208,7 @@ def test_cli(run_dir, tmp_path, capsys):
         assert len(err) == 1 and err[0].startswith("error:") and "window" in err[0], err
 
 
+@pytest.mark.slow  # a K = 7 compare-qk run (4 s); the pipeline test stays fast
 def test_many_variables_use_the_sampled_population(tmp_path, capsys):
     """K = 8 variables do not fit the closed form's 2K <= L - 4 slots: the default uses the
     theorem's model on a sampled population, `--prediction closed` is refused in one line."""
