@@ -490,6 +490,12 @@ CASES = [
       "a run without snapshots", removed("snapshots")),
     C("compare-eval-sets-garbage", E, "compare-qk {run} --out {tmp}/c --one-step-at 20",
       "eval_sets.pt", "eval_sets.pt garbage", garbage("eval_sets.pt")),
+    # -- chain-attention
+    C("chain-attention-family", E, "chain-attention {run}", "reads chain runs",
+      "a run of the assign_add family"),
+    C("chain-attention-n-zero", E, "chain-attention {run} --n 0", "--n 0", "--n 0"),
+    C("chain-attention-no-run", E, "chain-attention {tmp}", "no config.toml",
+      "a directory with no run"),
     # -- ladder
     C("ladder-step-missing", E, "ladder {run} --step 7 --out {tmp}/l", "--step 7",
       "--step 7 (no snapshot)"),

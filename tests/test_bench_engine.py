@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # a benchmark subprocess importing torch (5 s)
 def test_a_cpu_run_prints_its_rows_and_the_reference():
     argv = ["--config", "configs/smoke.toml", "--device", "cpu", "--steps", "2", "--warmup", "1"]
     argv += ["--reference-steps", "2", "--reference-warmup", "1"]

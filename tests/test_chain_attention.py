@@ -65,6 +65,7 @@ def test_command_refuses_other_families_and_unknown_sets(tmp_path, capsys):
     assert "--n 0" in err[1]
 
 
+@pytest.mark.slow  # trains a run with snapshots (the measures themselves: the tests above)
 def test_over_training_reads_every_snapshot_and_the_command_writes_both_figures(tmp_path, capsys):
     from empirical.__main__ import main
     from empirical.analysis.chain_attention import chain_attention_over_training, key_series

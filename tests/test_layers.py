@@ -15,6 +15,8 @@ LAYERS = [
     [
         "empirical.config_io",
         "empirical.figures",
+        "empirical.phase_marks",
+        "empirical.plain_names",
         "empirical.stats",
         "empirical.metrics_log",
         "empirical.shared_paths",

@@ -153,6 +153,7 @@ def test_second_writer_is_refused_while_readers_read_and_the_run_is_undisturbed(
     assert not RunDir(run).writer_lock.exists()  # removed on release
 
 
+@pytest.mark.slow  # a kill -9 of a live writer (6 s); the refusal test stays fast
 def test_kill_9_of_the_holder_leaves_no_stale_lock(tmp_path, whole, capsys):
     run = tmp_path / "killed"
     writer = LiveWriter(run, tmp_path)
