@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from empirical.reproduce import paper_check_rows, reproduce
 from empirical.run_config import load_run_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # the main job end to end on the smoke config (17 s; CI runs it)
 def test_reproduce_smoke_writes_report_linking_figures_and_both_runs(tmp_path):
     """One reproduce of the smoke config, its independent stages in the second process (the
     paper's run asked for from a folder that is not there: skipped, with a note); the report
