@@ -12,7 +12,6 @@ metrics.jsonl or analysis.json. A name with no plain form is returned as it is.
 from __future__ import annotations
 
 __all__ = [
-    "SET_KEY",
     "legend_label",
     "measure_label",
     "set_label",
@@ -33,11 +32,6 @@ _SETS = {
     "curated/held_out_pairs": "curated: held-out value pairs",
     "curated/novel_orderings": "curated: novel assignment orderings",
 }
-# the split suffixes, explained once per figure (a legend title or a caption)
-SET_KEY = (
-    "ind: trained value pairs and positions; pair: held-out value pair; "
-    "var: a variable at a position it never held in training; both: pair and position"
-)
 
 _MEASURES = {
     "ov2_mlp2_accuracy": "layer-2 OV + MLP add the routed values",

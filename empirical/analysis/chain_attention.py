@@ -44,7 +44,7 @@ def chain_structure(vocab, ids) -> dict:
     """The operand chains and the assignments of one sequence (token ids [L]): `assign`
     [(lhs_pos, rhs_pos, var, value_id)], `chains` per variable operand [assignment index,
     ...] from the operand's own assignment to the number, `on_chain` the assignment indices
-    on any operand chain."""
+    on any operand chain, `index_of_var` each assigned variable's assignment index."""
     assigns, a, b = vocab._parse_ids(ids)
     by_var = {v: k for k, (v, _, _) in enumerate(assigns)}
     chains = []
@@ -61,6 +61,7 @@ def chain_structure(vocab, ids) -> dict:
         "assign": [(pos, pos + 1, v, value) for v, value, pos in assigns],
         "chains": chains,
         "on_chain": sorted({k for c in chains for k in c}),
+        "index_of_var": by_var,
     }
 
 
@@ -87,8 +88,7 @@ def chain_attention(model, vocab, tokens: torch.Tensor, max_hops: int = 4) -> di
     for row in range(tokens.shape[0]):
         ids = tokens[row]
         s = chain_structure(vocab, ids)
-        assign = s["assign"]
-        by_var = {v: k for k, (_, _, v, _) in enumerate(assign)}
+        assign, by_var = s["assign"], s["index_of_var"]
         for layer, pat in enumerate(patterns):
             att = pat[row]
             sums["query -> operands"][layer].append(float(att[q, L - 3] + att[q, L - 2]))

@@ -17,13 +17,9 @@ spike.
 
 from __future__ import annotations
 
-from empirical.train.phases import Rise, steepest_rise
+from empirical.train.phases import Rise, first_crossing, steepest_rise
 
 __all__ = ["format_timeline", "set_timeline"]
-
-
-def _first_at(steps: list[int], values: list[float], level: float) -> int | None:
-    return next((s for s, v in zip(steps, values, strict=True) if v >= level), None)
 
 
 def _rises(steps: list[int], values: list[float], window: int, min_gain: float) -> list[Rise]:
@@ -61,8 +57,8 @@ def set_timeline(
             for r in sorted(rises[:max_spikes], key=lambda r: r.start_step)
         ]
         out[name] = {
-            "first_90": _first_at(steps, values, 0.9),
-            "first_99": _first_at(steps, values, 0.99),
+            "first_90": first_crossing(steps, values, 0.9),
+            "first_99": first_crossing(steps, values, 0.99),
             "final": values[-1] if values else None,
             "spikes": spikes,
         }
