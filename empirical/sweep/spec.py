@@ -314,6 +314,9 @@ def _check_distinct(members: list[Member], spec: SweepSpec) -> None:
         seen[key] = m.value
 
 
+SEED_PLACEHOLDER = "{seed}"  # in a variant's override: the member's seed
+
+
 def expand_variants(
     base: RunConfig,
     variants: dict[str, list[str]],
@@ -326,13 +329,16 @@ def expand_variants(
     grid is, and a sweep is the grid whose variants are `param=value` for each value.
     values: each variant's Member.value (default: its name); where: each variant's name in
     error messages (default `grid.variants.NAME`). Every config is validated here, so a bad
-    variant fails before anything trains."""
+    variant fails before anything trains. `{seed}` in an override stands for the member's
+    seed (`train.init_from=runs/stage1/members/h1_seed{seed}/checkpoints/last.pt`: each seed
+    starts from its own stage-1 model, a curriculum as two grids)."""
     members = []
     for name, overrides in variants.items():
         for seed in seeds:
             data = to_dict(dataclasses.replace(base, seed=int(seed), name=f"{base.name}.{name}"))
+            mine = [o.replace(SEED_PLACEHOLDER, str(int(seed))) for o in overrides]
             try:
-                cfg = from_dict(RunConfig, apply_overrides(data, RunConfig, list(overrides)))
+                cfg = from_dict(RunConfig, apply_overrides(data, RunConfig, mine))
             except ConfigError as exc:
                 label = (where or {}).get(name, f"grid.variants.{name}")
                 raise ConfigError(f"{label}: {exc}") from None
