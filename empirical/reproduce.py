@@ -225,7 +225,9 @@ def reproduce(
 
     `parallel` (default: on a machine with 2 or more CPU cores): the theory and paper's-run
     stages run in a second process while this one trains (training uses one core: README,
-    Benchmarks); their results are the same as when run one after the other.
+    Benchmarks), and our run's compare-qk there while this one analyses (in a third process
+    where there are 3 or more cores, so that it need not wait for the theory); their results
+    are the same as when run one after the other.
 
     Our run directory's writer lock (empirical.run_lock) is taken first and held to the end:
     a second `reproduce` or a `train` of the same run is refused before anything is written.
@@ -246,7 +248,9 @@ def _reproduce(cfg, run: RunDir, skip_theory, progress, authors, parallel) -> Pa
 
     pool = background = None
     if parallel and (authors is not None or not skip_theory):
-        pool = multiprocessing.get_context("spawn").Pool(1)
+        # a third core lets compare-qk of our run start beside the theory instead of after it
+        workers = 2 if (os.cpu_count() or 1) >= 3 else 1
+        pool = multiprocessing.get_context("spawn").Pool(workers)
         background = pool.apply_async(
             _in_second_process, (_independent_stages, root, skip_theory, authors, False)
         )
