@@ -43,3 +43,41 @@ def test_gpu_session_rehearsal_on_the_cpu(tmp_path):
     assert any(n.endswith("test_cuda_graph.log") for n in names)
     assert any(n.endswith("fig3/progress.md") for n in names)
     assert (out / "bench_engine.md").read_text().count("| off |") == 3  # no graph on a CPU
+
+
+@pytest.mark.slow
+def test_gpu_session_chain_rehearsal_on_the_cpu(tmp_path):
+    """scripts/gpu_session_chain.sh with tiny sizes on the CPU, in a clone (its grids write the
+    working tree's runs/, and the curriculum's stage 2 starts from stage 1's models there):
+    the main job, Figure 3's seeds 1-2, the depth grid and both curriculum stages, packed."""
+    clone, out, work = tmp_path / "clone", tmp_path / "out", tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    env = {
+        **os.environ,
+        "QUICK": "1",
+        "DEVICE": "cpu",
+        "WHEELS": "0",
+        "BUDGET": "600",
+        "OUT": str(out),
+        "WORK": str(work),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    }
+    proc = subprocess.run(
+        ["bash", "scripts/gpu_session_chain.sh"],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "main job: rc 0" in proc.stdout
+    names = tarfile.open(out / "results.tar.gz").getnames()
+    assert any(n.endswith("reproduce/authors/report.md") for n in names)
+    assert any(n.endswith("fig3_seeds12/progress.md") for n in names)
+    assert any(n.endswith("chain_depth_gpu/grid.md") for n in names)
+    assert any(n.endswith("chain_curriculum_stage1/grid.md") for n in names)
+    # stage 2 started each seed from its own stage-1 model
+    config = clone / "runs" / "chain_curriculum" / "members" / "h1_then_h2_seed2" / "config.toml"
+    assert "h1_seed2/checkpoints/last.pt" in config.read_text()
+    assert not any(n.endswith(".pt") for n in names)
