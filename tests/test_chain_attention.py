@@ -1,6 +1,8 @@
 """The chain mechanism measures (empirical.analysis.chain_attention): the chain read from the
 tokens, each measure equal to the attention pattern's entries it names, and the command."""
 
+import json
+
 import pytest
 
 from empirical.analysis.chain_attention import chain_attention, chain_structure
@@ -92,4 +94,24 @@ def test_over_training_reads_every_snapshot_and_the_command_writes_both_figures(
     names = {p.name for p in out.iterdir()}
     stem = "chain_attention_chain_1var_h2"
     assert {f"{stem}{tail}" for tail in (".png", "_steps.png", ".json", "_steps.json")} <= names
-    assert "query -> operands" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "query -> operands" in printed and "half of each measure's rise" in printed
+    saved = json.loads((out / f"{stem}_steps.json").read_text())
+    assert set(saved["formed_at_half_rise"]) == set(saved["key_series"])
+
+
+def test_formation_steps_find_the_half_rise_and_a_measure_that_never_rises():
+    from empirical.analysis.chain_attention import formation_steps
+
+    steps = [0, 1000, 2000, 3000]
+    formed = formation_steps(steps, {
+        "early": [0.1, 0.5, 0.6, 0.55],   # half of 0.1 -> 0.6 is 0.35: step 1000
+        "late": [0.2, 0.1, 0.2, 0.8],     # half of 0.2 -> 0.8 is 0.5: step 3000
+        "flat": [0.3, 0.2, 0.1, 0.0],     # peaks at the start: never rises
+        "gaps": [None, None, 0.1, 0.3],
+    })  # fmt: skip
+    assert formed["early"] == {"step": 1000, "start": 0.1, "peak": 0.6, "peak_step": 2000}
+    assert formed["late"]["step"] == 3000 and formed["flat"]["step"] is None
+    assert formed["gaps"]["step"] == 3000
+    with pytest.raises(ValueError, match="fraction"):
+        formation_steps(steps, {}, fraction=0)

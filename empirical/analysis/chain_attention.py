@@ -180,6 +180,28 @@ def key_series(history: dict) -> dict[str, list]:
     return series
 
 
+def formation_steps(steps: list[int], series: dict[str, list], fraction: float = 0.5) -> dict:
+    """When each key measure forms: {name: {"step", "start", "peak", "peak_step"}}, "step" the
+    first snapshot at which the measure has made `fraction` of its rise from the first
+    snapshot to its peak (None where it never rises). The order of these steps is the
+    order in which the construction's hops are learned (spec/chain.md, question 3: the
+    last hop's memory before the middle hop's), at the snapshots' resolution."""
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction = {fraction!r} must be in (0, 1]")
+    out = {}
+    for name, values in series.items():
+        known = [(t, v) for t, v in zip(steps, values) if v is not None]
+        if not known:
+            out[name] = {"step": None, "start": None, "peak": None, "peak_step": None}
+            continue
+        start = known[0][1]
+        peak_step, peak = max(known, key=lambda tv: tv[1])
+        level = start + fraction * (peak - start)
+        step = next((t for t, v in known if v >= level), None) if peak > start else None
+        out[name] = {"step": step, "start": start, "peak": peak, "peak_step": peak_step}
+    return out
+
+
 def plot_chain_attention_over_training(history: dict, path=None, title: str = "", *, fmt=None):
     """The key measures (`key_series`) over the snapshots' steps."""
     import matplotlib.pyplot as plt

@@ -67,18 +67,26 @@ def run(argv: list[str]) -> int:
     if args.over_training:
         from empirical.analysis.chain_attention import (
             chain_attention_over_training,
+            formation_steps,
             key_series,
             plot_chain_attention_over_training,
         )
 
         history = chain_attention_over_training(run_dir.path, sets[args.set].tokens[: args.n])
-        steps = {"set": args.set, "steps": history["steps"], "key_series": key_series(history),
-                 "tables": history["tables"]}  # fmt: skip
+        series = key_series(history)
+        formed = formation_steps(history["steps"], series)
+        steps = {"set": args.set, "steps": history["steps"], "key_series": series,
+                 "formed_at_half_rise": formed, "tables": history["tables"]}  # fmt: skip
         atomic_write_bytes(out / f"{stem}_steps.json", json.dumps(steps, indent=2).encode())
         plot_chain_attention_over_training(
             history, out / f"{stem}_steps.png",
             f"The chain's attention over training ({run_dir.label()}, {args.set})",
         )  # fmt: skip
+        print("over training: the first snapshot at half of each measure's rise to its peak")
+        for name, f in formed.items():
+            at = "never rises" if f["step"] is None else f"step {f['step']}"
+            peak = "" if f["peak"] is None else f" (peak {f['peak']:.3f} at {f['peak_step']})"
+            print(f"  {name:44s} {at}{peak}")
     for name, values in table.items():
         cells = " ".join("   -  " if v is None else f"{v:6.3f}" for v in values)
         print(f"{name:32s} {cells}")
