@@ -23,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "empirical.cli.chain_attention",
         "a chain run's attention onto the chain's targets, per layer",
     ),
+    "chain-patching": (
+        "empirical.cli.chain_patching",
+        "a chain run's residual stream patched: which layer carries which hop",
+    ),
     "ladder": ("empirical.cli.ladder", "assumption ladder from Theorem C.1's model to a snapshot"),
     "sweep": ("empirical.cli.sweep", "Figure 3 sweeps with batched multi-model training"),
     "grid": ("empirical.cli.grid", "named config variants x seeds, trained as batched models"),

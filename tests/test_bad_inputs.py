@@ -496,6 +496,10 @@ CASES = [
     C("chain-attention-n-zero", E, "chain-attention {run} --n 0", "--n 0", "--n 0"),
     C("chain-attention-no-run", E, "chain-attention {tmp}", "no config.toml",
       "a directory with no run"),
+    # -- chain-patching
+    C("chain-patching-family", E, "chain-patching {run}", "reads chain runs",
+      "a run of the assign_add family"),
+    C("chain-patching-n-zero", E, "chain-patching {run} --n 0", "--n 0", "--n 0"),
     # -- ladder
     C("ladder-step-missing", E, "ladder {run} --step 7 --out {tmp}/l", "--step 7",
       "--step 7 (no snapshot)"),

@@ -5,6 +5,7 @@
 __all__ = [
     "analyze",
     "chain_attention",
+    "chain_patching",
     "compare_qk",
     "curves",
     "evaluate",

@@ -20,37 +20,48 @@ from empirical.cli.common import UsageError, command_main, parser
 from empirical.figures import use_cli_backend
 
 
-def run(argv: list[str]) -> int:
-    ap = parser("chain-attention", "Attention onto the chain construction's targets, per layer.")
+def chain_run_arguments(ap) -> None:
+    """The arguments every chain command shares: the run, the set, how many, which step."""
     ap.add_argument("run_dir", help="a run directory of the chain family (task.family = chain)")
     ap.add_argument("--set", default="chain/1var_h2", help="evaluation set (default %(default)s)")
     ap.add_argument("--n", type=int, default=500, help="sequences of the set (default %(default)s)")
     ap.add_argument("--step", type=int, help="a snapshot step (default: the latest weights)")
+
+
+def open_chain_run(args, command: str):
+    """(RunDir, evaluation sets, model, vocabulary) of `args` (chain_run_arguments), each bad
+    value a UsageError naming it."""
+    if args.n < 1:
+        raise UsageError(f"--n {args.n}: give a number of sequences >= 1")
+    from empirical.rundir import RunDir, load_run
+    from empirical.task import load_eval_sets
+
+    run_dir = RunDir(args.run_dir).require_run()
+    family = run_dir.read_config().task.family
+    if family != "chain":
+        raise UsageError(f"{run_dir}: task.family = {family!r}; {command} reads chain runs")
+    sets = load_eval_sets(run_dir.eval_sets)
+    if args.set not in sets:
+        raise UsageError(f"--set {args.set!r}: the run's sets are {', '.join(sets)}")
+    model, vocab = load_run(run_dir.path, step=args.step)
+    return run_dir, sets, model, vocab
+
+
+def run(argv: list[str]) -> int:
+    ap = parser("chain-attention", "Attention onto the chain construction's targets, per layer.")
+    chain_run_arguments(ap)
     ap.add_argument(
         "--over-training",
         action="store_true",
         help="also the key measures at every snapshot (a figure over steps)",
     )
     args = ap.parse_args(argv)
-    if args.n < 1:
-        raise UsageError(f"--n {args.n}: give a number of sequences >= 1")
-    from empirical.rundir import RunDir
-
-    run_dir = RunDir(args.run_dir).require_run()
-    family = run_dir.read_config().task.family
-    if family != "chain":
-        raise UsageError(f"{run_dir}: task.family = {family!r}; chain-attention reads chain runs")
+    run_dir, sets, model, vocab = open_chain_run(args, "chain-attention")
     import torch
 
     from empirical.analysis.chain_attention import chain_attention, plot_chain_attention
     from empirical.config_io import atomic_write_bytes
-    from empirical.rundir import load_run
-    from empirical.task import load_eval_sets
 
-    sets = load_eval_sets(run_dir.eval_sets)
-    if args.set not in sets:
-        raise UsageError(f"--set {args.set!r}: the run's sets are {', '.join(sets)}")
-    model, vocab = load_run(run_dir.path, step=args.step)
     with torch.no_grad():
         table = chain_attention(model, vocab, sets[args.set].tokens[: args.n])
     out = run_dir.analysis_dir()
