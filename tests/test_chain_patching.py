@@ -77,6 +77,15 @@ def test_command_writes_json_and_figure(tmp_path, capsys):
     assert [r["corruption"] for r in saved["results"]] == ["number", "pointer"]
     assert (out / "chain_patching_chain_1var_h2.png").stat().st_size > 10_000
     assert "corrupted: the number" in capsys.readouterr().out
+    # `analyze` on a chain run (any depth): the chain's report instead of the paper's
+    assert main(["analyze", str(run), "--quiet"]) == 0
+    summary = (out / "summary.md").read_text()
+    for section in ("Attention onto the construction's targets", "Patching, corrupted: the "
+                    "pointer", "The last layer's MLP on 0-var sums (layer 3)"):  # fmt: skip
+        assert section in summary
+    report = json.loads((out / "analysis.json").read_text())
+    assert report["fourier"]["n_neurons"] == 32 and len(report["patching"]) == 2
+    assert {"chain_attention.png", "chain_patching.png"} <= {p.name for p in out.iterdir()}
     smoke = tmp_path / "smoke"
     train_run(load_run_config("configs/smoke.toml", ["train.steps=2", "task.eval_size=20",
               "train.eval_every=2", "train.checkpoint_every=2"]), smoke, progress=False)  # fmt: skip

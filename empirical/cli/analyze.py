@@ -91,6 +91,8 @@ def run(argv: list[str]) -> int:
         positive_int("--seed", args.seed, 0)
     run_dir = RunDir(args.run_dir).require_run()
     run_dir.model_path(args.step)  # the step exists (an error listing the steps otherwise)
+    if run_dir.read_config().task.family == "chain":  # any depth: the chain's mechanisms
+        return _analyze_chain(run_dir, args)
     run_dir.read_two_layer_config("analyze")  # before the output directory is made
     out = prepare_output_dir(args.out or run_dir.analysis_dir(args.step))  # before the work
     from empirical.analysis.report import analyze_run  # torch: after every check
@@ -118,6 +120,22 @@ def run(argv: list[str]) -> int:
         f"in {result['seconds']:.1f} s",
         file=sys.stderr,
     )
+    return 0
+
+
+def _analyze_chain(run_dir: RunDir, args) -> int:
+    """A chain run: attention per layer and over training, patching, the last MLP's Fourier
+    fit (empirical.analysis.chain_report); the paper's measures do not apply."""
+    out = prepare_output_dir(args.out or run_dir.analysis_dir(args.step))
+    from empirical.analysis.chain_report import analyze_chain_run
+
+    result = analyze_chain_run(run_dir.path, step=args.step, out_dir=out,
+                               dynamics=not args.no_dynamics, figures=not args.no_figures,
+                               fmt=args.format)  # fmt: skip
+    if not args.quiet:
+        print((Path(out) / RunDir.SUMMARY_MD).read_text())
+    print(f"wrote {out}/analysis.json, summary.md and {len(result['figures'])} figures in "
+          f"{result['seconds']:.1f} s", file=sys.stderr)  # fmt: skip
     return 0
 
 

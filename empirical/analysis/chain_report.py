@@ -1,0 +1,148 @@
+"""`python -m empirical analyze` on a chain run (task.family = "chain", any depth): the
+chain's mechanisms in one report (issue #21, item 6; docs/chain.md).
+
+- attention per layer onto the construction's targets (`chain_attention`), and over training
+  the key measures with the step each forms at (`key_series`, `formation_steps`);
+- activation patching: which layer carries which hop (`chain_patching`, both corruptions);
+- the last layer's MLP on 0-var sums: its pre-activations over every operand pair (x, y) of
+  the full model, each neuron fitted by the Gromov form of the paper's Fourier MLP
+  (`fit_gromov`): whether the adder is still the paper's.
+
+Writes OUT/analysis.json, OUT/summary.md and the figures (chain_attention, chain_attention_steps,
+chain_patching) and returns the payload.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+__all__ = ["analyze_chain_run", "last_mlp_fourier"]
+
+
+@torch.no_grad()
+def last_mlp_fourier(model, p: int, prefix: torch.Tensor) -> dict:
+    """The Gromov fit of every neuron of the last layer's MLP, from the full model's
+    pre-activations at `=` over all p x p operand pairs of the 0-var sequence `prefix` (one
+    sequence of L tokens, its operands at L-3 and L-2 replaced). FourierFit.summary()."""
+    from empirical.analysis.fourier import fit_gromov
+
+    L = prefix.shape[-1]
+    x, y = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
+    tokens = prefix.reshape(1, L).long().repeat(p * p, 1)
+    tokens[:, L - 3], tokens[:, L - 2] = x.reshape(-1), y.reshape(-1)
+    name = f"blocks.{model.cfg.n_layers - 1}.mlp.hook_pre"
+    pre = []
+    for chunk in tokens.split(4096):
+        _, cache = model.run_with_cache(chunk, names_filter=lambda n: n == name)
+        pre.append(cache[name][:, -1].double().cpu())
+    grid = torch.cat(pre).reshape(p, p, -1).numpy()
+    return fit_gromov(np.ascontiguousarray(grid)).summary()
+
+
+def _fmt(v) -> str:
+    return "-" if v is None else f"{round(v, 3) + 0.0:.3f}"
+
+
+def _summary_md(run_label: str, res: dict) -> str:
+    lines = [f"# Chain mechanisms: {run_label} ({res['set']}, {res['n']} sequences, "
+             f"{res['weights']})", ""]  # fmt: skip
+    att = res["attention"]
+    n_layers = len(att["uniform"])
+    lines += ["## Attention onto the construction's targets, per layer", "",
+              "| measure | " + " | ".join(f"layer {i + 1}" for i in range(n_layers)) + " |",
+              "|---" * (n_layers + 1) + "|"]  # fmt: skip
+    lines += [f"| {m} | " + " | ".join(_fmt(v) for v in vals) + " |" for m, vals in att.items()]
+    if res.get("formed_at_half_rise"):
+        lines += ["", "## Over training: the first snapshot at half of each measure's rise", "",
+                  "| measure | step | peak (at step) |", "|---|---|---|"]  # fmt: skip
+        for m, f in res["formed_at_half_rise"].items():
+            step = "never rises" if f["step"] is None else str(f["step"])
+            peak = "-" if f["peak"] is None else f"{f['peak']:.3f} ({f['peak_step']})"
+            lines.append(f"| {m} | {step} | {peak} |")
+    for pr in res["patching"]:
+        lines += ["", f"## Patching, corrupted: the {pr['corruption']} ({pr['n']} sequences)", "",
+                  "share of the clean-minus-corrupted logit difference restored by the clean "
+                  "residual stream at one position", "",
+                  "| stream point | " + " | ".join(pr["roles"]) + " |",
+                  "|---" * (len(pr["roles"]) + 1) + "|"]  # fmt: skip
+        for point in pr["points"]:
+            cells = " | ".join(_fmt(pr["restored"][point].get(r)) for r in pr["roles"])
+            lines.append(f"| {point} | {cells} |")
+    f = res.get("fourier")
+    if f:
+        lines += ["", f"## The last layer's MLP on 0-var sums (layer {n_layers})", "",
+                  f"- neurons fitted by cos(w x + a) + cos(w y + b) with R^2 >= {f['r2_threshold']}: "
+                  f"{100 * f['frac_r2_above_threshold']:.1f}% of {f['n_active']} active "
+                  f"(R^2 >= 0.9: {100 * f['frac_r2_above_0.9']:.1f}%; median {f['r2_median_active']:.3f})",
+                  f"- key frequencies: {f['key_frequencies']}",
+                  f"- best neuron {f['best_neuron']}: R^2 {f['best_neuron_r2']:.3f} at frequency "
+                  f"{f['best_neuron_freq']}"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: str =
+                      "chain/1var_h2", n: int = 300, dynamics: bool = True, figures: bool = True,
+                      fmt: str = "png") -> dict:  # fmt: skip
+    """The chain report of a run (see the module docstring); returns the payload."""
+    from empirical.analysis.chain_attention import (
+        chain_attention,
+        chain_attention_over_training,
+        formation_steps,
+        key_series,
+        plot_chain_attention,
+        plot_chain_attention_over_training,
+    )
+    from empirical.analysis.chain_patching import CORRUPTIONS, chain_patching, plot_chain_patching
+    from empirical.config_io import atomic_write_bytes
+    from empirical.rundir import RunDir, load_run
+    from empirical.task import load_eval_sets
+
+    t0 = time.perf_counter()
+    run = RunDir(run_dir).require_run()
+    out = Path(out_dir) if out_dir is not None else run.analysis_dir(step)
+    out.mkdir(parents=True, exist_ok=True)
+    sets = load_eval_sets(run.eval_sets)
+    if set_name not in sets:
+        from empirical.cli.common import UsageError
+
+        raise UsageError(f"set {set_name!r}: the run's sets are {', '.join(sets)}")
+    model, vocab = load_run(run.path, step=step)
+    model.eval()
+    tokens = sets[set_name].tokens[:n]
+    res: dict = {"set": set_name, "n": int(tokens.shape[0]),
+                 "weights": f"step {step}" if step is not None else "latest weights"}  # fmt: skip
+    with torch.no_grad():
+        res["attention"] = chain_attention(model, vocab, tokens)
+    history = None
+    if dynamics and step is None and run.snapshot_steps():
+        history = chain_attention_over_training(run.path, tokens)
+        series = key_series(history)
+        res["steps"], res["key_series"] = history["steps"], series
+        res["formed_at_half_rise"] = formation_steps(history["steps"], series)
+    res["patching"] = [chain_patching(model, vocab, tokens, c) for c in CORRUPTIONS]
+    zero = sets.get("chain/0var")
+    if zero is not None and len(zero):
+        res["fourier"] = last_mlp_fourier(model, vocab.p, zero.tokens[0])
+    label = run.label()
+    res["figures"] = []
+    if figures:
+        plot_chain_attention(res["attention"], out / f"chain_attention.{fmt}",
+                             f"Attention onto the chain's targets per layer ({label}, {set_name})")  # fmt: skip
+        res["figures"].append(f"chain_attention.{fmt}")
+        if history is not None:
+            plot_chain_attention_over_training(
+                history, out / f"chain_attention_steps.{fmt}",
+                f"The chain's attention over training ({label}, {set_name})")  # fmt: skip
+            res["figures"].append(f"chain_attention_steps.{fmt}")
+        plot_chain_patching(res["patching"], out / f"chain_patching.{fmt}",
+                            f"Which layer carries which hop ({label}, {set_name})")  # fmt: skip
+        res["figures"].append(f"chain_patching.{fmt}")
+    res["seconds"] = time.perf_counter() - t0
+    atomic_write_bytes(out / RunDir.ANALYSIS_JSON, json.dumps(res, indent=2).encode())
+    atomic_write_bytes(out / RunDir.SUMMARY_MD, _summary_md(label, res).encode())
+    return res
