@@ -35,24 +35,7 @@ if [ "${QUICK:-0}" = 1 ]; then  # tiny sizes: the rehearsal of every stage
 else
   STEPS=(--steps 300 --warmup 30); TRAIN=(); FIG3=(); CHUNK=100
 fi
-left() { echo $(( BUDGET - ( $(date +%s) - T0 ) )); }
-say() { echo "[$(date +%H:%M:%S) +$(( $(date +%s) - T0 ))s] $*"; }
-
-if [ "${WHEELS:-1}" = 1 ] && ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || { say "wheel install failed"; exit 3; }
-  export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
-python3 - <<'EOF' || { say "import check failed"; exit 4; }
-import importlib.metadata
-import torch
-import empirical.train.engine, empirical.sweep.grid, empirical.sweep.runner  # noqa: F401
-print("python ok: torch", torch.__version__, "| TL", importlib.metadata.version("transformer-lens"), "|",
-      torch.cuda.get_device_name() if torch.cuda.is_available() else "NO CUDA")
-EOF
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+source scripts/gpu_setup.sh   # left, say; the wheels; the import check
 
 # -- 2. the CUDA-graph step on this GPU ---------------------------------------------------
 GRAPH=true

@@ -68,18 +68,14 @@ def test_command_refuses_other_families_and_unknown_sets(tmp_path, capsys):
 
 
 @pytest.mark.slow  # trains a run with snapshots (the measures themselves: the tests above)
-def test_over_training_reads_every_snapshot_and_the_command_writes_both_figures(tmp_path, capsys):
+def test_over_training_reads_every_snapshot_and_the_command_writes_both_figures(
+    tiny_chain_run, capsys
+):
     from empirical.__main__ import main
     from empirical.analysis.chain_attention import chain_attention_over_training, key_series
     from empirical.rundir import RunDir, load_run
-    from empirical.train.loop import train_run
 
-    cfg = load_run_config("configs/chain.toml", [
-        "train.steps=4", "task.eval_size=40", "train.eval_every=2", "train.eval_subsample=0",
-        "train.checkpoint_every=4", "train.snapshot_every=2", "train.batch_size=16",
-        "model.d_model=16", "model.d_mlp=32"])  # fmt: skip
-    run = tmp_path / "run"
-    train_run(cfg, run, progress=False)
+    run = tiny_chain_run
     _, vocab = load_run(run)
     tokens = vocab.encode(TEXT)[None]
     history = chain_attention_over_training(run, tokens)

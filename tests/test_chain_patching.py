@@ -60,17 +60,12 @@ def test_patching_identities_hold_for_any_model(n_layers):
             assert share == pytest.approx(1.0 if role == "query" else 0.0, abs=1e-5)
 
 
-def test_command_writes_json_and_figure(tmp_path, capsys):
+def test_command_writes_json_and_figure(tiny_chain_run, tmp_path, capsys):
     from empirical.__main__ import main
     from empirical.rundir import RunDir
     from empirical.train.loop import train_run
 
-    cfg = load_run_config("configs/chain.toml", [
-        "train.steps=2", "task.eval_size=40", "train.eval_every=2", "train.eval_subsample=0",
-        "train.checkpoint_every=2", "train.snapshot_every=0", "train.batch_size=8",
-        "model.d_model=16", "model.d_mlp=32"])  # fmt: skip
-    run = tmp_path / "run"
-    train_run(cfg, run, progress=False)
+    run = tiny_chain_run
     assert main(["chain-patching", str(run), "--n", "30"]) == 0
     out = RunDir(run).analysis_dir()
     saved = json.loads((out / "chain_patching_chain_1var_h2.json").read_text())

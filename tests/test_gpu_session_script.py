@@ -15,28 +15,28 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow
-def test_gpu_session_rehearsal_on_the_cpu(tmp_path):
+def rehearse(script: str, cwd: Path, tmp_path: Path, budget: int):
+    """Run scripts/SCRIPT in `cwd` with tiny sizes on the CPU: (completed process, $OUT)."""
     out, work = tmp_path / "out", tmp_path / "work"
     env = {
         **os.environ,
         "QUICK": "1",
         "DEVICE": "cpu",
         "WHEELS": "0",
-        "BUDGET": "500",
+        "BUDGET": str(budget),
         "OUT": str(out),
         "WORK": str(work),
         "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
     }
-    proc = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "gpu_session.sh")],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    proc = subprocess.run(["bash", f"scripts/{script}"], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=900)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc, out
+
+
+@pytest.mark.slow
+def test_gpu_session_rehearsal_on_the_cpu(tmp_path):
+    proc, out = rehearse("gpu_session.sh", ROOT, tmp_path, 500)
     assert "default run: rc 0" in proc.stdout
     names = tarfile.open(out / "results.tar.gz").getnames()
     assert any(n.endswith("default_run/summary.json") for n in names)
@@ -50,27 +50,9 @@ def test_gpu_session_chain_rehearsal_on_the_cpu(tmp_path):
     """scripts/gpu_session_chain.sh with tiny sizes on the CPU, in a clone (its grids write the
     working tree's runs/, and the curriculum's stage 2 starts from stage 1's models there):
     the main job, Figure 3's seeds 1-2, the depth grid and both curriculum stages, packed."""
-    clone, out, work = tmp_path / "clone", tmp_path / "out", tmp_path / "work"
+    clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
-    env = {
-        **os.environ,
-        "QUICK": "1",
-        "DEVICE": "cpu",
-        "WHEELS": "0",
-        "BUDGET": "600",
-        "OUT": str(out),
-        "WORK": str(work),
-        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-    }
-    proc = subprocess.run(
-        ["bash", "scripts/gpu_session_chain.sh"],
-        cwd=clone,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc, out = rehearse("gpu_session_chain.sh", clone, tmp_path, 600)
     assert "main job: rc 0" in proc.stdout
     names = tarfile.open(out / "results.tar.gz").getnames()
     assert any(n.endswith("reproduce/authors/report.md") for n in names)
