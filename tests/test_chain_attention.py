@@ -54,6 +54,7 @@ def test_measures_are_the_pattern_entries_they_name():
         assert table["pointer -> target's value"][layer] == pytest.approx(
             (float(att[5, 1]) + float(att[7, 5])) / 2
         )
+        assert table["pointer: uniform"][layer] == pytest.approx((1 / 6 + 1 / 8) / 2)
     assert "query -> hop 4" not in table and table["uniform"] == [1 / L] * 3
 
 

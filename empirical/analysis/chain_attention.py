@@ -17,7 +17,9 @@ then `v_2=v_3`, ..., down to the number. Per layer (TransformerLens's
   the same token): the RHS token w of a pointer `u=w` on the LHS of `w=...`, where that
   assignment comes earlier;
 - `pointer -> target's value`: the same RHS token w on the RHS of `w=...` (the value or the
-  next pointer bound to w), where that assignment comes earlier.
+  next pointer bound to w), where that assignment comes earlier;
+- `pointer: uniform`: the weight a pointer token would give any one position with no
+  preference, 1/(its visible positions), the level the two pointer measures are read against.
 
     table = chain_attention(model, vocab, batch)     # {measure: [per layer]}
     plot_chain_attention(table, "chain_attention.png", title)
@@ -83,7 +85,7 @@ def chain_attention(model, vocab, tokens: torch.Tensor, max_hops: int = 4) -> di
     q = L - 1
     names = ["query -> operands", *[f"query -> hop {k}" for k in range(1, max_hops + 1)],
              "query -> distractors", "RHS -> own LHS", "pointer -> target's variable",
-             "pointer -> target's value"]  # fmt: skip
+             "pointer -> target's value", "pointer: uniform"]  # fmt: skip
     sums: dict[str, list[list[float]]] = {m: [[] for _ in range(n_layers)] for m in names}
     for row in range(tokens.shape[0]):
         ids = tokens[row]
@@ -107,6 +109,7 @@ def chain_attention(model, vocab, tokens: torch.Tensor, max_hops: int = 4) -> di
                     t_lhs, t_rhs = assign[target][0], assign[target][1]
                     sums["pointer -> target's variable"][layer].append(float(att[rhs, t_lhs]))
                     sums["pointer -> target's value"][layer].append(float(att[rhs, t_rhs]))
+                    sums["pointer: uniform"][layer].append(1.0 / (rhs + 1))
     table = {m: [_mean(v) for v in per_layer] for m, per_layer in sums.items()}
     table = {m: v for m, v in table.items() if any(x is not None for x in v)}
     table["uniform"] = [1.0 / L] * n_layers  # the query sees all L positions
