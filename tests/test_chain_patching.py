@@ -80,6 +80,8 @@ def test_command_writes_json_and_figure(tiny_chain_run, tmp_path, capsys):
         assert section in summary
     report = json.loads((out / "analysis.json").read_text())
     assert report["fourier"]["n_neurons"] == 32 and len(report["patching"]) == 2
+    pairs = [(r["query_ov_layer"], r["key_ov_layer"]) for r in report["last_qk_identity"]]
+    assert pairs == [(1, 1), (1, 2), (2, 1), (2, 2)] and "ebar identity of layer 3" in summary
     assert {"chain_attention.png", "chain_patching.png"} <= {p.name for p in out.iterdir()}
     smoke = tmp_path / "smoke"
     train_run(load_run_config("configs/smoke.toml", ["train.steps=2", "task.eval_size=20",

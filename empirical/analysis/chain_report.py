@@ -4,6 +4,8 @@ chain's mechanisms in one report (issue #21, item 6; docs/chain.md).
 - attention per layer onto the construction's targets (`chain_attention`), and over training
   the key measures with the step each forms at (`key_series`, `formation_steps`);
 - activation patching: which layer carries which hop (`chain_patching`, both corruptions);
+- the ebar identity of the last layer's QK (`last_qk_identity`): the paper's Figure 7b with
+  the variable copied into the query and bound to the number by any earlier layer's OV;
 - the last layer's MLP on 0-var sums: its pre-activations over every operand pair (x, y) of
   the full model, each neuron fitted by the Gromov form of the paper's Fourier MLP
   (`fit_gromov`): whether the adder is still the paper's.
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-__all__ = ["analyze_chain_run", "last_mlp_fourier"]
+__all__ = ["analyze_chain_run", "last_mlp_fourier", "last_qk_identity"]
 
 
 @torch.no_grad()
@@ -42,6 +44,25 @@ def last_mlp_fourier(model, p: int, prefix: torch.Tensor) -> dict:
         pre.append(cache[name][:, -1].double().cpu())
     grid = torch.cat(pre).reshape(p, p, -1).numpy()
     return fit_gromov(np.ascontiguousarray(grid)).summary()
+
+
+@torch.no_grad()
+def last_qk_identity(model, vocab) -> list[dict]:
+    """The ebar identity of the last layer's QK (the paper's Figure 7b one layer up): for every
+    pair of earlier layers (a, b), S[u, v] = (=, its position, W_E[var u] W_OV^a) W_QK^last
+    (mean number, W_E[var v] W_OV^b)^T and how much of an identity it is (identity_summary):
+    the query carrying the variable a layer-a head copied into it matches the number that a
+    layer-b head bound to the same variable."""
+    from empirical.analysis.qk import ebar_identity_matrix, identity_summary
+
+    n = model.cfg.n_layers
+    out = []
+    for a in range(n - 1):
+        for b in range(n - 1):
+            S = ebar_identity_matrix(model, vocab.p, vocab.K, vocab.L, vocab.eq, n - 1, a, b)
+            row = identity_summary(S)
+            out.append({"query_ov_layer": a + 1, "key_ov_layer": b + 1, **row})
+    return out
 
 
 def _fmt(v) -> str:
@@ -73,6 +94,18 @@ def _summary_md(run_label: str, res: dict) -> str:
         for point in pr["points"]:
             cells = " | ".join(_fmt(pr["restored"][point].get(r)) for r in pr["roles"])
             lines.append(f"| {point} | {cells} |")
+    ident = res.get("last_qk_identity")
+    if ident:
+        lines += ["", f"## The ebar identity of layer {n_layers}'s QK", "",
+                  "S[u, v] = (=, W_E[var u] W_OV^a) W_QK^last (mean number, W_E[var v] W_OV^b)^T: "
+                  "rows whose strict argmax is v = u, and the diagonal's mean margin over the "
+                  "best other entry (in units of S's spread)", "",
+                  "| query ebar via layer a | key ebar via layer b | rows on the diagonal | "
+                  "margin (/ std) |", "|---|---|---|---|"]  # fmt: skip
+        for r in ident:
+            lines.append(f"| {r['query_ov_layer']} | {r['key_ov_layer']} | "
+                         f"{r['identity_score']:.2f} | {r['margin_mean']:.2f} "
+                         f"({r['margin_over_std']:.2f}) |")  # fmt: skip
     f = res.get("fourier")
     if f:
         lines += ["", f"## The last layer's MLP on 0-var sums (layer {n_layers})", "",
@@ -125,6 +158,7 @@ def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: 
         res["steps"], res["key_series"] = history["steps"], series
         res["formed_at_half_rise"] = formation_steps(history["steps"], series)
     res["patching"] = [chain_patching(model, vocab, tokens, c) for c in CORRUPTIONS]
+    res["last_qk_identity"] = last_qk_identity(model, vocab)
     zero = sets.get("chain/0var")
     if zero is not None and len(zero):
         res["fourier"] = last_mlp_fourier(model, vocab.p, zero.tokens[0])

@@ -167,19 +167,28 @@ def qk1_num_to_prev_var(model, task: TaskConfig) -> float:
 
 
 @torch.no_grad()
-def qk2_ov1_matrix(model, task: TaskConfig) -> torch.Tensor:
-    """S[u, v] of Figure 7b (module docstring), [K, K]."""
-    vocab = Vocabulary.from_config(task)
-    p, K, L = task.p, task.K, task.L
-    ebar = model.W_E[p : p + K] @ ov_matrix(model, 0)  # [K, d]
-    q = model.W_E[vocab.eq] + model.W_pos[L - 1] + ebar
-    k = model.W_E[:p].mean(0) + ebar
-    return q @ qk_matrix(model, 1) @ k.T
+def ebar_identity_matrix(model, p: int, K: int, L: int, eq: int, qk_layer: int = 1,
+                         query_ov: int = 0, key_ov: int = 0) -> torch.Tensor:  # fmt: skip
+    """S[u, v] = (W_E[=] + W_pos[L-1] + W_E[var u] W_OV^query_ov) W_QK^qk_layer
+    (nbar + W_E[var v] W_OV^key_ov)^T, [K, K] (layers 0-based; Figure 7b's is qk_layer 1,
+    both OVs layer 0). For a chain model, the last layer's QK against the ebar that a middle
+    layer's OV writes."""
+    var = model.W_E[p : p + K]
+    q = model.W_E[eq] + model.W_pos[L - 1] + var @ ov_matrix(model, query_ov)
+    k = model.W_E[:p].mean(0) + var @ ov_matrix(model, key_ov)
+    return q @ qk_matrix(model, qk_layer) @ k.T
 
 
 @torch.no_grad()
-def qk2_ov1_identity(model, task: TaskConfig) -> dict:
-    S = qk2_ov1_matrix(model, task)
+def qk2_ov1_matrix(model, task: TaskConfig) -> torch.Tensor:
+    """S[u, v] of Figure 7b (module docstring), [K, K]."""
+    vocab = Vocabulary.from_config(task)
+    return ebar_identity_matrix(model, task.p, task.K, task.L, vocab.eq)
+
+
+def identity_summary(S: torch.Tensor) -> dict:
+    """How much of an identity a [K, K] score matrix is: rows with the strict argmax on the
+    diagonal (identity_score), the diagonal's margin over the best other entry, and more."""
     K = S.shape[0]
     eye = torch.eye(K, dtype=torch.bool, device=S.device)
     hit = strict_argmax_is(S, torch.arange(K, device=S.device))
@@ -187,14 +196,22 @@ def qk2_ov1_identity(model, task: TaskConfig) -> dict:
     margin = S.diagonal() - off
     spread = S.std().item() if K > 1 else 1.0
     return {
-        "matrix": S.cpu(),
-        "labels": list(task.letters),
         "identity_score": hit.double().mean().item(),
         "margin_mean": margin.mean().item(),
         "margin_min": margin.min().item(),
         "margin_over_std": margin.mean().item() / max(spread, 1e-12),
         "diag_softmax": torch.softmax(S, -1).diagonal().mean().item(),
         "row_argmax": S.argmax(-1).tolist(),
+    }
+
+
+@torch.no_grad()
+def qk2_ov1_identity(model, task: TaskConfig) -> dict:
+    S = qk2_ov1_matrix(model, task)
+    return {
+        "matrix": S.cpu(),
+        "labels": list(task.letters),
+        **identity_summary(S),
         "note": "S[u,v] = (W_E[=] + W_pos[L-1] + ebar_u) W_QK^2 (nbar + ebar_v)^T, "
         "ebar_v = W_E[var v] W_OV^1, nbar = mean number embedding",
     }
