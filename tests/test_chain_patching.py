@@ -60,6 +60,7 @@ def test_patching_identities_hold_for_any_model(n_layers):
             assert share == pytest.approx(1.0 if role == "query" else 0.0, abs=1e-5)
 
 
+@pytest.mark.slow  # trains a run (~10 s); the measures themselves: the tests above
 def test_command_writes_json_and_figure(tiny_chain_run, tmp_path, capsys):
     from empirical.__main__ import main
     from empirical.rundir import RunDir
