@@ -17,8 +17,9 @@ from empirical.task import Vocabulary, build_eval_set
 
 
 def setup(n_layers=3, n=64):
-    cfg = load_run_config("configs/chain.toml", [
-        f"model.n_layers={n_layers}", "model.d_model=16", "model.d_mlp=32", f"task.eval_size={n}"])  # fmt: skip
+    overrides = [f"model.n_layers={n_layers}", "model.d_model=16", "model.d_mlp=32",
+                 f"task.eval_size={n}"]  # fmt: skip
+    cfg = load_run_config("configs/chain.toml", overrides)
     vocab = Vocabulary.from_config(cfg.task)
     model = AssignAddTransformer(cfg.built_model_config(), seed=0)
     model.attach_vocab(vocab)
@@ -85,7 +86,8 @@ def test_command_writes_json_and_figure(tiny_chain_run, tmp_path, capsys):
     assert pairs == [(1, 1), (1, 2), (2, 1), (2, 2)] and "ebar identity of layer 3" in summary
     assert {"chain_attention.png", "chain_patching.png"} <= {p.name for p in out.iterdir()}
     smoke = tmp_path / "smoke"
-    train_run(load_run_config("configs/smoke.toml", ["train.steps=2", "task.eval_size=20",
-              "train.eval_every=2", "train.checkpoint_every=2"]), smoke, progress=False)  # fmt: skip
+    tiny = ["train.steps=2", "task.eval_size=20", "train.eval_every=2", "train.checkpoint_every=2"]
+    smoke_cfg = load_run_config("configs/smoke.toml", tiny)
+    train_run(smoke_cfg, smoke, progress=False)
     assert main(["chain-patching", str(smoke)]) == 2
     assert "chain-patching reads chain runs" in capsys.readouterr().err

@@ -90,6 +90,7 @@ def test_seed_placeholder_gives_each_member_its_own_value(tmp_path):
     starts each seed from the first grid's model of the same seed."""
     path = grid_file(tmp_path, 'x = ["train.init_from=stage1/h1_seed{seed}/last.pt"]\n')
     base, _ = load_grid_config(path, TINY)
-    members = expand_grid(base, GridSpec({"x": ["train.init_from=s/h1_seed{seed}.pt"]}, seeds=[0, 2]))
+    spec = GridSpec({"x": ["train.init_from=s/h1_seed{seed}.pt"]}, seeds=[0, 2])
+    members = expand_grid(base, spec)
     assert [m.cfg.train.init_from for m in members] == ["s/h1_seed0.pt", "s/h1_seed2.pt"]
     assert [m.cfg.seed for m in members] == [0, 2]

@@ -193,7 +193,7 @@ def formation_steps(steps: list[int], series: dict[str, list], fraction: float =
         raise ValueError(f"fraction = {fraction!r} must be in (0, 1]")
     out = {}
     for name, values in series.items():
-        known = [(t, v) for t, v in zip(steps, values) if v is not None]
+        known = [(t, v) for t, v in zip(steps, values, strict=True) if v is not None]
         if not known:
             out[name] = {"step": None, "start": None, "peak": None, "peak_step": None}
             continue

@@ -141,7 +141,7 @@ def chain_patching(model, vocab, tokens: torch.Tensor, corruption: str = "number
     roles = sorted({role for r in rows for role in r[3]}, key=_role_order)
     out["roles"] = roles
     out["clean_minus_corrupted"] = float((d_clean - d_bad).mean())
-    for point, lab in zip(points, labels):
+    for point, lab in zip(points, labels, strict=True):
         for role in roles:
             have = [j for j, r in enumerate(rows) if role in r[3]]
             if not have:
@@ -179,7 +179,7 @@ def plot_chain_patching(results: list[dict], path=None, title: str = "", *, fmt=
     fig, axes = plt.subplots(1, len(results), figsize=(6.2 * len(results), 4.2),
                              layout="constrained", squeeze=False)  # fmt: skip
     image = None
-    for ax, res in zip(axes[0], results):
+    for ax, res in zip(axes[0], results, strict=True):
         roles, points = res["roles"], res["points"]
         grid = [[res["restored"][p].get(r) for r in roles] for p in points]
         values = [[float("nan") if v is None else v for v in row] for row in grid]

@@ -109,9 +109,10 @@ def _summary_md(run_label: str, res: dict) -> str:
     f = res.get("fourier")
     if f:
         lines += ["", f"## The last layer's MLP on 0-var sums (layer {n_layers})", "",
-                  f"- neurons fitted by cos(w x + a) + cos(w y + b) with R^2 >= {f['r2_threshold']}: "
-                  f"{100 * f['frac_r2_above_threshold']:.1f}% of {f['n_active']} active "
-                  f"(R^2 >= 0.9: {100 * f['frac_r2_above_0.9']:.1f}%; median {f['r2_median_active']:.3f})",
+                  "- neurons fitted by cos(w x + a) + cos(w y + b) with R^2 >= "
+                  f"{f['r2_threshold']}: {100 * f['frac_r2_above_threshold']:.1f}% of "
+                  f"{f['n_active']} active (R^2 >= 0.9: {100 * f['frac_r2_above_0.9']:.1f}%; "
+                  f"median {f['r2_median_active']:.3f})",
                   f"- key frequencies: {f['key_frequencies']}",
                   f"- best neuron {f['best_neuron']}: R^2 {f['best_neuron_r2']:.3f} at frequency "
                   f"{f['best_neuron_freq']}"]  # fmt: skip
@@ -165,8 +166,8 @@ def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: 
     label = run.label()
     res["figures"] = []
     if figures:
-        plot_chain_attention(res["attention"], out / f"chain_attention.{fmt}",
-                             f"Attention onto the chain's targets per layer ({label}, {set_name})")  # fmt: skip
+        title = f"Attention onto the chain's targets per layer ({label}, {set_name})"
+        plot_chain_attention(res["attention"], out / f"chain_attention.{fmt}", title)
         res["figures"].append(f"chain_attention.{fmt}")
         if history is not None:
             plot_chain_attention_over_training(

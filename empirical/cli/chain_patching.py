@@ -38,9 +38,9 @@ def run(argv: list[str]) -> int:
     payload = {"set": args.set, "weights": where, "results": results}
     atomic_write_bytes(out / f"{stem}.json", json.dumps(payload, indent=2).encode())
     use_cli_backend()
-    plot_chain_patching(results, out / f"{stem}.png",
-                        f"Which layer carries which hop: patching the clean residual stream "
-                        f"into the corrupted run ({run_dir.label()}, {args.set}, {where})")  # fmt: skip
+    title = ("Which layer carries which hop: patching the clean residual stream into the "
+             f"corrupted run ({run_dir.label()}, {args.set}, {where})")
+    plot_chain_patching(results, out / f"{stem}.png", title)
     for res in results:
         print(f"corrupted: the {res['corruption']} ({res['n']} sequences); share of the logit "
               "difference restored by patching one position")  # fmt: skip
