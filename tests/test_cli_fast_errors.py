@@ -62,6 +62,8 @@ def cases(tmp: Path) -> list[tuple[list[str], str]]:
         (["compare-qk", missing, "--windows", "bad"], "window 'bad'"),
         (["chain-attention", missing], "no such directory"),
         (["chain-attention", missing, "--n", "0"], "--n 0"),
+        (["chain-patching", missing], "no such directory"),
+        (["chain-patching", missing, "--n", "0"], "--n 0"),
         (["ladder", missing], "no such directory"),
         (["ladder", missing, "--grid", "0"], "expected positive numbers"),
         (["sweep", "train.steps=-1"], "train.steps = -1"),

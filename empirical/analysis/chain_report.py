@@ -119,10 +119,12 @@ def _summary_md(run_label: str, res: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: str =
-                      "chain/1var_h2", n: int = 300, dynamics: bool = True, figures: bool = True,
+def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: str | None =
+                      None, n: int = 300, dynamics: bool = True, figures: bool = True,
                       fmt: str = "png") -> dict:  # fmt: skip
-    """The chain report of a run (see the module docstring); returns the payload."""
+    """The chain report of a run (see the module docstring) on `n` sequences of `set_name`
+    (default: chain/1var_h2 where the run has it, else its 1-var set of the most hops);
+    returns the payload."""
     from empirical.analysis.chain_attention import (
         chain_attention,
         chain_attention_over_training,
@@ -132,7 +134,7 @@ def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: 
         plot_chain_attention_over_training,
     )
     from empirical.analysis.chain_patching import CORRUPTIONS, chain_patching, plot_chain_patching
-    from empirical.config_io import atomic_write_bytes
+    from empirical.config_io import ConfigError, atomic_write_bytes
     from empirical.rundir import RunDir, load_run
     from empirical.task import load_eval_sets
 
@@ -141,10 +143,11 @@ def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: 
     out = Path(out_dir) if out_dir is not None else run.analysis_dir(step)
     out.mkdir(parents=True, exist_ok=True)
     sets = load_eval_sets(run.eval_sets)
+    if set_name is None:  # 2 hops where the run has them, else its longest 1-var chains
+        ones = sorted((s for s in sets if s.startswith("chain/1var_h")), key=lambda s: int(s[12:]))
+        set_name = "chain/1var_h2" if "chain/1var_h2" in sets else (ones[-1] if ones else None)
     if set_name not in sets:
-        from empirical.cli.common import UsageError
-
-        raise UsageError(f"set {set_name!r}: the run's sets are {', '.join(sets)}")
+        raise ConfigError(f"set {set_name!r}: the run's sets are {', '.join(sets)}")
     model, vocab = load_run(run.path, step=step)
     model.eval()
     tokens = sets[set_name].tokens[:n]

@@ -33,13 +33,14 @@ def open_chain_run(args, command: str):
     value a UsageError naming it."""
     if args.n < 1:
         raise UsageError(f"--n {args.n}: give a number of sequences >= 1")
-    from empirical.rundir import RunDir, load_run
-    from empirical.task import load_eval_sets
+    from empirical.rundir import RunDir
 
     run_dir = RunDir(args.run_dir).require_run()
     family = run_dir.read_config().task.family
     if family != "chain":
         raise UsageError(f"{run_dir}: task.family = {family!r}; {command} reads chain runs")
+    from empirical.rundir import load_run  # torch: after the checks
+    from empirical.task import load_eval_sets
     sets = load_eval_sets(run_dir.eval_sets)
     if args.set not in sets:
         raise UsageError(f"--set {args.set!r}: the run's sets are {', '.join(sets)}")
