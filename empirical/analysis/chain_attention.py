@@ -46,7 +46,8 @@ def chain_structure(vocab, ids) -> dict:
     """The operand chains and the assignments of one sequence (token ids [L]): `assign`
     [(lhs_pos, rhs_pos, var, value_id)], `chains` per variable operand [assignment index,
     ...] from the operand's own assignment to the number, `on_chain` the assignment indices
-    on any operand chain, `index_of_var` each assigned variable's assignment index."""
+    on any operand chain, `off_chain` the others (distractors), `index_of_var` each assigned
+    variable's assignment index."""
     assigns, a, b = vocab._parse_ids(ids)
     by_var = {v: k for k, (v, _, _) in enumerate(assigns)}
     chains = []
@@ -59,10 +60,12 @@ def chain_structure(vocab, ids) -> dict:
             t = assigns[k][1]
         if chain:
             chains.append(chain)
+    on_chain = {k for c in chains for k in c}
     return {
         "assign": [(pos, pos + 1, v, value) for v, value, pos in assigns],
         "chains": chains,
-        "on_chain": sorted({k for c in chains for k in c}),
+        "on_chain": sorted(on_chain),
+        "off_chain": [k for k in range(len(assigns)) if k not in on_chain],
         "index_of_var": by_var,
     }
 
@@ -97,7 +100,7 @@ def chain_attention(model, vocab, tokens: torch.Tensor, max_hops: int = 4) -> di
             for chain in s["chains"]:
                 for k, idx in enumerate(chain[:max_hops], start=1):
                     sums[f"query -> hop {k}"][layer].append(float(att[q, assign[idx][1]]))
-            off = [i for i in range(len(assign)) if i not in s["on_chain"]]
+            off = s["off_chain"]
             if off:
                 mass = sum(float(att[q, assign[i][0]] + att[q, assign[i][1]]) for i in off)
                 sums["query -> distractors"][layer].append(mass)
@@ -189,6 +192,8 @@ def formation_steps(steps: list[int], series: dict[str, list], fraction: float =
     snapshot to its peak (None where it never rises). The order of these steps is the
     order in which the construction's hops are learned (spec/chain.md, question 3: the
     last hop's memory before the middle hop's), at the snapshots' resolution."""
+    from empirical.train.phases import first_crossing
+
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction = {fraction!r} must be in (0, 1]")
     out = {}
@@ -200,7 +205,8 @@ def formation_steps(steps: list[int], series: dict[str, list], fraction: float =
         start = known[0][1]
         peak_step, peak = max(known, key=lambda tv: tv[1])
         level = start + fraction * (peak - start)
-        step = next((t for t, v in known if v >= level), None) if peak > start else None
+        steps_k, values_k = [t for t, _ in known], [v for _, v in known]
+        step = first_crossing(steps_k, values_k, level) if peak > start else None
         out[name] = {"step": step, "start": start, "peak": peak, "peak_step": peak_step}
     return out
 

@@ -35,22 +35,13 @@ CORRUPTIONS = ("number", "pointer")
 
 
 def resolve_label(vocab, ids) -> int:
-    """The answer of one sequence (token ids [L]) by following every pointer, independent
-    of the task's sampler."""
+    """The answer of one sequence (token ids [L]) by following every pointer (the
+    vocabulary's own resolver, not the task's sampler); a TokenizeError (a ValueError) for
+    an unassigned variable or a cycle."""
     assigns, a, b = vocab._parse_ids(ids)
-    value_of = {v: value for v, value, _ in assigns}
-
-    def resolve(t: int) -> int:
-        seen = set()
-        while t >= vocab.p:
-            var = t - vocab.p
-            if var in seen or var not in value_of:
-                raise ValueError(f"token {t}: variable {var} is unassigned or in a cycle")
-            seen.add(var)
-            t = value_of[var]
-        return t
-
-    return (resolve(a) + resolve(b)) % vocab.p
+    bindings = {v: value for v, value, _ in assigns}
+    L = vocab.L
+    return (vocab._resolve(a, bindings, L - 3) + vocab._resolve(b, bindings, L - 2)) % vocab.p
 
 
 def _roles(s: dict, operand_vars: dict[int, int], L: int) -> dict[str, int]:
@@ -65,9 +56,8 @@ def _roles(s: dict, operand_vars: dict[int, int], L: int) -> dict[str, int]:
         for k, idx in enumerate(chain, start=1):
             roles[f"hop {k} LHS"] = assign[idx][0]
             roles[f"hop {k} RHS"] = assign[idx][1]
-    off = [i for i in range(len(assign)) if i not in s["on_chain"]]
-    if off:
-        roles["distractor RHS"] = assign[off[0]][1]
+    if s["off_chain"]:
+        roles["distractor RHS"] = assign[s["off_chain"][0]][1]
     roles["query"] = L - 1
     return roles
 
@@ -92,7 +82,7 @@ def corrupt(vocab, ids: torch.Tensor, corruption: str, generator: torch.Generato
         shift = int(torch.randint(1, vocab.p, (1,), generator=generator))
         new[pos] = (int(ids[pos]) + shift) % vocab.p
     else:
-        off = [i for i in range(len(assign)) if i not in s["on_chain"]]
+        off = s["off_chain"]
         if len(chain) < 2 or not off:
             return None
         new[assign[chain[0]][1]] = vocab.p + assign[off[0]][2]
@@ -136,26 +126,23 @@ def chain_patching(model, vocab, tokens: torch.Tensor, corruption: str = "number
         last = logits[:, -1] if logits.ndim == 3 else logits
         return last[ar, y_clean] - last[ar, y_bad]
 
-    _, cache = model.run_with_cache(clean, names_filter=lambda name: name in points)
-    d_clean, d_bad = diff(model(clean)), diff(model(bad))
+    clean_logits, cache = model.run_with_cache(clean, names_filter=lambda name: name in points)
+    d_clean, d_bad = diff(clean_logits), diff(model(bad))
     roles = sorted({role for r in rows for role in r[3]}, key=_role_order)
     out["roles"] = roles
     out["clean_minus_corrupted"] = float((d_clean - d_bad).mean())
-    for point, lab in zip(points, labels, strict=True):
-        for role in roles:
-            have = [j for j, r in enumerate(rows) if role in r[3]]
-            if not have:
-                out["restored"][lab][role] = None
-                continue
-            idx = torch.tensor(have, device=device)
-            pos = torch.tensor([rows[j][3][role] for j in have], device=device)
+    for role in roles:  # every role appears in some row (roles come from the rows)
+        have = [j for j, r in enumerate(rows) if role in r[3]]
+        idx = torch.tensor(have, device=device)
+        pos = torch.tensor([rows[j][3][role] for j in have], device=device)
+        gap = float((d_clean[idx] - d_bad[idx]).mean())
+        for point, lab in zip(points, labels, strict=True):
 
             def write_clean(resid, hook, idx=idx, pos=pos, point=point):
                 resid[idx, pos] = cache[point][idx, pos].to(resid.dtype)
                 return resid
 
             d = diff(model.run_with_hooks(bad, fwd_hooks=[(point, write_clean)]))
-            gap = float((d_clean[idx] - d_bad[idx]).mean())
             out["restored"][lab][role] = float((d[idx] - d_bad[idx]).mean()) / gap if gap else None
     return out
 

@@ -20,7 +20,6 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 __all__ = ["analyze_chain_run", "last_mlp_fourier", "last_qk_identity"]
@@ -31,19 +30,10 @@ def last_mlp_fourier(model, p: int, prefix: torch.Tensor) -> dict:
     """The Gromov fit of every neuron of the last layer's MLP, from the full model's
     pre-activations at `=` over all p x p operand pairs of the 0-var sequence `prefix` (one
     sequence of L tokens, its operands at L-3 and L-2 replaced). FourierFit.summary()."""
-    from empirical.analysis.fourier import fit_gromov
+    from empirical.analysis.fourier import fit_gromov, grid_preactivations
 
-    L = prefix.shape[-1]
-    x, y = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
-    tokens = prefix.reshape(1, L).long().repeat(p * p, 1)
-    tokens[:, L - 3], tokens[:, L - 2] = x.reshape(-1), y.reshape(-1)
-    name = f"blocks.{model.cfg.n_layers - 1}.mlp.hook_pre"
-    pre = []
-    for chunk in tokens.split(4096):
-        _, cache = model.run_with_cache(chunk, names_filter=lambda n: n == name)
-        pre.append(cache[name][:, -1].double().cpu())
-    grid = torch.cat(pre).reshape(p, p, -1).numpy()
-    return fit_gromov(np.ascontiguousarray(grid)).summary()
+    grid = grid_preactivations(model, prefix, p)
+    return fit_gromov(grid).summary()
 
 
 @torch.no_grad()

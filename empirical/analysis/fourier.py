@@ -152,17 +152,27 @@ def isolated_preactivations(model, task: TaskConfig) -> np.ndarray:
 
 
 @torch.no_grad()
+def grid_preactivations(model, prefix: torch.Tensor, p: int, chunk: int = 4096) -> np.ndarray:
+    """The full model's last-MLP pre-activations at `=` (every neuron) on the 0-var sequence
+    `prefix` (one sequence of L tokens) with its operands at L-3, L-2 set to every pair (x, y),
+    [p, p, d_mlp]; any depth."""
+    L = prefix.shape[-1]
+    x, y = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
+    tokens = prefix.to("cpu").reshape(1, L).long().repeat(p * p, 1)
+    tokens[:, L - 3] = x.reshape(-1)
+    tokens[:, L - 2] = y.reshape(-1)
+    name = f"blocks.{model.cfg.n_layers - 1}.mlp.hook_pre"
+    pre = []
+    for part in tokens.split(chunk):
+        _, cache = model.run_with_cache(part.to(model.device), names_filter=lambda n: n == name)
+        pre.append(cache[name][:, -1].double().cpu())
+    return torch.cat(pre).reshape(p, p, -1).numpy()
+
+
 def model_preactivations(model, task: TaskConfig, prefix: torch.Tensor, neuron: int):
     """The full model's pre-activation of `neuron` at `=` on the 0-var sequences `prefix`
     with operands (x, y) for all pairs, [p, p] (prefix: one sequence of L tokens)."""
-    p, L = task.p, task.L
-    x, y = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
-    tokens = prefix.to("cpu").long().repeat(p * p, 1)
-    tokens[:, L - 3] = x.reshape(-1)
-    tokens[:, L - 2] = y.reshape(-1)
-    name = "blocks.1.mlp.hook_pre"
-    _, cache = model.run_with_cache(tokens.to(model.device), names_filter=lambda n: n == name)
-    return cache[name][:, -1, neuron].reshape(p, p).double().cpu().numpy()
+    return np.ascontiguousarray(grid_preactivations(model, prefix, task.p)[:, :, neuron])
 
 
 def fourier_analysis(model, task: TaskConfig, prefix: torch.Tensor | None = None, **kw) -> dict:
