@@ -117,18 +117,29 @@ def _analysis_stages(
     stages.append(compare_qk_stage(run, root, progress, label))
 
 
-def theory_stages(root: Path) -> list[Stage]:
-    """`pytest theory` and the theory report (root/theory_report.md), each a subprocess."""
+def theory_tests_stage(root: Path) -> list[Stage]:
+    """`pytest theory`, a subprocess (one stage, in a list)."""
     stages: list[Stage] = []
     st = _stage(stages, "theory tests")
     _subprocess_stage(
         st, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "theory"]
     )
+    return stages
+
+
+def theory_report_stage(root: Path) -> list[Stage]:
+    """The theory report (root/theory_report.md), a subprocess (one stage, in a list)."""
+    stages: list[Stage] = []
     st = _stage(stages, "theory report")
     report = root / "theory_report.md"
     _subprocess_stage(st, [sys.executable, "-m", "theory", "report", "--out", str(report)])
     st.links.append(report.name)
     return stages
+
+
+def theory_stages(root: Path) -> list[Stage]:
+    """`pytest theory` and the theory report (root/theory_report.md), one after the other."""
+    return theory_tests_stage(root) + theory_report_stage(root)
 
 
 def paper_run_stages(authors: Path | None, root: Path, progress: bool) -> list[Stage]:
@@ -197,11 +208,49 @@ def _independent_stages(root: Path, skip_theory: bool, authors: Path | None, pro
     return theory, paper_run_stages(authors, root, progress)
 
 
+def background_workers(cores: int) -> int:
+    """Worker processes beside the training process on a machine with `cores` CPU cores:
+    1 on 2 cores (theory, paper's run, then our compare-qk, in turn), 2 on 3 (our
+    compare-qk need not wait for the theory), 4 from 5 cores on (theory tests, theory report,
+    the paper's run and our compare-qk each in its own process, as on a GPU machine)."""
+    return max(1, min(cores - 1, 4)) if cores >= 2 else 1
+
+
+def _start_independent(pool, workers: int, root: Path, skip_theory: bool, authors):
+    """Submit the independent stages to `pool`; returns a function that waits for them and
+    gives (theory stages, paper's run stages). With 4 workers each stage is its own task."""
+    if workers < 4:
+        job = pool.apply_async(
+            _in_second_process, (_independent_stages, root, skip_theory, authors, False)
+        )
+        return job.get
+    theory_jobs = (
+        []
+        if skip_theory
+        else [
+            pool.apply_async(_in_second_process, (fn, root))
+            for fn in (theory_tests_stage, theory_report_stage)
+        ]
+    )
+    paper = pool.apply_async(_in_second_process, (paper_run_stages, authors, root, False))
+
+    def wait():
+        return [st for job in theory_jobs for st in job.get()], paper.get()
+
+    return wait
+
+
+def worker_threads(cores: int) -> int:
+    """Torch threads of each background process: the cores shared evenly between the training
+    process and the background_workers (1 on 2 or 3 cores; 3 on a 16-core GPU machine)."""
+    return max(1, cores // (background_workers(cores) + 1))
+
+
 def _in_second_process(fn, *args):
-    """fn(*args) in the second process, on one torch thread (the other core)."""
+    """fn(*args) in a background process, on worker_threads torch threads."""
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(worker_threads(os.cpu_count() or 1))
     return fn(*args)
 
 
@@ -248,19 +297,18 @@ def _reproduce(cfg, run: RunDir, skip_theory, progress, authors, parallel) -> Pa
 
     pool = background = None
     if parallel and (authors is not None or not skip_theory):
-        # a third core lets compare-qk of our run start beside the theory instead of after it
-        workers = 2 if (os.cpu_count() or 1) >= 3 else 1
+        # more cores: compare-qk of our run need not wait for the theory, and the theory's
+        # two stages and the paper's run need not wait for each other (background_workers)
+        workers = background_workers(os.cpu_count() or 1)
         pool = multiprocessing.get_context("spawn").Pool(workers)
-        background = pool.apply_async(
-            _in_second_process, (_independent_stages, root, skip_theory, authors, False)
-        )
-        _say("theory and the paper's run: in a second process, beside the training")
+        background = _start_independent(pool, workers, root, skip_theory, authors)
+        _say(f"theory and the paper's run: in {workers} more process(es), beside the training")
     else:
         theory, paper = _independent_stages(root, skip_theory, authors, progress)
     try:
         ours = _our_run_stages(cfg, run, root, progress, pool)
         if background is not None:
-            theory, paper = background.get()  # an error there is raised here
+            theory, paper = background()  # an error there is raised here
     finally:
         if pool is not None:
             pool.terminate()  # (done by now, unless this process is failing)

@@ -63,3 +63,15 @@ def test_gpu_session_chain_rehearsal_on_the_cpu(tmp_path):
     config = clone / "runs" / "chain_curriculum" / "members" / "h1_then_h2_seed2" / "config.toml"
     assert "h1_seed2/checkpoints/last.pt" in config.read_text()
     assert not any(n.endswith(".pt") for n in names)
+
+
+@pytest.mark.slow
+def test_gpu_session_fig3_main_rehearsal_on_the_cpu(tmp_path):
+    """scripts/gpu_session_fig3_main.sh with tiny sizes on the CPU: Figure 3's seeds 1-2 alone,
+    then the main job alone, packed."""
+    proc, out = rehearse("gpu_session_fig3_main.sh", ROOT, tmp_path, 400)
+    assert "main job: rc 0" in proc.stdout and "Figure 3 seeds 1 2: rc 0" in proc.stdout
+    names = tarfile.open(out / "results.tar.gz").getnames()
+    assert any(n.endswith("reproduce/authors/report.md") for n in names)
+    assert any(n.endswith("fig3_seeds12/progress.md") for n in names)
+    assert not any(n.endswith(".pt") for n in names)

@@ -14,10 +14,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow  # the main job end to end on the smoke config (17 s; CI runs it)
-def test_reproduce_smoke_writes_report_linking_figures_and_both_runs(tmp_path):
+def test_reproduce_smoke_writes_report_linking_figures_and_both_runs(tmp_path, monkeypatch):
     """One reproduce of the smoke config, its independent stages in the second process (the
     paper's run asked for from a folder that is not there: skipped, with a note); the report
-    with the paper's run beside ours; a second call resumes."""
+    with the paper's run beside ours; a second call, as on a 16-core machine (each
+    independent stage its own process), resumes."""
     from empirical.reproduce import render_report
     from empirical.rundir import RunDir
 
@@ -47,9 +48,52 @@ def test_reproduce_smoke_writes_report_linking_figures_and_both_runs(tmp_path):
     alone = render_report(cfg, tmp_path / "smoke", run.path, [])
     assert "the paper's run" not in alone
 
-    # a second call resumes instead of retraining
-    again = reproduce(cfg, tmp_path, skip_theory=True, progress=False).read_text()
+    # a second call resumes instead of retraining; with 16 cores, 4 background processes
+    monkeypatch.setattr("empirical.reproduce.os.cpu_count", lambda: 16)
+    again = reproduce(
+        cfg, tmp_path, skip_theory=True, progress=False, authors=tmp_path / "absent"
+    ).read_text()
     assert "(resumed)" in again
+    row = next(line for line in again.splitlines() if "the paper's run: import" in line)
+    assert "skipped" in row and "no checkpoints folder" in row
+
+
+class _RecordingPool:
+    """A stand-in for multiprocessing's Pool: records what is submitted, runs nothing."""
+
+    def __init__(self):
+        self.submitted = []
+
+    def apply_async(self, fn, args):
+        self.submitted.append(args[0].__name__)
+
+        class Done:
+            def get(self_inner):
+                return [] if args[0].__name__ != "_independent_stages" else ([], [])
+
+        return Done()
+
+
+@pytest.mark.parametrize(
+    "cores, workers, tasks",
+    [
+        (1, 1, ["_independent_stages"]),
+        (2, 1, ["_independent_stages"]),
+        (3, 2, ["_independent_stages"]),
+        (16, 4, ["theory_tests_stage", "theory_report_stage", "paper_run_stages"]),
+    ],
+)
+def test_background_processes_by_core_count(tmp_path, cores, workers, tasks):
+    """On 2-3 cores the theory and the paper's run are one background task; from 5 cores on
+    (a GPU machine has 16) each is its own, so the theory's two stages run side by side."""
+    from empirical.reproduce import _start_independent, background_workers, worker_threads
+
+    assert background_workers(cores) == workers
+    assert worker_threads(cores) == (3 if cores == 16 else 1)
+    pool = _RecordingPool()
+    wait = _start_independent(pool, workers, tmp_path, False, None)
+    assert pool.submitted == tasks
+    assert wait() == ([], [])
 
 
 def test_paper_check_rows_judge_measured_values():

@@ -454,11 +454,11 @@ def one_step_experiment(
     # layer 1 is not changed by any step: its residuals are computed once
     two_resid = layer1(w0, two_sub.tokens).resid1 if two_sub is not None else None
 
-    def evaluate(m) -> dict:
+    def measures(m) -> dict:
+        """What a stepped model gives on the batch; its set accuracies come later, for every
+        stepped model at once (`_correct_each`: layer 1 is computed once per set)."""
         w = Weights.of(m)
-        counts = {n: _correct(m, sets[n]) for n in names}
-        res: dict = {n: counts[n] / max(len(sets[n]), 1) for n in names}
-        res["intervals"] = {n: with_interval(counts[n], len(sets[n])) for n in names}
+        res: dict = {"_weights": w}
         logits, _ = layer2(w, l1b.resid1)
         res["batch_loss"] = float(torch.nn.functional.cross_entropy(logits, batch.labels))
         if two_sub is not None:
@@ -499,7 +499,7 @@ def one_step_experiment(
         return m
 
     out = {
-        "before": evaluate(model), "a": a, "b": b, "order": order, "families": {},
+        "before": measures(model), "a": a, "b": b, "order": order, "families": {},
         "set_sizes": {n: len(sets[n]) for n in names},
         "prediction": getattr(predict, "kind", "closed"),
         "prediction_distribution": getattr(predict, "distribution", "unrestricted"),
@@ -521,7 +521,7 @@ def one_step_experiment(
             with torch.no_grad():
                 attn.W_Q[0].sub_(lr * g.G_Q.to(attn.W_Q.dtype))
                 attn.W_K[0].sub_(lr * g.G_K.to(attn.W_K.dtype))
-        rows.append({"lr": lr, **moved(m), **evaluate(m)})
+        rows.append({"lr": lr, **moved(m), **measures(m)})
     out["families"]["sgd"] = rows
     # the other steps: a direction D, scaled so that rms_dscore(t D) = t
     G = g0.G_QK
@@ -539,9 +539,44 @@ def one_step_experiment(
         rows = []
         for t in opts.score_steps:
             m = with_qk(W0 + t * D)
-            rows.append({"t": t, **moved(m), **evaluate(m)})
+            rows.append({"t": t, **moved(m), **measures(m)})
         out["families"][fam] = rows
+    rows = [out["before"]] + [r for rs in out["families"].values() for r in rs]
+    _with_accuracies(rows, w0, sets, next(model.parameters()).dtype)
     return out
+
+
+def _with_accuracies(rows: list[dict], w0: Weights, sets: dict, dtype) -> None:
+    """Put each set's accuracy and interval into every row (rows carry their model's weights
+    as "_weights", removed here)."""
+    counts = _correct_each([r.pop("_weights") for r in rows], w0, sets, dtype)
+    for row, c in zip(rows, counts, strict=True):
+        row.update({n: c[n] / max(len(sets[n]), 1) for n in sets})
+        row["intervals"] = {n: with_interval(c[n], len(sets[n])) for n in sets}
+
+
+@torch.no_grad()
+def _correct_each(
+    ws: list[Weights], w0: Weights, sets: dict, dtype=torch.float32, chunk: int = 2048
+) -> list[dict]:
+    """[{set: correct}] for models that differ from w0 in layer 2's W_Q, W_K only: layer 1's
+    residuals of each chunk of each set and their layer-2 values are computed once, and each
+    model's layer 2 (its scores of `=`, then OV, MLP, unembedding; in `dtype`, the model's
+    own) reads them, instead of one full forward per model and set."""
+    counts: list[dict] = [dict.fromkeys(sets, 0) for _ in ws]
+    QK = [((w.W_Q2 @ w.W_K2.T) / w.scale).to(dtype) for w in ws]
+    OV, W_in, W_out, W_U = (x.to(dtype) for x in (w0.W_V2 @ w0.W_O2, w0.W_in, w0.W_out, w0.W_U))
+    for name, batch in sets.items():
+        for i in range(0, len(batch), chunk):
+            resid1 = layer1(w0, batch.tokens[i : i + chunk]).resid1.to(dtype)
+            labels = batch.labels[i : i + chunk]
+            last, values = resid1[:, -1], resid1 @ OV
+            for c, qk in zip(counts, QK, strict=True):
+                scores = torch.einsum("bd,bld->bl", last @ qk, resid1)
+                mid = last + torch.einsum("bl,bld->bd", torch.softmax(scores, dim=-1), values)
+                logits = (mid + torch.relu(mid @ W_in) @ W_out) @ W_U
+                c[name] += int((logits.argmax(-1) == labels).sum())
+    return counts
 
 
 # -- over a run -------------------------------------------------------------------------------
