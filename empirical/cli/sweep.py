@@ -65,6 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
         "final one",
     )
     ap.add_argument("--no-progress", action="store_true", help="a line per evaluation instead")
+    ap.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="RESULTS_JSON",
+        help="no training: pool the members of these results.json files of one sweep (e.g. "
+        "seeds trained on different machines) into --out (empirical/sweep/merge.py)",
+    )
     add_format_argument(ap)
     add_executor_arguments(ap)
     return ap
@@ -73,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     use_cli_backend()
+    if args.merge:
+        return _merge(args)
     if args.seeds is not None:  # `--seeds 0 1 train.steps=100`: the override is no seed
         extra = [s for s in args.seeds if "=" in s]
         args.seeds = [s for s in args.seeds if "=" not in s]
@@ -113,6 +122,26 @@ def run(argv: list[str]) -> int:
         if spec.note and not args.summarize:
             print(spec.note.strip(), file=sys.stderr)
         return _sweep_and_report(args, base, spec, out, command, executor)
+
+
+def _merge(args) -> int:
+    """--merge: the pooled summary of several results.json files, written to --out."""
+    if not args.out:
+        raise UsageError("--merge needs --out DIR (where the merged summary goes)")
+    if args.config or args.overrides or args.summarize or args.at_step is not None:
+        raise UsageError("--merge takes result files and --out only (no --config, overrides, "
+                         "--summarize or --at-step)")  # fmt: skip
+    from empirical.sweep.merge import figure_name, merge_results
+    from empirical.sweep.results import threshold_sentence, write_results
+
+    results = merge_results([Path(p) for p in args.merge])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    name = figure_name(results).replace(".png", f".{args.format}")
+    paths = write_results(results, out, name)
+    print(threshold_sentence(results), file=sys.stderr)
+    print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
+    return 0
 
 
 def _sweep_and_report(args, base, spec, out: Path, command: str, executor) -> int:
