@@ -1,0 +1,62 @@
+"""`python -m empirical ladder-dynamics [--config FILE] [OVERRIDES...] [--out DIR]`: the
+dynamics ladder (issue 20, item 3): Theorem C.1's model trained from its own weights, first
+as the theorem has it (layer 2's score matrix only, plain SGD, 1-var data), then with one
+constraint released at a time, each alone and cumulatively, over several seeds.
+
+Examples:
+    python -m empirical ladder-dynamics --config configs/ladder_dynamics.toml
+    python -m empirical ladder-dynamics --config configs/ladder_dynamics.toml steps=100 \\
+        seeds=[0] releases='["ov","adamw"]' --out runs/ladder_dynamics/short
+
+Writes ladder_dynamics.json, summary.md, ladder_dynamics.png and config.toml to --out
+(default runs/ladder_dynamics) and prints summary.md. See docs/ladder.md.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from empirical.cli.common import add_format_argument, command_main, parser, prepare_output_dir
+from empirical.figures import use_cli_backend
+
+
+def build_parser():
+    ap = parser(
+        "ladder-dynamics",
+        "Train Theorem C.1's model with its constraints released one at a time.",
+    )
+    ap.add_argument("overrides", nargs="*",
+                    help="config overrides, dotted key=value (steps=100 sgd.lr=0.02)")  # fmt: skip
+    ap.add_argument("--config", help="a ladder-dynamics config (TOML or JSON; default: "
+                    "the built-in defaults, equal to configs/ladder_dynamics.toml)")  # fmt: skip
+    ap.add_argument("--out", default="runs/ladder_dynamics",
+                    help="output directory (default runs/ladder_dynamics)")  # fmt: skip
+    ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")
+    add_format_argument(ap)
+    return ap
+
+
+def run(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    use_cli_backend()
+    from empirical.config_io import load_config
+    from empirical.ladder_dynamics.config import DynamicsConfig
+
+    cfg = load_config(DynamicsConfig, args.config, args.overrides)  # ConfigError: one line
+    out = prepare_output_dir(args.out)
+
+    from empirical.ladder_dynamics import run_ladder_dynamics, write_outputs
+
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    result = run_ladder_dynamics(cfg, progress=None if args.quiet else say)
+    paths = write_outputs(result, out, cfg, fmt=args.format)
+    if not args.quiet:
+        print(paths["summary"].read_text())
+        print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command_main(run, argv)
