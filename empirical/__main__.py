@@ -27,7 +27,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "empirical.cli.chain_patching",
         "a chain run's residual stream patched: which layer carries which hop",
     ),
+    "chain-compare-qk": (
+        "empirical.cli.chain_compare_qk",
+        "a chain run's QK updates vs the two-hop theory, and the order of the hops",
+    ),
     "ladder": ("empirical.cli.ladder", "assumption ladder from Theorem C.1's model to a snapshot"),
+    "ladder-dynamics": (
+        "empirical.cli.ladder_dynamics",
+        "train Theorem C.1's model with its constraints released one at a time",
+    ),
     "sweep": ("empirical.cli.sweep", "Figure 3 sweeps with batched multi-model training"),
     "grid": ("empirical.cli.grid", "named config variants x seeds, trained as batched models"),
     "reproduce": ("empirical.cli.reproduce", "the whole paper, one command"),

@@ -500,6 +500,12 @@ CASES = [
     C("chain-patching-family", E, "chain-patching {run}", "reads chain runs",
       "a run of the assign_add family"),
     C("chain-patching-n-zero", E, "chain-patching {run} --n 0", "--n 0", "--n 0"),
+    # -- chain-compare-qk
+    C("chain-compare-qk-family", E, "chain-compare-qk {run}", "reads chain runs",
+      "a run of the assign_add family"),
+    C("chain-compare-qk-n-zero", E, "chain-compare-qk {run} --n 0", "--n 0", "--n 0"),
+    C("chain-compare-qk-no-run", E, "chain-compare-qk {tmp}", "no config.toml",
+      "a directory with no run"),
     # -- ladder
     C("ladder-step-missing", E, "ladder {run} --step 7 --out {tmp}/l", "--step 7",
       "--step 7 (no snapshot)"),
@@ -511,6 +517,13 @@ CASES = [
     C("ladder-grid-zero", E, "ladder {run} --grid 0", "positive", "--grid 0"),
     C("ladder-out-file", E, "ladder {run} --step 20 --out {file}", "afile.txt", "--out a file"),
     C("ladder-no-run", E, "ladder {tmp}", "no config.toml", "a directory with no run"),
+    # -- ladder-dynamics
+    C("ladder-dynamics-steps-0", E, "ladder-dynamics steps=0 --out {tmp}/ld",
+      "steps: must be an integer >= 1", "steps=0"),
+    C("ladder-dynamics-release", E, 'ladder-dynamics releases=["wings"] --out {tmp}/ld',
+      "'wings' is not one of", "an unknown release"),
+    C("ladder-dynamics-out-file", E, "ladder-dynamics --out {file}", "afile.txt",
+      "--out a file"),
     # -- sweep and grid
     C("sweep-out-file", E, "sweep --config {smoke} --param train.lr=0.001 --out {file}",
       "afile.txt", "--out a file"),

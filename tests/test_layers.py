@@ -32,7 +32,7 @@ LAYERS = [
     ["empirical.analysis"],
     ["empirical.compare_qk"],
     ["empirical.theorem_model"],
-    ["empirical.ladder"],
+    ["empirical.ladder", "empirical.ladder_dynamics"],
     ["empirical.reproduce"],
     ["empirical.cli", "empirical.__main__"],
 ]

@@ -5,6 +5,7 @@
 __all__ = [
     "analyze",
     "chain_attention",
+    "chain_compare_qk",
     "chain_patching",
     "compare_qk",
     "curves",
@@ -12,6 +13,7 @@ __all__ = [
     "grid",
     "import_checkpoints",
     "ladder",
+    "ladder_dynamics",
     "repair",
     "reproduce",
     "sample",

@@ -1,0 +1,112 @@
+"""`python -m empirical chain-compare-qk RUN_DIR`: compare-qk for a chain run (>= 3 layers):
+the last and middle hops' key-query updates across the run's snapshots against the two-hop
+theory (G1^(3) for the last layer, the middle hop's drive D for the middle one), and the
+order in which the hops form (empirical.compare_qk.chain_compare; docs/compare_qk.md,
+"Deeper models (chain runs)").
+
+Examples:
+    python -m empirical chain-compare-qk runs/chain/seed0
+    python -m empirical chain-compare-qk runs/chain/seed0 --sets chain/1var_h1 --n 200 --format json
+
+Writes chain_compare_qk.json (every number), summary.md and chain_compare_qk.png to
+RUN_DIR/analysis/chain_compare_qk (or --out) and prints the summary (--format table, the
+default) or the JSON (--format json).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from empirical.cli.common import UsageError, command_main, parser, prepare_output_dir
+
+FRAMES = ("dual", "score", "orth", "raw")  # empirical.compare_qk.frames.FRAMES (no torch here)
+
+
+def run(argv: list[str]) -> int:
+    ap = parser("chain-compare-qk", "The two-hop theory's QK updates vs a chain run's snapshots.")
+    ap.add_argument("run_dir", help="a chain-family run directory with snapshots, >= 3 layers")
+    ap.add_argument("--out", help="output directory (default RUN_DIR/analysis/chain_compare_qk)")
+    ap.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="what to print: the markdown summary (default) or the JSON",
+    )
+    ap.add_argument(
+        "--sets",
+        default="chain/1var_h1,chain/1var_h2",
+        help="evaluation sets the theory and the gradients are evaluated on, equal "
+        "weights (default %(default)s)",
+    )
+    ap.add_argument(
+        "--attention-set",
+        default="chain/1var_h2",
+        help="set whose chains the formation measures follow (default %(default)s)",
+    )
+    ap.add_argument("--n", type=int, default=400, help="sequences per set (default %(default)s)")
+    ap.add_argument(
+        "--frame",
+        choices=FRAMES,
+        default="dual",
+        help="how updates are read (docs/compare_qk.md; default dual, exact)",
+    )
+    args = ap.parse_args(argv)
+    if args.n < 1:
+        raise UsageError(f"--n {args.n}: give a number of sequences >= 1")
+    sets = tuple(s.strip() for s in args.sets.split(",") if s.strip())
+    if not sets:
+        raise UsageError("--sets: give at least one evaluation set")
+    from empirical.rundir import RunDir
+
+    run_dir = RunDir(args.run_dir).require_run()
+    cfg = run_dir.read_config()
+    if cfg.task.family != "chain":
+        raise UsageError(
+            f"{run_dir}: task.family = {cfg.task.family!r}; chain-compare-qk reads chain runs"
+        )
+    if cfg.model.n_layers < 3:
+        raise UsageError(
+            f"{run_dir}: model.n_layers = {cfg.model.n_layers}; the two-hop "
+            "comparison needs >= 3 layers (a middle and a last hop)"
+        )
+    steps = run_dir.snapshot_steps()
+    if len(steps) < 2:
+        raise UsageError(
+            f"{run_dir}: {len(steps)} snapshot(s); the comparison needs >= 2 "
+            "(train with train.snapshot_every > 0)"
+        )
+    from empirical.task import load_eval_sets
+
+    have = load_eval_sets(run_dir.eval_sets)
+    missing = [s for s in (*sets, args.attention_set) if s not in have]
+    if missing:
+        raise UsageError(f"set {','.join(missing)}: the run's sets are {', '.join(have)}")
+    out = prepare_output_dir(args.out or run_dir.analysis_dir() / "chain_compare_qk")
+
+    from empirical.compare_qk.chain_compare import ChainCompareConfig, compare_chain_run
+    from empirical.compare_qk.chain_summary import plot_chain_compare, summary_markdown
+    from empirical.config_io import atomic_write_bytes
+    from empirical.figures import use_cli_backend
+
+    res = compare_chain_run(
+        run_dir.path,
+        ChainCompareConfig(sets=sets, attention_set=args.attention_set, n=args.n, frame=args.frame),
+    )
+    text = json.dumps(res, indent=2, default=float)
+    atomic_write_bytes(out / "chain_compare_qk.json", text.encode())
+    md = summary_markdown(res)
+    atomic_write_bytes(out / "summary.md", md.encode())
+    use_cli_backend()
+    plot_chain_compare(res, out / "chain_compare_qk.png")
+    print(text if args.format == "json" else md)
+    print(f"wrote {out}/chain_compare_qk.json, summary.md, chain_compare_qk.png", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command_main(run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

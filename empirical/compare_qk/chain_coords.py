@@ -1,0 +1,133 @@
+"""The two-hop chain model's coordinates in a trained chain run (docs/compare_qk.md,
+"Deeper models (chain runs)").
+
+The disentangled chain model (../shared/spec/chain.md, disentangled/chain_model.py) has one
+orthonormal basis and two key-query matrices: W2 (the middle hop: the query, carrying ebar_v,
+finds the right-hand side of `v=w`) and W3 (the last hop: C.1's layer 2 on the updated
+query). In an n-layer checkpoint (n >= 3, blocks 0-based) they are the key-query matrices of
+block n-2 (the middle layer) and block n-1 (the last layer), read between one labelled
+residual vector per basis label, as `coords.coordinates` does for the one-hop model:
+
+    query rows   '='         W_E[=]
+                 'pos{L-1}'  W_pos[L-1]
+                 'bar_v{u}'  W_E[var u] W_OV^q     the variable u as written into `=`
+    key columns  'n{m}', 'v{u}', '=', '+', 'pad'   W_E[...]
+                 'pos{t}'    W_pos[t]
+                 'bar_v{u}'  W_E[var u] W_OV^1     what layer 1 binds into u's right-hand side
+
+with W_OV^l = W_V W_O of block l. The query's ebar is read through the OV of the layer that
+writes it into `=` in the construction: layer 1 (block 0) for the middle hop (the operand v
+copied into the query), the middle layer (block n-2) for the last hop (the pointer's target
+w, ebar_w, copied into the query by the middle hop), as `empirical.analysis.chain_report`'s
+`last_qk_identity` reads the last layer. The keys' ebar is layer 1's for both (the
+previous-token binding of every right-hand side, pointer right-hand sides included).
+
+`chain_chunk` turns a run's token sequences into the disentangled model's compact inputs
+(`disentangled.chain_population.ChainChunk`): token and position one-hot, ebar of the
+left-hand side on every right-hand side, ebar of every variable operand on the query; the
+theory's gradients are then evaluated on the run's own sequences (`chain_theory`).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from disentangled.basis import Basis
+from disentangled.chain_population import ChainChunk
+from empirical.compare_qk.coords import Coordinates, col_labels, row_labels
+from empirical.model import circuits
+
+
+def ov_image(model, p: int, K: int, block: int) -> Tensor:
+    """W_E[var u] @ W_OV of `block` for the K variables, [K, d] (float64)."""
+    E = model.W_E.detach().to(torch.float64)
+    return E[p : p + K] @ circuits.ov_matrix(model, block, dtype=torch.float64)
+
+
+@torch.no_grad()
+def layer_coordinates(model, vocab, block: int, query_ov: int, key_ov: int = 0) -> Coordinates:
+    """The labelled query / key vectors for the key-query matrix of `block` (0-based), the
+    query's ebar through block `query_ov`'s OV, the keys' through block `key_ov`'s."""
+    p, K, L = vocab.p, vocab.K, vocab.L
+    E = model.W_E.detach().to(torch.float64)
+    P = model.W_pos.detach().to(torch.float64)
+    q_bar, k_bar = ov_image(model, p, K, query_ov), ov_image(model, p, K, key_ov)
+    Q = torch.cat([E[vocab.eq][None], P[L - 1][None], q_bar])
+    Kv = torch.cat([E[:p], E[p : p + K], E[[vocab.eq, vocab.plus, vocab.pad]], P[:L], k_bar])
+    return Coordinates(
+        rows=row_labels(K, L),
+        cols=col_labels(p, K, L),
+        Q=Q,
+        K=Kv,
+        scale=float(model.cfg.attn_scale),
+        p=p,
+        n_vars=K,
+        L=L,
+    )
+
+
+def hop_blocks(n_layers: int) -> dict[str, dict[str, int]]:
+    """{"last": {"block", "query_ov"}, "middle": {...}} (0-based blocks) of an n-layer model."""
+    if n_layers < 3:
+        raise ValueError(f"a two-hop map needs >= 3 layers, got {n_layers}")
+    return {
+        "last": {"block": n_layers - 1, "query_ov": n_layers - 2},
+        "middle": {"block": n_layers - 2, "query_ov": 0},
+    }
+
+
+def basis_index(basis: Basis, label: str) -> int:
+    return basis.index(label)
+
+
+def label_block(M: Tensor, basis: Basis, L: int) -> Tensor:
+    """M [dim, dim] of the basis (row = query, column = key) restricted to the comparison's
+    rows (`coords.row_labels`) and columns (`coords.col_labels`)."""
+    rows = [basis.index(r) for r in row_labels(basis.K, L)]
+    cols = [basis.index(c) for c in col_labels(basis.p, basis.K, L)]
+    return M[rows][:, cols]
+
+
+def label_to_basis(S: Tensor, basis: Basis, L: int) -> Tensor:
+    """The inverse of `label_block` on the labelled entries: a [dim, dim] matrix with S at the
+    comparison's rows and columns and 0 elsewhere."""
+    M = torch.zeros((basis.dim, basis.dim), dtype=torch.float64)
+    rows = [basis.index(r) for r in row_labels(basis.K, L)]
+    cols = [basis.index(c) for c in col_labels(basis.p, basis.K, L)]
+    M[torch.tensor(rows)[:, None], torch.tensor(cols)[None, :]] = torch.as_tensor(
+        S, dtype=torch.float64
+    )
+    return M
+
+
+def chain_chunk(tokens: Tensor, labels: Tensor, vocab, weight: float = 1.0) -> ChainChunk:
+    """The disentangled chain model's inputs for the run's sequences `tokens` [N, L]: every
+    sequence weighted weight / N. Fields the forward pass does not read (bound, pointer_rhs,
+    resolved) are left empty (-1)."""
+    p, K, L = vocab.p, vocab.K, vocab.L
+    basis = Basis(p, K, L)
+    N = int(tokens.shape[0])
+    lut = torch.full((vocab.d_vocab,), basis.dim, dtype=torch.long)
+    lut[:p] = torch.tensor([basis.n(m) for m in range(p)])
+    lut[p : p + K] = torch.tensor([basis.v(u) for u in range(K)])
+    lut[vocab.plus], lut[vocab.eq], lut[vocab.pad] = basis.plus, basis.eq, basis.pad
+    tok = lut[tokens.long()]
+    bars = torch.full((N, L, 2), basis.dim, dtype=torch.long)
+    for n in range(N):
+        assigns, a, b = vocab._parse_ids(tokens[n])
+        for var, _value, lhs in assigns:
+            bars[n, lhs + 1, 0] = basis.bar_v(var)
+        for k, operand in enumerate((a, b)):
+            if p <= operand < p + K:
+                bars[n, L - 1, k] = basis.bar_v(operand - p)
+    empty = torch.full((N, L), -1, dtype=torch.long)
+    return ChainChunk(
+        tok=tok,
+        bars=bars,
+        labels=labels.long().clone(),
+        weights=torch.full((N,), weight / N, dtype=torch.float64),
+        bound=empty,
+        pointer_rhs=empty.clone(),
+        resolved=torch.full((N, 2), -1, dtype=torch.long),
+    )
