@@ -50,6 +50,7 @@ def cases(tmp: Path) -> list[tuple[list[str], str]]:
         (["train", "train.stpes=1"], "did you mean train.steps?"),
         (["train", "--steps", "100"], "train.steps=100"),
         (["train", "--config", str(bad)], "is not valid TOML"),
+        (["train", "--config", "configs/smoke.toml", "--stop-at", "0"], "--stop-at 0: allowed"),
         (["train", "--resume", missing], "holds no config.toml"),
         (["evaluate", missing], "no such directory"),
         (["evaluate", missing, "--batch-size", "0"], "--batch-size 0"),

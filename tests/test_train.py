@@ -53,11 +53,17 @@ def test_short_run_writes_everything(tmp_path):
 
 
 def test_interrupted_and_resumed_run_matches_bit_for_bit(tmp_path):
+    """Stopped after step 20 (`train --stop-at 20`), then resumed (`train --resume`): the same
+    numbers and weights as one whole run."""
+    from empirical.cli.train import main as train_main
+
     cfg = smoke()
     train_run(cfg, tmp_path / "whole", progress=False)
-    stopped = train_run(cfg, tmp_path / "split", progress=False, stop_at=20)
-    assert stopped.stopped_early and stopped.step == 20
-    train_run(cfg, tmp_path / "split", resume=True, progress=False)
+    split = str(tmp_path / "split")
+    argv = ["--config", str(SMOKE), "task.eval_size=200", "train.steps=40", "--no-progress"]
+    assert train_main([*argv, "--run-dir", split, "--stop-at", "20"]) == 0
+    assert read_metrics(tmp_path / "split" / "metrics.jsonl")[-1]["step"] == 20
+    assert train_main(["--resume", split, "--no-progress"]) == 0
     whole = strip_time(read_metrics(tmp_path / "whole" / "metrics.jsonl"))
     split = strip_time(read_metrics(tmp_path / "split" / "metrics.jsonl"))
     assert whole == split

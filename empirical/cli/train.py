@@ -52,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --resume: build RUN_DIR/eval_sets.pt again from the run's config (when it "
         "is unreadable or belongs to another task or seed)",
     )
+    ap.add_argument(
+        "--stop-at",
+        type=int,
+        metavar="N",
+        help="end this session after step N (the schedule still runs to train.steps; "
+        "--resume continues): e.g. a long run looked at only around an early spike",
+    )
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_format_argument(
         ap, "training-curve figure format: png (always written) plus pdf or svg if asked"
@@ -81,11 +88,13 @@ def run(argv: list[str]) -> int:
             _check_extras(cfg)
             from empirical.train.loop import train_run
 
+            _check_stop_at(args.stop_at, cfg)
             result = train_run(
                 cfg,
                 run_dir,
                 resume=True,
                 progress=not args.no_progress,
+                stop_at=args.stop_at,
                 rebuild_eval_sets=args.rebuild_eval_sets,
             )
             _report(result, cfg, args.format)
@@ -95,6 +104,7 @@ def run(argv: list[str]) -> int:
     config_path = args.config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
     base = load_run_config(config_path, args.overrides)
     _check_extras(base)
+    _check_stop_at(args.stop_at, base)
     seeds = args.seeds if args.seeds else [base.seed]
     if args.run_dir and len(seeds) > 1:
         raise ConfigError("--run-dir takes a single seed; use --runs-root with --seeds")
@@ -113,7 +123,8 @@ def run(argv: list[str]) -> int:
             check_train_target(cfg, run_dir, flag=flag)
         for cfg, run_dir in plan:
             print(f"training {cfg.name} seed {cfg.seed} -> {run_dir}", file=sys.stderr)
-            _report(train_run(cfg, run_dir, progress=not args.no_progress), cfg, args.format)
+            result = train_run(cfg, run_dir, progress=not args.no_progress, stop_at=args.stop_at)
+            _report(result, cfg, args.format)
     return 0
 
 
@@ -123,6 +134,11 @@ _NEW_RUN_FLAGS = {"--config": "config", "--seeds": "seeds", "--run-dir": "run_di
 
 def main(argv: list[str] | None = None) -> int:
     return command_main(run, argv)
+
+
+def _check_stop_at(stop_at: int | None, cfg: RunConfig) -> None:
+    if stop_at is not None and not 1 <= stop_at <= cfg.train.steps:
+        raise UsageError(f"--stop-at {stop_at}: allowed 1..train.steps = {cfg.train.steps}")
 
 
 def _check_extras(cfg: RunConfig) -> None:
@@ -152,6 +168,10 @@ def _resume_config(run_dir: Path, overrides: list[str]) -> RunConfig:
 def _report(result, cfg: RunConfig | None = None, fmt: str = "png") -> None:
     from empirical.train.loop import summary_of
 
+    if result.stopped_early:  # --stop-at: no summary yet
+        print(f"{result.run_dir}: stopped after step {result.step} (--resume continues), "
+              f"{result.elapsed_s:.0f} s")  # fmt: skip
+        return
     summary = summary_of(result.run_dir)
     if fmt != "png" and cfg is not None:  # the trainer wrote the PNG; add the asked format
         from empirical.train.summary import write_training_curves
