@@ -35,7 +35,12 @@ from torch import Tensor
 
 from disentangled.basis import Basis
 from disentangled.chain_population import ChainChunk
-from empirical.compare_qk.coords import Coordinates, col_labels, row_labels
+from empirical.compare_qk.coords import (
+    Coordinates,
+    col_labels,
+    labelled_coordinates,
+    row_labels,
+)
 from empirical.model import circuits
 
 
@@ -50,21 +55,8 @@ def layer_coordinates(model, vocab, block: int, query_ov: int, key_ov: int = 0) 
     """The labelled query / key vectors for the key-query matrix of `block` (0-based), the
     query's ebar through block `query_ov`'s OV, the keys' through block `key_ov`'s."""
     p, K, L = vocab.p, vocab.K, vocab.L
-    E = model.W_E.detach().to(torch.float64)
-    P = model.W_pos.detach().to(torch.float64)
     q_bar, k_bar = ov_image(model, p, K, query_ov), ov_image(model, p, K, key_ov)
-    Q = torch.cat([E[vocab.eq][None], P[L - 1][None], q_bar])
-    Kv = torch.cat([E[:p], E[p : p + K], E[[vocab.eq, vocab.plus, vocab.pad]], P[:L], k_bar])
-    return Coordinates(
-        rows=row_labels(K, L),
-        cols=col_labels(p, K, L),
-        Q=Q,
-        K=Kv,
-        scale=float(model.cfg.attn_scale),
-        p=p,
-        n_vars=K,
-        L=L,
-    )
+    return labelled_coordinates(model, p, K, L, q_bar, k_bar)
 
 
 def hop_blocks(n_layers: int) -> dict[str, dict[str, int]]:

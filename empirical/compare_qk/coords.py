@@ -201,12 +201,22 @@ def theorem_w(model, layer: int = 1) -> Tensor:
 @torch.no_grad()
 def coordinates(model, p: int, K: int, L: int) -> Coordinates:
     """The labelled query / key vectors of `model` (see the module docstring)."""
+    ebar = ebar_vectors(model, p, K)
+    return labelled_coordinates(model, p, K, L, ebar, ebar)
+
+
+@torch.no_grad()
+def labelled_coordinates(
+    model, p: int, K: int, L: int, query_ebar: Tensor, key_ebar: Tensor
+) -> Coordinates:
+    """Query rows `=`, pos{L-1}, bar_v{u} (query_ebar [K, d]) and key columns: the token
+    embeddings, the positions and bar_v{u} (key_ebar), from `model`'s embeddings (float64).
+    The token ids are the vocabulary's: numbers 0..p-1, variables p..p+K-1, then +, =, pad."""
     E = model.W_E.detach().to(torch.float64)
     P = model.W_pos.detach().to(torch.float64)
     plus, eq, pad = p + K, p + K + 1, p + K + 2
-    ebar = ebar_vectors(model, p, K)
-    Q = torch.cat([E[eq][None], P[L - 1][None], ebar])
-    Kv = torch.cat([E[:p], E[p : p + K], E[[eq, plus, pad]], P[:L], ebar])
+    Q = torch.cat([E[eq][None], P[L - 1][None], query_ebar])
+    Kv = torch.cat([E[:p], E[p : p + K], E[[eq, plus, pad]], P[:L], key_ebar])
     return Coordinates(
         rows=row_labels(K, L),
         cols=col_labels(p, K, L),
