@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 import torch
@@ -150,3 +151,40 @@ def test_default_size_one_step():
     assert first_update_check(cfg)["max_abs_error_vs_exact_gradient"] < 1e-8
     out = composing_step(cfg)
     assert out["relative_gap"] <= 0.05 and out["accuracy_at"]["1"] >= 0.99
+
+
+def test_task_release_applies_the_authors_rules_to_the_training_data():
+    """r1 never first, r2 never second, held-out value pairs: exactly the sequences the rules
+    exclude get weight 0, read from the tokens; evaluation stays on the whole population."""
+    from empirical.ladder_dynamics.restrict import held_out_pairs, operand_values
+
+    th = dataclasses.replace(SMALL, operand_order="mixed")
+    cfg = _cfg(theorem=th, releases=["mix", "task"], task=dataclasses.replace(
+        DynamicsConfig().task, r1=["a"], r2=["b"], held_out_fraction=0.2))  # fmt: skip
+    ctx = Context.build(cfg)
+    pop, kept = ctx.train_mix, ctx.training_population(("mix", "task"))
+    variables, values = operand_values(pop.tokens, 3, 2, 16)
+    held = {tuple(x) for x in held_out_pairs(3, 0.2, 0).tolist()}
+    assert len(held) == 2  # round(0.2 * 9)
+    labels = (values[:, 0] + values[:, 1]) % 3
+    assert torch.equal(labels, pop.labels)  # the values read from the tokens are the operands'
+    excluded = (variables[:, 0] == 0) | (variables[:, 1] == 1)
+    excluded |= torch.tensor([tuple(v) in held for v in values.tolist()])
+    assert torch.equal(kept.weights == 0, excluded) and 0 < int(excluded.sum()) < len(pop)
+    assert float(kept.weights.sum()) == pytest.approx(1.0)
+    assert ctx.training_population(("mix",)) is ctx.train_mix  # without `task`: untouched
+    short = Context.build(dataclasses.replace(cfg, steps=2, eval_every=1))
+    assert 0 <= train_run(short, ("mix", "task"), seed=0).final["2var_allowed"] <= 1
+    assert "2var_allowed" not in train_run(short, ("mix",), seed=0).final
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ('task.r1=["z"]', "task.r1: 'z' is not a variable of K = 3"),
+        ("task.held_out_fraction=1.5", "task.held_out_fraction: must be in [0, 1)"),
+    ],
+)
+def test_task_section_bad_values_name_the_field(tmp_path, override, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(DynamicsConfig, None, [override])

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the theorem's model (and torch) only when a model is built
     from empirical.theorem_model import TheoremModelConfig
 
 # the releases, in the order the cumulative ladder adds them (variants.py says what each is)
-RELEASES = ("ov", "mlp", "layer1", "embeddings", "adamw", "mix")
+RELEASES = ("ov", "mlp", "layer1", "embeddings", "adamw", "mix", "task")
 
 
 def _check_positive(name: str, value: float, allow_zero: bool = False) -> None:
@@ -92,6 +92,22 @@ class MixSection:
 
 
 @dataclass
+class TaskSection:
+    """The `task` release: the authors' task rules on the training data (restrict.py).
+    r1: variables never the first operand; r2: never the second (letters, as in
+    configs/authors.toml); held_out_fraction: ordered operand-value pairs held out of
+    training, chosen by held_out_seed."""
+
+    r1: list[str] = field(default_factory=lambda: ["b"])
+    r2: list[str] = field(default_factory=lambda: ["a"])
+    held_out_fraction: float = 0.1
+    held_out_seed: int = 0
+
+    def indices(self, K: int) -> tuple[list[int], list[int]]:
+        return [ord(v) - ord("a") for v in self.r1], [ord(v) - ord("a") for v in self.r2]
+
+
+@dataclass
 class DynamicsConfig:
     """steps: SGD/AdamW steps per run; batch_size: sequences per step, drawn with replacement
     from the population by its weights (0: the whole population, weighted: the exact
@@ -112,6 +128,7 @@ class DynamicsConfig:
     sgd: SGDSection = field(default_factory=SGDSection)
     adamw: AdamWSection = field(default_factory=AdamWSection)
     mix: MixSection = field(default_factory=MixSection)
+    task: TaskSection = field(default_factory=TaskSection)
 
     def __post_init__(self) -> None:
         _check_int("steps", self.steps, 1)
@@ -143,6 +160,24 @@ class DynamicsConfig:
         if sum(fr) <= 0:
             raise ConfigError("mix: the three fractions sum to 0")
         self._check_theorem()
+        self._check_task()
+
+    def _check_task(self) -> None:
+        """The task section's values, where the `task` release is run (its default variables
+        need K >= 3)."""
+        if "task" not in self.releases:
+            return
+        K, t = self.theorem.K, self.task
+        allowed = [chr(ord("a") + i) for i in range(K)]
+        for name in ("r1", "r2"):
+            for v in getattr(t, name):
+                if v not in allowed:
+                    raise ConfigError(f"task.{name}: {v!r} is not a variable of K = {K}: "
+                                      f"one of {allowed}")  # fmt: skip
+        if not 0 <= t.held_out_fraction < 1:
+            raise ConfigError(
+                f"task.held_out_fraction: must be in [0, 1), got {t.held_out_fraction!r}"
+            )
 
     def _check_theorem(self) -> None:
         """TheoremModelConfig's checks, without importing the model (nor torch): a bad value

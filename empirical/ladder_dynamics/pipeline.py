@@ -44,6 +44,9 @@ def aggregate(name: str, releases: tuple[str, ...], runs: list[RunResult]) -> di
         "final_2var_min": min((f for f in finals if f is not None), default=None),
         "final_1var": _mean([r.final.get("1var") for r in runs]),
         "final_0var": _mean([r.final.get("0var") for r in runs]),
+        # under `task`: 2-var on the sequences its rules allow in training (the paper's
+        # in-distribution sets), beside the whole population's
+        "final_2var_allowed": _mean([r.final.get("2var_allowed") for r in runs]),
         "memory_diag": _mean([r.memory["diag"] for r in runs]),
         "memory_offdiag": _mean([r.memory["offdiag"] for r in runs]),
     }

@@ -66,8 +66,9 @@ def summary_markdown(result: dict) -> str:
         "",
         "| variant | releases | composed (seeds) | 2-var >= threshold at step | spike step "
         "| cos(first update, G1) | cos(first 10, G1) | cos(spike update, G1) "
-        "| final 2-var (min) | final 1-var | final 0-var | memory diag / off |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| final 2-var (min) | final 2-var, rule-allowed | final 1-var | final 0-var "
+        "| memory diag / off |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for v in result["variants"]:
         rel = " + ".join(v["releases"]) or "none"
@@ -77,6 +78,7 @@ def summary_markdown(result: dict) -> str:
             f"{_steps(v['emergence_steps'])} | {_steps(v['spike_steps'])} | "
             f"{_f(v['cos_first'])} | {_f(v['cos_first10'])} | {_f(v['cos_spike'])} | "
             f"{_f(v['final_2var'], '.3f')} ({_f(v['final_2var_min'], '.3f')}) | "
+            f"{_f(v.get('final_2var_allowed'), '.3f')} | "
             f"{_f(v['final_1var'], '.3f')} | {_f(v['final_0var'], '.3f')} | "
             f"{_f(v.get('memory_diag'))} / {_f(v.get('memory_offdiag'))} |"
         )

@@ -61,6 +61,16 @@ class Context:
     eval_2var: TokenPopulation
     eval_all: TokenPopulation
     G1: Tensor
+    restricted: dict[str, TokenPopulation] = field(default_factory=dict)  # `task`, by data
+    allowed: TokenPopulation | None = None  # `task`: every kind, what its rules allow
+
+    def training_population(self, releases: tuple[str, ...]) -> TokenPopulation:
+        """The data of a variant: 1-var or the mix, with the task's rules under `task`."""
+        key = "mix" if "mix" in releases else "1var"
+        pop = self.train_mix if key == "mix" else self.train_1var
+        if pop is None:
+            raise ValueError("the context was built without the mix population")
+        return self.restricted[key] if "task" in releases else pop
 
     @classmethod
     def build(cls, cfg: DynamicsConfig) -> Context:
@@ -74,7 +84,19 @@ class Context:
             mix = theorem_population(mix_cfg, weights)
         G1 = model_g1(build_theorem_model(tcfg), train, dim)
         everything = theorem_population(tcfg, {"0var": 1, "1var": 1, "2var": 1})
-        return cls(cfg, dim, train, mix, theorem_population(tcfg, "2var"), everything, G1)
+        restricted, allowed = {}, None
+        if "task" in cfg.releases:
+            from empirical.ladder_dynamics.restrict import held_out_pairs, restrict
+
+            th, task = cfg.theorem, cfg.task
+            r1, r2 = task.indices(th.K)
+            held = held_out_pairs(th.p, task.held_out_fraction, task.held_out_seed)
+            for key, pop in (("1var", train), ("mix", mix)):
+                if pop is not None:
+                    restricted[key] = restrict(pop, th.p, th.K, th.L, r1, r2, held)
+            allowed = restrict(everything, th.p, th.K, th.L, r1, r2, held)
+        return cls(cfg, dim, train, mix, theorem_population(tcfg, "2var"), everything, G1,
+                   restricted, allowed)  # fmt: skip
 
 
 def cosine(a: Tensor, b: Tensor) -> float | None:
@@ -160,9 +182,7 @@ def train_run(ctx: Context, releases: tuple[str, ...], seed: int) -> RunResult:
     start = time.perf_counter()
     model = build_theorem_model(cfg.theorem.model_config())
     opt = make_optimizer(model, cfg, releases)
-    pop = ctx.train_mix if "mix" in releases else ctx.train_1var
-    if pop is None:
-        raise ValueError("the context was built without the mix population")
+    pop = ctx.training_population(releases)
     gen = torch.Generator().manual_seed(seed)
 
     def W_now() -> Tensor:
@@ -196,6 +216,8 @@ def train_run(ctx: Context, releases: tuple[str, ...], seed: int) -> RunResult:
     emergence = next((s for s, a in zip(eval_steps, acc, strict=True) if a >= cfg.threshold),
                      None)  # fmt: skip
     final = {} if diverged else population_accuracy(model, ctx.eval_all)
+    if final and "task" in releases and ctx.allowed is not None:
+        final["2var_allowed"] = population_accuracy(model, ctx.allowed)["2var"]
     first = Ws[1] - Ws[0] if 1 in Ws else torch.zeros_like(Ws[0])
     block = ebar_block(W_now(), cfg.theorem.model_config().sim_config())
     K = block.shape[0]

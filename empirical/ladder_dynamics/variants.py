@@ -12,6 +12,8 @@ one constraint, starting from the theorem's own value of the released piece:
     embeddings  W_E and W_pos trainable (from the orthonormal ones)
     adamw       torch.optim.AdamW instead of SGD (the authors' betas and weight decay)
     mix         the authors' 0/1/2-var mix and mixed operand order instead of 1-var data
+    task        the authors' task rules on the training data (r1/r2 restrictions, held-out
+                value pairs; restrict.py), on the theorem's layouts
 
 `ladder_variants(releases)` lists the baseline, every release alone, and the cumulative ladder
 (the first k releases together, k >= 2), each as (name, releases).
@@ -28,6 +30,7 @@ DESCRIPTIONS = {
     "embeddings": "W_E, W_pos trainable (from the orthonormal ones)",
     "adamw": "AdamW instead of plain SGD",
     "mix": "the authors' 0/1/2-var mix (12/20/10 of 42), mixed operand order",
+    "task": "the authors' task rules in training: r1/r2 restrictions, held-out value pairs",
 }
 # parameters each piece release makes trainable (the model's parameter names)
 PARAMETERS = {
