@@ -388,3 +388,32 @@ def test_oracle_routing_matches_a_patched_attention_pattern():
     logits_diff = (logits - model(batch.tokens)[:, -1].detach()).abs().max()
     assert float(logits_diff) > 1e-6  # the patch changed something
     assert 0 <= unpatched <= 1
+
+
+def test_one_step_accuracies_in_one_pass_equal_each_models_own_forward():
+    """compare-qk's one-step test counts every stepped model's correct answers from layer 1's
+    residuals computed once per chunk (`_correct_each`): the same counts as each model's own
+    forward, chunked or not."""
+    import copy
+
+    from empirical.compare_qk.coords import set_qk, theorem_w
+    from empirical.compare_qk.pipeline import _correct_each
+
+    model = random_model(seed=3, dtype="float32")
+    sets = {
+        "a": one_var_batch(small_task(), 96, seed=1),
+        "b": one_var_batch(small_task(), 40, seed=2),
+    }
+    gen = torch.Generator().manual_seed(0)
+    stepped = [model]
+    for scale in (5.0, 50.0):
+        m = copy.deepcopy(model)
+        W = theorem_w(model)
+        set_qk(m, W + scale * torch.randn(W.shape, generator=gen, dtype=W.dtype))
+        stepped.append(m)
+    expected = [
+        {n: int((m.forward_fast(b.tokens).argmax(-1) == b.labels).sum()) for n, b in sets.items()}
+        for m in stepped
+    ]
+    got = _correct_each([Weights.of(m) for m in stepped], Weights.of(model), sets, chunk=32)
+    assert got == expected and len({tuple(c.values()) for c in got}) > 1

@@ -127,6 +127,11 @@ class Weights:
             scale=float(model.cfg.attn_scale),
         )
 
+    def to(self, dtype: torch.dtype) -> Weights:
+        """The same weights in `dtype` (e.g. the model's own, for its accuracies)."""
+        return Weights(**{k: v.to(dtype) if isinstance(v, Tensor) else v
+                          for k, v in vars(self).items()})  # fmt: skip
+
 
 @dataclass
 class Layer1:

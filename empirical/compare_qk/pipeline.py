@@ -375,20 +375,6 @@ def analyse_snapshot(
 # -- the one-step experiment ------------------------------------------------------------------
 
 
-@torch.no_grad()
-def _correct(model, batch, chunk: int = 2048) -> int:
-    """How many sequences of `batch` the model answers correctly (its own forward)."""
-    correct = 0
-    for i in range(0, len(batch), chunk):
-        logits = model.forward_fast(batch.tokens[i : i + chunk])
-        correct += int((logits.argmax(-1) == batch.labels[i : i + chunk]).sum())
-    return correct
-
-
-def _accuracy(model, batch, chunk: int = 2048) -> float:
-    return _correct(model, batch, chunk) / max(len(batch), 1)
-
-
 def with_interval(correct: int, n: int) -> dict:
     """{"acc", "n", "correct", "ci95"}: Wilson 95% interval (empirical.stats)."""
     from empirical.stats import accuracy_interval
@@ -560,22 +546,17 @@ def _correct_each(
     ws: list[Weights], w0: Weights, sets: dict, dtype=torch.float32, chunk: int = 2048
 ) -> list[dict]:
     """[{set: correct}] for models that differ from w0 in layer 2's W_Q, W_K only: layer 1's
-    residuals of each chunk of each set and their layer-2 values are computed once, and each
-    model's layer 2 (its scores of `=`, then OV, MLP, unembedding; in `dtype`, the model's
-    own) reads them, instead of one full forward per model and set."""
+    residuals of each chunk of each set are computed once (`observe.layer1`) and each model's
+    layer 2 (`observe.layer2`, in `dtype`: the model's own) reads them, instead of one full
+    forward per model and set."""
     counts: list[dict] = [dict.fromkeys(sets, 0) for _ in ws]
-    QK = [((w.W_Q2 @ w.W_K2.T) / w.scale).to(dtype) for w in ws]
-    OV, W_in, W_out, W_U = (x.to(dtype) for x in (w0.W_V2 @ w0.W_O2, w0.W_in, w0.W_out, w0.W_U))
+    ws = [w.to(dtype) for w in ws]
     for name, batch in sets.items():
         for i in range(0, len(batch), chunk):
             resid1 = layer1(w0, batch.tokens[i : i + chunk]).resid1.to(dtype)
             labels = batch.labels[i : i + chunk]
-            last, values = resid1[:, -1], resid1 @ OV
-            for c, qk in zip(counts, QK, strict=True):
-                scores = torch.einsum("bd,bld->bl", last @ qk, resid1)
-                mid = last + torch.einsum("bl,bld->bd", torch.softmax(scores, dim=-1), values)
-                logits = (mid + torch.relu(mid @ W_in) @ W_out) @ W_U
-                c[name] += int((logits.argmax(-1) == labels).sum())
+            for c, w in zip(counts, ws, strict=True):
+                c[name] += int((layer2(w, resid1)[0].argmax(-1) == labels).sum())
     return counts
 
 
