@@ -43,10 +43,13 @@ def _say(text: str) -> None:
 
 
 def _subprocess_stage(stage: Stage, argv: list[str]) -> None:
-    """argv as a subprocess, on worker_threads OpenMP threads unless OMP_NUM_THREADS is set
-    (on a 16-core machine, five processes of 16 threads each slowed the theory report 4x)."""
+    """argv as a subprocess, on this process's torch threads (a background process's
+    worker_threads) unless OMP_NUM_THREADS is set: on a 16-core machine, five processes of 16
+    threads each slowed the theory report 4x."""
+    import torch
+
     t = time.perf_counter()
-    threads = str(worker_threads(os.cpu_count() or 1))
+    threads = str(torch.get_num_threads())
     env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, **os.environ}
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, env=env)
     stage.seconds = time.perf_counter() - t
@@ -214,10 +217,10 @@ def _independent_stages(root: Path, skip_theory: bool, authors: Path | None, pro
 
 def background_workers(cores: int) -> int:
     """Worker processes beside the training process on a machine with `cores` CPU cores:
-    1 on 2 cores (theory, paper's run, then our compare-qk, in turn), 2 on 3 (our
+    1 up to 2 cores (theory, paper's run, then our compare-qk, in turn), 2 on 3-4 (our
     compare-qk need not wait for the theory), 4 from 5 cores on (theory tests, theory report,
     the paper's run and our compare-qk each in its own process, as on a GPU machine)."""
-    return max(1, min(cores - 1, 4)) if cores >= 2 else 1
+    return 1 if cores <= 2 else 2 if cores <= 4 else 4
 
 
 def _start_independent(pool, workers: int, root: Path, skip_theory: bool, authors):
@@ -246,7 +249,7 @@ def _start_independent(pool, workers: int, root: Path, skip_theory: bool, author
 
 def worker_threads(cores: int) -> int:
     """Torch threads of each background process: the cores shared evenly between the training
-    process and the background_workers (1 on 2 or 3 cores; 3 on a 16-core GPU machine)."""
+    process and the background_workers (1 on 2-4 cores; 3 on a 16-core GPU machine)."""
     return max(1, cores // (background_workers(cores) + 1))
 
 

@@ -80,6 +80,7 @@ class _RecordingPool:
         (1, 1, ["_independent_stages"]),
         (2, 1, ["_independent_stages"]),
         (3, 2, ["_independent_stages"]),
+        (4, 2, ["_independent_stages"]),
         (16, 4, ["theory_tests_stage", "theory_report_stage", "paper_run_stages"]),
     ],
 )
