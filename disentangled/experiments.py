@@ -41,17 +41,23 @@ def _solves(W0, G1, eta, cfg, kind="2var") -> bool:
     return population_stats(W0 + eta * G1, cfg, kind).accuracy >= SOLVED
 
 
-def _bisect(W0, G1, cfg, kind, lo: float, hi: float, rel_tol: float = 1e-3) -> float:
-    """Edge between lo and hi (solve(lo) != solve(hi)), bisected in log eta; returns the
-    solving end of the final bracket."""
-    s_lo = _solves(W0, G1, lo, cfg, kind)
+def log_bisect(solves, lo: float, hi: float, rel_tol: float = 1e-3) -> float:
+    """The edge between lo and hi (0 < lo < hi, solves(lo) != solves(hi)) of a predicate of a
+    step size, bisected in log step size to a relative width rel_tol; returns the solving end
+    of the final bracket."""
+    s_lo = solves(lo)
     while hi / lo > 1 + rel_tol:
         mid = math.sqrt(lo * hi)
-        if _solves(W0, G1, mid, cfg, kind) == s_lo:
+        if solves(mid) == s_lo:
             lo = mid
         else:
             hi = mid
     return lo if s_lo else hi
+
+
+def _bisect(W0, G1, cfg, kind, lo: float, hi: float, rel_tol: float = 1e-3) -> float:
+    """Edge between lo and hi of "eta G1 solves `kind`" (log_bisect)."""
+    return log_bisect(lambda eta: _solves(W0, G1, eta, cfg, kind), lo, hi, rel_tol)
 
 
 def _intervals(W0, G1, cfg, kind, etas, solved, refine) -> list[list[float | None]]:

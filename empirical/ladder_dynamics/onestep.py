@@ -17,12 +17,11 @@ population gradient, and the smallest composing step size, transformer against s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
 
-from disentangled.experiments import one_step
+from disentangled.experiments import log_bisect, one_step
 from disentangled.gradient import g1, population_gradient, remainder
 from disentangled.metrics import population_stats
 from disentangled.model import initial_W
@@ -78,13 +77,7 @@ def smallest_composing(
     prev = None
     for lr in grid:
         if composes(lr):
-            if prev is None:
-                return lr
-            lo, hi = prev, lr
-            while hi / lo > 1 + REL_TOL:
-                mid = math.sqrt(lo * hi)
-                lo, hi = (lo, mid) if composes(mid) else (mid, hi)
-            return hi
+            return lr if prev is None else log_bisect(composes, prev, lr, REL_TOL)
         prev = lr
     return None
 
