@@ -185,19 +185,29 @@ def paper_run_stages(authors: Path | None, root: Path, progress: bool) -> list[S
     return stages
 
 
-def _our_run_stages(cfg, run: RunDir, root: Path, progress: bool, pool=None) -> list[Stage]:
+def _our_run_stages(
+    cfg, run: RunDir, root: Path, progress: bool, pool=None, background_done=None
+) -> list[Stage]:
     """Our training of `cfg` in `run` (resumed where it has a checkpoint), analysed; with a
-    `pool` (the second process), its compare-qk there while this process analyses."""
+    `pool` (the second process), its compare-qk there while this process analyses.
+    `background_done()`: whether the background stages have finished; from the first
+    evaluation after they have, a CPU training runs on every core (_ThreadWidening)."""
     from empirical.train.loop import train_run
 
     stages: list[Stage] = []
     st = _stage(stages, "train")
     t = time.perf_counter()
     resume = run.last_checkpoint.exists()
-    result = train_run(cfg, run.path, resume=resume, progress=progress)
+    widen = _ThreadWidening(cfg, background_done)
+    try:
+        result = train_run(cfg, run.path, resume=resume, progress=progress, on_eval=widen)
+    finally:
+        widen.restore()
     st.seconds, st.status = time.perf_counter() - t, "ok"
-    st.detail = f"{cfg.name} seed {cfg.seed}: {result.step} steps" + (
-        " (resumed)" if resume else ""
+    st.detail = (
+        f"{cfg.name} seed {cfg.seed}: {result.step} steps"
+        + (" (resumed)" if resume else "")
+        + widen.note()
     )
     st.links.append(str(run.training_curves.relative_to(root)))
     if pool is None:
@@ -207,6 +217,45 @@ def _our_run_stages(cfg, run: RunDir, root: Path, progress: bool, pool=None) -> 
     stages.append(analyze_stage(run, root, progress))
     stages.append(compared.get())
     return stages
+
+
+class _ThreadWidening:
+    """run_training's on_eval for reproduce's training: once `done()` says the background
+    stages have finished, the rest of a CPU training runs on every core
+    (`os.cpu_count()`; 1 thread while they share the machine). The step is the same, bit for
+    bit, on any thread count (tests/test_reproduce.py), so when the switch happens cannot
+    change a number; on this project's 2-core CPU 2 threads take a step in about 17% less
+    time than 1 (README, Benchmarks). `restore()` puts the count back for the stages after."""
+
+    def __init__(self, cfg, done):
+        import torch
+
+        from empirical.train.engine import resolve_device
+
+        self.done, self.before, self.at = done, torch.get_num_threads(), None
+        self.cores = os.cpu_count() or 1
+        cpu = resolve_device(cfg.train.device).type == "cpu"
+        self.active = done is not None and cpu and self.cores > 1
+
+    def __call__(self, step: int, records) -> None:
+        if not self.active or self.at is not None or not self.done():
+            return
+        import torch
+
+        self.before = torch.get_num_threads()
+        if self.cores > self.before:
+            torch.set_num_threads(self.cores)
+            self.at = step
+            _say(f"background stages done: training on {self.cores} threads from step {step}")
+
+    def restore(self) -> None:
+        if self.at is not None:
+            import torch
+
+            torch.set_num_threads(self.before)
+
+    def note(self) -> str:
+        return "" if self.at is None else f"; on {self.cores} threads from step {self.at}"
 
 
 def _independent_stages(root: Path, skip_theory: bool, authors: Path | None, progress: bool):
@@ -224,13 +273,14 @@ def background_workers(cores: int) -> int:
 
 
 def _start_independent(pool, workers: int, root: Path, skip_theory: bool, authors):
-    """Submit the independent stages to `pool`; returns a function that waits for them and
-    gives (theory stages, paper's run stages). With 4 workers each stage is its own task."""
+    """Submit the independent stages to `pool`; returns (wait, done): wait() waits for them
+    and gives (theory stages, paper's run stages), done() says whether they have finished.
+    With 4 workers each stage is its own task."""
     if workers < 4:
         job = pool.apply_async(
             _in_second_process, (_independent_stages, root, skip_theory, authors, False)
         )
-        return job.get
+        return job.get, job.ready
     theory_jobs = (
         []
         if skip_theory
@@ -244,7 +294,10 @@ def _start_independent(pool, workers: int, root: Path, skip_theory: bool, author
     def wait():
         return [st for job in theory_jobs for st in job.get()], paper.get()
 
-    return wait
+    def done():
+        return all(job.ready() for job in [*theory_jobs, paper])
+
+    return wait, done
 
 
 def worker_threads(cores: int) -> int:
@@ -302,18 +355,18 @@ def _reproduce(cfg, run: RunDir, skip_theory, progress, authors, parallel) -> Pa
         parallel = (os.cpu_count() or 1) >= 2
     t_all = time.perf_counter()
 
-    pool = background = None
+    pool = background = background_done = None
     if parallel and (authors is not None or not skip_theory):
         # more cores: compare-qk of our run need not wait for the theory, and the theory's
         # two stages and the paper's run need not wait for each other (background_workers)
         workers = background_workers(os.cpu_count() or 1)
         pool = multiprocessing.get_context("spawn").Pool(workers)
-        background = _start_independent(pool, workers, root, skip_theory, authors)
+        background, background_done = _start_independent(pool, workers, root, skip_theory, authors)
         _say(f"theory and the paper's run: in {workers} more process(es), beside the training")
     else:
         theory, paper = _independent_stages(root, skip_theory, authors, progress)
     try:
-        ours = _our_run_stages(cfg, run, root, progress, pool)
+        ours = _our_run_stages(cfg, run, root, progress, pool, background_done)
         if background is not None:
             theory, paper = background()  # an error there is raised here
     finally:

@@ -149,15 +149,19 @@ def layer1(w: Weights, tokens: Tensor) -> Layer1:
     queries and keys of a direct computation are never formed (the slow part on a CPU); the
     result is the same to rounding."""
     B, L = tokens.shape
-    V = w.W_E.shape[0]
-    x = w.W_E[tokens] + w.W_pos[:L]
+    V, d = w.W_E.shape
     X = w.W_E[None] + w.W_pos[:L, None]  # [L, V, d]: every (position, token) input
     table = ((X @ w.W_Q1).reshape(L * V, -1) @ (X @ w.W_K1).reshape(L * V, -1).T) / w.scale
     flat = torch.arange(L) * V + tokens  # [B, L]: row of each position's input in the table
     scores = table[flat[:, :, None], flat[:, None, :]]  # [B, L, L]
     mask = torch.ones(L, L, dtype=torch.bool).tril()
     pattern1 = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
-    v = (w.W_E @ w.W_OV1)[tokens] + w.W_pos[:L] @ w.W_OV1
+    # the inputs and values per position read from their [L * V, d] tables (the same sums
+    # W_E[u] + W_pos[t], done once per (position, token) instead of once per sequence)
+    values = (w.W_E @ w.W_OV1)[None] + (w.W_pos[:L] @ w.W_OV1)[:, None]  # [L, V, d]
+    rows = flat.reshape(-1)
+    x = X.reshape(L * V, d).index_select(0, rows).view(B, L, d)
+    v = values.reshape(L * V, d).index_select(0, rows).view(B, L, d)
     return Layer1(pattern1, x, x + torch.bmm(pattern1, v))
 
 
@@ -339,14 +343,16 @@ def layer1_measures(l1: Layer1, w: Weights, batch: Batch, p: int, K: int) -> dic
     row = A[r, t].clone()
     row[torch.arange(len(t)), t - 1] = -1.0
     argmax_prev = (prev > row.max(-1).values).double()
-    added = l1.resid1 - l1.x  # what layer 1 wrote
+    # what layer 1 wrote, at `=` and at the assigned numbers (only there: [B, L, d] is large)
+    added_eq = l1.resid1[:, L - 1] - l1.x[:, L - 1]
+    added_num = l1.resid1[r, t] - l1.x[r, t]
     var = torch.where(
         batch.operand_vars[:, 0] >= 0, batch.operand_vars[:, 0], batch.operand_vars[:, 1]
     )
-    q_cos = F.cosine_similarity(added[:, L - 1], ebar[var], dim=-1)
-    n_cos = F.cosine_similarity(added[r, t], ebar[tok[r, t - 1] - p], dim=-1)
+    q_cos = F.cosine_similarity(added_eq, ebar[var], dim=-1)
+    n_cos = F.cosine_similarity(added_num, ebar[tok[r, t - 1] - p], dim=-1)
     # least-squares coefficient of ebar_v in what layer 1 wrote at `=` (theory: 1)
-    q_coef = (added[:, L - 1] * ebar[var]).sum(-1) / (ebar[var] ** 2).sum(-1)
+    q_coef = (added_eq * ebar[var]).sum(-1) / (ebar[var] ** 2).sum(-1)
     return {
         "l1_eq_to_operands_mass": float(eq_to_ops.mean()),
         "l1_num_to_prev_mass": float(prev.mean()),

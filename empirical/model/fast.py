@@ -215,14 +215,20 @@ def fast_forward(
         flat = table.reshape(M * V, k).index_select(0, gtok.reshape(-1))
         return flat.view(M, batch, length, k)
 
-    tt_index = (gtok[:, :, :, None] * V + tokens[:, :, None, :]).reshape(-1)
+    # int32 index arithmetic where the [M * V * V] table allows it (a third of int64's time
+    # on a CPU; index_select takes either)
+    small = torch.int32 if M * V * V < 2**31 else torch.long
+    tt_index = (gtok.to(small)[:, :, :, None] * V + tokens.to(small)[:, :, None, :]).reshape(-1)
+    # T_pt[q, tok_s] read per (query position q, key position s), in the [M, B, q, s] layout
+    member_q = (torch.arange(M * length, device=tokens.device) * V).view(M, 1, length, 1)
+    pt_index = (member_q.to(small) + tokens.to(small)[:, :, None, :]).reshape(-1)
 
     def pair_read(T: Tensor) -> Tensor:  # [M, N, N] (query id, key id) table -> [M, B, L, L]
         T_tt, T_tp, T_pt, T_pp = T[:, :V, :V], T[:, :V, V:], T[:, V:, :V], T[:, V:, V:]
         return (
             T_tt.reshape(M * V * V).index_select(0, tt_index).view(M, batch, length, length)
             + rows(T_tp)
-            + rows(T_pt.transpose(1, 2)).transpose(2, 3)
+            + T_pt.reshape(M * length * V).index_select(0, pt_index).view(M, batch, length, length)
             + T_pp[:, None]
         )
 
@@ -231,13 +237,18 @@ def fast_forward(
 
     C = torch.cat([W_E, w["pos_embed.W_pos"][:, :length]], dim=1)  # [M, N, d]
     N = C.shape[1]
+    # the causal mask as an additive 0 / -inf bias: the same scores where kept (x + 0 = x),
+    # -inf elsewhere, in one broadcast add instead of masked_fill's copy and fill
     causal = torch.ones(length, length, dtype=torch.bool, device=tokens.device).tril()
+    causal_bias = torch.zeros(length, length, device=tokens.device).masked_fill(
+        ~causal, float("-inf")
+    )
 
     # layer 1: scores from the [N, N] table of every (query id, key id) pair
     WQ0, WK0, WV0, WO0 = attention(0)
     T = torch.bmm(torch.bmm(C, WQ0), torch.bmm(C, WK0).transpose(1, 2)) / attn_scale
     scores = pair_read(T)
-    A = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)  # [M, B, q, k]
+    A = torch.softmax(scores + causal_bias.to(scores.dtype), dim=-1)  # [M, B, q, k]
     resid = _Resid(table=C).after_attention(A, WV0, WO0)  # leaves C, C_OV = C W_V W_O
 
     # middle layers (depth >= 3): scores at every position from the [N, N] tables of every
@@ -252,7 +263,7 @@ def fast_forward(
             for q in spans
         ]
         scores_i = resid.combine(iter(per_query_leaf), _mix_queries)  # [M, B, L, L]
-        A_i = torch.softmax(scores_i.masked_fill(~causal, float("-inf")), dim=-1)
+        A_i = torch.softmax(scores_i + causal_bias.to(scores_i.dtype), dim=-1)
         resid = resid.after_attention(A_i, WV, WO)
 
     # the last layer, query at L-1 only
@@ -275,7 +286,10 @@ def fast_forward(
     mix = torch.cat([pool(a) for a in resid.leaf_weights(a2)], dim=2)  # [M, B, n_leaves * N]
     mid = last + torch.bmm(mix, torch.bmm(torch.bmm(CC, WV1), WO1))
     mlp = f"blocks.{n_layers - 1}.mlp"
-    hidden = activation(act_fn)(torch.bmm(mid, w[f"{mlp}.W_in"]))
+    pre = torch.bmm(mid, w[f"{mlp}.W_in"])
+    # ReLU in place: the same values without writing a second [M, B, d_mlp] tensor (its
+    # backward reads only the output; the product's backward does not need `pre`)
+    hidden = pre.relu_() if act_fn == "relu" else activation(act_fn)(pre)
     post = mid + torch.bmm(hidden, w[f"{mlp}.W_out"])
     logits = torch.bmm(post, w["unembed.W_U"])
     if not internals:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -183,9 +184,11 @@ def train_run(
     progress: bool = True,
     stop_at: int | None = None,
     rebuild_eval_sets: bool = False,
+    on_eval: Callable[[int, list[dict]], None] | None = None,
 ) -> TrainResult:
     """Train `cfg` in `run_dir`. `stop_at` ends the session early after that step (as if the
     process were killed right after the checkpoint there); a later `resume=True` continues.
+    `on_eval(step, records)`: called after each evaluation (run_training's).
     A resume that changes train.warmup_steps starts that warm-up at the resume step.
     `rebuild_eval_sets`: build eval_sets.pt again from the config (replacing one that is
     unreadable or belongs to another task or seed) instead of refusing it.
@@ -196,7 +199,7 @@ def train_run(
     holds the lock already just nests)."""
     run = RunDir(run_dir)
     with writer_lock(run):
-        return _train_locked(cfg, run, resume, progress, stop_at, rebuild_eval_sets)
+        return _train_locked(cfg, run, resume, progress, stop_at, rebuild_eval_sets, on_eval)
 
 
 def _train_locked(
@@ -206,6 +209,7 @@ def _train_locked(
     progress: bool,
     stop_at: int | None,
     rebuild_eval_sets: bool,
+    on_eval: Callable[[int, list[dict]], None] | None = None,
 ) -> TrainResult:
     existing = check_train_target(cfg, run, resume)
     start = checkpoint_step(run) if resume else 0
@@ -226,6 +230,7 @@ def _train_locked(
         SingleLearner(cfg, device),
         progress=progress,
         stop_at=stop_at,
+        on_eval=on_eval,
         rebuild_eval_sets=rebuild_eval_sets,
     )
     record = session.records[0] or run.read_metrics()[-1]
