@@ -1,6 +1,7 @@
-"""benchmarks/bench_engine.py prints its rows on a CPU (no timings are checked: it is a
-benchmark): the default `--cuda-graph on` is timed as the graph-off step with a line saying
-why, and the authors' HookedTransformer reference either runs or says why it does not."""
+"""benchmarks/bench_engine.py and bench_fast_forward.py print their rows on a CPU (no timings
+are checked: they are benchmarks). bench_engine.py: the default `--cuda-graph on` is timed as
+the graph-off step with a line saying why, and the authors' HookedTransformer reference
+either runs or says why it does not."""
 
 from __future__ import annotations
 
@@ -31,3 +32,24 @@ def test_a_cpu_run_prints_its_rows_and_the_reference():
     rows = [line for line in text.splitlines() if line.startswith("| 1 | none | none |")]
     assert len(rows) == 1 and "| off |" in rows[0]
     assert "not run:" in text or "| authors' HookedTransformer |" in text
+
+
+@pytest.mark.slow  # a benchmark subprocess importing torch (5 s)
+def test_fast_forward_benchmark_compares_with_a_revision_and_refuses_a_bad_one():
+    """benchmarks/bench_fast_forward.py against HEAD (the same fast forward unless the tree
+    changed it bit for bit) prints its verdict and both rows; a revision git does not know
+    is refused, naming it."""
+    script = str(ROOT / "benchmarks" / "bench_fast_forward.py")
+    argv = ["--config", "configs/smoke.toml", "--repeats", "1", "--batches", "1"]
+    out = subprocess.run(
+        [sys.executable, script, "--against", "HEAD", *argv],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "logits and gradients equal bit for bit" in out.stdout
+    assert "| forward (no grad) |" in out.stdout and "| forward + backward |" in out.stdout
+    bad = subprocess.run(
+        [sys.executable, script, "--against", "no-such-revision", *argv],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert bad.returncode != 0 and "--against no-such-revision" in bad.stderr
