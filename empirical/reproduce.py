@@ -333,10 +333,11 @@ def reproduce(
     the paper's run's paper checks side by side.
 
     `parallel` (default: on a machine with 2 or more CPU cores): the theory and paper's-run
-    stages run in a second process while this one trains (training uses one core: README,
-    Benchmarks), and our run's compare-qk there while this one analyses (in a third process
-    where there are 3 or more cores, so that it need not wait for the theory); their results
-    are the same as when run one after the other.
+    stages run in a second process while this one trains (on one thread while they run, on
+    every core once they are done: _ThreadWidening; README, Benchmarks), and our run's
+    compare-qk there while this one analyses (in a third process where there are 3 or more
+    cores, so that it need not wait for the theory); their results are the same as when run
+    one after the other.
 
     Our run directory's writer lock (empirical.run_lock) is taken first and held to the end:
     a second `reproduce` or a `train` of the same run is refused before anything is written.

@@ -1,7 +1,7 @@
-"""benchmarks/bench_engine.py and bench_fast_forward.py print their rows on a CPU (no timings
-are checked: they are benchmarks). bench_engine.py: the default `--cuda-graph on` is timed as
-the graph-off step with a line saying why, and the authors' HookedTransformer reference
-either runs or says why it does not."""
+"""benchmarks/bench_engine.py, bench_fast_forward.py and bench_threads.py print their rows on a
+CPU (no timings are checked: they are benchmarks). bench_engine.py: the default
+`--cuda-graph on` is timed as the graph-off step with a line saying why, and the authors'
+HookedTransformer reference either runs or says why it does not."""
 
 from __future__ import annotations
 
@@ -53,3 +53,16 @@ def test_fast_forward_benchmark_compares_with_a_revision_and_refuses_a_bad_one()
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )  # fmt: skip
     assert bad.returncode != 0 and "--against no-such-revision" in bad.stderr
+
+
+@pytest.mark.slow  # a benchmark subprocess importing torch (5 s)
+def test_threads_benchmark_prints_a_row_per_count_and_the_bit_check():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_threads.py"), "--config",
+         "configs/smoke.toml", "--threads", "1", "2", "--repeats", "1", "--steps", "2"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [line for line in out.stdout.splitlines() if line.startswith(("| 1 |", "| 2 |"))]
+    assert len(rows) == 2
+    assert "equal bit for bit on 1, 2 threads" in out.stdout
