@@ -126,7 +126,7 @@ class ChainDraw:
         p, K, L, A, D = self.p, self.K, self.L, self.A, self.D
         n = U.shape[0]
         design = self.design
-        c = (U[:, :1] >= design.cdf).sum(1)
+        c = torch.searchsorted(design.cdf, U[:, 0].contiguous(), right=True)  # cdf <= u
         row = design.ltab.index_select(0, c)
         rowf = design.ctab.index_select(0, c)
         vidx = (rowf[:, VOFF] + U[:, 1] * rowf[:, VSIZE]).long()
@@ -137,7 +137,7 @@ class ChainDraw:
         two = isv[:, 0] & isv[:, 1] & ~same
 
         # 2. hop counts of the two operand chains (0: no chain)
-        hi = (U[:, 2:3] >= self.hop_cdf).sum(1)
+        hi = torch.searchsorted(self.hop_cdf, U[:, 2].contiguous(), right=True)
         H = self.hops.index_select(0, hi)
         pick = (U[:, 4] * self.other_count.index_select(0, hi)).long()
         other = self.other_table.index_select(0, hi).gather(1, pick[:, None]).squeeze(1)

@@ -330,7 +330,7 @@ def _draw(ctx: _Ctx, design: Design, c, U, values=None) -> Batch:
                 order = (U[:, col : col + A] + 2.0 * (~valid).double()).argsort(dim=1)
                 col += A
             canon = torch.where(valid, chosen.gather(1, order), K)
-            where = (canon[:, :, None] == ctx.ar2).long().argmax(1)  # columns of labels 0, 1
+            where = (canon[:, None, :] == ctx.ar2[:, None]).long().argmax(2)  # labels 0, 1
             canon = torch.cat([canon, where], dim=1)
         if ctx.layouts is not None:
             lay = ctx.pick(ctx.layouts, row[:, KB_LAY] + n_assign, U[:, col])
@@ -382,7 +382,7 @@ def sample_design(ctx: _Ctx, design: Design, n: int, generator: torch.Generator)
     parts = []
     for s in _chunks(ctx, n):
         u = U[s]
-        c = (u[:, :1] >= design.cdf).sum(1)  # first cdf entry above u: a searchsorted
+        c = torch.searchsorted(design.cdf, u[:, 0].contiguous(), right=True)  # cdf <= u
         parts.append(_draw(ctx, design, c, u))
     return parts[0] if len(parts) == 1 else Batch.cat(parts)
 
