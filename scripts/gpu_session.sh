@@ -20,22 +20,10 @@
 # A rehearsal on a CPU, end to end in a few minutes (tests/test_gpu_session_script.py):
 #     QUICK=1 DEVICE=cpu WHEELS=0 BUDGET=400 OUT=/tmp/o WORK=/tmp/w bash scripts/gpu_session.sh
 set -uo pipefail
-export PYTHONUNBUFFERED=1
-T0=$(date +%s)
 BUDGET=${BUDGET:-570}          # seconds for the whole call, packing included
-OUT=${OUT:-/tmp/gpu_out}
-W=${WORK:-${TMPDIR:-/tmp}/gpu_session_work}   # scratch: the runs before packing
-mkdir -p "$OUT" "$W"
-exec > >(tee -a "$OUT/session.log") 2>&1
-DEVICE=${DEVICE:-cuda}
-if [ "${QUICK:-0}" = 1 ]; then  # tiny sizes: the rehearsal of every stage
-  STEPS=(--steps 5 --warmup 2); TRAIN=(train.steps=40 train.eval_every=20 train.snapshot_every=20 train.checkpoint_every=20 task.eval_size=200)
-  FIG3=(--values 2 -- train.steps=20 train.eval_every=10 train.checkpoint_every=10 task.eval_size=100 model.d_model=32 model.d_mlp=64 train.batch_size=32)
-  CHUNK=10
-else
-  STEPS=(--steps 300 --warmup 30); TRAIN=(); FIG3=(); CHUNK=100
-fi
-source scripts/gpu_setup.sh   # left, say; the wheels; the import check
+STEPS=(--steps 300 --warmup 30)
+[ "${QUICK:-0}" = 1 ] && STEPS=(--steps 5 --warmup 2)
+source scripts/gpu_setup.sh   # T0, OUT, W, DEVICE, MAIN, FIG3, CHUNK; left, say; the wheels
 
 # -- 2. the CUDA-graph step on this GPU ---------------------------------------------------
 GRAPH=true
@@ -56,7 +44,7 @@ say "default run: configs/paper.toml, 20 000 steps, every evaluation and snapsho
 start=$(date +%s)
 timeout 150 python3 -m empirical train --config configs/paper.toml --run-dir "$W/default_run" \
   --no-progress "train.sample_chunk=$CHUNK" "train.device=$DEVICE" "train.cuda_graph=$GRAPH" \
-  "${TRAIN[@]}" > "$W/default_run.log" 2>&1
+  "${MAIN[@]}" > "$W/default_run.log" 2>&1
 rc=$?
 say "default run: rc $rc, wall $(( $(date +%s) - start )) s"
 tail -n 20 "$W/default_run.log"

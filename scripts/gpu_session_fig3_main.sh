@@ -17,25 +17,10 @@
 # Rehearsed on a CPU with tiny sizes (tests/test_gpu_session_script.py, slow):
 #     QUICK=1 DEVICE=cpu WHEELS=0 BUDGET=400 OUT=/tmp/o WORK=/tmp/w bash scripts/gpu_session_fig3_main.sh
 set -uo pipefail
-export PYTHONUNBUFFERED=1
-T0=$(date +%s)
 BUDGET=${BUDGET:-575}          # seconds for the whole call, packing included
 MAIN_RESERVE=${MAIN_RESERVE:-215}
-OUT=${OUT:-/tmp/gpu_out}
-W=${WORK:-${TMPDIR:-/tmp}/gpu_session_work}
-mkdir -p "$OUT" "$W"
-exec > >(tee -a "$OUT/session.log") 2>&1
-DEVICE=${DEVICE:-cuda}
-if [ "${QUICK:-0}" = 1 ]; then  # tiny sizes: the rehearsal of every stage
-  MAIN=(train.steps=40 train.eval_every=20 train.full_eval_every=20 train.snapshot_every=20
-        train.checkpoint_every=20 task.eval_size=200 train.eval_subsample=0)
-  FIG3=(--values 2 -- train.steps=20 train.eval_every=10 train.checkpoint_every=10 task.eval_size=100
-        model.d_model=32 model.d_mlp=64 train.batch_size=32)
-  CHUNK=10; SKIP_THEORY=(--skip-theory); MAIN_RESERVE=120
-else
-  MAIN=(); FIG3=(); CHUNK=100; SKIP_THEORY=()
-fi
-source scripts/gpu_setup.sh   # left, say; the wheels; the import check
+[ "${QUICK:-0}" = 1 ] && MAIN_RESERVE=120
+source scripts/gpu_setup.sh   # T0, OUT, W, DEVICE, MAIN, FIG3, CHUNK; left, say; the wheels
 
 # -- 2. Figure 3 seeds 1 and 2, alone ---------------------------------------------------------
 guard=$(( $(left) - MAIN_RESERVE ))

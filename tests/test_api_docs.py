@@ -192,9 +192,9 @@ def test_quickstart_notebook_runs(tmp_path):
         f"RUN = Path({(tmp_path / 'seed0').as_posix()!r})\n"
     )
     client = nbclient.NotebookClient(
-        notebook, timeout=600, kernel_name="python3",
+        notebook, timeout=600, kernel_name="python3", startup_timeout=300,
         resources={"metadata": {"path": str(NOTEBOOK.parent)}},
-    )  # fmt: skip
+    )  # fmt: skip  (startup_timeout: the kernel starts slowly beside -n auto's other worker)
     client.execute()
     outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
