@@ -75,6 +75,7 @@ def assert_same_run(a: Path, b: Path) -> None:
     assert not list(b.rglob(".*.tmp"))
 
 
+@pytest.mark.slow  # a real SIGKILL of a training subprocess, then its resume (6 s)
 def test_kill_during_a_checkpoint_write_then_resume(tmp_path, whole):
     run = tmp_path / "run"
     killed = launch("checkpoint-write", 3, *train_argv(run), cwd=tmp_path)  # the one at step 60

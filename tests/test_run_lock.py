@@ -113,6 +113,8 @@ class LiveWriter:
         return subprocess.CompletedProcess(self.proc.args, self.proc.returncode, out, err)
 
 
+@pytest.mark.slow  # a live writer subprocess and a second `train` subprocess (12 s); the
+# in-process refusals (test_a_refused_writer_touches_nothing, ...) stay in the default suite
 def test_second_writer_is_refused_while_readers_read_and_the_run_is_undisturbed(
     tmp_path, whole, capsys
 ):
@@ -153,7 +155,7 @@ def test_second_writer_is_refused_while_readers_read_and_the_run_is_undisturbed(
     assert not RunDir(run).writer_lock.exists()  # removed on release
 
 
-@pytest.mark.slow  # a kill -9 of a live writer (6 s); the refusal test stays fast
+@pytest.mark.slow  # a kill -9 of a live writer (6 s)
 def test_kill_9_of_the_holder_leaves_no_stale_lock(tmp_path, whole, capsys):
     run = tmp_path / "killed"
     writer = LiveWriter(run, tmp_path)
