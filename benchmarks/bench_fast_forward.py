@@ -59,7 +59,7 @@ def module_at(revision: str, path: str, directory: Path):
 
 def run(module, model, batch, scale: float, grad: bool):
     """Logits (and, with `grad`, the gradients of the mean cross-entropy) of one batch."""
-    weights = {k: v.unsqueeze(0) for k, v in model.named_parameters(remove_duplicate=False)}
+    weights = fast_new.member_weights(model)
     with torch.set_grad_enabled(grad):
         logits = module.fast_forward(weights, batch.tokens[None], scale).logits[0]
     if not grad:

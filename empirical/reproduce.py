@@ -224,24 +224,23 @@ class _ThreadWidening:
     stages have finished, the rest of a CPU training runs on every core
     (`os.cpu_count()`; 1 thread while they share the machine). The step is the same, bit for
     bit, on any thread count (tests/test_reproduce.py), so when the switch happens cannot
-    change a number; on this project's 2-core CPU 2 threads take a step in about 17% less
-    time than 1 (README, Benchmarks). `restore()` puts the count back for the stages after."""
+    change a number; on this project's 2-core CPU 2 threads take 9-17% off a step
+    (benchmarks/bench_threads.py). `restore()` puts the count back for the stages after."""
 
     def __init__(self, cfg, done):
-        import torch
-
         from empirical.train.engine import resolve_device
 
-        self.done, self.before, self.at = done, torch.get_num_threads(), None
+        self.done, self.before, self.at = done, None, None
         self.cores = os.cpu_count() or 1
         cpu = resolve_device(cfg.train.device).type == "cpu"
         self.active = done is not None and cpu and self.cores > 1
 
     def __call__(self, step: int, records) -> None:
-        if not self.active or self.at is not None or not self.done():
+        if not self.active or not self.done():
             return
         import torch
 
+        self.active = False  # decided once, when the background is done
         self.before = torch.get_num_threads()
         if self.cores > self.before:
             torch.set_num_threads(self.cores)

@@ -102,8 +102,8 @@ def test_background_processes_by_core_count(tmp_path, cores, workers, tasks):
 
 def test_training_widens_to_every_core_once_the_background_is_done(monkeypatch):
     """reproduce's training takes every core from the first evaluation after the background
-    stages finish, says from which step, and gives the count back after; a GPU training, a
-    1-core machine or no background never widens."""
+    stages finish, says from which step, and gives the count back after; a 1-core machine or
+    no background never widens."""
     import torch
 
     from empirical.reproduce import _ThreadWidening

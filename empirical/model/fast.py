@@ -239,10 +239,7 @@ def fast_forward(
     N = C.shape[1]
     # the causal mask as an additive 0 / -inf bias: the same scores where kept (x + 0 = x),
     # -inf elsewhere, in one broadcast add instead of masked_fill's copy and fill
-    causal = torch.ones(length, length, dtype=torch.bool, device=tokens.device).tril()
-    causal_bias = torch.zeros(length, length, device=tokens.device).masked_fill(
-        ~causal, float("-inf")
-    )
+    causal_bias = torch.full((length, length), float("-inf"), device=tokens.device).triu(1)
 
     # layer 1: scores from the [N, N] table of every (query id, key id) pair
     WQ0, WK0, WV0, WO0 = attention(0)
