@@ -24,7 +24,7 @@ from pathlib import Path
 
 from disentangled.command_line import UserError
 from empirical.run_lock import writer_lock
-from empirical.rundir import RunDir
+from empirical.rundir import RunDir, RunDirError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -98,21 +98,59 @@ def analyze_stage(run: RunDir, root: Path, progress: bool, label: str = "") -> S
     return st
 
 
-def compare_qk_stage(run: RunDir, root: Path, progress: bool, label: str = "") -> Stage:
-    """`compare-qk` of one run directory (kept if newer than its final model)."""
+def compare_qk_stage(
+    run: RunDir, root: Path, progress: bool, label: str = "", done: dict | None = None
+) -> Stage:
+    """`compare-qk` of one run directory (kept if newer than its final model). `done`:
+    snapshot analyses made ahead (following_compare_qk_stage)."""
     from empirical.compare_qk import Options, compare_run, write_outputs
 
     st = _stage([], f"{label}compare-qk")
-    if _up_to_date(run.compare_qk_dir / RunDir.COMPARE_QK_JSON, run.final_model()):
+    if _compare_qk_up_to_date(run):
         st.status, st.detail = "ok", "kept (newer than the final model)"
     else:
         _library_stage(
             st,
             lambda: write_outputs(
-                compare_run(run.path, Options(progress=progress)), run.compare_qk_dir
+                compare_run(run.path, Options(progress=progress), done=done), run.compare_qk_dir
             ),
         )
     st.links.append(str(run.compare_qk_dir.relative_to(root) / RunDir.SUMMARY_MD))
+    return st
+
+
+def _compare_qk_up_to_date(run: RunDir) -> bool:
+    return _up_to_date(run.compare_qk_dir / RunDir.COMPARE_QK_JSON, run.final_model())
+
+
+def following_compare_qk_stage(run: RunDir, root: Path, stop) -> Stage:
+    """Our run's compare-qk in the second process: while the training runs, each snapshot that
+    has a successor is analysed as it appears (empirical.compare_qk.follow); once `stop` is
+    set (the training has ended), compare_qk_stage with those analyses, which does only the
+    rest (the last snapshot, the windows, the one-step test, the outputs). The same outputs
+    as compare_qk_stage alone (tests/test_compare_qk_pipeline.py)."""
+    from empirical.compare_qk import Options
+    from empirical.compare_qk.follow import SnapshotInputs, follow_snapshots
+
+    t = time.perf_counter()
+    done: dict = {}
+    try:
+        kept = _compare_qk_up_to_date(run)  # a finished run, compared already: nothing to follow
+    except RunDirError:  # no model yet: the training has not written one
+        kept = False
+    while not (kept or stop.is_set() or run.is_run()):  # until the training writes its config
+        time.sleep(1.0)
+    if not kept and run.is_run():
+        try:
+            done = follow_snapshots(SnapshotInputs.of(run.path, Options(progress=False)), stop)
+        except UserError:  # an unreadable run: compare_qk_stage meets it and says why
+            done = {}
+    ahead = time.perf_counter() - t
+    st = compare_qk_stage(run, root, False, done=done)
+    if done:
+        st.detail = (st.detail + "; " if st.detail else "") + (
+            f"{len(done)} snapshots analysed during the training ({ahead:.0f} s, not counted)"
+        )
     return st
 
 
@@ -186,10 +224,12 @@ def paper_run_stages(authors: Path | None, root: Path, progress: bool) -> list[S
 
 
 def _our_run_stages(
-    cfg, run: RunDir, root: Path, progress: bool, pool=None, background_done=None
+    cfg, run: RunDir, root: Path, progress: bool, pool=None, background_done=None, stop=None
 ) -> list[Stage]:
     """Our training of `cfg` in `run` (resumed where it has a checkpoint), analysed; with a
-    `pool` (the second process), its compare-qk there while this process analyses.
+    `pool` (the second process), its compare-qk there (following_compare_qk_stage: from when
+    a worker is free it analyses the snapshots as the training writes them; `stop`, an event
+    set here when the training ends, tells it to finish) while this process analyses.
     `background_done()`: whether the background stages have finished; from the first
     evaluation after they have, a CPU training runs on every core (_ThreadWidening)."""
     from empirical.train.loop import train_run
@@ -199,10 +239,17 @@ def _our_run_stages(
     t = time.perf_counter()
     resume = run.last_checkpoint.exists()
     widen = _ThreadWidening(cfg, background_done)
+    compared = None
+    if pool is not None:  # our compare-qk follows the snapshots once the worker is free
+        compared = pool.apply_async(
+            _in_second_process, (following_compare_qk_stage, run, root, stop)
+        )
     try:
         result = train_run(cfg, run.path, resume=resume, progress=progress, on_eval=widen)
     finally:
         widen.restore()
+        if stop is not None:
+            stop.set()
     st.seconds, st.status = time.perf_counter() - t, "ok"
     st.detail = (
         f"{cfg.name} seed {cfg.seed}: {result.step} steps"
@@ -213,7 +260,6 @@ def _our_run_stages(
     if pool is None:
         _analysis_stages(run, root, stages, progress)
         return stages
-    compared = pool.apply_async(_in_second_process, (compare_qk_stage, run, root, False))
     stages.append(analyze_stage(run, root, progress))
     stages.append(compared.get())
     return stages
@@ -355,23 +401,27 @@ def _reproduce(cfg, run: RunDir, skip_theory, progress, authors, parallel) -> Pa
         parallel = (os.cpu_count() or 1) >= 2
     t_all = time.perf_counter()
 
-    pool = background = background_done = None
+    pool = background = background_done = stop = manager = None
     if parallel and (authors is not None or not skip_theory):
         # more cores: compare-qk of our run need not wait for the theory, and the theory's
         # two stages and the paper's run need not wait for each other (background_workers)
         workers = background_workers(os.cpu_count() or 1)
-        pool = multiprocessing.get_context("spawn").Pool(workers)
+        spawn = multiprocessing.get_context("spawn")
+        pool = spawn.Pool(workers)
+        manager = spawn.Manager()  # its Event tells our compare-qk that the training ended
+        stop = manager.Event()
         background, background_done = _start_independent(pool, workers, root, skip_theory, authors)
         _say(f"theory and the paper's run: in {workers} more process(es), beside the training")
     else:
         theory, paper = _independent_stages(root, skip_theory, authors, progress)
     try:
-        ours = _our_run_stages(cfg, run, root, progress, pool, background_done)
+        ours = _our_run_stages(cfg, run, root, progress, pool, background_done, stop)
         if background is not None:
             theory, paper = background()  # an error there is raised here
     finally:
         if pool is not None:
             pool.terminate()  # (done by now, unless this process is failing)
+            manager.shutdown()
     if skip_theory:
         theory = [Stage("theory tests", "skipped"), Stage("theory report", "skipped")]
 

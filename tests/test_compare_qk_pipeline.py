@@ -236,3 +236,68 @@ def test_many_variables_use_the_sampled_population(tmp_path, capsys):
                  "--out", str(tmp_path / "o")]) == 2  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--prediction population" in err[0]
+
+
+def test_snapshots_analysed_ahead_give_the_same_result(run_dir, monkeypatch):
+    """follow_snapshots (reproduce: while the run trains) analyses every snapshot that has a
+    successor; compare_run then analyses only the last one itself and returns the same numbers
+    and blocks as without it. A snapshot rewritten since (another mtime) is analysed again."""
+    import os
+
+    from empirical.compare_qk.follow import SnapshotInputs, follow_snapshots
+    from empirical.compare_qk.pipeline import jsonable
+    from empirical.rundir import RunDir
+
+    opts = Options(
+        batch_size=256, one_step=False, progress=False, prediction_size=4096, null_draws=50
+    )
+    snaps = RunDir(run_dir).snapshots()
+    assert len(snaps) >= 3
+    inputs = SnapshotInputs.of(run_dir, opts)
+
+    class Stop:  # set once every pair with a successor is analysed
+        flag = False
+
+        def is_set(self):
+            return self.flag
+
+    stop, analyse, analysed = Stop(), inputs.analyse, []
+
+    def counted(step, *args):
+        analysed.append(step)
+        stop.flag = len(analysed) == len(snaps) - 1
+        return analyse(step, *args)
+
+    inputs.analyse = counted
+    done = follow_snapshots(inputs, stop, poll_s=0.0)
+    assert len(done) == len(snaps) - 1
+
+    calls = []
+    real = SnapshotInputs.analyse
+    monkeypatch.setattr(
+        SnapshotInputs, "analyse", lambda self, step, *a: calls.append(step) or real(self, step, *a)
+    )
+    ahead = compare_run(run_dir, opts, done=done)
+    assert calls == [snaps[-1][0]]  # only the last snapshot (no successor) analysed here
+    plain = compare_run(run_dir, opts)
+
+    def numbers(result):
+        out = jsonable({k: v for k, v in result.items() if k not in ("_blocks", "elapsed_s")})
+        return json.dumps(out, sort_keys=True)
+
+    assert numbers(ahead) == numbers(plain)
+    assert ahead["_blocks"].keys() == plain["_blocks"].keys()
+    for name, series in plain["_blocks"].items():
+        for (s1, b1), (s2, b2) in zip(series, ahead["_blocks"][name], strict=True):
+            assert s1 == s2 and np.array_equal(np.asarray(b1), np.asarray(b2)), name
+
+    # a successor rewritten after the analysis: the pair before it is analysed again
+    step1, path1 = snaps[1]
+    times = (path1.stat().st_atime_ns, path1.stat().st_mtime_ns)
+    os.utime(path1, ns=(times[0], times[1] + 10**9))
+    try:
+        calls.clear()
+        compare_run(run_dir, opts, done=done)
+    finally:
+        os.utime(path1, ns=times)  # the shared run as it was
+    assert calls == [snaps[0][0], step1, snaps[-1][0]]

@@ -31,6 +31,7 @@ def test_reproduce_smoke_writes_report_linking_figures_and_both_runs(tmp_path, m
     row = next(line for line in text.splitlines() if "the paper's run: import" in line)
     assert "skipped" in row and "no checkpoints folder" in row  # from the second process
     assert "| train | ok |" in text and "| analyze | ok |" in text
+    assert "| compare-qk | ok |" in text  # following the snapshots from the second process
     assert "seed0/training_curves.png" in text
     linked = [
         line.split("](")[1].rstrip(")") for line in text.splitlines() if line.startswith("- [")

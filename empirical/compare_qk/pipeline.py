@@ -75,7 +75,7 @@ from empirical.compare_qk.prediction import (
     closed_form_applies,
     g1_block,
 )
-from empirical.compare_qk.updates import decay_factor, score_attribution, undecayed_update
+from empirical.compare_qk.updates import score_attribution, undecayed_update
 from empirical.rundir import RunDir, RunDirError
 
 VARIANTS = ("grad_ce", "grad_lin", "sgd_factored", "diff", "diff_nodecay", "diff_perp")
@@ -583,8 +583,11 @@ def one_step_default(records, phases, snap_steps) -> tuple[int | None, str]:
     return first_zero_var_step(records, snap_steps), "first snapshot with 0var/ind >= 0.9"
 
 
-def compare_run(run_dir, opts: Options | None = None) -> dict:
-    """Every number of the comparison for the run in `run_dir` (see the module docstring)."""
+def compare_run(run_dir, opts: Options | None = None, done: dict | None = None) -> dict:
+    """Every number of the comparison for the run in `run_dir` (see the module docstring).
+    `done`: snapshot analyses made ahead (`empirical.compare_qk.follow`), used where their
+    files are still the ones found here."""
+    from empirical.compare_qk.follow import SnapshotInputs, snapshot_key
     from empirical.compare_qk.windows import default_windows, window_summary
     from empirical.task import held_out_pairs
     from empirical.train.phases import detect_phases
@@ -621,12 +624,9 @@ def compare_run(run_dir, opts: Options | None = None) -> dict:
     records = run.read_metrics()
     saved_sets = run.read_eval_sets(cfg) if opts.one_step else None  # checked before the work
     phases = detect_phases(records).to_dict() if records else None
-    held = held_out_pairs(task, cfg.seed) if opts.distribution == "train" else None
-    batch = one_var_batch(
-        task, opts.batch_size, opts.seed, opts.order, opts.distribution, held, opts.all_assigned
-    )
+    inputs = SnapshotInputs.of(run.path, opts)
+    held = inputs.held
     t0 = time.time()
-    predict = make_predictor(task, opts, held_out=held)
     result = {
         "run_dir": str(run.path),
         "task": {"p": task.p, "K": task.K, "L": task.L},
@@ -640,13 +640,20 @@ def compare_run(run_dir, opts: Options | None = None) -> dict:
     }
     all_blocks: dict[str, list] = {}
     cached_step, cached = None, None  # the last snapshot's next: read each file once
+    done = done or {}
     for i, step in enumerate(chosen):
-        model = cached if cached_step == step else _load(by_step[step])
         later = [s for s in snap_steps if s > step]
-        nxt = _load(by_step[later[0]]) if later else None
-        cached_step, cached = (later[0], nxt) if later else (None, None)
-        decay = decay_factor(cfg.train, step, later[0]) if later else None
-        scal, blocks = analyse_snapshot(model, task, batch, opts, nxt, predict, decay)
+        next_step = later[0] if later else None
+        key = snapshot_key(step, by_step[step], next_step, by_step.get(next_step))
+        model = None
+        if key in done:  # analysed ahead, from these very files
+            scal, blocks = done[key]
+            scal = dict(scal)
+        else:
+            model = cached if cached_step == step else _load(by_step[step])
+            nxt = _load(by_step[next_step]) if later else None
+            cached_step, cached = (next_step, nxt) if later else (None, None)
+            scal, blocks = inputs.analyse(step, model, next_step, nxt)
         scal["step"] = step
         scal["next_step"] = later[0] if later else None
         scal["metrics_acc"] = _metrics_at(records, step)
@@ -654,6 +661,7 @@ def compare_run(run_dir, opts: Options | None = None) -> dict:
         for k, v in blocks.items():
             all_blocks.setdefault(k, []).append((step, v))
         if result["labels"] is None:
+            model = _load(by_step[step]) if model is None else model
             raw = coordinates(model, task.p, task.K, task.L)
             result["labels"] = {"rows": raw.rows, "cols": raw.cols}
         if opts.progress:
