@@ -152,11 +152,13 @@ def following_compare_qk_stage(run: RunDir, root: Path, stop) -> Stage:
     has a successor is analysed as it appears (empirical.compare_qk.follow); once `stop` is
     set (the training has ended), compare_qk_stage with those analyses, which does only the
     rest (the last snapshot, the windows, the one-step test, the outputs). The same outputs
-    as compare_qk_stage alone (tests/test_compare_qk_pipeline.py)."""
+    as compare_qk_stage alone (tests/test_compare_qk_pipeline.py). It follows on idle CPU
+    time only (_idle_priority), so it gains where a core is spare (3 or more: its own worker
+    beside the training); on 2 cores the 2-thread training leaves it almost none (4 of 80
+    snapshots in the main job, 2026-11-27) and the tail is as before."""
     from empirical.compare_qk import Options
     from empirical.compare_qk.follow import SnapshotInputs, follow_snapshots
 
-    t = time.perf_counter()
     done: dict = {}
     try:
         kept = _compare_qk_up_to_date(run)  # a finished run, compared already: nothing to follow
@@ -170,11 +172,10 @@ def following_compare_qk_stage(run: RunDir, root: Path, stop) -> Stage:
                 done = follow_snapshots(SnapshotInputs.of(run.path, Options(progress=False)), stop)
         except UserError:  # an unreadable run: compare_qk_stage meets it and says why
             done = {}
-    ahead = time.perf_counter() - t
     st = compare_qk_stage(run, root, False, done=done)
     if done:
         st.detail = (st.detail + "; " if st.detail else "") + (
-            f"{len(done)} snapshots analysed during the training ({ahead:.0f} s, not counted)"
+            f"{len(done)} snapshot(s) analysed ahead, while the training ran (not in this time)"
         )
     return st
 

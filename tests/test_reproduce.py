@@ -184,3 +184,18 @@ def test_paper_check_rows_never_print_none():
         assert not any("None" in cell for row in rows for cell in row), rows
         learned = {r[0]: r for r in rows}["0-var learned first (Section 6)"]
         assert learned[2:] == ("0-var never reached 90%", "no")
+
+
+def test_following_runs_on_idle_cpu_time_and_restores_the_policy():
+    """Our compare-qk follows the training on idle CPU time only (SCHED_IDLE where Linux has
+    it) and the process's scheduling is as before afterwards."""
+    import os
+
+    from empirical.reproduce import _idle_priority
+
+    if not hasattr(os, "SCHED_IDLE"):
+        pytest.skip("no SCHED_IDLE here (not Linux): the lowest nice level is used instead")
+    before = os.sched_getscheduler(0)
+    with _idle_priority():
+        assert os.sched_getscheduler(0) == os.SCHED_IDLE
+    assert os.sched_getscheduler(0) == before
