@@ -171,7 +171,7 @@ def following_compare_qk_stage(run: RunDir, root: Path, stop) -> Stage:
             with _idle_priority():
                 done = follow_snapshots(SnapshotInputs.of(run.path, Options(progress=False)), stop)
         except UserError:  # an unreadable run: compare_qk_stage meets it and says why
-            done = {}
+            pass  # (done stays empty)
     st = compare_qk_stage(run, root, False, done=done)
     if done:
         st.detail = (st.detail + "; " if st.detail else "") + (
