@@ -257,29 +257,21 @@ def _our_run_stages(
     a worker is free it analyses the snapshots as the training writes them; `stop`, an event
     set here when the training ends, tells it to finish) while this process analyses.
     `background_done()`: whether the background stages have finished; from the first
-    evaluation after they have, a CPU training runs on more threads (_ThreadWidening). With a
-    pool, a CPU training evaluates, snapshots and checkpoints in a thread beside its steps
-    (run_training's background=True: the same files), so its steps leave one core to that
-    thread and to the compare-qk that follows them."""
-    from empirical.train.engine import resolve_device
+    evaluation after they have, a CPU training runs on every core (_ThreadWidening)."""
     from empirical.train.loop import train_run
 
     stages: list[Stage] = []
     st = _stage(stages, "train")
     t = time.perf_counter()
     resume = run.last_checkpoint.exists()
-    cpu = resolve_device(cfg.train.device).type == "cpu"
-    in_thread = pool is not None and cpu
-    widen = _ThreadWidening(cfg, background_done, spare=1 if in_thread else 0)
+    widen = _ThreadWidening(cfg, background_done)
     compared = None
     if pool is not None:  # our compare-qk follows the snapshots once the worker is free
         compared = pool.apply_async(
             _in_second_process, (following_compare_qk_stage, run, root, stop)
         )
     try:
-        result = train_run(
-            cfg, run.path, resume=resume, progress=progress, on_eval=widen, background=in_thread
-        )
+        result = train_run(cfg, run.path, resume=resume, progress=progress, on_eval=widen)
     finally:
         widen.restore()
         if stop is not None:
@@ -289,7 +281,6 @@ def _our_run_stages(
         f"{cfg.name} seed {cfg.seed}: {result.step} steps"
         + (" (resumed)" if resume else "")
         + widen.note()
-        + ("; evaluations and writes in a thread beside the steps" if in_thread else "")
     )
     st.links.append(str(run.training_curves.relative_to(root)))
     if pool is None:
@@ -302,19 +293,17 @@ def _our_run_stages(
 
 class _ThreadWidening:
     """run_training's on_eval for reproduce's training: once `done()` says the background
-    stages have finished, the rest of a CPU training runs on every core but `spare`
-    (`os.cpu_count() - spare`; 1 thread while they share the machine). The step is the same,
-    bit for bit, on any thread count (tests/test_reproduce.py), so when the switch happens
-    cannot change a number; on this project's 2-core CPU 2 threads take 9-17% off a step
-    (benchmarks/bench_threads.py), less than the evaluations that a thread beside the steps
-    takes off their path (`spare` = 1 then: no widening on 2 cores). `restore()` puts the
-    count back for the stages after."""
+    stages have finished, the rest of a CPU training runs on every core
+    (`os.cpu_count()`; 1 thread while they share the machine). The step is the same, bit for
+    bit, on any thread count (tests/test_reproduce.py), so when the switch happens cannot
+    change a number; on this project's 2-core CPU 2 threads take 9-17% off a step
+    (benchmarks/bench_threads.py). `restore()` puts the count back for the stages after."""
 
-    def __init__(self, cfg, done, spare: int = 0):
+    def __init__(self, cfg, done):
         from empirical.train.engine import resolve_device
 
         self.done, self.before, self.at = done, None, None
-        self.cores = max(1, (os.cpu_count() or 1) - spare)
+        self.cores = os.cpu_count() or 1
         cpu = resolve_device(cfg.train.device).type == "cpu"
         self.active = done is not None and cpu and self.cores > 1
 

@@ -102,9 +102,9 @@ def test_background_processes_by_core_count(tmp_path, cores, workers, tasks):
 
 
 def test_training_widens_to_every_core_once_the_background_is_done(monkeypatch):
-    """reproduce's training takes every core (but the spare one, when its evaluations run in a
-    thread) from the first evaluation after the background stages finish, says from which
-    step, and gives the count back after; a 1-core machine or no background never widens."""
+    """reproduce's training takes every core from the first evaluation after the background
+    stages finish, says from which step, and gives the count back after; a 1-core machine or
+    no background never widens."""
     import torch
 
     from empirical.reproduce import _ThreadWidening
@@ -127,17 +127,6 @@ def test_training_widens_to_every_core_once_the_background_is_done(monkeypatch):
         never = _ThreadWidening(cfg, None)  # no background process
         never(100, [])
         assert torch.get_num_threads() == 1 and never.note() == ""
-        # evaluations in a thread beside the steps keep a core: none to gain on 2 cores ...
-        kept = _ThreadWidening(cfg, lambda: True, spare=1)
-        kept(100, [])
-        assert torch.get_num_threads() == 1 and kept.note() == ""
-        # ... 3 of 4 cores on 4
-        monkeypatch.setattr("empirical.reproduce.os.cpu_count", lambda: 4)
-        wider = _ThreadWidening(cfg, lambda: True, spare=1)
-        wider(100, [])
-        assert torch.get_num_threads() == 3 and wider.note() == "; on 3 threads from step 100"
-        wider.restore()
-        assert torch.get_num_threads() == 1
         monkeypatch.setattr("empirical.reproduce.os.cpu_count", lambda: 1)
         alone = _ThreadWidening(cfg, lambda: True)
         alone(100, [])

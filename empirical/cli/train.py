@@ -59,13 +59,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="end this session after step N (the schedule still runs to train.steps; "
         "--resume continues): e.g. a long run looked at only around an early spike",
     )
-    ap.add_argument(
-        "--background-eval",
-        action="store_true",
-        help="evaluations, snapshots and checkpoints in a thread beside the training steps "
-        "(the same files; faster on a CPU with a core the steps leave free, e.g. with "
-        "train.threads=1 on 2 cores)",
-    )
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_format_argument(
         ap, "training-curve figure format: png (always written) plus pdf or svg if asked"
@@ -103,7 +96,6 @@ def run(argv: list[str]) -> int:
                 progress=not args.no_progress,
                 stop_at=args.stop_at,
                 rebuild_eval_sets=args.rebuild_eval_sets,
-                background=args.background_eval,
             )
             _report(result, cfg, args.format)
         return 0
@@ -131,13 +123,7 @@ def run(argv: list[str]) -> int:
             check_train_target(cfg, run_dir, flag=flag)
         for cfg, run_dir in plan:
             print(f"training {cfg.name} seed {cfg.seed} -> {run_dir}", file=sys.stderr)
-            result = train_run(
-                cfg,
-                run_dir,
-                progress=not args.no_progress,
-                stop_at=args.stop_at,
-                background=args.background_eval,
-            )
+            result = train_run(cfg, run_dir, progress=not args.no_progress, stop_at=args.stop_at)
             _report(result, cfg, args.format)
     return 0
 

@@ -52,16 +52,13 @@ def train_batch(
     on_eval: Callable[[int, list[dict]], None] | None = None,
     labels: list[str] | None = None,
     metric: Callable[[int, dict], float] | None = None,
-    background: bool = False,
 ) -> list[dict]:
     """Train the members (same `batch_key`, same checkpoint step) together; returns each
     member's last metrics record. A member with `checkpoints/last.pt` resumes from it.
 
     stop_at: end after that step (as if killed after the checkpoint there). on_eval(step,
     records): called after each evaluation. labels / metric(m, acc): the progress bar's
-    per-member text and value (default: the member's directory name and 0var/ind).
-    background: evaluations, snapshots and checkpoints in a thread beside the steps (the same
-    files; empirical.train.session)."""
+    per-member text and value (default: the member's directory name and 0var/ind)."""
     if not members:
         return []
     cfgs = [cfg for cfg, _ in members]
@@ -84,6 +81,5 @@ def train_batch(
         on_eval=on_eval,
         labels=labels,
         metric=metric,
-        background=background,
     )
     return session.records

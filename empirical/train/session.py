@@ -17,22 +17,11 @@ Evaluations (train.eval_every) are full (every sequence of every set) at step 0,
 multiple of train.full_eval_every and at the end; in between, with train.eval_subsample > 0,
 they read a fixed random subsample of that many sequences per set, and the metrics record
 says so (`eval_n`: sequences per set), so every accuracy comes with its binomial interval.
-
-With `background=True` the evaluations, snapshots and checkpoints run in a thread beside the
-steps (empirical.train.background): at each one the training thread copies what it needs (the
-weights; at a checkpoint also the optimiser state, the RNG states and the loss windows) and
-goes on stepping, and the thread evaluates and writes, in the same order as without it, so
-metrics.jsonl, the snapshots and the checkpoints are the same, field for field but
-`elapsed_s` (tested). A checkpoint is written only after every record up to its step, so a
-resume finds the log it expects. The records reach `on_eval` and the progress bar at the next
-evaluation, snapshot or checkpoint step after they are ready, and all of them before `train`
-returns. For a CPU run with a spare core (the step gains little from a second thread).
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import math
 import signal
 import statistics
@@ -53,7 +42,6 @@ from empirical.rundir import RunDir
 from empirical.task import TrainingSampler, build_eval_sets, held_out_pairs
 from empirical.task import save_eval_sets as _save_eval_sets
 from empirical.task.pairs import training_generator
-from empirical.train.background import BackgroundWriter
 from empirical.train.batches import BatchStream
 from empirical.train.breakdown import restricted_breakdown
 from empirical.train.engine import (
@@ -126,13 +114,8 @@ class TrainingSession:
         on_eval: Callable[[int, list[dict]], None] | None = None,
         labels: list[str] | None = None,
         metric: Callable[[int, dict], float] | None = None,
-        background: bool = False,
     ):
         self.started = time.perf_counter()
-        self.background = background
-        self.writer: BackgroundWriter | None = None
-        self.background_busy_s = 0.0
-        self._copies: dict[tuple[int, int], torch.nn.Module] = {}
         self.trainees = trainees
         self.learner = learner
         self.progress, self.on_eval, self.metric = progress, on_eval, metric
@@ -235,8 +218,6 @@ class TrainingSession:
             total=tc.steps, initial=self.step, disable=not self.progress, desc=self._title()
         )
         self.t0 = time.perf_counter()
-        if self.background:
-            self.writer = BackgroundWriter()
         try:
             if self.step == 0:
                 with self._timed("evaluations"):
@@ -248,32 +229,11 @@ class TrainingSession:
                 self.train_step()
                 self.on_schedule()
                 if stop_at is not None and stop_at <= self.step < tc.steps:
-                    self.close_writer()
                     return False
-            self.close_writer()
             return True
-        except BaseException:
-            self.close_writer(failing=True)
-            raise
         finally:
             self.bar.close()
             self.loop_s = time.perf_counter() - self.t0
-
-    def close_writer(self, failing: bool = False) -> None:
-        """With background=True: wait for the thread's evaluations and writes (their records
-        reach on_eval and the bar), then stop it. `failing`: the session is ending on an
-        error, which a failure in the thread must not replace."""
-        writer, self.writer = self.writer, None
-        if writer is None:
-            return
-        try:
-            self.take_evaluations(writer.drain())
-        except Exception:
-            if not failing:
-                raise
-        finally:
-            writer.close()
-            self.background_busy_s += writer.busy_s
 
     def finish(self) -> None:
         """Phase 6: summary.json and training_curves.png of every member that trained on."""
@@ -286,8 +246,6 @@ class TrainingSession:
             "training_steps_s": round(self.loop_s - sum(self.spent.values()), 3),
             **{f"{what}_s": round(seconds, 3) for what, seconds in self.spent.items()},
         }
-        if self.background:  # the times above are then the training thread's copies only
-            session["background_thread_s"] = round(self.background_busy_s, 3)
         elapsed = self.elapsed()
         for m in range(self.M):
             if self.alive[m]:
@@ -330,8 +288,6 @@ class TrainingSession:
         at_checkpoint = step % tc.checkpoint_every == 0 or step == tc.steps
         if not (at_eval or at_snapshot or at_checkpoint):
             return
-        if self.writer is not None:  # what the thread finished since the last time
-            self.take_evaluations(self.writer.collect())
         self.check_finite()
         self._raise_if_all_stopped()
         self.sync_windows()
@@ -350,75 +306,23 @@ class TrainingSession:
                 self.checkpoint_all(step)
             self.ckpt_n = 0
             self._raise_if_all_stopped()
-        self._copies.clear()
-
-    def model_at(self, m: int, at: int) -> Callable[[], torch.nn.Module]:
-        """Member m's model at step `at` (now), for a job to read when it runs: the live one
-        (a batch's model_of(m) fills one shared model, so it is read only then), or with
-        background=True a copy made now (one per member and step, shared by that step's
-        evaluation, snapshot and checkpoint) that the steps after it do not change."""
-        if not self.background:
-            return lambda: self.learner.model_of(m)
-        key = (m, at)
-        if key not in self._copies:
-            self._copies[key] = copy.deepcopy(self.learner.model_of(m))
-        kept = self._copies[key]
-        return lambda: kept
-
-    def run_or_submit(self, job: Callable[[], object]) -> object:
-        """job() now, or with background=True in the writer's thread (returns None then)."""
-        if self.writer is None:
-            return job()
-        self.writer.submit(job)
-        return None
 
     def evaluate_all(self, at: int, first: bool) -> None:
         full = is_full_evaluation(self.tc, at)
-        inputs = []
         for m in range(self.M):
             if not self.alive[m]:
                 continue
             w = self.windows[m]
             train_loss = None if first or w.eval_n == 0 else w.eval_sum / w.eval_n
             lr = 0.0 if first else self.lr_of(m, at - 1)
-            inputs.append((m, self.model_at(m, at), train_loss, lr, self.elapsed_of(m)))
-
-        def evaluate() -> tuple[int, dict[int, dict]]:
-            return at, {
-                m: evaluate_and_log(
-                    model(),
-                    self.evaluators[m],
-                    self.runs[m].metrics,
-                    at,
-                    train_loss,
-                    lr,
-                    elapsed,
-                    self.fingerprints[m],
-                    full=full,
-                )  # fmt: skip
-                for m, model, train_loss, lr, elapsed in inputs
-            }
-
-        result = self.run_or_submit(evaluate)
-        if result is not None:
-            self.after_evaluation(*result)
-
-    def take_evaluations(self, results: list) -> None:
-        """The writer's results: each evaluation's (step, records) to after_evaluation (the
-        snapshot and checkpoint writes give None)."""
-        for result in results:
-            if result is not None:
-                self.after_evaluation(*result)
-
-    def after_evaluation(self, at: int, records: dict[int, dict]) -> None:
-        """An evaluation's records ({member: record}) to last_records, TensorBoard, on_eval
-        and the progress bar (in the training thread)."""
-        for m, record in records.items():
-            self.last_records[m] = record
+            self.last_records[m] = evaluate_and_log(
+                self.learner.model_of(m), self.evaluators[m], self.runs[m].metrics, at,
+                train_loss, lr, self.elapsed_of(m), self.fingerprints[m], full=full,
+            )  # fmt: skip
             if self.cfgs[m].train.tensorboard:  # the record as scalars, beside metrics.jsonl
                 from empirical.train.tensorboard import log_record
 
-                log_record(self.runs[m].path, record)
+                log_record(self.runs[m].path, self.last_records[m])
         if self.on_eval is not None:
             self.on_eval(at, self.last_records)
         if self.progress and self.last_records[0]:
@@ -432,23 +336,15 @@ class TrainingSession:
             )
 
     def snapshot_all(self, at: int) -> None:
-        writes = [
-            (self.model_at(m, at), self.runs[m].snapshot(at), self.fingerprints[m])
-            for m in range(self.M)
-            if self.alive[m]
-        ]
-
-        def write() -> None:
-            for model, path, fingerprint in writes:
-                save_model(model(), path, {"step": at, "config_fingerprint": fingerprint})
-
-        self.run_or_submit(write)
+        for m in range(self.M):
+            if self.alive[m]:
+                extra = {"step": at, "config_fingerprint": self.fingerprints[m]}
+                save_model(self.learner.model_of(m), self.runs[m].snapshot(at), extra)
 
     def checkpoint_all(self, at: int) -> None:
         """Every living member's checkpoint at step `at` (call it under `signals_held()`: a
         batch whose members were checkpointed at different steps resumes as separate batches)."""
         tc = self.tc
-        states = []
         for m in range(self.M):
             if not self.alive[m]:
                 continue
@@ -468,24 +364,16 @@ class TrainingSession:
                 w.history.append(mean)
             w.ckpt_sum, w.ckpt_n = 0.0, 0
             self.ckpt_acc[m] = 0.0
-            optimizer_state, generator = self.learner.optimizer_state(m), self.generators[m]
-            if self.background:  # copies that the steps after this one do not change
-                optimizer_state = copy.deepcopy(optimizer_state)
-                generator = torch.Generator(generator.device).set_state(generator.get_state())
-            states.append(
-                (self.runs[m].last_checkpoint, self.model_at(m, at), optimizer_state,
-                 generator, self.cfgs[m], self.elapsed_of(m), copy.deepcopy(w.to_dict()))
-            )  # fmt: skip
-        torch_rng_state = torch.get_rng_state()
-
-        def write() -> None:
-            for path, model, optimizer_state, generator, cfg, elapsed, windows in states:
-                save_training_state(
-                    path, model(), optimizer_state, generator, at, cfg, elapsed, windows,
-                    torch_rng_state=torch_rng_state,
-                )  # fmt: skip
-
-        self.run_or_submit(write)
+            save_training_state(
+                self.runs[m].last_checkpoint,
+                self.learner.model_of(m),
+                self.learner.optimizer_state(m),
+                self.generators[m],
+                at,
+                self.cfgs[m],
+                self.elapsed_of(m),
+                w.to_dict(),
+            )
 
     # -- members' losses and stops ------------------------------------------------------------
 
@@ -552,7 +440,6 @@ def run_training(
     labels: list[str] | None = None,
     metric: Callable[[int, dict], float] | None = None,
     rebuild_eval_sets: bool = False,
-    background: bool = False,
 ) -> SessionResult:
     """Train every trainee with `learner` (which holds their models) from their common
     checkpoint step (0: fresh) to train.steps, phase by phase (the module docstring).
@@ -562,19 +449,11 @@ def run_training(
     session: another process writing one of them is refused before anything is written.
     stop_at: end after that step (as if killed right after it). on_eval(step, records): after
     each evaluation. labels / metric(m, acc): the progress bar's per-member text and value.
-    At the end, each member that trained on gets summary.json and training_curves.png.
-    background: the evaluations, snapshots and checkpoints in a thread beside the steps (the
-    module docstring); the same files."""
+    At the end, each member that trained on gets summary.json and training_curves.png."""
     # every member's writer lock first (re-entrant: a command that holds them just nests)
     with writer_locks([t.run for t in trainees]):
         session = TrainingSession(
-            trainees,
-            learner,
-            progress=progress,
-            on_eval=on_eval,
-            labels=labels,
-            metric=metric,
-            background=background,
+            trainees, learner, progress=progress, on_eval=on_eval, labels=labels, metric=metric
         )
         session.check(rebuild_eval_sets)  # before any write
         session.prepare_directories()

@@ -26,15 +26,12 @@ def save_training_state(
     run_config,
     elapsed_s: float,
     loss_windows: dict[str, Any],
-    torch_rng_state: torch.Tensor | None = None,
 ) -> None:
     """Write everything a resume needs, atomically: the model, `optimizer_state` (an
     optimiser's state_dict), the data generator's and torch's RNG states, the step, the run
     config and its fingerprint (empirical.run_config.config_fingerprint), the elapsed time and
     the running training-loss sums (`loss_windows`, see empirical.train.engine.LossWindows)
-    that the metrics of the next evaluations depend on. `torch_rng_state`: torch's RNG state
-    as it was at `step` (default: as it is now; a write in empirical.train.background's thread
-    passes the state copied at the step)."""
+    that the metrics of the next evaluations depend on."""
     from empirical.run_config import config_fingerprint
 
     extra = {
@@ -42,7 +39,7 @@ def save_training_state(
         "config_fingerprint": config_fingerprint(run_config),
         "optimizer_state": optimizer_state,
         "data_rng_state": data_generator.get_state().cpu(),
-        "torch_rng_state": torch.get_rng_state() if torch_rng_state is None else torch_rng_state,
+        "torch_rng_state": torch.get_rng_state(),
         "run_config": to_dict(run_config),
         "elapsed_s": float(elapsed_s),
         **loss_windows,
