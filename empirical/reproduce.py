@@ -378,11 +378,22 @@ def worker_threads(cores: int) -> int:
 
 
 def _in_second_process(fn, *args):
-    """fn(*args) in a background process, on worker_threads torch threads."""
+    """fn(*args) in a background process (its allocator set as the command's:
+    empirical.allocator), on worker_threads torch threads and as many BLAS
+    threads (numpy's and scipy's OpenBLAS, limited by threadpoolctl). Unlimited, the BLAS
+    starts a thread per core: on the 2-core CPU our compare-qk's second thread burnt 22 s of
+    CPU in a 62 s run without shortening it (`OPENBLAS_NUM_THREADS=1`: the same 62 s, 52 s of
+    CPU instead of 73), taken from the training beside it (2026-11-27)."""
     import torch
+    from threadpoolctl import threadpool_limits
 
-    torch.set_num_threads(worker_threads(os.cpu_count() or 1))
-    return fn(*args)
+    from empirical.allocator import retain_freed_memory
+
+    retain_freed_memory()  # as in the command's own process (a spawned one starts without)
+    threads = worker_threads(os.cpu_count() or 1)
+    torch.set_num_threads(threads)
+    with threadpool_limits(limits=threads, user_api="blas"):
+        return fn(*args)
 
 
 PAPER_RUN = "authors_checkpoints"  # the folder of the paper's run under runs/<name>/

@@ -135,6 +135,36 @@ def test_training_widens_to_every_core_once_the_background_is_done(monkeypatch):
         torch.set_num_threads(before)
 
 
+def _thread_counts():
+    import torch
+    from threadpoolctl import threadpool_info
+
+    blas = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+    return torch.get_num_threads(), blas
+
+
+def test_a_background_process_runs_on_worker_threads_for_torch_and_the_blas(monkeypatch):
+    """_in_second_process keeps freed memory (empirical.allocator) and limits torch's threads
+    and every BLAS's (numpy's and scipy's OpenBLAS start a thread per core otherwise) to
+    worker_threads, and gives the BLAS its count back after."""
+    import scipy.linalg  # noqa: F401  (its OpenBLAS loaded, as in compare-qk)
+    import torch
+
+    from empirical.reproduce import _in_second_process
+
+    monkeypatch.setattr("empirical.reproduce.os.cpu_count", lambda: 2)
+    kept = []  # (this test process's allocator is left alone: tests/test_allocator.py)
+    monkeypatch.setattr("empirical.allocator.retain_freed_memory", lambda: kept.append(1))
+    before_torch, before_blas = _thread_counts()
+    assert before_blas  # numpy / scipy bring a BLAS that threadpoolctl sees
+    try:
+        inside_torch, inside_blas = _in_second_process(_thread_counts)
+    finally:
+        torch.set_num_threads(before_torch)
+    assert inside_torch == 1 and set(inside_blas) == {1} and kept == [1]
+    assert _thread_counts()[1] == before_blas
+
+
 def test_training_step_is_the_same_on_any_thread_count():
     """What lets reproduce widen the training's threads at a wall-clock-dependent step: the
     authors' configuration (batch 512, where torch's CPU kernels split work across threads)

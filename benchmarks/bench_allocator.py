@@ -1,0 +1,102 @@
+"""What keeping freed memory in the process (empirical.allocator.retain_freed_memory, glibc)
+changes: the training step of a config and, given a run, its compare-qk, each in fresh
+processes with it on and off in turn (so that the machine's slow spells fall on both).
+
+    python benchmarks/bench_allocator.py [--config configs/authors.toml] [--steps 300]
+        [--repeats 2] [--run RUN_DIR]
+
+Prints per process: wall time (ms a step, or s of compare-qk), page faults (a step, or in
+all), system CPU time, and a hash of the trained weights (the same with it on and off).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHILD = r"""
+import hashlib, json, resource, sys, time
+sys.path.insert(0, ROOT)
+import torch
+from empirical.allocator import retain_freed_memory
+applied = retain_freed_memory()
+torch.set_num_threads(1)
+what, arg, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if what == "steps":
+    from empirical.run_config import load_run_config
+    from empirical.task import TrainingSampler, held_out_pairs
+    from empirical.task.pairs import training_generator
+    from empirical.train.batches import BatchStream
+    from empirical.train.engine import SingleLearner
+    cfg = load_run_config(arg, ["train.device=cpu"])
+    learner = SingleLearner(cfg, torch.device("cpu"))
+    sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, cfg.seed), device="cpu")
+    stream = BatchStream(sampler, training_generator(cfg.seed, "cpu"), cfg.train.batch_size)
+    batches = [stream.next() for _ in range(steps + 20)]
+    for i, b in enumerate(batches[:20]):
+        learner.train_step(b.tokens[None], b.labels[None], [True], i)
+    r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    for i, b in enumerate(batches[20:]):
+        learner.train_step(b.tokens[None], b.labels[None], [True], i + 20)
+    wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
+    digest = hashlib.sha256()
+    for k, v in sorted(learner.model.state_dict().items()):
+        digest.update(v.detach().numpy().tobytes())
+    out = {"wall": wall / steps * 1e3, "faults": (r1.ru_minflt - r0.ru_minflt) / steps,
+           "sys": (r1.ru_stime - r0.ru_stime) / steps * 1e3, "hash": digest.hexdigest()[:16]}
+else:
+    from threadpoolctl import threadpool_limits
+    from empirical.compare_qk import Options, compare_run
+    r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    with threadpool_limits(limits=1, user_api="blas"):
+        compare_run(arg, Options(progress=False))
+    wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
+    out = {"wall": wall, "faults": r1.ru_minflt - r0.ru_minflt, "sys": r1.ru_stime - r0.ru_stime}
+out["applied"] = applied
+print(json.dumps(out))
+"""
+
+
+def child(what: str, arg: str, steps: int, on: bool) -> dict:
+    env = dict(os.environ, ASSIGN_ADD_KEEP_FREED_MEMORY="1" if on else "0")
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD.replace("ROOT", repr(str(ROOT))), what, arg, str(steps)],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", default=str(ROOT / "configs" / "authors.toml"))
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--run", help="a run directory whose compare-qk is timed too")
+    args = ap.parse_args(argv)
+    if args.steps < 1 or args.repeats < 1:
+        raise SystemExit("--steps and --repeats must be >= 1")
+    jobs = [("steps", args.config, "ms a step", "faults a step", "ms of system time a step")]
+    if args.run:
+        jobs.append(("compare", args.run, "s of compare-qk", "faults", "s of system time"))
+    for what, arg, wall, faults, sys_ in jobs:
+        for r in range(args.repeats):
+            for on in (True, False) if r % 2 == 0 else (False, True):
+                out = child(what, arg, args.steps, on)
+                label = "kept" if out["applied"] else "glibc default"
+                print(
+                    f"{what:8s} {label:13s} {out['wall']:8.2f} {wall}, {out['faults']:9.1f} "
+                    f"{faults}, {out['sys']:6.2f} {sys_}"
+                    + (f", weights {out['hash']}" if "hash" in out else ""),
+                    flush=True,
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,78 @@
+"""empirical.allocator: `python -m empirical` and reproduce's background processes keep freed
+memory (glibc's mmap and trim thresholds raised), an environment variable turns it off, and
+it changes no number (the same weights after training steps of the authors' batch size).
+Each check runs in a fresh process: the test process's own allocator is left as it is."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+
+
+def in_fresh_process(code: str, keep: str | None = None) -> str:
+    env = dict(os.environ)
+    env.pop("ASSIGN_ADD_KEEP_FREED_MEMORY", None)
+    if keep is not None:
+        env["ASSIGN_ADD_KEEP_FREED_MEMORY"] = keep
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1]
+
+
+APPLIED = "from empirical.allocator import retain_freed_memory; print(retain_freed_memory())"
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc's mallopt: Linux with glibc only")
+def test_retained_on_glibc_unless_turned_off():
+    assert in_fresh_process(APPLIED) == "True"
+    assert in_fresh_process(APPLIED, keep="0") == "False"
+
+
+def test_importing_the_library_leaves_the_allocator_alone():
+    import empirical.allocator as allocator
+
+    source = Path(allocator.__file__).read_text()
+    body = source.split("def retain_freed_memory")[0]
+    assert "mallopt(" not in body  # only the function calls it, never the import
+
+
+TRAIN = """
+import hashlib, torch
+from empirical.allocator import retain_freed_memory
+print(retain_freed_memory())
+from empirical.run_config import load_run_config
+from empirical.task import TrainingSampler, held_out_pairs
+from empirical.task.pairs import training_generator
+from empirical.train.batches import BatchStream
+from empirical.train.engine import SingleLearner
+torch.set_num_threads(1)
+cfg = load_run_config("configs/authors.toml", ["train.device=cpu"])
+learner = SingleLearner(cfg, torch.device("cpu"))
+sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, cfg.seed), device="cpu")
+stream = BatchStream(sampler, training_generator(cfg.seed, "cpu"), cfg.train.batch_size)
+for i in range(40):
+    b = stream.next()
+    learner.train_step(b.tokens[None], b.labels[None], [True], i)
+digest = hashlib.sha256()
+for _, v in sorted(learner.model.state_dict().items()):
+    digest.update(v.detach().numpy().tobytes())
+print(digest.hexdigest())
+"""
+
+
+@pytest.mark.slow  # two fresh processes that train 40 steps at batch 512 (15 s)
+@pytest.mark.skipif(not GLIBC, reason="glibc's mallopt: Linux with glibc only")
+def test_training_gives_the_same_weights_with_freed_memory_kept():
+    kept = in_fresh_process(TRAIN)
+    default = in_fresh_process(TRAIN, keep="0")
+    assert kept == default
