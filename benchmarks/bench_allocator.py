@@ -1,12 +1,15 @@
 """What keeping freed memory in the process (empirical.allocator.retain_freed_memory, glibc)
 changes: the training step of a config and, given a run, its compare-qk, each in fresh
-processes with it on and off in turn (so that the machine's slow spells fall on both).
+processes with it on and off in turn (so that the machine's slow spells fall on both); and,
+for compare-qk, what limiting the BLAS to one thread (as reproduce's background processes
+do: threadpoolctl) changes: its wall time and the CPU time of all its threads.
 
     python benchmarks/bench_allocator.py [--config configs/authors.toml] [--steps 300]
         [--repeats 2] [--run RUN_DIR]
 
 Prints per process: wall time (ms a step, or s of compare-qk), page faults (a step, or in
-all), system CPU time, and a hash of the trained weights (the same with it on and off).
+all), system CPU time (compare-qk: and the user CPU time of all threads), and a hash of the
+trained weights (the same with it on and off).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import torch
 from empirical.allocator import retain_freed_memory
 applied = retain_freed_memory()
 torch.set_num_threads(1)
-what, arg, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+what, arg, steps, blas = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 if what == "steps":
     from empirical.run_config import load_run_config
     from empirical.task import TrainingSampler, held_out_pairs
@@ -54,19 +57,21 @@ else:
     from threadpoolctl import threadpool_limits
     from empirical.compare_qk import Options, compare_run
     r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-    with threadpool_limits(limits=1, user_api="blas"):
+    with threadpool_limits(limits=blas or None, user_api="blas"):
         compare_run(arg, Options(progress=False))
     wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
-    out = {"wall": wall, "faults": r1.ru_minflt - r0.ru_minflt, "sys": r1.ru_stime - r0.ru_stime}
+    out = {"wall": wall, "faults": r1.ru_minflt - r0.ru_minflt, "sys": r1.ru_stime - r0.ru_stime,
+           "user": r1.ru_utime - r0.ru_utime}
 out["applied"] = applied
 print(json.dumps(out))
 """
 
 
-def child(what: str, arg: str, steps: int, on: bool) -> dict:
+def child(what: str, arg: str, steps: int, on: bool, blas: int = 1) -> dict:
     env = dict(os.environ, ASSIGN_ADD_KEEP_FREED_MEMORY="1" if on else "0")
+    code = CHILD.replace("ROOT", repr(str(ROOT)))
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD.replace("ROOT", repr(str(ROOT))), what, arg, str(steps)],
+        [sys.executable, "-c", code, what, arg, str(steps), str(blas)],
         env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -85,13 +90,18 @@ def main(argv=None) -> int:
     if args.run:
         jobs.append(("compare", args.run, "s of compare-qk", "faults", "s of system time"))
     for what, arg, wall, faults, sys_ in jobs:
+        # (freed memory kept, BLAS threads: 1, or 0 = the library's default, a thread a core)
+        variants = [(True, 1), (False, 1)] + ([(True, 0)] if what == "compare" else [])
         for r in range(args.repeats):
-            for on in (True, False) if r % 2 == 0 else (False, True):
-                out = child(what, arg, args.steps, on)
+            for on, blas in variants if r % 2 == 0 else variants[::-1]:
+                out = child(what, arg, args.steps, on, blas)
                 label = "kept" if out["applied"] else "glibc default"
+                if what == "compare":
+                    label += f", BLAS {blas or 'default'}"
                 print(
-                    f"{what:8s} {label:13s} {out['wall']:8.2f} {wall}, {out['faults']:9.1f} "
+                    f"{what:8s} {label:24s} {out['wall']:8.2f} {wall}, {out['faults']:9.1f} "
                     f"{faults}, {out['sys']:6.2f} {sys_}"
+                    + (f", {out['user']:6.1f} s of user time" if "user" in out else "")
                     + (f", weights {out['hash']}" if "hash" in out else ""),
                     flush=True,
                 )

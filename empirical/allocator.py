@@ -7,11 +7,12 @@ up to 32 MiB) to the kernel when it is freed, and trims the top of its heap, so 
 tensor of that size is mapped again and its pages faulted in zeroed, one 4 KiB page at a
 time. A training step frees and allocates 1 MiB tensors, and compare-qk arrays of tens of
 MiB, thousands of times. Raising the mmap threshold to 256 MiB and the trim threshold to 1 GiB
-keeps that memory in the process. Measured on the 2-core Xeon (2026-11-27): compare-qk of a
-40 000-step run 63.2 -> 55.7 s (12.3 -> 0.7 s of system time); a training step of
-configs/authors.toml about 200-400 page faults -> 1 (0.2-0.7 ms of system time a step). It
-changes where memory comes from, never a number: torch aligns every CPU tensor to 64 bytes
-either way (tested: the same weights).
+keeps that memory in the process. Measured on the 2-core Xeon (2026-11-27,
+`python benchmarks/bench_allocator.py --run runs/authors/seed0`): compare-qk of the main job's
+40 000-step run 66.9-68.9 -> 54.5-56.8 s (8.6 million page faults -> 0.3 million, 14 -> 1-2 s
+of system time); a training step of configs/authors.toml 13.2-13.3 -> 12.4-12.6 ms (150-190
+page faults -> 0.3-0.4). It changes where memory comes from, never a number: torch aligns
+every CPU tensor to 64 bytes either way (tested: the same weights).
 
 Only a command's own process calls it (never on import: a library must not change its host's
 allocator); `ASSIGN_ADD_KEEP_FREED_MEMORY=0` in the environment turns it off. The price is

@@ -381,9 +381,10 @@ def _in_second_process(fn, *args):
     """fn(*args) in a background process (its allocator set as the command's:
     empirical.allocator), on worker_threads torch threads and as many BLAS
     threads (numpy's and scipy's OpenBLAS, limited by threadpoolctl). Unlimited, the BLAS
-    starts a thread per core: on the 2-core CPU our compare-qk's second thread burnt 22 s of
-    CPU in a 62 s run without shortening it (`OPENBLAS_NUM_THREADS=1`: the same 62 s, 52 s of
-    CPU instead of 73), taken from the training beside it (2026-11-27)."""
+    starts a thread per core, and on the 2-core CPU it made our run's compare-qk slower and
+    took CPU from the training beside it: 86-90 s and 84-87 s of CPU against 55-57 s and 53-54
+    s on one BLAS thread (`python benchmarks/bench_allocator.py --run runs/authors/seed0`,
+    2026-11-27)."""
     import torch
     from threadpoolctl import threadpool_limits
 
