@@ -13,6 +13,7 @@ LAYERS = [
     ["disentangled"],
     ["theory"],
     [
+        "empirical.allocator",
         "empirical.config_io",
         "empirical.figures",
         "empirical.phase_marks",
