@@ -16,7 +16,8 @@ every CPU tensor to 64 bytes either way (tested: the same weights).
 
 Only a command's own process calls it (never on import: a library must not change its host's
 allocator); `ASSIGN_ADD_KEEP_FREED_MEMORY=0` in the environment turns it off. The price is
-memory kept by the process after a peak (up to the trim threshold above what it uses).
+memory kept by the process after a peak (up to the trim threshold above what it uses):
+compare-qk of that run peaked at 1.40 GB against 1.30 GB (`/usr/bin/time -f %M`).
 """
 
 from __future__ import annotations
