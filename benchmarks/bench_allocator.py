@@ -26,21 +26,19 @@ ROOT = Path(__file__).resolve().parents[1]
 CHILD = r"""
 import hashlib, json, resource, sys, time
 sys.path.insert(0, ROOT)
+sys.path.insert(0, ROOT + "/benchmarks")
 import torch
 from empirical.allocator import retain_freed_memory
 applied = retain_freed_memory()
 torch.set_num_threads(1)
 what, arg, steps, blas = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 if what == "steps":
+    from bench_threads import stream_of
     from empirical.run_config import load_run_config
-    from empirical.task import TrainingSampler, held_out_pairs
-    from empirical.task.pairs import training_generator
-    from empirical.train.batches import BatchStream
     from empirical.train.engine import SingleLearner
     cfg = load_run_config(arg, ["train.device=cpu"])
     learner = SingleLearner(cfg, torch.device("cpu"))
-    sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, cfg.seed), device="cpu")
-    stream = BatchStream(sampler, training_generator(cfg.seed, "cpu"), cfg.train.batch_size)
+    stream = stream_of(cfg)
     batches = [stream.next() for _ in range(steps + 20)]
     for i, b in enumerate(batches[:20]):
         learner.train_step(b.tokens[None], b.labels[None], [True], i)

@@ -47,24 +47,17 @@ def test_importing_the_library_leaves_the_allocator_alone():
 
 
 TRAIN = """
-import hashlib, torch
+import hashlib, sys
+sys.path.insert(0, "benchmarks")
 from empirical.allocator import retain_freed_memory
 print(retain_freed_memory())
+from bench_threads import stream_of, weights_after
 from empirical.run_config import load_run_config
-from empirical.task import TrainingSampler, held_out_pairs
-from empirical.task.pairs import training_generator
-from empirical.train.batches import BatchStream
-from empirical.train.engine import SingleLearner
-torch.set_num_threads(1)
 cfg = load_run_config("configs/authors.toml", ["train.device=cpu"])
-learner = SingleLearner(cfg, torch.device("cpu"))
-sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, cfg.seed), device="cpu")
-stream = BatchStream(sampler, training_generator(cfg.seed, "cpu"), cfg.train.batch_size)
-for i in range(40):
-    b = stream.next()
-    learner.train_step(b.tokens[None], b.labels[None], [True], i)
+stream = stream_of(cfg)
+weights = weights_after(cfg, [stream.next() for _ in range(40)], threads=1)
 digest = hashlib.sha256()
-for _, v in sorted(learner.model.state_dict().items()):
+for _, v in sorted(weights.items()):
     digest.update(v.detach().numpy().tobytes())
 print(digest.hexdigest())
 """
