@@ -147,7 +147,7 @@ def _compare_qk_up_to_date(run: RunDir) -> bool:
     return _up_to_date(run.compare_qk_dir / RunDir.COMPARE_QK_JSON, run.final_model())
 
 
-def following_compare_qk_stage(run: RunDir, root: Path, stop, idle: bool = True) -> Stage:
+def following_compare_qk_stage(run: RunDir, root: Path, stop) -> Stage:
     """Our run's compare-qk in the second process: while the training runs, each snapshot that
     has a successor is analysed as it appears (empirical.compare_qk.follow); once `stop` is
     set (the training has ended), compare_qk_stage with those analyses, which does only the
@@ -168,7 +168,7 @@ def following_compare_qk_stage(run: RunDir, root: Path, stop, idle: bool = True)
         time.sleep(1.0)
     if not kept and run.is_run():
         try:
-            with _idle_priority() if idle else contextlib.nullcontext():
+            with _idle_priority():
                 done = follow_snapshots(SnapshotInputs.of(run.path, Options(progress=False)), stop)
         except UserError:  # an unreadable run: compare_qk_stage meets it and says why
             pass  # (done stays empty)
@@ -258,26 +258,20 @@ def _our_run_stages(
     set here when the training ends, tells it to finish) while this process analyses.
     `background_done()`: whether the background stages have finished; from the first
     evaluation after they have, a CPU training runs on every core (_ThreadWidening)."""
-    from empirical.train.engine import resolve_device
     from empirical.train.loop import train_run
 
     stages: list[Stage] = []
     st = _stage(stages, "train")
     t = time.perf_counter()
     resume = run.last_checkpoint.exists()
-    # a CPU training beside the background: its evaluations, snapshots and checkpoints in a
-    # writer process of their own (empirical.train.writer), the step loop on its one thread
-    writer = pool is not None and resolve_device(cfg.train.device).type == "cpu"
-    widen = _ThreadWidening(cfg, None if writer else background_done)
+    widen = _ThreadWidening(cfg, background_done)
     compared = None
     if pool is not None:  # our compare-qk follows the snapshots once the worker is free
         compared = pool.apply_async(
-            _in_second_process, (following_compare_qk_stage, run, root, stop, not writer)
+            _in_second_process, (following_compare_qk_stage, run, root, stop)
         )
     try:
-        result = train_run(
-            cfg, run.path, resume=resume, progress=progress, on_eval=widen, writer_process=writer
-        )
+        result = train_run(cfg, run.path, resume=resume, progress=progress, on_eval=widen)
     finally:
         widen.restore()
         if stop is not None:

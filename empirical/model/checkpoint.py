@@ -68,15 +68,9 @@ def save_model(
     model: AssignAddTransformer, path: str | os.PathLike, extra: dict[str, Any] | None = None
 ) -> None:
     """Write weights + ModelConfig (+ `extra` entries) to `path` atomically."""
-    atomic_write_bytes(path, model_file_bytes(model, extra))
-
-
-def model_file_bytes(model: AssignAddTransformer, extra: dict[str, Any] | None = None) -> bytes:
-    """The bytes `save_model(model, path, extra)` writes (built now: the weights as they are
-    now, whenever and wherever the bytes are written)."""
     buffer = io.BytesIO()
     torch.save(checkpoint_dict(model, extra), buffer)
-    return buffer.getvalue()
+    atomic_write_bytes(path, buffer.getvalue())
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict[str, Any]:

@@ -185,16 +185,13 @@ def train_run(
     stop_at: int | None = None,
     rebuild_eval_sets: bool = False,
     on_eval: Callable[[int, list[dict]], None] | None = None,
-    writer_process: bool = False,
 ) -> TrainResult:
     """Train `cfg` in `run_dir`. `stop_at` ends the session early after that step (as if the
     process were killed right after the checkpoint there); a later `resume=True` continues.
     `on_eval(step, records)`: called after each evaluation (run_training's).
     A resume that changes train.warmup_steps starts that warm-up at the resume step.
     `rebuild_eval_sets`: build eval_sets.pt again from the config (replacing one that is
-    unreadable or belongs to another task or seed) instead of refusing it. `writer_process`:
-    the evaluations, snapshots and checkpoints in a process beside the step loop
-    (empirical.train.writer: the same files; for a CPU training with a core to spare).
+    unreadable or belongs to another task or seed) instead of refusing it.
 
     Every check of the directory (config, checkpoint, metrics log, evaluation sets) comes
     before anything is written to it, and all of it under the directory's writer lock
@@ -202,9 +199,7 @@ def train_run(
     holds the lock already just nests)."""
     run = RunDir(run_dir)
     with writer_lock(run):
-        return _train_locked(
-            cfg, run, resume, progress, stop_at, rebuild_eval_sets, on_eval, writer_process
-        )
+        return _train_locked(cfg, run, resume, progress, stop_at, rebuild_eval_sets, on_eval)
 
 
 def _train_locked(
@@ -215,7 +210,6 @@ def _train_locked(
     stop_at: int | None,
     rebuild_eval_sets: bool,
     on_eval: Callable[[int, list[dict]], None] | None = None,
-    writer_process: bool = False,
 ) -> TrainResult:
     existing = check_train_target(cfg, run, resume)
     start = checkpoint_step(run) if resume else 0
@@ -238,7 +232,6 @@ def _train_locked(
         stop_at=stop_at,
         on_eval=on_eval,
         rebuild_eval_sets=rebuild_eval_sets,
-        writer_process=writer_process,
     )
     record = session.records[0] or run.read_metrics()[-1]
     return TrainResult(

@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 
 from empirical.config_io import atomic_write_bytes, config_to_toml
 from empirical.metrics_log import append_metrics, read_metrics, truncate_metrics
-from empirical.model.checkpoint import model_file_bytes
+from empirical.model import save_model
 from empirical.run_config import config_fingerprint
 from empirical.run_lock import writer_locks
 from empirical.rundir import RunDir
@@ -57,15 +57,7 @@ from empirical.train.engine import (
 )
 from empirical.train.evaluate import SetEvaluator
 from empirical.train.schedule import learning_rate, schedule_of
-from empirical.train.state import training_state_bytes
-from empirical.train.writer import (
-    Evaluation,
-    InlineWriter,
-    MemberPoint,
-    Point,
-    ProcessWriter,
-    WriterMember,
-)
+from empirical.train.state import save_training_state
 
 
 @dataclass
@@ -122,11 +114,8 @@ class TrainingSession:
         on_eval: Callable[[int, list[dict]], None] | None = None,
         labels: list[str] | None = None,
         metric: Callable[[int, dict], float] | None = None,
-        writer_process: bool = False,
     ):
         self.started = time.perf_counter()
-        self.writer_process = writer_process
-        self.writer = None
         self.trainees = trainees
         self.learner = learner
         self.progress, self.on_eval, self.metric = progress, on_eval, metric
@@ -144,9 +133,7 @@ class TrainingSession:
         self.alive = [True] * self.M
         self.stopped: list[str | None] = [None] * self.M
         self.last_records: list[dict] = [{} for _ in range(self.M)]
-        # seconds of the step loop: handing points to the writer (inline: doing them), building
-        # the snapshot and checkpoint files
-        self.spent = {"writer": 0.0, "snapshots": 0.0, "checkpoints": 0.0}
+        self.spent = {"evaluations": 0.0, "snapshots": 0.0, "checkpoints": 0.0}
         self.bar = None
         self.t0 = time.perf_counter()
 
@@ -231,43 +218,22 @@ class TrainingSession:
             total=tc.steps, initial=self.step, disable=not self.progress, desc=self._title()
         )
         self.t0 = time.perf_counter()
-        self.writer = self._open_writer()
-        failed = True
         try:
             if self.step == 0:
-                point = Point(0, [MemberPoint(m) for m in range(self.M) if self.alive[m]])
-                self.evaluate_all(point, first=True)
+                with self._timed("evaluations"):
+                    self.evaluate_all(0, first=True)
                 if tc.snapshot_every:
-                    self.snapshot_all(point)
-                self.hand_over(point)
-            finished = True
+                    with self._timed("snapshots"):
+                        self.snapshot_all(0)
             while self.step < tc.steps:
                 self.train_step()
                 self.on_schedule()
                 if stop_at is not None and stop_at <= self.step < tc.steps:
-                    finished = False
-                    break
-            failed = False
-            return finished
+                    return False
+            return True
         finally:
-            if failed:
-                self.writer.abort()
-            else:
-                self.writer.close()
-                self.take_results()
             self.bar.close()
             self.loop_s = time.perf_counter() - self.t0
-
-    def _open_writer(self):
-        """The evaluations, snapshots and checkpoints in the step loop, or (writer_process)
-        in a process beside it (empirical.train.writer)."""
-        pairs = zip(self.cfgs, self.runs, strict=True)
-        if self.writer_process:
-            return ProcessWriter([WriterMember(c, r) for c, r in pairs])
-        members = [
-            WriterMember(c, r, ev) for (c, r), ev in zip(pairs, self.evaluators, strict=True)
-        ]
-        return InlineWriter(members)
 
     def finish(self) -> None:
         """Phase 6: summary.json and training_curves.png of every member that trained on."""
@@ -277,7 +243,8 @@ class TrainingSession:
             "steps": self.step - self.first_step,
             "step_mode": _step_mode(self.learner),
             "setup_s": round(self.t0 - self.started, 3),
-            **self._time_spent(),
+            "training_steps_s": round(self.loop_s - sum(self.spent.values()), 3),
+            **{f"{what}_s": round(seconds, 3) for what, seconds in self.spent.items()},
         }
         elapsed = self.elapsed()
         for m in range(self.M):
@@ -290,17 +257,6 @@ class TrainingSession:
                     self.cfgs[m], self.runs[m].path, records, elapsed[m], self.device,
                     breakdown, session=session,
                 )  # fmt: skip
-
-    def _time_spent(self) -> dict:
-        """Where the step loop's time went (summary.json's last_session): the steps, and
-        the evaluations, snapshots and checkpoints (inline: all of their work; with the
-        writer process: handing them over and building the files)."""
-        loop = self.writer.loop_seconds(self.spent["writer"])
-        close_wait = loop.get("evaluations_s", 0.0) - self.spent["writer"]
-        in_loop = sum(self.spent.values()) + (close_wait if loop["writer"] == "process" else 0)
-        for kind in ("snapshots", "checkpoints"):
-            loop[f"{kind}_s"] = round(loop.get(f"{kind}_s", 0.0) + self.spent[kind], 3)
-        return {"training_steps_s": round(self.loop_s - in_loop, 3), **loop}
 
     def result(self, finished: bool) -> SessionResult:
         return SessionResult(self.step, self.last_records, self.stopped, self.elapsed(), finished)
@@ -325,8 +281,7 @@ class TrainingSession:
         self.bar.update(1)
 
     def on_schedule(self) -> None:
-        """The evaluation, snapshot and checkpoint due after the current step, if any, handed
-        to the writer as one point (in that order)."""
+        """The evaluation, snapshot and checkpoint due after the current step, if any."""
         tc, step = self.tc, self.step
         at_eval = step % tc.eval_every == 0 or step == tc.steps
         at_snapshot = bool(tc.snapshot_every) and step % tc.snapshot_every == 0
@@ -336,122 +291,89 @@ class TrainingSession:
         self.check_finite()
         self._raise_if_all_stopped()
         self.sync_windows()
-        point = Point(step, [MemberPoint(m) for m in range(self.M) if self.alive[m]])
         if at_eval:
-            self.evaluate_all(point, first=False)
+            with self._timed("evaluations"):
+                self.evaluate_all(step, first=False)
             self.eval_acc.zero_()
             self.eval_n = 0
             for w in self.windows:
                 w.eval_sum, w.eval_n = 0.0, 0
         if at_snapshot:
-            self.snapshot_all(point)
+            with self._timed("snapshots"):
+                self.snapshot_all(step)
         if at_checkpoint:
-            with signals_held():
-                self.checkpoint_all(point)
-                self.hand_over(point)
+            with self._timed("checkpoints"), signals_held():
+                self.checkpoint_all(step)
             self.ckpt_n = 0
             self._raise_if_all_stopped()
-        else:
-            self.hand_over(point)
 
-    def hand_over(self, point: Point) -> None:
-        """The point to the writer, then whatever evaluations it has finished."""
-        with self._timed("writer"):
-            self.writer.write(point)
-        self.take_results()
-
-    def evaluate_all(self, point: Point, first: bool) -> None:
-        """Each member's evaluation at the point's step, added to it (the metrics record's
-        training-side fields and the model)."""
-        at = point.step
+    def evaluate_all(self, at: int, first: bool) -> None:
         full = is_full_evaluation(self.tc, at)
-        for mp in point.members:
-            m, w = mp.m, self.windows[mp.m]
+        for m in range(self.M):
             if not self.alive[m]:
                 continue
+            w = self.windows[m]
             train_loss = None if first or w.eval_n == 0 else w.eval_sum / w.eval_n
-            record = {
-                "step": at,
-                "train_loss": None if train_loss is None or math.isnan(train_loss) else train_loss,
-                "lr": 0.0 if first else self.lr_of(m, at - 1),
-                "elapsed_s": round(self.elapsed_of(m), 3),
-                "fingerprint": self.fingerprints[m],
-            }
-            mp.evaluation = Evaluation(record, full, model_of=lambda m=m: self.learner.model_of(m))
-            self.writer.freeze(mp.evaluation)  # (a batch's model_of shares one scratch model)
+            lr = 0.0 if first else self.lr_of(m, at - 1)
+            self.last_records[m] = evaluate_and_log(
+                self.learner.model_of(m), self.evaluators[m], self.runs[m].metrics, at,
+                train_loss, lr, self.elapsed_of(m), self.fingerprints[m], full=full,
+            )  # fmt: skip
+            if self.cfgs[m].train.tensorboard:  # the record as scalars, beside metrics.jsonl
+                from empirical.train.tensorboard import log_record
 
-    def take_results(self) -> None:
-        """The evaluations the writer finished: each member's last record, TensorBoard,
-        on_eval and the progress bar."""
-        for at, records in self.writer.results():
-            for m, record in records.items():
-                self.last_records[m] = record
-                if self.cfgs[m].train.tensorboard:  # the record as scalars, beside metrics.jsonl
-                    from empirical.train.tensorboard import log_record
+                log_record(self.runs[m].path, self.last_records[m])
+        if self.on_eval is not None:
+            self.on_eval(at, self.last_records)
+        if self.progress and self.last_records[0]:
+            self.bar.set_postfix_str(
+                " ".join(
+                    f"{lab}:{self._value_of(m, rec['acc']):.2f}"
+                    for m, (lab, rec) in enumerate(zip(self.labels, self.last_records, strict=True))
+                    if rec
+                ),
+                refresh=False,
+            )
 
-                    log_record(self.runs[m].path, record)
-            if self.on_eval is not None:
-                self.on_eval(at, self.last_records)
-            if self.progress and self.last_records[0]:
-                self.bar.set_postfix_str(
-                    " ".join(
-                        f"{lab}:{self._value_of(m, rec['acc']):.2f}"
-                        for m, (lab, rec) in enumerate(
-                            zip(self.labels, self.last_records, strict=True)
-                        )
-                        if rec
-                    ),
-                    refresh=False,
-                )
+    def snapshot_all(self, at: int) -> None:
+        for m in range(self.M):
+            if self.alive[m]:
+                extra = {"step": at, "config_fingerprint": self.fingerprints[m]}
+                save_model(self.learner.model_of(m), self.runs[m].snapshot(at), extra)
 
-    def snapshot_all(self, point: Point) -> None:
-        """Each member's snapshot file at the point's step (its bytes, built now)."""
-        with self._timed("snapshots"):
-            for mp in point.members:
-                m = mp.m
-                extra = {"step": point.step, "config_fingerprint": self.fingerprints[m]}
-                data = model_file_bytes(self.learner.model_of(m), extra)
-                mp.files.append(("snapshots", str(self.runs[m].snapshot(point.step)), data))
-
-    def checkpoint_all(self, point: Point) -> None:
-        """Every living member's checkpoint at the point's step (call it under
-        `signals_held()`: a batch whose members were checkpointed at different steps resumes
-        as separate batches); a member whose loss exploded is stopped instead."""
-        tc, at = self.tc, point.step
-        with self._timed("checkpoints"):
-            for mp in point.members:
-                m = mp.m
-                if not self.alive[m]:
-                    continue
-                w = self.windows[m]
-                mean = w.ckpt_sum / w.ckpt_n if w.ckpt_n else float("nan")
-                if w.ckpt_n and exploding(
-                    mean, w.history, tc.divergence_factor, self.cfgs[m].task.p
-                ):
-                    self.stop_member(
-                        m,
-                        at,
-                        mean,
-                        f"mean training loss {mean:.4g} over the {w.ckpt_n} steps to here "
-                        f"exploded (> {tc.divergence_factor:g} x the median "
-                        f"{statistics.median(w.history):.4g} of the earlier checkpoint "
-                        "windows, and above chance)",
-                    )
-                    continue
-                if w.ckpt_n:
-                    w.history.append(mean)
-                w.ckpt_sum, w.ckpt_n = 0.0, 0
-                self.ckpt_acc[m] = 0.0
-                data = training_state_bytes(
-                    self.learner.model_of(m),
-                    self.learner.optimizer_state(m),
-                    self.generators[m],
+    def checkpoint_all(self, at: int) -> None:
+        """Every living member's checkpoint at step `at` (call it under `signals_held()`: a
+        batch whose members were checkpointed at different steps resumes as separate batches)."""
+        tc = self.tc
+        for m in range(self.M):
+            if not self.alive[m]:
+                continue
+            w = self.windows[m]
+            mean = w.ckpt_sum / w.ckpt_n if w.ckpt_n else float("nan")
+            if w.ckpt_n and exploding(mean, w.history, tc.divergence_factor, self.cfgs[m].task.p):
+                self.stop_member(
+                    m,
                     at,
-                    self.cfgs[m],
-                    self.elapsed_of(m),
-                    w.to_dict(),
+                    mean,
+                    f"mean training loss {mean:.4g} over the {w.ckpt_n} steps to here exploded "
+                    f"(> {tc.divergence_factor:g} x the median {statistics.median(w.history):.4g}"
+                    " of the earlier checkpoint windows, and above chance)",
                 )
-                mp.files.append(("checkpoints", str(self.runs[m].last_checkpoint), data))
+                continue
+            if w.ckpt_n:
+                w.history.append(mean)
+            w.ckpt_sum, w.ckpt_n = 0.0, 0
+            self.ckpt_acc[m] = 0.0
+            save_training_state(
+                self.runs[m].last_checkpoint,
+                self.learner.model_of(m),
+                self.learner.optimizer_state(m),
+                self.generators[m],
+                at,
+                self.cfgs[m],
+                self.elapsed_of(m),
+                w.to_dict(),
+            )
 
     # -- members' losses and stops ------------------------------------------------------------
 
@@ -518,7 +440,6 @@ def run_training(
     labels: list[str] | None = None,
     metric: Callable[[int, dict], float] | None = None,
     rebuild_eval_sets: bool = False,
-    writer_process: bool = False,
 ) -> SessionResult:
     """Train every trainee with `learner` (which holds their models) from their common
     checkpoint step (0: fresh) to train.steps, phase by phase (the module docstring).
@@ -527,17 +448,13 @@ def run_training(
     Every member's directory is held under its writer lock (empirical.run_lock) for the
     session: another process writing one of them is refused before anything is written.
     stop_at: end after that step (as if killed right after it). on_eval(step, records): after
-    each evaluation (with writer_process: when the writer has done it). labels / metric(m,
-    acc): the progress bar's per-member text and value. writer_process: the evaluations,
-    snapshots and checkpoints in a process beside the step loop (empirical.train.writer; the
-    same files, for a CPU training on a machine with a core to spare).
+    each evaluation. labels / metric(m, acc): the progress bar's per-member text and value.
     At the end, each member that trained on gets summary.json and training_curves.png."""
     # every member's writer lock first (re-entrant: a command that holds them just nests)
     with writer_locks([t.run for t in trainees]):
         session = TrainingSession(
-            trainees, learner, progress=progress, on_eval=on_eval, labels=labels, metric=metric,
-            writer_process=writer_process,
-        )  # fmt: skip
+            trainees, learner, progress=progress, on_eval=on_eval, labels=labels, metric=metric
+        )
         session.check(rebuild_eval_sets)  # before any write
         session.prepare_directories()
         session.open_data()

@@ -13,9 +13,8 @@ from typing import Any
 
 import torch
 
-from empirical.config_io import atomic_write_bytes, to_dict
-from empirical.model import CheckpointError, load_checkpoint
-from empirical.model.checkpoint import model_file_bytes
+from empirical.config_io import to_dict
+from empirical.model import CheckpointError, load_checkpoint, save_model
 
 
 def save_training_state(
@@ -33,24 +32,6 @@ def save_training_state(
     config and its fingerprint (empirical.run_config.config_fingerprint), the elapsed time and
     the running training-loss sums (`loss_windows`, see empirical.train.engine.LossWindows)
     that the metrics of the next evaluations depend on."""
-    atomic_write_bytes(
-        path,
-        training_state_bytes(
-            model, optimizer_state, data_generator, step, run_config, elapsed_s, loss_windows
-        ),
-    )
-
-
-def training_state_bytes(
-    model,
-    optimizer_state: dict,
-    data_generator: torch.Generator,
-    step: int,
-    run_config,
-    elapsed_s: float,
-    loss_windows: dict[str, Any],
-) -> bytes:
-    """The bytes save_training_state writes, built now (the states as they are now)."""
     from empirical.run_config import config_fingerprint
 
     extra = {
@@ -63,7 +44,7 @@ def training_state_bytes(
         "elapsed_s": float(elapsed_s),
         **loss_windows,
     }
-    return model_file_bytes(model, extra)
+    save_model(model, path, extra=extra)
 
 
 def load_training_state(path: str | os.PathLike) -> dict[str, Any]:
