@@ -3,6 +3,7 @@
 # cores, no network; at most 10 minutes a call), from the repo root:
 #
 #     bash scripts/gpu_session_fig3_main.sh   # carry .whl; $OUT gets session.log and results.tar.gz
+#     SKIP_FIG3=1 BUDGET=300 bash scripts/gpu_session_fig3_main.sh   # the main job alone
 #
 # 1. installs the packages the machine's image lacks from .whl/ (docs/gpu.md),
 # 2. alone on the GPU: seeds 1 and 2 of both paper-size Figure 3 panels (scripts/gpu_fig3.py,
@@ -22,14 +23,18 @@ MAIN_RESERVE=${MAIN_RESERVE:-215}
 [ "${QUICK:-0}" = 1 ] && MAIN_RESERVE=120
 source scripts/gpu_setup.sh   # T0, OUT, W, DEVICE, MAIN, FIG3, CHUNK; left, say; the wheels
 
-# -- 2. Figure 3 seeds 1 and 2, alone ---------------------------------------------------------
-guard=$(( $(left) - MAIN_RESERVE ))
-say "Figure 3 seeds 1 2, alone: $guard s"
-start=$(date +%s)
-python3 scripts/gpu_fig3.py --budget "$guard" --reserve 20 --seeds 1 2 --out "$W/fig3_seeds12" \
-  --runs "$W/fig3_runs" "${FIG3[@]}" "train.sample_chunk=$CHUNK" > "$W/fig3.log" 2>&1
-say "Figure 3 seeds 1 2: rc $?, wall $(( $(date +%s) - start )) s"
-tail -n 25 "$W/fig3.log"
+# -- 2. Figure 3 seeds 1 and 2, alone (SKIP_FIG3=1: not this time) -----------------------------
+if [ "${SKIP_FIG3:-0}" = 1 ]; then
+  say "Figure 3 seeds 1 2: skipped (SKIP_FIG3=1)"
+else
+  guard=$(( $(left) - MAIN_RESERVE ))
+  say "Figure 3 seeds 1 2, alone: $guard s"
+  start=$(date +%s)
+  python3 scripts/gpu_fig3.py --budget "$guard" --reserve 20 --seeds 1 2 --out "$W/fig3_seeds12" \
+    --runs "$W/fig3_runs" "${FIG3[@]}" "train.sample_chunk=$CHUNK" > "$W/fig3.log" 2>&1
+  say "Figure 3 seeds 1 2: rc $?, wall $(( $(date +%s) - start )) s"
+  tail -n 25 "$W/fig3.log"
+fi
 
 # -- 3. the main job, alone -------------------------------------------------------------------
 guard=$(( $(left) - 15 ))

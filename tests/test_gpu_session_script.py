@@ -15,8 +15,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def rehearse(script: str, cwd: Path, tmp_path: Path, budget: int):
-    """Run scripts/SCRIPT in `cwd` with tiny sizes on the CPU: (completed process, $OUT)."""
+def rehearse(script: str, cwd: Path, tmp_path: Path, budget: int, **extra: str):
+    """Run scripts/SCRIPT in `cwd` with tiny sizes on the CPU (`extra`: more environment
+    variables): (completed process, $OUT)."""
     out, work = tmp_path / "out", tmp_path / "work"
     env = {
         **os.environ,
@@ -27,6 +28,7 @@ def rehearse(script: str, cwd: Path, tmp_path: Path, budget: int):
         "OUT": str(out),
         "WORK": str(work),
         "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+        **extra,
     }
     proc = subprocess.run(["bash", f"scripts/{script}"], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=900)  # fmt: skip
@@ -75,3 +77,14 @@ def test_gpu_session_fig3_main_rehearsal_on_the_cpu(tmp_path):
     assert any(n.endswith("reproduce/authors/report.md") for n in names)
     assert any(n.endswith("fig3_seeds12/progress.md") for n in names)
     assert not any(n.endswith(".pt") for n in names)
+
+
+@pytest.mark.slow
+def test_gpu_session_main_job_alone_rehearsal_on_the_cpu(tmp_path):
+    """SKIP_FIG3=1: the same script runs the main job alone (a session whose Figure 3 seeds are
+    done already), and says that it skipped Figure 3."""
+    proc, out = rehearse("gpu_session_fig3_main.sh", ROOT, tmp_path, 300, SKIP_FIG3="1")
+    assert "main job: rc 0" in proc.stdout and "Figure 3 seeds 1 2: skipped" in proc.stdout
+    names = tarfile.open(out / "results.tar.gz").getnames()
+    assert any(n.endswith("reproduce/authors/report.md") for n in names)
+    assert not any("fig3_seeds12" in n for n in names)
