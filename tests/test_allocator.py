@@ -29,13 +29,24 @@ def in_fresh_process(code: str, keep: str | None = None) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
-APPLIED = "from empirical.allocator import retain_freed_memory; print(retain_freed_memory())"
+# whether it says it applied, and whether a 64 MiB block is then still mmapped on its own
+APPLIED = """
+import sys
+sys.path.insert(0, "tests")
+from malloc_probe import large_block_mapped
+from empirical.allocator import retain_freed_memory
+print(large_block_mapped(), retain_freed_memory(), large_block_mapped())
+"""
 
 
 @pytest.mark.skipif(not GLIBC, reason="glibc's mallopt: Linux with glibc only")
 def test_retained_on_glibc_unless_turned_off():
-    assert in_fresh_process(APPLIED) == "True"
-    assert in_fresh_process(APPLIED, keep="0") == "False"
+    mapped, applied, mapped_after = in_fresh_process(APPLIED).split()
+    assert applied == "True"
+    assert (mapped, mapped_after) == ("True", "False")  # from the heap once applied
+    mapped, applied, mapped_after = in_fresh_process(APPLIED, keep="0").split()
+    assert applied == "False"
+    assert (mapped, mapped_after) == ("True", "True")
 
 
 def test_importing_the_library_leaves_the_allocator_alone():
@@ -44,6 +55,8 @@ def test_importing_the_library_leaves_the_allocator_alone():
     source = Path(allocator.__file__).read_text()
     body = source.split("def retain_freed_memory")[0]
     assert "mallopt(" not in body  # only the function calls it, never the import
+    # (that importing every module leaves glibc's allocator as it was is observed by
+    # tests/test_figures.py's import-everything check, with tests/malloc_probe.py)
 
 
 TRAIN = """

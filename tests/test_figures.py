@@ -62,11 +62,15 @@ PACKAGES = ("theory", "disentangled", "empirical")
 # when matplotlib is imported and then removed from the environment, so that a module calling
 # use_cli_backend() on import would switch to Agg and be caught too. The other libraries our
 # modules import come first: their own import-time changes (sympy adds warnings filters) are
-# theirs, not ours.
+# theirs, not ours. On glibc it also observes the C allocator (tests/malloc_probe.py): no import
+# may raise its mmap threshold (empirical.allocator is for a command's own process only).
 IMPORT_EVERYTHING = """
-import importlib, json, os, sys, warnings
+import importlib, json, os, platform, sys, warnings
 import matplotlib, torch
 import matplotlib.pyplot
+sys.path.insert(0, "tests")
+from malloc_probe import large_block_mapped
+GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
 os.environ.pop("MPLBACKEND")
 ours, others = json.loads(sys.stdin.read())
 for name in others:
@@ -82,6 +86,7 @@ def state():
         "interop_threads": torch.get_num_interop_threads(),
         "default_dtype": str(torch.get_default_dtype()),
         "warnings_filters": [repr(f) for f in warnings.filters],
+        "large_block_mapped": large_block_mapped() if GLIBC else None,
     }
 
 before = state()
