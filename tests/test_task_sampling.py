@@ -16,6 +16,7 @@ from empirical.task import (
     TrainingSampler,
     Vocabulary,
     build_eval_set,
+    get_training_sampler,
     held_out_pairs,
     sample_training_batch,
     training_generator,
@@ -326,3 +327,20 @@ def test_batch_int_index_bounds():
         b[4]
     with pytest.raises(TypeError):
         list(b)
+
+
+def test_sampler_cache_is_not_fooled_by_a_reused_id(monkeypatch):
+    """CPython gives a new object the id of a freed one. A held-out table at a reused id must
+    not get the freed table's sampler: it is checked, and its own pairs are held out. Every
+    object gets one id here, the worst case of reuse."""
+    from empirical.task import sampler as sampler_module
+
+    monkeypatch.setattr(sampler_module, "id", lambda obj: 4242, raising=False)
+    monkeypatch.setattr(sampler_module, "_FAST_KEYS", {})
+    first = torch.zeros((0, 2), dtype=torch.long)
+    assert get_training_sampler(CFG, first).held_out.shape == (0, 2)
+    assert get_training_sampler(CFG, first) is get_training_sampler(CFG, first)
+    with pytest.raises(ValueError, match=f"0..{CFG.p - 1}"):
+        get_training_sampler(CFG, torch.tensor([[0, CFG.p]]))
+    assert get_training_sampler(CFG, torch.tensor([[1, 2]])).held_out.tolist() == [[1, 2]]
+    assert get_training_sampler(CFG, first).held_out.shape == (0, 2)

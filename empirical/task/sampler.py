@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from dataclasses import dataclass
 
 import torch
@@ -524,16 +525,23 @@ class TrainingSampler:
 
 
 _SAMPLERS: dict[tuple, TrainingSampler] = {}
-_FAST_KEYS: dict[tuple, tuple] = {}
+# (config, id, version, device) -> (weak reference to the held-out object, sampler key)
+_FAST_KEYS: dict[tuple, tuple[weakref.ref | None, tuple]] = {}
+
+
+def _same_object(ref: weakref.ref | None, obj) -> bool:
+    return ref is not None and ref() is obj
 
 
 def get_training_sampler(cfg: TaskConfig, held_out: torch.Tensor, device="cpu") -> TrainingSampler:
     """A cached TrainingSampler for (config, held-out pairs, device)."""
     device = torch.device(device)
-    # the same held-out tensor object, unmodified, maps straight to its sampler
+    # The same held-out tensor object, unmodified, maps straight to its sampler. An id alone
+    # is not enough: Python reuses the id of a freed tensor for a new one, so the entry also
+    # holds a weak reference that must still point at this very object.
     fast = (repr(cfg), id(held_out), getattr(held_out, "_version", None), str(device))
-    key = _FAST_KEYS.get(fast)
-    if key is None or key not in _SAMPLERS:
+    ref, key = _FAST_KEYS.get(fast, (None, None))
+    if not _same_object(ref, held_out) or key not in _SAMPLERS:
         held = check_held_out(cfg, held_out)
         key = (fast[0], held.numpy().tobytes(), fast[3])
         if key not in _SAMPLERS:
@@ -542,7 +550,11 @@ def get_training_sampler(cfg: TaskConfig, held_out: torch.Tensor, device="cpu") 
             _SAMPLERS[key] = TrainingSampler(cfg, held, device)
         if len(_FAST_KEYS) >= 64:
             _FAST_KEYS.clear()
-        _FAST_KEYS[fast] = key
+        try:
+            ref = weakref.ref(held_out)
+        except TypeError:  # a list or other object without weak references: check every call
+            ref = None
+        _FAST_KEYS[fast] = (ref, key)
     return _SAMPLERS[key]
 
 
