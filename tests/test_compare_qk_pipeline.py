@@ -279,7 +279,13 @@ def test_snapshots_analysed_ahead_give_the_same_result(run_dir, monkeypatch):
     )
     ahead = compare_run(run_dir, opts, done=done)
     assert calls == [snaps[-1][0]]  # only the last snapshot (no successor) analysed here
+    reads = []
+    read_config = RunDir.read_two_layer_config
+    monkeypatch.setattr(
+        RunDir, "read_two_layer_config", lambda self, *a: reads.append(a) or read_config(self, *a)
+    )
     plain = compare_run(run_dir, opts)
+    assert len(reads) == 1  # the run's config is read once (SnapshotInputs.of reuses it)
 
     def numbers(result):
         out = jsonable({k: v for k, v in result.items() if k not in ("_blocks", "elapsed_s")})

@@ -49,13 +49,16 @@ class SnapshotInputs:
     predict: Any
 
     @classmethod
-    def of(cls, run_dir, opts) -> SnapshotInputs:
+    def of(cls, run_dir, opts, cfg=None) -> SnapshotInputs:
+        """The inputs for the run in `run_dir`; `cfg`: its config, where the caller has read
+        it already (run.read_two_layer_config("compare-qk"))."""
         from empirical.compare_qk.observe import one_var_batch
         from empirical.compare_qk.pipeline import make_predictor
         from empirical.task import held_out_pairs
 
         run = RunDir(run_dir).require_run()
-        cfg = run.read_two_layer_config("compare-qk")
+        if cfg is None:
+            cfg = run.read_two_layer_config("compare-qk")
         task = cfg.task
         held = held_out_pairs(task, cfg.seed) if opts.distribution == "train" else None
         batch = one_var_batch(

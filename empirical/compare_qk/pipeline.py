@@ -624,7 +624,7 @@ def compare_run(run_dir, opts: Options | None = None, done: dict | None = None) 
     records = run.read_metrics()
     saved_sets = run.read_eval_sets(cfg) if opts.one_step else None  # checked before the work
     phases = detect_phases(records).to_dict() if records else None
-    inputs = SnapshotInputs.of(run.path, opts)
+    inputs = SnapshotInputs.of(run.path, opts, cfg=cfg)  # the config read once
     held = inputs.held
     t0 = time.time()
     result = {
