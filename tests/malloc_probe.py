@@ -7,8 +7,12 @@ raised the threshold to 256 MiB). For tests that run it in a fresh process (Linu
 from __future__ import annotations
 
 import ctypes
+import platform
+import sys
 
 BLOCK = 64 * 2**20
+# where the probe applies: glibc's mallinfo2 and mallopt (Linux with glibc)
+GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
 
 
 class _MallInfo2(ctypes.Structure):

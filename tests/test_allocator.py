@@ -6,15 +6,14 @@ Each check runs in a fresh process: the test process's own allocator is left as 
 from __future__ import annotations
 
 import os
-import platform
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from malloc_probe import GLIBC
 
 ROOT = Path(__file__).resolve().parents[1]
-GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
 
 
 def in_fresh_process(code: str, keep: str | None = None) -> str:

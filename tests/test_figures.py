@@ -65,12 +65,11 @@ PACKAGES = ("theory", "disentangled", "empirical")
 # theirs, not ours. On glibc it also observes the C allocator (tests/malloc_probe.py): no import
 # may raise its mmap threshold (empirical.allocator is for a command's own process only).
 IMPORT_EVERYTHING = """
-import importlib, json, os, platform, sys, warnings
+import importlib, json, os, sys, warnings
 import matplotlib, torch
 import matplotlib.pyplot
 sys.path.insert(0, "tests")
-from malloc_probe import large_block_mapped
-GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+from malloc_probe import GLIBC, large_block_mapped
 os.environ.pop("MPLBACKEND")
 ours, others = json.loads(sys.stdin.read())
 for name in others:
