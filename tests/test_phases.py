@@ -193,7 +193,7 @@ def rise(a, b, start=None, end=None):
 
 
 def timing_rows(first, second):
-    from empirical.reproduce import paper_check_rows
+    from empirical.paper_checks import paper_check_rows
 
     summary = {"final_acc": {}, "phases": {"zero_var_learned_step": 100, "first_spike": first,
                                            "second_spike": second}}  # fmt: skip

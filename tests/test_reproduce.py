@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from empirical.reproduce import paper_check_rows, reproduce
+from empirical.paper_checks import paper_check_rows
+from empirical.reproduce import reproduce
 from empirical.run_config import load_run_config
 
 ROOT = Path(__file__).resolve().parents[1]
