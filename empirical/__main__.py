@@ -38,6 +38,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "sweep": ("empirical.cli.sweep", "Figure 3 sweeps with batched multi-model training"),
     "grid": ("empirical.cli.grid", "named config variants x seeds, trained as batched models"),
+    "claims": (
+        "empirical.cli.claims",
+        "a population of runs (seeds) of one config: how often each paper claim holds",
+    ),
     "reproduce": ("empirical.cli.reproduce", "the whole paper, one command"),
     "repair": ("empirical.cli.repair", "repair a run directory's metrics log or evaluation sets"),
     "unlock": ("empirical.cli.unlock", "remove the writer lock a killed writer left behind"),

@@ -32,6 +32,8 @@ A run directory holds:
                            analysis.json, summary.md, figures
     compare_qk/            `python -m empirical compare-qk` output: compare_qk.json,
                            blocks.npz, summary.md, figures
+    compare_qk_spike1/     compare-qk of the first spike's snapshots only, written for a
+                           population's claims (`python -m empirical claims`)
 
 Every other module asks this class for a path; no file name of a run appears elsewhere.
 
@@ -78,6 +80,7 @@ class RunDir:
     WRITER_LOCK_EXCL = "writer.lock.excl"
     ANALYSIS = "analysis"
     COMPARE_QK = "compare_qk"
+    COMPARE_QK_SPIKE1 = "compare_qk_spike1"  # compare-qk across the first spike (claims)
     # inside an analysis or compare-qk output directory (which --out may put elsewhere)
     ANALYSIS_JSON = "analysis.json"
     COMPARE_QK_JSON = "compare_qk.json"
@@ -178,6 +181,10 @@ class RunDir:
     @property
     def compare_qk_dir(self) -> Path:
         return self.path / self.COMPARE_QK
+
+    @property
+    def compare_qk_spike1_dir(self) -> Path:
+        return self.path / self.COMPARE_QK_SPIKE1
 
     # -- what it holds ----------------------------------------------------------------------
 
@@ -436,6 +443,10 @@ class SweepDir:
     GRID_MD = "grid.md"
     GRID_FIGURE = "grid"  # grid.png (or .pdf / .svg)
     JOBS = "jobs"  # submitit's files, one folder per submission (empirical.sweep.cluster)
+    CLAIMS = "claims"  # `python -m empirical claims`: one folder per variant (a population)
+    CLAIMS_JSON = "claims.json"
+    CLAIMS_MD = "claims.md"
+    COMPARISON = "comparison"  # claims/comparison.{json,md}: the variants against each other
     WRITER_LOCK = RunDir.WRITER_LOCK
     WRITER_LOCK_EXCL = RunDir.WRITER_LOCK_EXCL
 
@@ -496,3 +507,11 @@ class SweepDir:
 
     def figure(self, stem: str, fmt: str = "png") -> Path:
         return self.path / f"{stem}.{fmt}"
+
+    @property
+    def claims_dir(self) -> Path:
+        return self.path / self.CLAIMS
+
+    def claims_of(self, variant: str) -> Path:
+        """The folder of one variant's population claims (claims.json, claims.md, figures)."""
+        return self.claims_dir / variant

@@ -7,6 +7,7 @@ __all__ = [
     "chain_attention",
     "chain_compare_qk",
     "chain_patching",
+    "claims",
     "compare_qk",
     "curves",
     "evaluate",

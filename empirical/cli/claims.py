@@ -1,0 +1,176 @@
+"""`python -m empirical claims`: a population of runs of one config (seeds as members) and how
+often each of the paper's claims holds in it.
+
+Examples:
+    python -m empirical claims --config configs/population_authors.toml --only ours \\
+        --seeds 0 1 2 3 4 5 6 7                      # trains what is missing, then counts
+    python -m empirical claims --config configs/population_authors.toml --only ours \\
+        --seeds 0 1 2 3 4 5 6 7 --summarize          # counts the finished members only
+    python -m empirical claims --config configs/population_smoke.toml --jobs 2
+
+A config is a grid config (docs/sweep.md, 'Grids'); each variant is one population. Members
+are trained by the grid's batched runner (resumed or skipped as `grid` does; `--executor`
+runs the batches as jobs), each finished member is analysed where its analysis.json or its
+first spike's compare-qk is missing, then every variant gets claims.json, claims.md and
+figures in OUT/claims/<variant>/, and two or more variants a comparison in
+OUT/claims/comparison/. See docs/populations.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from empirical.cli.common import (
+    UsageError,
+    add_format_argument,
+    check_output_dir,
+    command_main,
+    parser,
+    positive_int,
+)
+from empirical.cli.executor import add_executor_arguments, executor_options
+from empirical.figures import use_cli_backend
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = parser(
+        "claims",
+        "Train (or read) a population of runs of one config, seeds as members, and count how "
+        "often each paper claim holds, with intervals, jump-step survival and robust final "
+        "accuracies.",
+    )
+    ap.add_argument("overrides", nargs="*", help="run-config overrides for every member")
+    ap.add_argument("--config", required=True, help="grid config: a run config plus [grid]")
+    ap.add_argument("--seeds", nargs="+", metavar="SEED", help="seeds (default: the config's)")
+    ap.add_argument("--only", nargs="+", metavar="VARIANT", help="only these variants")
+    ap.add_argument("--max-batch", type=int, help="members per batched model (0: no limit)")
+    ap.add_argument("--out", help="population directory (default runs/population/NAME)")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ap.add_argument(
+        "--summarize",
+        action="store_true",
+        help="train nothing: count the finished members (analysing those that need it)",
+    )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="J",
+        help="analyse the members in J processes (default 1)",
+    )
+    ap.add_argument(
+        "--no-analysis",
+        action="store_true",
+        help="run no analysis or compare-qk: count the checks from summary.json and the "
+        "metrics, and from analysis.json / compare-qk output only where a member has them",
+    )
+    ap.add_argument(
+        "--final-window",
+        type=int,
+        default=2000,
+        metavar="STEPS",
+        help="robust final accuracy: the mean over the evaluations of the last STEPS steps "
+        "(default 2000)",
+    )
+    add_format_argument(ap)
+    add_executor_arguments(ap)
+    return ap
+
+
+def run(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    use_cli_backend()
+    for name in ("seeds", "only"):  # `--seeds 0 1 train.steps=100`: the override is no seed
+        values = getattr(args, name)
+        if values is not None:
+            args.overrides = list(args.overrides) + [v for v in values if "=" in v]
+            setattr(args, name, [v for v in values if "=" not in v])
+    from empirical.sweep.grid import load_grid_config  # torch-free
+
+    base, spec = load_grid_config(args.config, args.overrides)
+    if args.seeds is not None:
+        try:
+            spec.seeds = [int(s) for s in args.seeds]
+        except ValueError:
+            raise UsageError(f"--seeds {' '.join(args.seeds)}: seeds are integers") from None
+    if args.only is not None:
+        unknown = [v for v in args.only if v not in spec.variants]
+        if unknown:
+            raise UsageError(
+                f"--only: unknown variant(s) {', '.join(unknown)}; the config has "
+                f"{', '.join(spec.variants)}"
+            )
+        spec.variants = {k: v for k, v in spec.variants.items() if k in args.only}
+    if args.max_batch is not None:
+        spec.max_batch = args.max_batch
+    spec.__post_init__()
+    positive_int("--jobs", args.jobs)
+    positive_int("--final-window", args.final_window)
+    executor = executor_options(args)  # None: train here
+    out = Path(args.out) if args.out else Path("runs") / "population" / base.name
+    if not args.summarize:
+        trained = _train(args, base, spec, out, executor)
+        if trained is not None:
+            return trained
+    return _summarize(args, base, spec, out)
+
+
+def _log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _train(args, base, spec, out: Path, executor) -> int | None:
+    """The grid's training of every unfinished member; an exit status to return now (jobs
+    not waited for, failed jobs), or None to go on to the claims."""
+    from empirical.rundir import SweepDir
+    from empirical.sweep.grid import run_grid
+    from empirical.sweep.runner import sweep_dir_lock  # torch: after the checks
+
+    with sweep_dir_lock(SweepDir(out), train=True):
+        check_output_dir(out, "--out")  # before any training
+        results = run_grid(base, spec, out, progress=not args.no_progress, log=_log,
+                           train=True, executor=executor)  # fmt: skip
+    if results.get("failed_jobs"):
+        failed = results["failed_jobs"]
+        print(f"error: {len(failed)} job(s) failed: {'; '.join(failed.values())}", file=sys.stderr)
+        return 1
+    if executor is not None and not results:
+        _log("when the jobs have finished, count the claims: the same command with --summarize "
+             "instead of --executor")  # fmt: skip
+        return 0
+    return None
+
+
+def _summarize(args, base, spec, out: Path) -> int:
+    from empirical.population.pipeline import summarize_population
+    from empirical.rundir import SweepDir
+    from empirical.sweep.runner import sweep_dir_lock
+
+    with sweep_dir_lock(SweepDir(out), train=False):
+        done = summarize_population(
+            base, spec, out, jobs=args.jobs, analysis=not args.no_analysis, fmt=args.format,
+            window=args.final_window, log=_log,
+        )  # fmt: skip
+    for variant, claims in done.items():
+        print(f"{variant}: {claims['members']} members")
+        for c in claims["claims"]:
+            ci = claims_ci(c)
+            print(f"  {c['verdict']:<16} {c['holds']:>3} of {c['of']:<3} {ci:<22} {c['claim']}")
+    return 0
+
+
+def claims_ci(entry: dict) -> str:
+    if not entry.get("ci95"):
+        return "-"
+    lo, hi = entry["ci95"]
+    return f"[{100 * lo:.0f}, {100 * hi:.0f}]%"
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command_main(run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,19 @@
+"""Populations of runs: many seeds of one config, and how often each of the paper's claims holds
+in them (issue #35; docs/populations.md; `python -m empirical claims`).
+
+One module per job:
+
+- `statistics`: Wilson intervals of shares, Kaplan-Meier survival with censoring, the log-rank
+  and Fisher tests between populations, the multi-bootstrap over members and evaluation
+  sequences, percentiles;
+- `members`: reading member run directories, each checked to be a run of the population's
+  config (`population_config`, `population_fingerprint`);
+- `quantities`: what one run contributes (the number behind each paper check, jump steps,
+  robust final accuracy, late collapses, the first spike's theory-vs-run cosines);
+- `prepare`: the analysis and first-spike compare-qk a member needs, where missing;
+- `claims`: the counts, intervals and verdicts (`verdict`: the stated rule);
+- `figures`, `report`: the figures, claims.md and the files;
+- `compare`: populations against each other (log-rank, Fisher);
+- `pipeline`: a population directory to its claims (the command's library side);
+- `placement`: a single run placed in its published population (report.md's section).
+"""

@@ -1,0 +1,121 @@
+"""From a population directory to its claims: read every variant's members, analyse the
+finished ones where needed, count, write.
+
+    done = summarize_population(base, spec, "runs/population/population_authors", jobs=4)
+    done["ours"]["claims"]       # claims.json's content of variant `ours`
+
+The directory is a grid directory (`python -m empirical grid` or `claims` trained it):
+members/<variant>_seed<S>/ per member. Every existing member directory is checked to hold a
+run of its variant's config (seed aside) before anything is analysed; finished members are
+counted, unfinished, stopped or missing ones listed. A variant without a finished member is
+an error (one line naming it), as is a finished member without metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from empirical.population.members import (
+    FINISHED,
+    MISSING,
+    PopulationError,
+    check_config,
+    member_status,
+    population_config,
+    read_analysis,
+    read_member,
+)
+from empirical.rundir import SweepDir
+
+
+def read_variants(base, spec, out: Path) -> tuple[dict[str, list], dict[str, list[dict]]]:
+    """({variant: [finished Member]}, {variant: [not counted: member, status, step]}), every
+    existing member's config checked first."""
+    from empirical.sweep.grid import expand_grid
+
+    root = SweepDir(out)
+    if not root.members_dir.is_dir():
+        raise PopulationError(
+            f"{out}: empty population (no {SweepDir.MEMBERS}/ folder): train it with the same "
+            "command without --summarize, or give the population's directory with --out"
+        )
+    planned = expand_grid(base, spec)
+    finished: dict[str, list] = {v: [] for v in spec.variants}
+    skipped: dict[str, list[dict]] = {v: [] for v in spec.variants}
+    for m in planned:
+        run = root.member(m.dirname)
+        if run.is_run():
+            check_config(run, population_config(m.cfg), m.value)
+    for m in planned:
+        run = root.member(m.dirname)
+        status, step = member_status(run, m.cfg.train.steps)
+        if status == FINISHED:
+            finished[m.value].append(read_member(run, population_config(m.cfg), m.value))
+        else:
+            skipped[m.value].append({"member": m.dirname, "status": status, "step": step})
+    for variant, members in finished.items():
+        if not members:
+            states = sorted({s["status"] for s in skipped[variant]})
+            missing = all(s == MISSING for s in states)
+            raise PopulationError(
+                f"variant {variant!r}: empty population: no finished member of "
+                f"{len(skipped[variant])} in {root.members_dir} ("
+                + ("none trained" if missing else ", ".join(states))
+                + "); train it (the same command without --summarize) or leave it out with "
+                "--only"
+            )
+    return finished, skipped
+
+
+def summarize_population(
+    base,
+    spec,
+    out,
+    *,
+    jobs: int = 1,
+    analysis: bool = True,
+    fmt: str = "png",
+    window: int | None = None,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, dict]:
+    """claims.json content per variant, written with claims.md and the figures to
+    OUT/claims/<variant>/ (and OUT/claims/comparison/ for two or more variants). analysis:
+    run analyze and compare-qk where a finished member lacks them (False: use what exists).
+    window: the robust final accuracy's window in steps (default ROBUST_WINDOW)."""
+    from empirical.population.claims import population_claims
+    from empirical.population.compare import compare_populations, write_comparison
+    from empirical.population.prepare import existing_spike, prepare_members
+    from empirical.population.quantities import ROBUST_WINDOW
+    from empirical.population.report import write_claims
+    from empirical.rundir import RunDir
+
+    say = log or (lambda _text: None)
+    out = Path(out)
+    finished, skipped = read_variants(base, spec, out)
+    everyone = [m for ms in finished.values() for m in ms]
+    for variant, members in finished.items():
+        extra = f"; not counted: {len(skipped[variant])}" if skipped[variant] else ""
+        say(f"population {base.name}.{variant}: {len(members)} finished members{extra}")
+    if analysis:
+        say(f"analysing {len(everyone)} members where needed ({jobs} process(es))")
+        prepare_members(everyone, jobs=jobs, log=say)
+    else:
+        for m in everyone:
+            m.analysis = read_analysis(RunDir(m.path))
+            m.spike = existing_spike(RunDir(m.path))
+    root = SweepDir(out)
+    done = {}
+    for variant, members in finished.items():
+        claims = population_claims(
+            members, variant=variant, name=f"{base.name}.{variant}",
+            overrides=spec.variants[variant], not_counted=skipped[variant],
+            window=ROBUST_WINDOW if window is None else window,
+        )  # fmt: skip
+        paths = write_claims(claims, root.claims_of(variant), fmt)
+        say(f"wrote {', '.join(str(p) for p in paths)}")
+        done[variant] = claims
+    if len(done) > 1:
+        paths = write_comparison(compare_populations(done), done, root.claims_dir, fmt)
+        say(f"wrote {', '.join(str(p) for p in paths)}")
+    return done

@@ -1,0 +1,195 @@
+"""claims.md from claims.json's content, and the files of one population's claims.
+
+    write_claims(claims, "runs/population/population_authors/claims/ours")
+        # claims.json, claims.md, jumps.png, survival.png, final.png, theory.png
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from empirical.config_io import atomic_write_bytes
+from empirical.rundir import SweepDir
+
+FIGURES = {
+    "jumps": "jump steps over the members, the paper's run marked",
+    "survival": "share of members still before each jump (Kaplan-Meier, censored)",
+    "final": "robust final vs last-step accuracy per set",
+    "theory": "the first spike's QK update vs the theory's G1, per member",
+}
+
+
+def pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def share_text(entry: dict) -> str:
+    """'87.5% [52.9, 97.8]' of a count entry (share and its Wilson interval)."""
+    if not entry.get("of"):
+        return "-"
+    lo, hi = entry["ci95"]
+    return f"{100 * entry['share']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def number(x, quantity: str = "") -> str:
+    if x is None:
+        return "-"
+    if "step" in quantity:
+        return f"{x:.0f}"
+    if "accuracy" in quantity:
+        return f"{100 * x:.2f}%"
+    return f"{x:.3f}"
+
+
+def summary_text(s: dict | None, quantity: str = "") -> str:
+    """'mean [lo, hi] (min-max, n)' of a multi_bootstrap result."""
+    if not s:
+        return "-"
+    lo, hi = s["ci95"]
+    return (f"{number(s['mean'], quantity)} [{number(lo, quantity)}, {number(hi, quantity)}] "
+            f"({number(s['min'], quantity)} to {number(s['max'], quantity)}, n = {s['n']})")
+
+
+def claims_markdown(claims: dict, fmt: str = "png") -> str:
+    n = claims["members"]
+    window = claims.get("final_window", 2000)
+    out = [f"# Population claims: {claims['config']} ({n} members)", ""]
+    out += [
+        f"Made by `python -m empirical claims`. Variant `{claims['variant']}` "
+        f"({' '.join(claims['overrides']) or 'the base config'}), {claims['steps']} steps, "
+        f"seeds {', '.join(map(str, claims['seeds']))}. Trained on: {claims['device']}. "
+        f"Summarised with torch {claims['torch']} at commit {claims['commit'] or 'unknown'}.",
+        "",
+        f"**Verdict rule.** {claims['rule']}. Every share comes with its Wilson 95% interval; "
+        "every mean over members with its multi-bootstrap 95% interval (members resampled and, "
+        "for accuracies, each member's evaluation sequences). The paper's single run, judged by "
+        "the same rule, is 'one draw'.",
+        "",
+    ]
+    if claims["not_counted"]:
+        rows = ", ".join(f"{r['member']} ({r['status']}, step {r['step']})"
+                         for r in claims["not_counted"])  # fmt: skip
+        out += [f"Not counted: {rows}.", ""]
+    heading = {
+        "paper": ("## Paper checks", "Each member judged by `empirical.paper_checks` (the "
+                  "definitions of report.md) at its last evaluation."),
+        "robust": ("## The accuracy claims on the robust final accuracy", "The same checks "
+                   f"on each set's mean over the evaluations of the last {window} steps (the value "
+                   "at the last step is one point of an oscillation: see the final accuracy "
+                   "below)."),
+        "theory": ("## Theory vs run across the first spike", "Whether the cosine of "
+                   "Theorem C.1's G1 with the observed layer-2 QK update across the snapshot "
+                   "interval of the first spike's jump (compare-qk, "
+                   f"{claims['theory'].get('frame') or 'dual'} frame) is above that update's "
+                   "sign-randomised null (95%): 'no' is 'the update is at the null'."),
+    }  # fmt: skip
+    for kind, (title, text) in heading.items():
+        rows = [c for c in claims["claims"] if c["kind"] == kind]
+        if not rows:
+            continue
+        out += [title, "", text, ""]
+        out += ["| claim | paper | holds in | share [95% CI] | verdict | the number over "
+                "members: mean [95% CI] (min to max, n) |", "| --- | --- | --- | --- | --- | --- |"]
+        for c in rows:
+            out.append(
+                f"| {c['claim']} | {c['paper']} | {c['holds']} of {c['of']} | {share_text(c)} | "
+                f"**{c['verdict']}** | {c['quantity']}: "
+                f"{summary_text(c['values_summary'], c['quantity'])} |"
+            )
+        if kind == "theory":
+            th = claims["theory"]
+            out += ["", f"Cosines over the measured members: whole block "
+                    f"{summary_text(th['cos_whole_summary'])} against a null of "
+                    f"{summary_text(th['null_whole_summary'])}; bar_v block "
+                    f"{summary_text(th['cos_barv_summary'])} against "
+                    f"{summary_text(th['null_barv_summary'])}."]  # fmt: skip
+            if th["not_measured"]:
+                out.append("Not measured: " + "; ".join(f"{k} ({v})" for k, v in
+                                                        th["not_measured"].items()) + ".")
+            out += ["", f"![theory](theory.{fmt})"]
+        out.append("")
+
+    jumps = claims["jumps"]
+    out += ["## Jumps", "", "The step each spike's largest rise between two evaluations ends at; "
+            "a member without the jump is censored at its last step (Kaplan-Meier median: "
+            "the step by which half the members are estimated past it).", "",
+            "| spike | members with the jump | Kaplan-Meier median | mean over members with it "
+            "[95% CI] (min to max, n) | the paper's run |", "| --- | --- | --- | --- | --- |"]
+    for key in ("first", "second"):
+        surv = jumps[f"{key}_survival"]
+        have = len(jumps[key]) - jumps[f"{key}_without"]
+        lo, hi = jumps["paper_interval"][key]
+        out.append(
+            f"| {key} | {have} of {len(jumps[key])} | {surv['median'] or 'not reached'} | "
+            f"{summary_text(jumps[f'{key}_summary'], 'step')} | {lo} -> {hi} |"
+        )
+    out += ["", f"![jumps](jumps.{fmt})", "", f"![survival](survival.{fmt})", ""]
+
+    out += ["## Final accuracy per set", "",
+            f"Robust final: the mean over the evaluations of the last {window} steps; beside it "
+            "the value at the last step. Means over members with their multi-bootstrap 95% "
+            "interval; how many members are at >= 99% by either reading.", "",
+            "| set | robust final | at the last step | >= 99% (robust) | >= 99% (last step) |",
+            "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    for s, st in claims["final_stats"].items():
+        r, last = st["robust_at_least_99"], st["last_at_least_99"]
+        out.append(
+            f"| {s} | {summary_text(st['robust'], 'accuracy')} | "
+            f"{summary_text(st['last'], 'accuracy')} | {r['holds']} of {r['of']} | "
+            f"{last['holds']} of {last['of']} |"
+        )
+    out += ["", f"![final](final.{fmt})", ""]
+
+    col = claims["collapses"]
+    out += ["## Late collapses", "", "A set that reached >= 99% and later fell below 95% "
+            "(evaluations of the metrics log).", ""]
+    hit = {s: e for s, e in col["by_set"].items() if e["holds"]}
+    if not hit:
+        out += ["None in any member.", ""]
+    else:
+        out += ["| set | members with a collapse | share [95% CI] | fell at steps |",
+                "| --- | --- | --- | --- |"]
+        for s, e in hit.items():
+            steps = ", ".join(map(str, sorted(e["collapse_steps"])))
+            out.append(f"| {s} | {e['holds']} of {e['of']} ({', '.join(e['members'])}) | "
+                       f"{share_text(e)} | {steps} |")
+        out += ["", "| member | set | >= 99% from | below 95% at | lowest | back at 99% |",
+                "| --- | --- | --- | --- | --- | --- |"]
+        for ev in col["events"]:
+            out.append(f"| {ev['member']} | {ev['set']} | {ev['reached_step']} | "
+                       f"{ev['collapse_step']} | {pct(ev['lowest'])} | "
+                       f"{ev['recovered_step'] or 'not by the end'} |")
+        out.append("")
+
+    out += ["## Members", "", "| member | seed | first jump | second jump | paper checks held |",
+            "| --- | --- | --- | --- | --- |"]
+    paper = [c for c in claims["claims"] if c["kind"] == "paper"]
+    for i, name in enumerate(claims["member_names"]):
+        held = sum(c["outcomes"][i] == "yes" for c in paper)
+        measured = sum(c["outcomes"][i] is not None for c in paper)
+        out.append(f"| {name} | {claims['seeds'][i]} | {jumps['first'][i] or 'none'} | "
+                   f"{jumps['second'][i] or 'none'} | {held} of {measured} |")
+    out += ["", "## Figures", ""]
+    out += [f"- [{stem}.{fmt}]({stem}.{fmt}): {what}" for stem, what in FIGURES.items()]
+    return "\n".join(out) + "\n"
+
+
+def write_claims(claims: dict, out_dir, fmt: str = "png") -> list[Path]:
+    """claims.json, claims.md and the figures of one population in out_dir; returns paths."""
+    from empirical.population import figures
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / SweepDir.CLAIMS_JSON, out / SweepDir.CLAIMS_MD]
+    atomic_write_bytes(paths[0], json.dumps(claims, indent=1).encode())
+    atomic_write_bytes(paths[1], claims_markdown(claims, fmt).encode())
+    label = claims["variant"]
+    for stem, fig in (
+        ("jumps", lambda p: figures.plot_jumps(claims, p, fmt)),
+        ("survival", lambda p: figures.plot_survival([(label, claims)], p, fmt)),
+        ("final", lambda p: figures.plot_final(claims, p, fmt)),
+        ("theory", lambda p: figures.plot_theory(claims, p, fmt)),
+    ):
+        paths.append(fig(out / stem).saved_path)
+    return paths
