@@ -221,6 +221,23 @@ def member_with(rel: str, data: bytes):
     return setup
 
 
+GRID = SMOKE.read_bytes() + b"\n[grid]\nseeds = [0]\n[grid.variants]\na = []\n"
+
+
+def population_member(remove: str | None = None):
+    """A population directory {tmp}/gp whose one member (a_seed0) is the trained smoke run,
+    with `remove` taken out of it, and its grid config {tmp}/g.toml."""
+
+    def setup(ctx: Ctx) -> None:
+        (ctx.tmp / "g.toml").write_bytes(GRID)
+        member = ctx.tmp / "gp" / "members" / "a_seed0"
+        shutil.copytree(ctx.run, member, copy_function=shutil.copy2)
+        if remove is not None:
+            (member / remove).unlink()
+
+    return setup
+
+
 def garbage_source(ctx: Ctx) -> None:
     (ctx.tmp / "src").mkdir()
     (ctx.tmp / "src" / "checkpoint_step_1.pth").write_bytes(b"not a torch file")
@@ -565,6 +582,21 @@ CASES = [
     C("grid-busy", E, "grid --config {tmp}/g.toml --out {tmp}/g", BUSY,
       "--out being written by another process",
       config_file("g.toml", SMOKE.read_bytes() + b"\n[grid.variants]\na = []\n"), held="{tmp}/g"),
+    # -- claims (a population: tests/test_population_claims.py has the rest)
+    C("claims-no-table", E, "claims --config {smoke}", "no [grid] table",
+      "a config without [grid]"),
+    C("claims-jobs-zero", E, "claims --config {tmp}/g.toml --jobs 0 --out {tmp}/g", "--jobs 0",
+      "--jobs 0", config_file("g.toml", GRID)),
+    C("claims-empty", E, "claims --config {tmp}/g.toml --summarize --out {tmp}/g",
+      "empty population", "--summarize of a population never trained", config_file("g.toml", GRID)),
+    C("claims-member-other-config", E, "claims --config {tmp}/g.toml --summarize --out {tmp}/gp",
+      "another config", "a member of another config (mixed populations)", population_member()),
+    C("claims-member-no-metrics", E, "claims --config {tmp}/g.toml --summarize --out {tmp}/gp "
+      + " ".join(TINY), "without metrics", "a finished member without metrics.jsonl",
+      population_member("metrics.jsonl")),
+    C("claims-busy", E, "claims --config {tmp}/g.toml --summarize --out {tmp}/gp " + " ".join(TINY),
+      BUSY, "--summarize while another process writes --out", population_member(),
+      held="{tmp}/gp"),
     # -- import-checkpoints
     C("import-src-missing", E, "import-checkpoints {tmp}/src --out {tmp}/imp", "no such folder",
       "SRC missing"),

@@ -75,6 +75,8 @@ def cases(tmp: Path) -> list[tuple[list[str], str]]:
         (["sweep", "--config", str(bad)], "is not valid TOML"),
         (["grid", "--config", "configs/explore_generalization.toml", "train.lr=-1"], "train.lr"),
         (["grid", "--config", str(bad)], "is not valid TOML"),
+        (["claims", "--config", "configs/population_smoke.toml", "train.lr=-1"], "train.lr"),
+        (["claims", "--config", "configs/population_smoke.toml", "--jobs", "0"], "--jobs 0"),
         (["reproduce", "train.steps=-1"], "train.steps = -1"),
         (["reproduce", "--config", str(bad)], "is not valid TOML"),
         (["repair", missing], "no such directory"),

@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="robust final accuracy: the mean over the evaluations of the last STEPS steps "
         "(default 2000)",
     )
+    ap.add_argument("--no-figures", action="store_true", help="claims.json and claims.md only")
     add_format_argument(ap)
     add_executor_arguments(ap)
     return ap
@@ -151,7 +152,7 @@ def _summarize(args, base, spec, out: Path) -> int:
     with sweep_dir_lock(SweepDir(out), train=False):
         done = summarize_population(
             base, spec, out, jobs=args.jobs, analysis=not args.no_analysis, fmt=args.format,
-            window=args.final_window, log=_log,
+            window=args.final_window, figures=not args.no_figures, log=_log,
         )  # fmt: skip
     for variant, claims in done.items():
         print(f"{variant}: {claims['members']} members")

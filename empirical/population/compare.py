@@ -75,7 +75,8 @@ def comparison_markdown(cmp: dict, fmt: str = "png") -> str:
     return "\n".join(out)
 
 
-def write_comparison(cmp: dict, populations: dict[str, dict], out_dir, fmt: str = "png"):
+def write_comparison(cmp: dict, populations: dict[str, dict], out_dir, fmt: str = "png",
+                     figures: bool = True):  # fmt: skip
     """comparison.json, comparison.md and survival.png (every population's Kaplan-Meier
     curves, the first pair's log-rank p in the titles) in out_dir/comparison."""
     from empirical.population.figures import plot_survival
@@ -85,6 +86,8 @@ def write_comparison(cmp: dict, populations: dict[str, dict], out_dir, fmt: str 
     paths = [out / "comparison.json", out / "comparison.md"]
     atomic_write_bytes(paths[0], json.dumps(cmp, indent=1).encode())
     atomic_write_bytes(paths[1], comparison_markdown(cmp, fmt).encode())
+    if not figures:
+        return paths
     first = cmp["pairs"][0]["jumps"] if cmp["pairs"] else {}
     pvalues = {k: v["pvalue"] for k, v in first.items()}
     fig = plot_survival(list(populations.items()), out / "survival", fmt, pvalues=pvalues)

@@ -45,12 +45,13 @@ EXECUTION_FIELDS = (
 )
 
 
-def population_config(cfg) -> dict[str, Any]:
-    """A RunConfig as the plain dict of its non-default fields without the seed, the name and
-    the execution fields: what every member of one population shares."""
-    from empirical.config_io import non_default_fields
+def population_config(cfg, full: bool = False) -> dict[str, Any]:
+    """A RunConfig as the plain dict of its non-default fields (`full`: of every field)
+    without the seed, the name and the execution fields: what every member of one population
+    shares."""
+    from empirical.config_io import non_default_fields, to_dict
 
-    data = non_default_fields(cfg)
+    data = to_dict(cfg) if full else non_default_fields(cfg)
     data.pop("seed", None)
     data.pop("name", None)
     train = data.get("train", {})
@@ -79,16 +80,14 @@ def _flat(d: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def config_differences(found: dict, expected: dict) -> list[str]:
-    """'train.lr = 0.003 (the population's: 0.001)' for every field where two population
-    configs differ (a field at its default is shown as 'default')."""
-    a, b = _flat(found), _flat(expected)
-    out = []
-    for key in sorted(set(a) | set(b)):
-        if a.get(key, "default") != b.get(key, "default"):
-            out.append(f"{key} = {a.get(key, 'default')!r} (the population's: "
-                       f"{b.get(key, 'default')!r})")  # fmt: skip
-    return out
+def config_differences(found, expected) -> list[str]:
+    """'train.lr = 0.003 (the population's: 0.001)' for every field in which two RunConfigs
+    differ, the seed, the name and the execution fields aside."""
+    a = _flat(population_config(found, full=True))
+    b = _flat(population_config(expected, full=True))
+    missing = "(not set)"
+    return [f"{key} = {a.get(key, missing)!r} (the population's: {b.get(key, missing)!r})"
+            for key in sorted(set(a) | set(b)) if a.get(key, missing) != b.get(key, missing)]
 
 
 FINISHED, UNFINISHED, STOPPED, MISSING = "finished", "unfinished", "stopped", "missing"
@@ -129,13 +128,12 @@ def _read_json(path: Path) -> dict:
     return data
 
 
-def check_config(run: RunDir, expected: dict, variant: str):
+def check_config(run: RunDir, expected, variant: str):
     """The member's RunConfig, or a PopulationError naming the fields in which it differs from
-    the population's config `expected` (population_config)."""
+    the population's config `expected` (a RunConfig of the population)."""
     cfg = run.read_config()
-    found = population_config(cfg)
-    if found != expected:
-        diff = config_differences(found, expected)
+    if population_config(cfg) != population_config(expected):
+        diff = config_differences(cfg, expected) or ["fields at their defaults"]
         shown = "; ".join(diff[:3]) + (f"; and {len(diff) - 3} more" if len(diff) > 3 else "")
         raise PopulationError(
             f"{run.path}: a run of another config than population {variant!r} ({shown}): a "
@@ -163,7 +161,7 @@ class Member:
         return int(self.summary.get("final_step", self.records[-1]["step"] if self.records else 0))
 
 
-def read_member(run: RunDir, expected: dict, variant: str) -> Member:
+def read_member(run: RunDir, expected, variant: str) -> Member:
     """A finished member directory as a Member (analysis and spike numbers filled in by
     empirical.population.prepare): its config checked against the population's, its
     summary.json and metrics.jsonl read."""

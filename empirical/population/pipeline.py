@@ -22,7 +22,6 @@ from empirical.population.members import (
     PopulationError,
     check_config,
     member_status,
-    population_config,
     read_analysis,
     read_member,
 )
@@ -46,12 +45,12 @@ def read_variants(base, spec, out: Path) -> tuple[dict[str, list], dict[str, lis
     for m in planned:
         run = root.member(m.dirname)
         if run.is_run():
-            check_config(run, population_config(m.cfg), m.value)
+            check_config(run, m.cfg, m.value)
     for m in planned:
         run = root.member(m.dirname)
         status, step = member_status(run, m.cfg.train.steps)
         if status == FINISHED:
-            finished[m.value].append(read_member(run, population_config(m.cfg), m.value))
+            finished[m.value].append(read_member(run, m.cfg, m.value))
         else:
             skipped[m.value].append({"member": m.dirname, "status": status, "step": step})
     for variant, members in finished.items():
@@ -77,12 +76,14 @@ def summarize_population(
     analysis: bool = True,
     fmt: str = "png",
     window: int | None = None,
+    figures: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, dict]:
     """claims.json content per variant, written with claims.md and the figures to
     OUT/claims/<variant>/ (and OUT/claims/comparison/ for two or more variants). analysis:
     run analyze and compare-qk where a finished member lacks them (False: use what exists).
-    window: the robust final accuracy's window in steps (default ROBUST_WINDOW)."""
+    window: the robust final accuracy's window in steps (default ROBUST_WINDOW). figures:
+    False writes the JSON and markdown files only."""
     from empirical.population.claims import population_claims
     from empirical.population.compare import compare_populations, write_comparison
     from empirical.population.prepare import existing_spike, prepare_members
@@ -112,10 +113,11 @@ def summarize_population(
             overrides=spec.variants[variant], not_counted=skipped[variant],
             window=ROBUST_WINDOW if window is None else window,
         )  # fmt: skip
-        paths = write_claims(claims, root.claims_of(variant), fmt)
+        paths = write_claims(claims, root.claims_of(variant), fmt, figures)
         say(f"wrote {', '.join(str(p) for p in paths)}")
         done[variant] = claims
     if len(done) > 1:
-        paths = write_comparison(compare_populations(done), done, root.claims_dir, fmt)
+        paths = write_comparison(compare_populations(done), done, root.claims_dir, fmt,
+                                 figures)
         say(f"wrote {', '.join(str(p) for p in paths)}")
     return done

@@ -175,21 +175,24 @@ def claims_markdown(claims: dict, fmt: str = "png") -> str:
     return "\n".join(out) + "\n"
 
 
-def write_claims(claims: dict, out_dir, fmt: str = "png") -> list[Path]:
-    """claims.json, claims.md and the figures of one population in out_dir; returns paths."""
-    from empirical.population import figures
+def write_claims(claims: dict, out_dir, fmt: str = "png", figures: bool = True) -> list[Path]:
+    """claims.json, claims.md and (`figures`) the figures of one population in out_dir;
+    returns the paths written."""
+    from empirical.population import figures as plots
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / SweepDir.CLAIMS_JSON, out / SweepDir.CLAIMS_MD]
     atomic_write_bytes(paths[0], json.dumps(claims, indent=1).encode())
     atomic_write_bytes(paths[1], claims_markdown(claims, fmt).encode())
+    if not figures:
+        return paths
     label = claims["variant"]
     for stem, fig in (
-        ("jumps", lambda p: figures.plot_jumps(claims, p, fmt)),
-        ("survival", lambda p: figures.plot_survival([(label, claims)], p, fmt)),
-        ("final", lambda p: figures.plot_final(claims, p, fmt)),
-        ("theory", lambda p: figures.plot_theory(claims, p, fmt)),
+        ("jumps", lambda p: plots.plot_jumps(claims, p, fmt)),
+        ("survival", lambda p: plots.plot_survival([(label, claims)], p, fmt)),
+        ("final", lambda p: plots.plot_final(claims, p, fmt)),
+        ("theory", lambda p: plots.plot_theory(claims, p, fmt)),
     ):
         paths.append(fig(out / stem).saved_path)
     return paths
