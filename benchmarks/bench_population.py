@@ -93,11 +93,12 @@ def bench(config: str, variant: str, n: int, steps: int, overrides: list[str],
 
 
 def markdown_row(r: dict) -> str:
+    setup = r["session"]["setup_s"]
+    summaries = r["wall_s"] - setup - r["loop_s"]
     return (
         f"| {r['device']} | {r['n']} | {r['steps']} | {r['member_steps_per_s']:,.0f} | "
         f"{r['member_steps_per_s_steps_only']:,.0f} | {100 * r['evaluation_share']:.0f}% | "
-        f"{r['session']['setup_s']:.0f} s + {r['wall_s'] - r['session']['setup_s'] - r['loop_s']:.0f}"
-        f" s | {r['member_steps_per_s_wall']:,.0f} |"
+        f"{setup:.0f} s + {summaries:.0f} s | {r['member_steps_per_s_wall']:,.0f} |"
     )
 
 
@@ -110,7 +111,7 @@ HEADER = (
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("overrides", nargs="*", help="run-config overrides, e.g. train.sample_chunk=100")
+    ap.add_argument("overrides", nargs="*", help="run-config overrides (train.sample_chunk=100)")
     ap.add_argument("--config", default=str(ROOT / "configs" / "population_authors.toml"))
     ap.add_argument("--variant", default="ours", help="the population (default ours)")
     ap.add_argument("--n", type=int, default=8, help="members (default 8)")
