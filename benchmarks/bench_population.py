@@ -67,8 +67,9 @@ def bench(config: str, variant: str, n: int, steps: int, overrides: list[str],
                                     "checkpoints_s"))  # fmt: skip
     tc = base.train
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({cpu_name()})"
+    shown = Path(config).resolve()
     return {
-        "config": config,
+        "config": str(shown.relative_to(ROOT)) if shown.is_relative_to(ROOT) else config,
         "variant": variant,
         "n": n,
         "steps": steps,

@@ -16,4 +16,48 @@ One module per job:
 - `compare`: populations against each other (log-rank, Fisher);
 - `pipeline`: a population directory to its claims (the command's library side);
 - `placement`: a single run placed in its published population (report.md's section).
+
+The public names are imported on first use (disentangled.lazy_exports): importing the package
+imports neither torch nor scipy.
 """
+
+from disentangled.lazy_exports import lazy_exports
+
+__all__ = [
+    "PopulationError",
+    "compare_populations",
+    "find_population",
+    "fisher_exact",
+    "kaplan_meier",
+    "logrank",
+    "multi_bootstrap",
+    "percentile_of",
+    "place_run",
+    "population_claims",
+    "population_fingerprint",
+    "population_section",
+    "share_interval",
+    "summarize_population",
+    "verdict",
+    "write_claims",
+]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "empirical.population.claims": ["population_claims", "verdict"],
+        "empirical.population.compare": ["compare_populations"],
+        "empirical.population.members": ["PopulationError", "population_fingerprint"],
+        "empirical.population.pipeline": ["summarize_population"],
+        "empirical.population.placement": ["find_population", "place_run", "population_section"],
+        "empirical.population.report": ["write_claims"],
+        "empirical.population.statistics": [
+            "fisher_exact",
+            "kaplan_meier",
+            "logrank",
+            "multi_bootstrap",
+            "percentile_of",
+            "share_interval",
+        ],
+    },
+)
