@@ -100,3 +100,26 @@ def test_a_run_of_another_config_gets_one_line(published, tmp_path):
     assert population_fingerprint(other)[:12] in lines[1]
     # no published folder at all: the same line
     assert "No published population" in population_section(run, tmp_path / "absent")
+
+
+def test_claims_places_the_papers_run(tmp_path):
+    """`claims --paper-run DIR`: the run placed in the population, in claims.json and .md."""
+    from empirical.sweep.grid import expand_grid, load_grid_config
+
+    config, out = write_population(tmp_path)
+    base, spec = load_grid_config(config)
+    cfg = expand_grid(base, spec)[0].cfg
+    paper = tmp_path / "paper_run"
+    write_member(paper, dataclasses.replace(cfg, seed=42, name="authors"), 42, curve=tail_curve,
+                 first={42: 5401}, second={42: 15201})  # fmt: skip
+    assert main(["--config", str(config), "--out", str(out), "--summarize", "--no-analysis",
+                 "--no-figures", "--paper-run", str(paper)]) == 0  # fmt: skip
+    claims = json.loads((out / "claims" / "ours" / "claims.json").read_text())
+    placed = claims["paper_run"]
+    assert placed["same_config"] is True and placed["differences"] == []
+    first = next(r for r in placed["rows"] if r["claim"] == "first spike: variable routing")
+    assert first["outcome"] == "yes" and first["value"] == 5401 and first["percentile"] == 100.0
+    assert first["tail"] == "'yes' here, as in 0 of 4 members (the population: fails)"
+    md = (out / "claims" / "ours" / "claims.md").read_text()
+    assert "## The paper's run in this population" in md
+    assert "**The paper's run is in the population's tail**" in md

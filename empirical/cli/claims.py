@@ -74,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="robust final accuracy: the mean over the evaluations of the last STEPS steps "
         "(default 2000)",
     )
+    ap.add_argument(
+        "--paper-run",
+        metavar="DIR",
+        help="a run directory (the paper's run, imported: runs/authors) to place in every "
+        "population: its value, percentile and tail per check, in claims.md",
+    )
     ap.add_argument("--no-figures", action="store_true", help="claims.json and claims.md only")
     add_format_argument(ap)
     add_executor_arguments(ap)
@@ -109,6 +115,10 @@ def run(argv: list[str]) -> int:
     spec.__post_init__()
     positive_int("--jobs", args.jobs)
     positive_int("--final-window", args.final_window)
+    if args.paper_run is not None:
+        from empirical.rundir import RunDir
+
+        RunDir(args.paper_run).require_run()  # before any training
     executor = executor_options(args)  # None: train here
     out = Path(args.out) if args.out else Path("runs") / "population" / base.name
     if not args.summarize:
@@ -152,7 +162,8 @@ def _summarize(args, base, spec, out: Path) -> int:
     with sweep_dir_lock(SweepDir(out), train=False):
         done = summarize_population(
             base, spec, out, jobs=args.jobs, analysis=not args.no_analysis, fmt=args.format,
-            window=args.final_window, figures=not args.no_figures, log=_log,
+            window=args.final_window, figures=not args.no_figures,
+            paper_run=args.paper_run, log=_log,
         )  # fmt: skip
     for variant, claims in done.items():
         print(f"{variant}: {claims['members']} members")

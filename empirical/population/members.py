@@ -80,6 +80,15 @@ def _flat(d: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def dict_differences(found: dict, expected: dict) -> list[str]:
+    """config_differences of two population_config dicts (a field absent from one is at its
+    default there)."""
+    a, b = _flat(found), _flat(expected)
+    missing = "(default)"
+    return [f"{key} = {a.get(key, missing)!r} (the population's: {b.get(key, missing)!r})"
+            for key in sorted(set(a) | set(b)) if a.get(key, missing) != b.get(key, missing)]
+
+
 def config_differences(found, expected) -> list[str]:
     """'train.lr = 0.003 (the population's: 0.001)' for every field in which two RunConfigs
     differ, the seed, the name and the execution fields aside."""

@@ -77,13 +77,16 @@ def summarize_population(
     fmt: str = "png",
     window: int | None = None,
     figures: bool = True,
+    paper_run=None,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, dict]:
     """claims.json content per variant, written with claims.md and the figures to
     OUT/claims/<variant>/ (and OUT/claims/comparison/ for two or more variants). analysis:
     run analyze and compare-qk where a finished member lacks them (False: use what exists).
     window: the robust final accuracy's window in steps (default ROBUST_WINDOW). figures:
-    False writes the JSON and markdown files only."""
+    False writes the JSON and markdown files only. paper_run: a run directory (the paper's
+    imported run) placed in every population (claims.json's `paper_run`, a claims.md
+    section)."""
     from empirical.population.claims import population_claims
     from empirical.population.compare import compare_populations, write_comparison
     from empirical.population.prepare import existing_spike, prepare_members
@@ -113,6 +116,10 @@ def summarize_population(
             overrides=spec.variants[variant], not_counted=skipped[variant],
             window=ROBUST_WINDOW if window is None else window,
         )  # fmt: skip
+        if paper_run is not None:
+            from empirical.population.placement import paper_run_entry
+
+            claims["paper_run"] = paper_run_entry(paper_run, claims)
         paths = write_claims(claims, root.claims_of(variant), fmt, figures)
         say(f"wrote {', '.join(str(p) for p in paths)}")
         done[variant] = claims

@@ -117,6 +117,47 @@ def place_run(run_dir, claims: dict) -> list[dict]:
     return rows
 
 
+def placement_table(rows: list[dict], who: str = "this run") -> list[str]:
+    """The markdown table of place_run's rows and the tail sentence after it."""
+    out = [
+        f"| check | {who} | its percentile among the members | population: holds in | "
+        "share [95% CI] | verdict |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        p = r["population"]
+        mine = "-" if r["outcome"] is None else r["outcome"]
+        if r["value"] is not None:
+            mine += f" ({number(r['value'], r['quantity'])})"
+        pctl = "-" if r["percentile"] is None else f"{r['percentile']:.0f}"
+        out.append(f"| {r['claim']} | {mine} | {pctl} | {p['holds']} of {p['of']} | "
+                   f"{share_text(p)} | {p['verdict']} |")
+    tails = [r for r in rows if r["tail"]]
+    out.append("")
+    if tails:
+        out.append(f"**{who[0].upper() + who[1:]} is in the population's tail** on " + "; ".join(
+            f"{r['claim']}: {r['tail']}" for r in tails) + f". Where {who} and the "
+            f"population disagree, the population's verdict is the config's; {who} is one "
+            "draw of it.")  # fmt: skip
+    else:
+        out.append(f"{who[0].upper() + who[1:]} lies within its population on every check.")
+    return out
+
+
+def paper_run_entry(run_dir, claims: dict) -> dict:
+    """claims.json's `paper_run`: the paper's run (or any run) placed in a population that
+    need not be of its config: {"run_dir", "same_config", "differences", "rows"}."""
+    from empirical.population.members import dict_differences, population_config
+
+    run = RunDir(run_dir).require_run()
+    cfg = run.read_config()
+    same = population_fingerprint(cfg) == claims["config_fingerprint"]
+    diff = [] if same else dict_differences(population_config(cfg),
+                                             claims.get("population_config", {}))
+    return {"run_dir": str(_shown(run.path)), "same_config": same, "differences": diff,
+            "rows": place_run(run.path, claims)}  # fmt: skip
+
+
 def population_section(run_dir, populations_dir: str | Path | None = None) -> str:
     """The markdown section "This run in its population" of report.md for the run in
     `run_dir`: one line when no published population matches its config."""
@@ -135,28 +176,9 @@ def population_section(run_dir, populations_dir: str | Path | None = None) -> st
     out += [
         f"The population of this config: `{claims['config']}`, {claims['members']} members "
         f"(seeds {', '.join(map(str, claims['seeds']))}), trained on {claims['device']} "
-        f"([claims.md]({_shown(path.with_name(SweepDir.CLAIMS_MD))})). This run is one draw of it; "
-        f"the verdicts are the population's ({claims['rule']}).",
+        f"([claims.md]({_shown(path.with_name(SweepDir.CLAIMS_MD))})). This run is one draw "
+        f"of it; the verdicts are the population's ({claims['rule']}).",
         "",
-        "| check | this run | its percentile among the members | population: holds in | "
-        "share [95% CI] | verdict |",
-        "| --- | --- | --- | --- | --- | --- |",
+        *placement_table(rows),
     ]
-    for r in rows:
-        p = r["population"]
-        mine = "-" if r["outcome"] is None else r["outcome"]
-        if r["value"] is not None:
-            mine += f" ({number(r['value'], r['quantity'])})"
-        pctl = "-" if r["percentile"] is None else f"{r['percentile']:.0f}"
-        out.append(f"| {r['claim']} | {mine} | {pctl} | {p['holds']} of {p['of']} | "
-                   f"{share_text(p)} | {p['verdict']} |")
-    tails = [r for r in rows if r["tail"]]
-    out.append("")
-    if tails:
-        out.append("**This run is in the population's tail** on " + "; ".join(
-            f"{r['claim']}: {r['tail']}" for r in tails) + ". Where this run and the "
-            "population disagree, the population's verdict is the config's; this run's value "
-            "is one draw of it.")  # fmt: skip
-    else:
-        out.append("This run lies within its population on every check.")
     return "\n".join(out) + "\n"

@@ -162,6 +162,16 @@ def claims_markdown(claims: dict, fmt: str = "png") -> str:
                        f"{ev['recovered_step'] or 'not by the end'} |")
         out.append("")
 
+    if claims.get("paper_run"):
+        from empirical.population.placement import placement_table
+
+        pr = claims["paper_run"]
+        config = ("the population's config" if pr["same_config"] else "another config ("
+                  + "; ".join(pr["differences"][:3]) + ")")  # fmt: skip
+        out += ["## The paper's run in this population", "",
+                f"`{pr['run_dir']}`, a run of {config}, judged by the same checks and placed "
+                "among the members; by the verdict rule alone it is one draw.", "",
+                *placement_table(pr["rows"], "the paper's run"), ""]  # fmt: skip
     out += ["## Members", "", "| member | seed | first jump | second jump | paper checks held |",
             "| --- | --- | --- | --- | --- |"]
     paper = [c for c in claims["claims"] if c["kind"] == "paper"]
