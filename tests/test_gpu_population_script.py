@@ -40,6 +40,7 @@ def test_gpu_population_rehearsal_on_the_cpu(tmp_path):
     if has_step1:  # both populations and their comparison
         assert any(n.endswith("claims/paper_init/claims.md") for n in names)
         assert any(n.endswith("claims/comparison/comparison.json") for n in names)
+        assert any(n.endswith("claims/comparison/survival.png") for n in names)
         assert (clone / "runs" / "authors" / "snapshots" / "step_000001.pt").is_file()
     else:
         assert "population paper_init left out" in proc.stdout

@@ -17,6 +17,7 @@ from empirical.figures import OKABE_ITO, save_figure
 
 JUMPS = (("first", "first spike (variable routing)"), ("second", "second spike (var-restricted)"))
 COLOURS = [OKABE_ITO[c] for c in ("blue", "vermillion", "green", "orange", "purple", "sky")]
+STYLES = ("-", "--", ":", "-.")  # curves that coincide stay visible
 
 
 def _title(claims: dict) -> str:
@@ -67,7 +68,7 @@ def plot_survival(populations: list[tuple[str, dict]], path=None, fmt: str | Non
             colour = COLOURS[i % len(COLOURS)]
             xs = [0, *surv["steps"], steps_max]
             ys = [1.0, *surv["survival"], surv["survival"][-1] if surv["survival"] else 1.0]
-            ax.step(xs, ys, where="post", color=colour, lw=1.8,
+            ax.step(xs, ys, where="post", color=colour, lw=1.8, ls=STYLES[i % len(STYLES)],
                     label=f"{name} ({surv['events']} of {surv['n']} jump)")  # fmt: skip
             cens = surv["censored"]
             if cens:
@@ -172,6 +173,10 @@ def plot_theory(claims: dict, path=None, fmt: str | None = None):
         ax.scatter(xs, [null[i] for i in xs], marker="_", s=300, color=OKABE_ITO["vermillion"],
                    zorder=3, label="its sign-randomised null (95%)")  # fmt: skip
         ax.axhline(0, color=OKABE_ITO["grey"], lw=0.8)
+        if not xs:
+            ax.set_ylim(-1, 1)
+            ax.text(0.5, 0.5, "no member measured\n(no first spike with snapshots around it)",
+                    ha="center", va="center", transform=ax.transAxes, fontsize=9)
         ax.set_xticks(range(len(names)), names, rotation=40, ha="right", fontsize=8)
         ax.set_xlim(-0.5, len(names) - 0.5)
         ax.set_xlabel("member")
