@@ -206,3 +206,21 @@ def test_unfinished_members_are_listed_not_counted(tmp_path):
     assert c["not_counted"] == [{"member": "ours_seed3", "status": "unfinished", "step": 2000}]
     assert c["final"]["1var/var"] == pytest.approx([1.0, 0.995, 0.975])
     assert not math.isnan(c["final_stats"]["1var/var"]["robust"]["mean"])
+
+
+def test_plot_functions_return_figures_and_save_in_any_format(population, tmp_path):
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    from empirical.population import figures
+
+    c = population[2]
+    before = set(tmp_path.iterdir())
+    for fig in (figures.plot_jumps(c), figures.plot_survival([("ours", c)]),
+                figures.plot_final(c), figures.plot_theory(c)):  # fmt: skip
+        assert isinstance(fig, Figure) and fig.axes[0].get_xlabel()
+        assert fig.get_suptitle() or fig.axes[0].get_title()
+        plt.close(fig)
+    assert set(tmp_path.iterdir()) == before  # nothing written without a path
+    fig = figures.plot_final(c, tmp_path / "final", fmt="pdf")
+    assert (tmp_path / "final.pdf").read_bytes().startswith(b"%PDF-")
