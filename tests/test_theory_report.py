@@ -62,11 +62,8 @@ def test_the_committed_report_is_what_the_command_writes(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     fresh, committed = normalised(out.read_text()), normalised(COMMITTED.read_text())
     if fresh != committed:
-        diff = [
-            (n, c, f)
-            for n, (c, f) in enumerate(zip(committed.splitlines(), fresh.splitlines()), 1)
-            if c != f
-        ]
+        pairs = zip(committed.splitlines(), fresh.splitlines(), strict=False)
+        diff = [(n, c, f) for n, (c, f) in enumerate(pairs, 1) if c != f]
         pytest.fail(
             "theory_report.md is not what `python -m theory report` writes now; regenerate it "
             f"(`python -m theory report --out theory_report.md`). First differing line: {diff[:1]}"
