@@ -8,7 +8,7 @@ import torch
 
 @pytest.fixture(autouse=True)
 def one_torch_thread():
-    """Small ops: one torch thread is faster on a 2-core machine (README, Benchmarks)."""
+    """Small ops: one torch thread is faster on a 2-core machine (docs/benchmarks.md)."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

@@ -20,6 +20,7 @@ LAYERS = [
         "empirical.plain_names",
         "empirical.stats",
         "empirical.metrics_log",
+        "empirical.paper_checks",
         "empirical.shared_paths",
     ],
     ["empirical.task"],

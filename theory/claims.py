@@ -356,24 +356,28 @@ def _accuracy(W, pt: Point, kind: str) -> float:
 
 SOLVED = 1 - 1e-12
 KINDS = ("0var", "1var", "2var")
-DEFAULT_SCALES = (0.1, 0.3, 1.0, 3.0, 10.0, 100.0, 1e3, 1e4)
 
 
 def claim6(
-    pt: Point, scales: tuple[float, ...] = DEFAULT_SCALES, refine: int = 8, kinds=KINDS
+    pt: Point, scales: tuple[float, ...] | None = None, rel_tol: float = 1e-3, kinds=KINDS
 ) -> Check:
-    """W1 = W0 + eta G1 with the closed-form G1 and eta = s / max|G1| for s in `scales`;
-    predictions by argmax (xi-free).  Passes if W0 does not solve 2-var and some eta does.
-    The lowest solving eta is refined by `refine` bisection steps in log eta; the 0-var and
-    1-var accuracies after the step are reported for the kinds listed in `kinds`."""
+    """W1 = W0 + eta G1 with the closed-form G1 and eta = s / max|G1| for s in `scales`
+    (default: the grid of `python -m disentangled step`, s from 1e-2 to 1e3, so that the report
+    and that command state the same numbers); predictions by argmax (xi-free).  Passes if W0
+    does not solve 2-var and some eta does.  The lowest solving eta is bisected in log eta to a
+    relative width `rel_tol` (the command's bisection); the 0-var and 1-var accuracies after
+    the step are reported for the kinds listed in `kinds`."""
     import torch
 
+    from disentangled.experiments import default_etas, log_bisect
     from disentangled.model import initial_W
 
     _, G = closed_g1(pt)
     G1 = torch.tensor(G)
     W0 = initial_W(pt.sim_config())
     gmax = float(np.abs(G).max())
+    if scales is None:
+        scales = tuple(eta * gmax for eta in default_etas(G1))
     kinds = tuple(sorted(set(kinds) | {"2var"}))
 
     def accs(s):
@@ -393,13 +397,12 @@ def claim6(
             j += 1
         lo = rows[i][0]
         if i > 0:
-            fail, lo = rows[i - 1][0], rows[i][0]
-            for _ in range(refine):
-                mid = math.sqrt(fail * lo)
-                if accs_2var(W0, G1, mid / gmax, pt) >= SOLVED:
-                    lo = mid
-                else:
-                    fail = mid
+            lo = log_bisect(
+                lambda s: accs_2var(W0, G1, s / gmax, pt) >= SOLVED,
+                rows[i - 1][0],
+                rows[i][0],
+                rel_tol,
+            )
         hi = f"{rows[j][0] / gmax:.4g}" + (
             f" (fails at {rows[j + 1][0] / gmax:.4g})" if j + 1 < len(rows) else " (grid end)"
         )

@@ -109,7 +109,7 @@ def test_claim5_assignment_wide_entries(pt):
 @pytest.mark.parametrize("pt", POINTS, ids=IDS)
 def test_claim6_one_step_solves_two_var(pt):
     kinds = ("0var", "1var", "2var") if pt == POINTS[3] else ("2var",)
-    c = claims.claim6(pt, scales=(0.1, 10.0, 1e3), refine=2, kinds=kinds)
+    c = claims.claim6(pt, scales=(0.1, 10.0, 1e3), rel_tol=0.3, kinds=kinds)
     assert c.passed, c.values
     assert c.values["W0 2var acc"] < 1
     if pt == POINTS[3]:
