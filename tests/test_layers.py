@@ -33,6 +33,7 @@ LAYERS = [
     ["empirical.sweep", "empirical.evaluation", "empirical.import_run", "empirical.repair"],
     ["empirical.analysis"],
     ["empirical.compare_qk"],
+    ["empirical.population"],
     ["empirical.theorem_model"],
     ["empirical.ladder", "empirical.ladder_dynamics"],
     ["empirical.reproduce"],
