@@ -42,6 +42,7 @@ def test_required_fields_and_members(population):
     assert c["members"] == 4 and c["member_names"] == [f"ours_seed{s}" for s in range(4)]
     assert c["config"] == "synthetic.ours" and c["device"] == "CPU (synthetic)"
     assert c["torch"] and "commit" in c and c["not_counted"] == []
+    assert c["not_analysed"] == {f"ours_seed{s}": "no analysis.json" for s in range(4)}
     for name in ("claims.md", "jumps.png", "survival.png", "final.png", "theory.png"):
         assert (out / "claims" / "ours" / name).stat().st_size > 0
 

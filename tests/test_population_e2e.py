@@ -39,6 +39,7 @@ def test_smoke_population_trained_by_grid_then_claims(tmp_path, capsys):
     assert c["final_window"] == 200 and c["final_stats"]["1var/var"]["n_evals"] == [8] * 4
     by_claim = {x["claim"]: x for x in c["claims"]}
     assert by_claim["isolated OV-MLP adds all pairs"]["of"] == 4  # analysed: every member
+    assert c["not_analysed"] == {}
     for m in members:
         assert (m / "analysis" / "analysis.json").exists()
     with_spike = [m for m, step in zip(members, c["jumps"]["first"], strict=True) if step]

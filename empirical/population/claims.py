@@ -261,6 +261,8 @@ def population_claims(
         "collapses": {"by_set": by_set, "events": [c for s in falls.values() for c in s]},
         "theory": theory,
         "theory_claims": list(THEORY_CLAIMS.values()),
+        "not_analysed": {m.name: "; ".join(m.notes) or "no analysis.json" for m in members
+                         if m.analysis is None},  # fmt: skip
     }
 
 

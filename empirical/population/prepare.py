@@ -13,7 +13,8 @@ summary.md) as `python -m empirical compare-qk RUN --steps ... --windows spike1=
 --no-one-step --no-figures --out RUN/compare_qk_spike1` does. An output newer than the
 member's final model is kept; a full `compare_qk/compare_qk.json` with a `spike1` window is
 used as it is. Each member's files are written under its writer lock (empirical.run_lock): a
-member that another process writes is left out of the analysis, with a note.
+member that another process writes (or that cannot be written here) is left out of the
+analysis, with a note.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def prepare_member(path, analysis: bool = True, theory: bool = True) -> tuple:
     """(analysis.json content or None, spike numbers or None, notes) of one finished member,
     computing what is missing under the member's writer lock. Module-level: it runs in the
     worker processes of prepare_members."""
-    from empirical.run_lock import WriterLockError, writer_lock
+    from empirical.run_lock import writer_lock
 
     run = RunDir(path)
     notes: list[str] = []
@@ -128,7 +129,7 @@ def prepare_member(path, analysis: bool = True, theory: bool = True) -> tuple:
                     notes.append(got)
                 else:
                     spike = got
-    except WriterLockError as exc:
+    except UserError as exc:  # another writer holds it, or it cannot be written here
         notes.append(f"not analysed: {exc}")
     return found, spike, notes
 

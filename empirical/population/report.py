@@ -97,6 +97,9 @@ def claims_markdown(claims: dict, fmt: str = "png") -> str:
                 f"**{c['verdict']}** | {c['quantity']}: "
                 f"{summary_text(c['values_summary'], c['quantity'])} |"
             )
+        if kind == "paper" and claims.get("not_analysed"):
+            out += ["", "Without analysis.json (its checks not counted for them): "
+                    + "; ".join(f"{k} ({v})" for k, v in claims["not_analysed"].items()) + "."]
         if kind == "theory":
             th = claims["theory"]
             out += ["", f"Cosines over the measured members: whole block "
