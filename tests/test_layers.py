@@ -20,6 +20,7 @@ LAYERS = [
         "empirical.plain_names",
         "empirical.stats",
         "empirical.metrics_log",
+        "empirical.paper_checks",
         "empirical.shared_paths",
     ],
     ["empirical.task"],
@@ -34,6 +35,7 @@ LAYERS = [
     ["empirical.compare_qk"],
     ["empirical.theorem_model"],
     ["empirical.ladder", "empirical.ladder_dynamics"],
+    ["empirical.scheduling", "empirical.reproduce_report"],
     ["empirical.reproduce"],
     ["empirical.cli", "empirical.__main__"],
 ]
