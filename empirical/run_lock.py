@@ -100,7 +100,7 @@ def _take(directory: Path, what: str | None) -> HeldLock:
                     break
             os.close(held.fd)
             held.fd = None
-        argv = [Path(sys.orig_argv[0]).name, *sys.orig_argv[1:]]
+        argv = [Path(a).name if i == 0 else a for i, a in enumerate(sys.orig_argv)]
         now = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
         me = {"pid": os.getpid(), "host": socket.gethostname(), "command": shlex.join(argv)}
         os.ftruncate(held.fd, os.pwrite(held.fd, json.dumps({**me, "started": now}).encode(), 0))
