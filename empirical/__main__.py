@@ -47,6 +47,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "unlock": ("empirical.cli.unlock", "remove the writer lock a killed writer left behind"),
 }
 
+# the commands whose process keeps freed memory (empirical.allocator): those whose work
+# benchmarks/bench_allocator.py shows it speeds up (a training step, one model or batched;
+# compare-qk); reproduce does both, and sets it in its background processes too
+KEEP_FREED_MEMORY = frozenset({"train", "sweep", "grid", "compare-qk", "reproduce"})
+
 
 def usage() -> str:
     lines = ["usage: python -m empirical COMMAND [ARGS...]", "", "commands:"]
@@ -63,7 +68,8 @@ def _dispatch(argv: list[str]) -> int:
     if name not in COMMANDS:
         raise UsageError(f"unknown command {name!r}; allowed: {', '.join(COMMANDS)}")
     importlib.import_module("empirical.figures").use_cli_backend()  # Agg: figures to files
-    importlib.import_module("empirical.allocator").retain_freed_memory()  # fewer page faults
+    if name in KEEP_FREED_MEMORY:
+        importlib.import_module("empirical.allocator").retain_freed_memory()  # fewer page faults
     module = importlib.import_module(COMMANDS[name][0])
     return int(module.run(rest) or 0)
 

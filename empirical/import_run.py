@@ -50,7 +50,7 @@ from empirical.model.tl_import import (
     token_map,
 )
 from empirical.run_config import RunConfig, config_fingerprint, load_run_config
-from empirical.run_lock import is_lock_file, writer_lock
+from empirical.run_lock import writer_lock
 from empirical.rundir import RunDir
 
 FORMAT = "assign-and-add-import/1"
@@ -160,7 +160,7 @@ def _refuse_existing(out: Path, src: Path, overwrite: bool) -> bool:
         return False
     if not out.is_dir():
         raise UsageError(f"--out {out}: is a file; give a directory path")
-    if overwrite or not any(not is_lock_file(p) for p in out.iterdir()):
+    if overwrite or all(p.name == RunDir.WRITER_LOCK for p in out.iterdir()):
         return True
     try:
         earlier = RunDir(out).read_imported()
@@ -225,7 +225,7 @@ def import_checkpoints(
     files = source_files(src, final)
     pairs_record = check_train_pairs(cfg, train_pairs) if train_pairs is not None else None
     with writer_lock(out, "--out") as lock:  # `out` checked again, under its writer lock
-        replaced = _refuse_existing(out, src, overwrite) and not lock.created_directory
+        replaced = _refuse_existing(out, src, overwrite) and not lock.created
         models, sets, tokens = _convert_and_check(files, cfg, model_cfg, progress)
         record = _provenance(
             src, files, cfg, config_source, overrides, final, pairs_record, len(tokens), command

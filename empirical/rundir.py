@@ -25,9 +25,6 @@ A run directory holds:
                            directory holds flock on it and writes its PID, host, command line
                            and start time into it; removed on release (a killed writer leaves
                            it, unlocked: the OS released the lock)
-    writer.lock.excl       the same lock on a file system without working flock (or with
-                           EMPIRICAL_LOCK=excl): an O_EXCL file, removed on release; a killed
-                           writer leaves it: `python -m empirical unlock RUN_DIR` removes it
     analysis/              `python -m empirical analyze` output (analysis/step_XXXXXX with --step):
                            analysis.json, summary.md, figures
     compare_qk/            `python -m empirical compare-qk` output: compare_qk.json,
@@ -77,7 +74,6 @@ class RunDir:
     RUNNING = "running.json"
     IMPORTED = "imported.json"
     WRITER_LOCK = "writer.lock"
-    WRITER_LOCK_EXCL = "writer.lock.excl"
     ANALYSIS = "analysis"
     COMPARE_QK = "compare_qk"
     COMPARE_QK_SPIKE1 = "compare_qk_spike1"  # compare-qk across the first spike (claims)
@@ -169,10 +165,6 @@ class RunDir:
     @property
     def writer_lock(self) -> Path:
         return self.path / self.WRITER_LOCK
-
-    @property
-    def writer_lock_excl(self) -> Path:
-        return self.path / self.WRITER_LOCK_EXCL
 
     def analysis_dir(self, step: int | None = None) -> Path:
         base = self.path / self.ANALYSIS
@@ -448,7 +440,6 @@ class SweepDir:
     CLAIMS_MD = "claims.md"
     COMPARISON = "comparison"  # claims/comparison.{json,md}: the variants against each other
     WRITER_LOCK = RunDir.WRITER_LOCK
-    WRITER_LOCK_EXCL = RunDir.WRITER_LOCK_EXCL
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -477,10 +468,6 @@ class SweepDir:
     @property
     def writer_lock(self) -> Path:
         return self.path / self.WRITER_LOCK
-
-    @property
-    def writer_lock_excl(self) -> Path:
-        return self.path / self.WRITER_LOCK_EXCL
 
     @property
     def results_json(self) -> Path:

@@ -46,7 +46,7 @@ def held_elsewhere(
     directory: str | os.PathLike, env: dict[str, str] | None = None
 ) -> Iterator[Holder]:
     """A forked child holding the writer lock of `directory` for the body (`env`: variables
-    set in the child, e.g. EMPIRICAL_LOCK=excl)."""
+    set in the child)."""
     ready_r, ready_w = os.pipe()
     release_r, release_w = os.pipe()
     pid = os.fork()

@@ -1,7 +1,8 @@
-"""empirical.allocator: `python -m empirical` and reproduce's background processes keep freed
-memory (glibc's mmap and trim thresholds raised), an environment variable turns it off, and
-it changes no number (the same weights after training steps of the authors' batch size).
-Each check runs in a fresh process: the test process's own allocator is left as it is."""
+"""empirical.allocator: the commands it speeds up (train, sweep, grid, compare-qk, reproduce)
+and reproduce's background processes keep freed memory (glibc's mmap and trim thresholds
+raised), no other command does, an environment variable turns it off, and it changes no
+number (the same weights after training steps of the authors' batch size). Each check that
+applies it runs in a fresh process: the test process's own allocator is left as it is."""
 
 from __future__ import annotations
 
@@ -56,6 +57,24 @@ def test_importing_the_library_leaves_the_allocator_alone():
     assert "mallopt(" not in body  # only the function calls it, never the import
     # (that importing every module leaves glibc's allocator as it was is observed by
     # tests/test_figures.py's import-everything check, with tests/malloc_probe.py)
+
+
+def test_only_the_commands_it_speeds_up_keep_freed_memory(monkeypatch, capsys):
+    """`python -m empirical COMMAND` sets it before the command runs for the commands whose
+    work benchmarks/bench_allocator.py shows it speeds up, and for no other."""
+    import empirical.__main__ as entry
+
+    applied: list[str] = []
+    monkeypatch.setattr("empirical.figures.use_cli_backend", lambda: None)
+    monkeypatch.setattr(
+        "empirical.allocator.retain_freed_memory", lambda: applied.append(command) or True
+    )
+    for command in entry.COMMANDS:
+        with pytest.raises(SystemExit) as done:  # each command's --help ends it
+            entry._dispatch([command, "--help"])
+        assert done.value.code == 0
+    assert set(applied) == {"train", "sweep", "grid", "compare-qk", "reproduce"}
+    assert set(applied) == entry.KEEP_FREED_MEMORY
 
 
 TRAIN = """

@@ -635,9 +635,7 @@ CASES = [
     C("unlock-missing", E, "unlock {tmp}/missing", "no such directory", "a missing directory"),
     C("unlock-busy", E, "unlock {run}", BUSY,
       "a run whose writer is alive (nothing stale to remove)", held="{run}"),
-    C("unlock-excl-unreadable", E, "unlock {run}", "--force",
-      "writer.lock.excl that does not say who holds it",
-      garbage("writer.lock.excl", b"")),
+    C("unlock-file", E, "unlock {file}", "afile.txt", "a file, not a directory"),
     # -- sample
     C("sample-config-nonutf8", E, "sample --config {tmp}/bad.toml", "not UTF-8",
       "--config not UTF-8", config_file("bad.toml", NONUTF8)),
@@ -735,10 +733,9 @@ CORRECT_RESULTS = [
     ("sweep, sweep --executor local", "a member another process writes (another job given "
      "it, a resume of it)", "left to that process with a line naming it; the others trained; "
      "never trained twice"),
-    ("train (EMPIRICAL_LOCK=excl)", "the O_EXCL lock file of a writer killed with kill -9",
-     "one error line naming its PID and `python -m empirical unlock DIR`; `unlock` removes "
-     "it (refused while its process runs)"),
-    ("train", "a file system without working flock", "the O_EXCL lock file instead, with one "
+    ("unlock", "the lock file of a writer killed with kill -9", "removed (refused while its "
+     "writer runs); a file naming a process gone from this host is never named as the holder"),
+    ("train", "a file system without working flock", "written without the lock, with one "
      "warning on stderr"),
     ("theory report", "--out into a missing directory", "the directory is created"),
     ("disentangled dynamics", "--out a missing directory", "created, files written"),

@@ -36,6 +36,7 @@ LAYERS = [
     ["empirical.population"],
     ["empirical.theorem_model"],
     ["empirical.ladder", "empirical.ladder_dynamics"],
+    ["empirical.scheduling", "empirical.reproduce_report"],
     ["empirical.reproduce"],
     ["empirical.cli", "empirical.__main__"],
 ]

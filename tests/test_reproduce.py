@@ -1,8 +1,11 @@
 """The one-command reproduction, end to end on the smoke config (theory stages skipped: they
-have their own tests under theory/)."""
+have their own tests under theory/), and where its stages run (empirical.scheduling)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +23,7 @@ def test_reproduce_smoke_writes_report_linking_figures_and_both_runs(tmp_path, m
     paper's run asked for from a folder that is not there: skipped, with a note); the report
     with the paper's run beside ours; a second call, as on a 16-core machine (each
     independent stage its own process), resumes."""
-    from empirical.reproduce import render_report
+    from empirical.reproduce_report import render_report
     from empirical.rundir import RunDir
 
     cfg = load_run_config(ROOT / "configs" / "smoke.toml", ["task.eval_size=200", "train.steps=40"])
@@ -34,6 +37,8 @@ def test_reproduce_smoke_writes_report_linking_figures_and_both_runs(tmp_path, m
     assert "| train | ok |" in text and "| analyze | ok |" in text
     assert "| compare-qk | ok |" in text  # following the snapshots from the second process
     assert "seed0/training_curves.png" in text
+    # the run placed in its published population (none is published for the smoke config)
+    assert "## This run in its population" in text
     linked = [
         line.split("](")[1].rstrip(")") for line in text.splitlines() if line.startswith("- [")
     ]
@@ -60,18 +65,18 @@ def test_reproduce_smoke_writes_report_linking_figures_and_both_runs(tmp_path, m
     assert "skipped" in row and "no checkpoints folder" in row
 
 
-class _RecordingPool:
-    """A stand-in for multiprocessing's Pool: records what is submitted, runs nothing."""
+class _RecordingSubmit:
+    """A stand-in for BackgroundProcesses.submit: records what is submitted, runs nothing."""
 
     def __init__(self):
         self.submitted = []
 
-    def apply_async(self, fn, args):
-        self.submitted.append(args[0].__name__)
+    def __call__(self, fn, *args):
+        self.submitted.append(fn.__name__)
 
         class Done:
             def get(self_inner):
-                return [] if args[0].__name__ != "_independent_stages" else ([], [])
+                return [] if fn.__name__ != "_independent_stages" else ([], [])
 
             def ready(self_inner):
                 return True
@@ -92,13 +97,14 @@ class _RecordingPool:
 def test_background_processes_by_core_count(tmp_path, cores, workers, tasks):
     """On 2-3 cores the theory and the paper's run are one background task; from 5 cores on
     (a GPU machine has 16) each is its own, so the theory's two stages run side by side."""
-    from empirical.reproduce import _start_independent, background_workers, worker_threads
+    from empirical.reproduce import _start_independent
+    from empirical.scheduling import background_workers, worker_threads
 
     assert background_workers(cores) == workers
     assert worker_threads(cores) == (3 if cores == 16 else 1)
-    pool = _RecordingPool()
-    wait, done = _start_independent(pool, workers, tmp_path, False, None)
-    assert pool.submitted == tasks
+    submit = _RecordingSubmit()
+    wait, done = _start_independent(submit, workers, tmp_path, False, None)
+    assert submit.submitted == tasks
     assert wait() == ([], []) and done()
 
 
@@ -108,15 +114,15 @@ def test_training_widens_to_every_core_once_the_background_is_done(monkeypatch):
     no background never widens."""
     import torch
 
-    from empirical.reproduce import _ThreadWidening
+    from empirical.scheduling import ThreadWidening
 
     cfg = load_run_config(ROOT / "configs" / "smoke.toml", ["train.device=cpu"])
-    monkeypatch.setattr("empirical.reproduce.os.cpu_count", lambda: 2)
+    monkeypatch.setattr("empirical.scheduling.os.cpu_count", lambda: 2)
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         finished = [False]
-        widen = _ThreadWidening(cfg, lambda: finished[0])
+        widen = ThreadWidening(cfg, lambda: finished[0])
         widen(100, [])
         assert torch.get_num_threads() == 1 and widen.note() == ""
         finished[0] = True
@@ -125,11 +131,11 @@ def test_training_widens_to_every_core_once_the_background_is_done(monkeypatch):
         assert torch.get_num_threads() == 2 and widen.note() == "; on 2 threads from step 200"
         widen.restore()
         assert torch.get_num_threads() == 1
-        never = _ThreadWidening(cfg, None)  # no background process
+        never = ThreadWidening(cfg, None)  # no background process
         never(100, [])
         assert torch.get_num_threads() == 1 and never.note() == ""
-        monkeypatch.setattr("empirical.reproduce.os.cpu_count", lambda: 1)
-        alone = _ThreadWidening(cfg, lambda: True)
+        monkeypatch.setattr("empirical.scheduling.os.cpu_count", lambda: 1)
+        alone = ThreadWidening(cfg, lambda: True)
         alone(100, [])
         assert torch.get_num_threads() == 1 and alone.note() == ""
     finally:
@@ -145,21 +151,21 @@ def _thread_counts():
 
 
 def test_a_background_process_runs_on_worker_threads_for_torch_and_the_blas(monkeypatch):
-    """_in_second_process keeps freed memory (empirical.allocator) and limits torch's threads
+    """in_background_process keeps freed memory (empirical.allocator) and limits torch's threads
     and every BLAS's (numpy's and scipy's OpenBLAS start a thread per core otherwise) to
     worker_threads, and gives the BLAS its count back after."""
     import scipy.linalg  # noqa: F401  (its OpenBLAS loaded, as in compare-qk)
     import torch
 
-    from empirical.reproduce import _in_second_process
+    from empirical.scheduling import in_background_process
 
-    monkeypatch.setattr("empirical.reproduce.os.cpu_count", lambda: 2)
+    monkeypatch.setattr("empirical.scheduling.os.cpu_count", lambda: 2)
     kept = []  # (this test process's allocator is left alone: tests/test_allocator.py)
     monkeypatch.setattr("empirical.allocator.retain_freed_memory", lambda: kept.append(1))
     before_torch, before_blas = _thread_counts()
     assert before_blas  # numpy / scipy bring a BLAS that threadpoolctl sees
     try:
-        inside_torch, inside_blas = _in_second_process(_thread_counts)
+        inside_torch, inside_blas = in_background_process(_thread_counts)
     finally:
         torch.set_num_threads(before_torch)
     assert inside_torch == 1 and set(inside_blas) == {1} and kept == [1]
@@ -222,11 +228,72 @@ def test_following_runs_on_idle_cpu_time_and_restores_the_policy():
     it) and the process's scheduling is as before afterwards."""
     import os
 
-    from empirical.reproduce import _idle_priority
+    from empirical.scheduling import idle_priority
 
     if not hasattr(os, "SCHED_IDLE"):
         pytest.skip("no SCHED_IDLE here (not Linux): the lowest nice level is used instead")
     before = os.sched_getscheduler(0)
-    with _idle_priority():
+    with idle_priority():
         assert os.sched_getscheduler(0) == os.SCHED_IDLE
     assert os.sched_getscheduler(0) == before
+
+
+# a stage in a background process that makes a tqdm bar (disabled), as the paper's run's import
+# and evaluation do: tqdm's lock is a multiprocessing semaphore, registered with the resource
+# tracker that the spawned process shares with the command
+LEAK_PROBE = """
+from empirical.scheduling import BackgroundProcesses
+
+
+def stage():
+    from tqdm import tqdm
+
+    return sum(tqdm(range(3), disable=True))
+
+
+if __name__ == "__main__":
+    with BackgroundProcesses(1) as background:
+        assert background.submit(stage).get() == 3
+    print("done")
+"""
+
+
+def test_background_processes_end_without_a_leaked_semaphore(tmp_path):
+    """The main job's background processes end cleanly: killed instead (Pool.terminate), a
+    process leaves its semaphores to the resource tracker, which ended the main job with
+    'There appear to be 1 leaked semaphore objects to clean up at shutdown'."""
+    script = tmp_path / "probe.py"
+    script.write_text(LEAK_PROBE)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
+    assert "leaked semaphore" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.slow  # the smoke main job with the paper's run from one of its checkpoints (1-4 min)
+def test_the_main_job_ends_without_a_leaked_semaphore(tmp_path):
+    """`python -m empirical reproduce` of the smoke config, in a subprocess, with the paper's
+    run imported in the background process from one of the authors' checkpoints (the import
+    and the evaluation make the semaphore that leaked): no resource-tracker warning at exit."""
+    from empirical.shared_paths import authors_checkpoints, where_to_point
+
+    source = authors_checkpoints() / "checkpoint_step_1001.pth"
+    if not source.is_file():
+        pytest.skip(where_to_point(source))
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one CPU core: reproduce starts no background process")
+    authors = tmp_path / "authors"
+    authors.mkdir()
+    (authors / source.name).symlink_to(source)
+    argv = ["reproduce", "--config", "configs/smoke.toml", "--runs-root", str(tmp_path / "runs"),
+            "--skip-theory", "--authors", str(authors), "--no-progress", "task.eval_size=200",
+            "train.steps=40"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "empirical", *argv], cwd=ROOT, env=env, capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "more process(es), beside the training" in proc.stderr
+    assert "| the paper's run: import + evaluate | ok |" in proc.stdout
+    assert "leaked semaphore" not in proc.stderr, proc.stderr

@@ -2,8 +2,9 @@
 training or a resume beside a live one is refused with one line naming the holder and writes
 nothing, the first run ends as an undisturbed run; readers work beside a writer; `kill -9`
 of the holder leaves no stale lock; two local-executor jobs given one member train it once;
-the O_EXCL fallback refuses, and reports a stale lock file with the way to clear it; the lock
-is re-entrant within a process.
+`unlock` removes a killed writer's file and refuses while the writer lives; a stale holder
+file is never named as the holder; without flock the directory is written unlocked after one
+warning; the lock is re-entrant within a process.
 
 The live writer is a real `python -m empirical train` (tests/kill_launcher.py runs it
 unchanged and holds it right after its first checkpoint until the test releases it: no
@@ -32,13 +33,7 @@ from empirical.__main__ import main
 from empirical.evaluation import evaluate_run
 from empirical.metrics_log import read_metrics, scan_metrics
 from empirical.run_config import load_run_config
-from empirical.run_lock import (
-    WriterLockError,
-    holds,
-    remove_stale_lock,
-    writer_lock,
-    writer_locks,
-)
+from empirical.run_lock import WriterLockError, writer_lock, writer_locks
 from empirical.rundir import RunDir, SweepDir, load_run
 from empirical.train.loop import train_run
 
@@ -217,42 +212,50 @@ def test_a_job_leaves_a_member_another_process_writes(tmp_path):
     assert out.member(members[1].dirname).summary.exists()
 
 
-def test_excl_fallback_refuses_and_reports_a_stale_lock_file(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("EMPIRICAL_LOCK", "excl")
+def test_unlock_removes_a_killed_writers_file_and_refuses_a_live_one(tmp_path, capsys):
     run = tmp_path / "run"
-    train = ["train", "--no-progress", "--config", str(SMOKE), *CADENCE, "--run-dir", str(run)]
     with held_elsewhere(run) as holder:
-        excl = RunDir(run).writer_lock_excl
-        assert excl.exists() and not RunDir(run).writer_lock.exists()
         before = files_of(run)
-        assert main(train) == 2
+        assert main(["unlock", str(run)]) == 2  # its process runs: not removed
         line = one_error_line(capsys.readouterr().err)
         assert f"is being written by PID {holder.pid} on host {HOST}" in line
-        assert main(["unlock", str(run)]) == 2  # its process runs: not removed
-        assert "is being written by" in one_error_line(capsys.readouterr().err)
-        assert files_of(run) == before
-        holder.kill()  # dies holding it: the O_EXCL file stays behind
-    assert excl.exists()
-    assert main(train) == 2
-    line = one_error_line(capsys.readouterr().err)
-    assert f"left by PID {holder.pid} on host {HOST}" in line and "no longer runs" in line
-    assert f"python -m empirical unlock {run}" in line and str(excl) in line
-    assert files_of(run) == before
+        assert "nothing to remove" in line and files_of(run) == before
+        holder.kill()  # dies holding it: its file stays, naming it
+    lock = RunDir(run).writer_lock
+    assert json.loads(lock.read_text())["pid"] == holder.pid
+    with writer_lock(run):  # the OS released it: taken at once, over the file
+        assert json.loads(lock.read_text())["pid"] == os.getpid()
+    assert not lock.exists()
+    holder_file = {"pid": holder.pid, "host": HOST, "command": "x", "started": "y"}
+    lock.write_text(json.dumps(holder_file))  # as the killed writer left it
+    assert main(["unlock", str(run)]) == 0 and not lock.exists()
+    assert f"removed {lock}" in capsys.readouterr().out
     assert main(["unlock", str(run)]) == 0
-    assert f"removed {excl}" in capsys.readouterr().out
-    with writer_lock(run) as held:
-        assert held.mode == "excl" and excl.exists()
-    assert not excl.exists()
+    assert "nothing to remove" in capsys.readouterr().out
 
 
-def test_a_flock_writer_respects_a_live_excl_lock(tmp_path, capsys):
-    with held_elsewhere(tmp_path / "run", env={"EMPIRICAL_LOCK": "excl"}) as holder:
-        with pytest.raises(WriterLockError, match=f"PID {holder.pid}.*writer.lock.excl"):
-            with writer_lock(tmp_path / "run"):
+def test_a_killed_holders_file_is_not_named_as_the_holder(tmp_path):
+    """A lock file that names a process gone from this host (a killed holder's, which a new
+    holder has not yet overwritten) is stale: the refusal does not name it."""
+    run = tmp_path / "run"
+    with held_elsewhere(run) as holder:
+        lock = RunDir(run).writer_lock
+        gone = os.fork()
+        if gone == 0:
+            os._exit(0)
+        os.waitpid(gone, 0)
+        lock.write_text(json.dumps({"pid": gone, "host": HOST, "command": "c", "started": "s"}))
+        with pytest.raises(WriterLockError, match="has not yet written who it is") as refused:
+            with writer_lock(run):
                 pass
+        assert f"PID {gone}" not in str(refused.value) and f"PID {holder.pid}" not in str(
+            refused.value
+        )
 
 
-def test_without_flock_the_excl_file_is_the_lock_with_one_warning(tmp_path, monkeypatch, capsys):
+def test_without_flock_the_directory_is_written_unlocked_with_one_warning(
+    tmp_path, monkeypatch, capsys
+):
     import empirical.run_lock as run_lock
 
     def no_flock(fd, op):
@@ -261,11 +264,14 @@ def test_without_flock_the_excl_file_is_the_lock_with_one_warning(tmp_path, monk
     monkeypatch.setattr(run_lock.fcntl, "flock", no_flock)
     monkeypatch.setattr(run_lock, "_WARNED", [])
     for name in ("a", "b"):
-        with writer_lock(tmp_path / name) as held:
-            assert held.mode == "excl" and RunDir(tmp_path / name).writer_lock_excl.exists()
+        with writer_lock(tmp_path / name):
+            (tmp_path / name / "written").write_text("x")
+        assert sorted(p.name for p in (tmp_path / name).iterdir()) == ["written"]
     err = capsys.readouterr().err
-    assert err.count("warning: flock does not work") == 1 and "writer.lock.excl" in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == []  # created, then removed empty
+    assert err.count("warning: flock does not work") == 1 and "without its writer lock" in err
+    with writer_lock(tmp_path / "c"):
+        pass
+    assert not (tmp_path / "c").exists()  # created, then removed empty
 
 
 def _refusal_in_child(directory: Path) -> str:
@@ -295,10 +301,10 @@ def test_reentrant_within_a_process(tmp_path):
         with writer_lock(tmp_path / "." / "run") as inner:  # another spelling: the same lock
             assert inner is outer and outer.count == 2
             with writer_locks([run, tmp_path / "other"]) as busy:
-                assert busy == {} and holds(tmp_path / "other")
-        assert holds(run) and outer.count == 1
+                assert busy == {} and RunDir(tmp_path / "other").writer_lock.exists()
+        assert RunDir(run).writer_lock.exists() and outer.count == 1
         assert "is being written by PID" in _refusal_in_child(run)  # still held
-    assert not holds(run) and not RunDir(run).writer_lock.exists()
+    assert not RunDir(run).writer_lock.exists()
     assert not (tmp_path / "other").exists()  # created by the lock, removed empty
     assert _refusal_in_child(run) == "granted"
 
@@ -312,12 +318,11 @@ def test_a_refused_writer_touches_nothing(tmp_path):
             with writer_lock(run):
                 pass
         with writer_locks([tmp_path / "free", run], skip_busy=True) as busy:
-            assert list(busy) == [run] and holds(tmp_path / "free")
+            assert list(busy) == [run] and RunDir(tmp_path / "free").writer_lock.exists()
         with pytest.raises(WriterLockError):  # all or nothing
             with writer_locks([tmp_path / "free", run]):
                 pass
-        assert not holds(tmp_path / "free") and files_of(run) == before
-    assert remove_stale_lock(run).endswith("nothing to remove")
+        assert not (tmp_path / "free").exists() and files_of(run) == before
 
 
 def test_a_lock_that_cannot_be_created_is_one_clear_line(tmp_path):

@@ -1,41 +1,50 @@
-"""`python -m empirical unlock DIR [--force]`: remove the writer lock a killed writer left.
+"""`python -m empirical unlock DIR [--force]`: remove the lock file a killed writer left.
 
 Examples:
     python -m empirical unlock runs/smoke/seed0      # a run directory
     python -m empirical unlock runs/sweep/smoke      # a sweep directory (or a member's)
 
-Only the O_EXCL lock file (writer.lock.excl) of a file system without working flock, or of
-EMPIRICAL_LOCK=excl, can outlive its process; a flock lock ends with its process and never
-needs this. Removed only when its process no longer runs (same host, PID gone); refused
-while it runs. `--force` also removes one whose process cannot be checked from here (another
-host, or a file that does not say who): only when you know that no process writes there.
-See empirical/run_lock.py and docs/robustness.md.
+A writer's lock (empirical.run_lock) is a flock, which ends with its process however it ends:
+a killed writer leaves its `writer.lock` file behind, unlocked and harmless (the next writer
+takes it at once). This removes that file; while a process holds the lock it is refused with
+one line naming that process. `--force` is kept for old scripts and changes nothing: the OS
+tells a held lock from a left file. See docs/robustness.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from empirical.cli.common import command_main, parser
+from empirical.cli.common import UsageError, command_main, parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = parser("unlock", "Remove the stale writer lock a killed writer left in a directory.")
+    ap = parser("unlock", "Remove the lock file a killed writer left in a directory.")
     ap.add_argument("directory", help="a run, sweep or grid directory")
-    ap.add_argument(
-        "--force",
-        action="store_true",
-        help="also remove a lock whose process cannot be checked from here (another host)",
-    )
+    ap.add_argument("--force", action="store_true", help="no effect (kept for old scripts)")
     return ap
 
 
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from empirical.run_lock import remove_stale_lock
+    from empirical.run_lock import WriterLockError, writer_lock
+    from empirical.rundir import RunDir
 
-    print(remove_stale_lock(args.directory, force=args.force))
+    directory = Path(args.directory)
+    lock_file = directory / RunDir.WRITER_LOCK
+    if not directory.is_dir():
+        raise UsageError(f"{directory}: no such directory")
+    if not lock_file.exists():
+        print(f"{directory}: not locked (no {RunDir.WRITER_LOCK}): nothing to remove")
+        return 0
+    try:
+        with writer_lock(directory):  # taken and let go at once, which removes the file
+            pass
+    except WriterLockError as exc:
+        raise WriterLockError(f"{exc} (its lock ends with it: nothing to remove)") from None
+    print(f"removed {lock_file}, left by a writer that no longer runs")
     return 0
 
 
