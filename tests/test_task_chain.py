@@ -324,7 +324,7 @@ def test_chain_fields_need_the_chain_family():
     with pytest.raises(ConfigError, match="task.chain_hops"):
         TaskConfig(chain_hops=(1, 2, 3))
     with pytest.raises(ConfigError, match="task.family"):
-        TaskConfig(family="lego")
+        TaskConfig(family="nope")
 
 
 # -- text and the command line ----------------------------------------------------------------
