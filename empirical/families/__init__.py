@@ -34,6 +34,7 @@ __all__ = [
 FAMILY_MODULES = {
     "assign_add": "empirical.families.assign_add",
     "chain": "empirical.families.chain",
+    "lego": "empirical.families.lego",
 }
 DEFAULT_FAMILY = "assign_add"
 
