@@ -6,6 +6,7 @@ import importlib
 import sys
 
 from disentangled.command_line import UsageError, run_main
+from empirical.families import family_commands
 
 # command -> (module with a `run(argv) -> int` that raises UserError, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -19,18 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "curves": ("empirical.cli.curves", "several runs' accuracy curves side by side"),
     "analyze": ("empirical.cli.analyze", "mechanistic analysis of a run's checkpoints"),
     "compare-qk": ("empirical.cli.compare_qk", "theory's predicted vs observed layer-2 QK update"),
-    "chain-attention": (
-        "empirical.cli.chain_attention",
-        "a chain run's attention onto the chain's targets, per layer",
-    ),
-    "chain-patching": (
-        "empirical.cli.chain_patching",
-        "a chain run's residual stream patched: which layer carries which hop",
-    ),
-    "chain-compare-qk": (
-        "empirical.cli.chain_compare_qk",
-        "a chain run's QK updates vs the two-hop theory, and the order of the hops",
-    ),
+    # the commands the task families add (empirical.families: chain-attention, ...)
+    **family_commands(),
     "ladder": ("empirical.cli.ladder", "assumption ladder from Theorem C.1's model to a snapshot"),
     "ladder-dynamics": (
         "empirical.cli.ladder_dynamics",

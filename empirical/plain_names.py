@@ -17,22 +17,6 @@ __all__ = [
     "set_label",
 ]
 
-_KIND = {"0var": "0 variables", "1var": "1 variable", "2var": "2 variables"}
-_SETS = {
-    "0var/ind": "0 variables: trained value pairs",
-    "0var/pair": "0 variables: held-out value pairs",
-    "1var/ind": "1 variable: trained pairs and positions",
-    "1var/pair": "1 variable: held-out value pair",
-    "1var/var": "1 variable at a position it never held in training",
-    "1var/both": "1 variable: held-out pair and untrained position",
-    "2var/ind": "2 variables: trained pairs and positions",
-    "2var/pair": "2 variables: held-out value pair",
-    "2var/var": "2 variables, one at a position it never held in training",
-    "2var/both": "2 variables: held-out pair and untrained position",
-    "curated/held_out_pairs": "curated: held-out value pairs",
-    "curated/novel_orderings": "curated: novel assignment orderings",
-}
-
 _MEASURES = {
     "ov2_mlp2_accuracy": "layer-2 OV + MLP add the routed values",
     "qk1_num_to_prev_var": "layer-1 QK: number -> previous variable",
@@ -45,25 +29,11 @@ _MEASURES = {
 
 
 def set_label(name: str) -> str:
-    """The plain-language name of an evaluation set (assign_add `KIND/SPLIT`, curated, chain
-    `chain/NVAR_hH`), or `name` itself where there is none."""
-    if name in _SETS:
-        return _SETS[name]
-    kind, _, split = name.partition("/")
-    if kind == "chain":
-        return _chain_set_label(split) or name
-    return name
+    """The plain-language name of an evaluation set, from its task family (assign_add
+    `KIND/SPLIT`, curated, chain `chain/NVAR_hH`, ...), or `name` itself where there is none."""
+    from empirical.families import set_label as family_set_label
 
-
-def _chain_set_label(split: str) -> str | None:
-    if split == "0var":
-        return "chain: 0 variables"
-    if split == "held_out_pointers":
-        return "chain: held-out pointer pairs"
-    head, _, hops = split.partition("_h")
-    if head in _KIND and hops.isdigit():
-        return f"chain: {_KIND[head]}, {hops} hop{'s' if hops != '1' else ''}"
-    return None
+    return family_set_label(name) or name
 
 
 def legend_label(name: str) -> str:

@@ -22,6 +22,7 @@ from empirical.config_io import (
     load_config,
     non_default_fields,
 )
+from empirical.families import family_of
 from empirical.model import ModelConfig
 from empirical.task import TaskConfig
 
@@ -188,8 +189,9 @@ class RunConfig:
         self.built_model_config()  # a model size that conflicts with the task is an error
 
     def built_model_config(self) -> ModelConfig:
-        """The model config with its vocabulary and context sizes filled in from the task."""
-        return self.model.with_task(self.task.p, self.task.K, self.task.L)
+        """The model config with its vocabulary and context sizes filled in from the task
+        (its family's token layout: values, variables, length)."""
+        return self.model.with_task(*family_of(self.task).layout(self.task))
 
 
 def load_run_config(path=None, overrides: list[str] | None = None) -> RunConfig:

@@ -393,8 +393,8 @@ def load_run(
         logits, cache = model.run_with_cache(model.to_tokens("c=1, b=17, a=42, b+19=?"))
         logits[0, -1].argmax()     # the answer
     """
+    from empirical.families import family_of
     from empirical.model import CheckpointError, load_model
-    from empirical.task.vocab import Vocabulary
 
     run = RunDir(run_dir).require_run()
     cfg = run.read_config()
@@ -406,15 +406,15 @@ def load_run(
             f"checkpoint {path}: holds a {model.cfg.n_layers}-layer model, but the run's config "
             f"has model.n_layers = {cfg.model.n_layers}"
         )
-    vocab = Vocabulary.from_config(task)
+    vocab = family_of(task).vocabulary(task)
     sizes = (vocab.d_vocab, vocab.n_classes, vocab.L)
     if sizes != (model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx):
         raise CheckpointError(
             f"checkpoint {path}: model sizes (d_vocab, d_vocab_out, n_ctx) = "
             f"{(model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx)} do not match the "
-            f"run's task (p={task.p}, K={task.K}, L={task.L}) which needs {sizes}"
+            f"run's task ({task.family}: p={task.p}, K={task.K}, L={task.L}) which needs {sizes}"
         )
-    model.attach_vocab(vocab)  # e.g. a chain task's text (pointer assignments)
+    model.attach_vocab(vocab)  # the family's text (a chain task's pointer assignments, ...)
     return model, vocab
 
 

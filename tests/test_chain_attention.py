@@ -1,11 +1,12 @@
-"""The chain mechanism measures (empirical.analysis.chain_attention): the chain read from the
-tokens, each measure equal to the attention pattern's entries it names, and the command."""
+"""The chain mechanism measures (empirical.families.chain.analysis.attention): the chain read
+from the tokens, each measure equal to the attention pattern's entries it names, and the
+command."""
 
 import json
 
 import pytest
 
-from empirical.analysis.chain_attention import chain_attention, chain_structure
+from empirical.families.chain.analysis.attention import chain_attention, chain_structure
 from empirical.model import AssignAddTransformer
 from empirical.run_config import load_run_config
 from empirical.task import Vocabulary
@@ -73,7 +74,10 @@ def test_over_training_reads_every_snapshot_and_the_command_writes_both_figures(
     tiny_chain_run, capsys
 ):
     from empirical.__main__ import main
-    from empirical.analysis.chain_attention import chain_attention_over_training, key_series
+    from empirical.families.chain.analysis.attention import (
+        chain_attention_over_training,
+        key_series,
+    )
     from empirical.rundir import RunDir, load_run
 
     run = tiny_chain_run
@@ -98,7 +102,7 @@ def test_over_training_reads_every_snapshot_and_the_command_writes_both_figures(
 
 
 def test_formation_steps_find_the_half_rise_and_a_measure_that_never_rises():
-    from empirical.analysis.chain_attention import formation_steps
+    from empirical.families.chain.analysis.attention import formation_steps
 
     steps = [0, 1000, 2000, 3000]
     formed = formation_steps(steps, {

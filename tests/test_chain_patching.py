@@ -1,4 +1,4 @@
-"""Activation patching of a chain run (empirical.analysis.chain_patching): an independent
+"""Activation patching of a chain run (empirical.families.chain.analysis.patching): an independent
 label resolver, corruptions that change one token and the answer, and the two identities
 any model obeys (the changed token's embedding restores everything before layer 1; the
 query's final residual restores everything after the last layer), then the command."""
@@ -10,7 +10,7 @@ import json
 import pytest
 import torch
 
-from empirical.analysis.chain_patching import chain_patching, corrupt, resolve_label
+from empirical.families.chain.analysis.patching import chain_patching, corrupt, resolve_label
 from empirical.model import AssignAddTransformer
 from empirical.run_config import load_run_config
 from empirical.task import Vocabulary, build_eval_set

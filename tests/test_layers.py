@@ -17,13 +17,15 @@ LAYERS = [
         "empirical.config_io",
         "empirical.figures",
         "empirical.phase_marks",
-        "empirical.plain_names",
         "empirical.stats",
         "empirical.metrics_log",
         "empirical.paper_checks",
         "empirical.shared_paths",
     ],
-    ["empirical.task"],
+    # the task and its families (the registry, each family's fields, vocabulary, sampler and
+    # evaluation sets): TaskConfig collects the families' fields, the families draw Batches
+    ["empirical.task", "empirical.families"],
+    ["empirical.plain_names"],  # the sets' plain names are their families'
     ["empirical.model"],
     ["empirical.run_config"],
     ["empirical.rundir"],
@@ -33,14 +35,19 @@ LAYERS = [
     ["empirical.sweep", "empirical.evaluation", "empirical.import_run", "empirical.repair"],
     ["empirical.analysis"],
     ["empirical.compare_qk"],
+    ["empirical.families.analysis"],  # the analyses a family adds (<family>/analysis...)
     ["empirical.population"],
     ["empirical.theorem_model"],
     ["empirical.ladder", "empirical.ladder_dynamics"],
     ["empirical.scheduling", "empirical.reproduce_report"],
     ["empirical.reproduce"],
-    ["empirical.cli", "empirical.__main__"],
+    # the commands a family adds (<family>/commands/...) are commands like the others
+    ["empirical.cli", "empirical.__main__", "empirical.families.commands"],
 ]
 LEVEL = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
+# a task family's package spans the layers: empirical.families.<name>.analysis[...] and
+# .commands[...] are units of their own, the rest of the package is empirical.families
+FAMILY_ROLES = ("analysis", "commands")
 PACKAGES = ("disentangled", "theory", "empirical")
 
 
@@ -50,6 +57,8 @@ def unit_of(module: str) -> str | None:
         return None
     if parts[0] != "empirical":
         return parts[0]
+    if parts[1:2] == ["families"] and len(parts) > 3 and parts[3] in FAMILY_ROLES:
+        return f"empirical.families.{parts[3]}"  # a family's analyses or commands
     return "empirical" if len(parts) == 1 else f"empirical.{parts[1]}"
 
 
@@ -94,3 +103,6 @@ def test_the_layer_check_can_fail():
     assert LEVEL["empirical.cli"] > LEVEL["empirical.reproduce"] > LEVEL["empirical.train"]
     assert unit_of("empirical.cli.analyze") == "empirical.cli"
     assert unit_of("numpy") is None
+    assert unit_of("empirical.families.chain.draw") == "empirical.families"
+    assert unit_of("empirical.families.chain.analysis.attention") == "empirical.families.analysis"
+    assert LEVEL["empirical.families.analysis"] > LEVEL["empirical.families"]

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from empirical.config_io import ConfigError, non_default_fields
+from empirical.families.chain.draw import ChainSampler
 from empirical.run_config import load_run_config
 from empirical.task import (
     TaskConfig,
@@ -27,9 +28,9 @@ from empirical.task import (
     held_out_pairs,
     sample_training_batch,
     training_generator,
+    training_sampler,
 )
 from empirical.task.batch import FIELDS
-from empirical.task.chain import ChainSampler
 
 EXAMPLE = "configs/chain_task_example.toml"
 
@@ -168,7 +169,7 @@ def _all_sets(cfg: TaskConfig, n: int):
     """(name, batch) of n training rows and of every evaluation set (n rows each)."""
     cfg = TaskConfig(**{**cfg.__dict__, "eval_size": n})
     held = held_out_pairs(cfg, 0)
-    yield "train", TrainingSampler(cfg, held).sample(n, training_generator(0))
+    yield "train", training_sampler(cfg, held).sample(n, training_generator(0))
     yield from build_eval_sets(cfg, 0).items()
 
 
@@ -211,7 +212,7 @@ def test_labels_match_an_independent_resolver_100k():
 
 def check_training(cfg: TaskConfig, n: int) -> dict:
     held = held_out_pairs(cfg, 0)
-    batch = TrainingSampler(cfg, held).sample(n, training_generator(0))
+    batch = training_sampler(cfg, held).sample(n, training_generator(0))
     seen = check_rows(batch, cfg)
     pointers = {(cfg.letters.index(t[0]), cfg.letters.index(t[-1]))
                 for t in cfg.chain_held_out_pointers}  # fmt: skip
@@ -259,7 +260,7 @@ def test_held_out_pointer_set_holds_the_pointers():
 def test_hop_weights_order_and_mix():
     cfg = example_task(chain_hop_weights=(1.0, 3.0), chain_order="targets_first")
     n = 8_000
-    batch = TrainingSampler(cfg, held_out_pairs(cfg, 0)).sample(n, training_generator(0))
+    batch = training_sampler(cfg, held_out_pairs(cfg, 0)).sample(n, training_generator(0))
     seen = check_rows(batch, cfg)
     assert seen["orders"] == {True}  # every target assigned before its pointer
     var_rows = seen["hops"][1] + seen["hops"][2]
@@ -269,7 +270,7 @@ def test_hop_weights_order_and_mix():
     shares = torch.bincount(batch.n_vars, minlength=3).double() / n
     for got, want in zip(shares.tolist(), cfg.mix_weights, strict=True):
         assert abs(got - want) < 5 * (want * (1 - want) / n) ** 0.5
-    sampler = TrainingSampler(example_task(), held_out_pairs(cfg, 0))
+    sampler = training_sampler(example_task(), held_out_pairs(cfg, 0))
     random_order = check_rows(sampler.sample(1000, training_generator(0)), cfg)
     assert random_order["orders"] == {True, False}
 
@@ -277,7 +278,7 @@ def test_hop_weights_order_and_mix():
 def test_same_seed_same_data_and_dispatch():
     cfg = example_task(eval_size=300)
     held = held_out_pairs(cfg, 0)
-    sampler = TrainingSampler(cfg, held)
+    sampler = training_sampler(cfg, held)
     assert isinstance(sampler, ChainSampler)
     a = sampler.sample(700, training_generator(3))
     b = sample_training_batch(cfg, 700, training_generator(3), held_out=held)
@@ -323,7 +324,7 @@ def test_chain_fields_need_the_chain_family():
     with pytest.raises(ConfigError, match="task.chain_hops"):
         TaskConfig(chain_hops=(1, 2, 3))
     with pytest.raises(ConfigError, match="task.family"):
-        TaskConfig(family="lego")
+        TaskConfig(family="nope")
 
 
 # -- text and the command line ----------------------------------------------------------------

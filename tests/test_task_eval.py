@@ -8,6 +8,9 @@ import pytest
 import torch
 from test_task_helpers import ref_parse_text
 
+from empirical.families.assign_add.design import _Ctx
+from empirical.families.assign_add.draw import support_size
+from empirical.families.assign_add.eval_sets import _design
 from empirical.task import (
     EVAL_SET_NAMES,
     TaskConfig,
@@ -19,8 +22,6 @@ from empirical.task import (
     save_eval_sets,
     training_generator,
 )
-from empirical.task.eval_sets import _design
-from empirical.task.sampler import _Ctx, support_size
 
 CFG = TaskConfig()
 SEED = 7

@@ -14,6 +14,9 @@ import torch
 from authors_task import AUTHORS, AUTHORS_PAIRS_FILE
 
 from empirical.config_io import ConfigError
+from empirical.families.assign_add.design import _Ctx
+from empirical.families.assign_add.draw import support_size
+from empirical.families.assign_add.eval_sets import _design
 from empirical.shared_paths import where_to_point
 from empirical.task import (
     Batch,
@@ -26,9 +29,7 @@ from empirical.task import (
     sample_training_batch,
     training_generator,
 )
-from empirical.task.eval_sets import _design
 from empirical.task.pairs import check_held_out
-from empirical.task.sampler import _Ctx, support_size
 
 AUTHORS_FILE = AUTHORS_PAIRS_FILE
 # a seeded ordered split on the default task

@@ -2,11 +2,9 @@
 
 # one module per command (`python -m empirical COMMAND`: empirical.__main__.COMMANDS), each
 # with `main(argv) -> exit status` and `run(argv)`; `from empirical.cli import *` imports them
+# (the commands a task family adds live in its package: empirical/families/<name>/commands)
 __all__ = [
     "analyze",
-    "chain_attention",
-    "chain_compare_qk",
-    "chain_patching",
     "claims",
     "compare_qk",
     "curves",

@@ -12,16 +12,19 @@ Writes analysis.json, summary.md and figures (PNG; --format pdf|svg) to RUN_DIR/
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
 from empirical.cli.common import (
+    UsageError,
     add_format_argument,
     command_main,
     parser,
     positive_int,
     prepare_output_dir,
 )
+from empirical.families import family_of
 from empirical.figures import use_cli_backend
 from empirical.rundir import RunDir
 
@@ -91,8 +94,16 @@ def run(argv: list[str]) -> int:
         positive_int("--seed", args.seed, 0)
     run_dir = RunDir(args.run_dir).require_run()
     run_dir.model_path(args.step)  # the step exists (an error listing the steps otherwise)
-    if run_dir.read_config().task.family == "chain":  # any depth: the chain's mechanisms
-        return _analyze_chain(run_dir, args)
+    # the run's family analyses it: the paper's (below) for assign_add, its own for the others
+    analysis = family_of(run_dir.read_config().task).analysis
+    if analysis is None:
+        raise UsageError(f"{run_dir}: its task family has no analysis for `analyze`")
+    module, _, function = analysis.partition(":")
+    return int(getattr(importlib.import_module(module), function)(run_dir, args) or 0)
+
+
+def analyze_paper_run(run_dir: RunDir, args) -> int:
+    """The paper's analysis of a 2-layer assign_add run (empirical.analysis.report)."""
     run_dir.read_two_layer_config("analyze")  # before the output directory is made
     out = prepare_output_dir(args.out or run_dir.analysis_dir(args.step))  # before the work
     from empirical.analysis.report import analyze_run  # torch: after every check
@@ -120,22 +131,6 @@ def run(argv: list[str]) -> int:
         f"in {result['seconds']:.1f} s",
         file=sys.stderr,
     )
-    return 0
-
-
-def _analyze_chain(run_dir: RunDir, args) -> int:
-    """A chain run: attention per layer and over training, patching, the last MLP's Fourier
-    fit (empirical.analysis.chain_report); the paper's measures do not apply."""
-    out = prepare_output_dir(args.out or run_dir.analysis_dir(args.step))
-    from empirical.analysis.chain_report import analyze_chain_run
-
-    result = analyze_chain_run(run_dir.path, step=args.step, out_dir=out,
-                               dynamics=not args.no_dynamics, figures=not args.no_figures,
-                               fmt=args.format)  # fmt: skip
-    if not args.quiet:
-        print((Path(out) / RunDir.SUMMARY_MD).read_text())
-    print(f"wrote {out}/analysis.json, summary.md and {len(result['figures'])} figures in "
-          f"{result['seconds']:.1f} s", file=sys.stderr)  # fmt: skip
     return 0
 
 

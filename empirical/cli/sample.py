@@ -6,8 +6,8 @@
     python -m empirical sample --config configs/paper.toml task.p=11
 
 Lines look like `c=1,b=17,a=42,b+19=? 36` (the paper's text form, pads dropped) or, with
---tokens, the L tokens then the label; the chain family (task.family=chain) shows its
-pointers the same way: `a=17,c=4,b=a,d=b,b+5=? 22`. --held-out prints the seed's
+--tokens, the L tokens then the label; each task family prints its own text the same way
+(task.family=chain: `a=17,c=4,b=a,d=b,b+5=? 22`). --held-out prints the seed's
 held-out pairs `x y`.
 Only the `task` table and `seed` of a config file are read; overrides are `task.FIELD=VALUE`
 or `seed=VALUE`. Bad input prints one `error: ...` line and exits with status 2.
@@ -21,6 +21,7 @@ import sys
 
 from empirical.cli.common import UsageError, command_main, config_field, parser
 from empirical.config_io import ConfigError, apply_overrides, from_dict, read_config_file, to_dict
+from empirical.families import all_families, family_of
 from empirical.task.config import TaskConfig
 
 # the sampler and the evaluation sets import torch: imported once the arguments and the
@@ -61,12 +62,7 @@ def _split_help(argv: list[str] | None) -> str:
     text = "'train' (fresh on-the-fly batch) or an evaluation set"
     if argv is not None and not any(a in ("-h", "--help") for a in argv):
         return f"{text} (--help lists them)"
-    from empirical.task import EVAL_SET_NAMES, EXTRA_EVAL_SET_NAMES
-
-    return (
-        f"{text}: {', '.join(EVAL_SET_NAMES + EXTRA_EVAL_SET_NAMES)}"
-        "; with task.family=chain: chain/0var, chain/1var_h1, chain/2var_h2, ..."
-    )
+    return f"{text}: " + "; ".join(h for f in all_families() if (h := f.split_help()))
 
 
 def _sample_field(name: str) -> str | None:
@@ -95,12 +91,8 @@ def load_sample_config(path: str | None, overrides: list[str]) -> SampleConfig:
 
 
 def _set_names(task: TaskConfig) -> tuple[str, ...]:
-    """The --split names of the task's family (chain/... for task.family = "chain")."""
-    from empirical.task import EVAL_SET_NAMES, EXTRA_EVAL_SET_NAMES, eval_set_names
-
-    if task.family == "chain":
-        return eval_set_names(task)
-    return EVAL_SET_NAMES + EXTRA_EVAL_SET_NAMES
+    """The --split names of the task's family."""
+    return family_of(task).sample_set_names(task)
 
 
 def render(args: argparse.Namespace) -> str:
@@ -109,17 +101,12 @@ def render(args: argparse.Namespace) -> str:
     task = cfg.task
     if args.n < 0:
         raise UsageError(f"--n {args.n}: must be >= 0")
-    from empirical.task import (
-        Vocabulary,
-        build_eval_set,
-        held_out_pairs,
-        sample_training_batch,
-        training_generator,
-    )
+    from empirical.task import build_eval_set, sample_training_batch, training_generator
 
+    family = family_of(task)
     if args.held_out:
-        return "".join(f"{x} {y}\n" for x, y in held_out_pairs(task, seed).tolist())
-    vocab = Vocabulary.from_config(task)
+        return "".join(f"{x} {y}\n" for x, y in family.held_out(task, seed).tolist())
+    vocab = family.vocabulary(task)
     if args.split == "train":
         import torch
 
@@ -132,7 +119,7 @@ def render(args: argparse.Namespace) -> str:
         if device.type == "cuda" and not torch.cuda.is_available():
             raise UsageError(f"--device {args.device!r}: CUDA is not available here")
         gen = training_generator(seed, device)
-        held = held_out_pairs(task, seed)
+        held = family.held_out(task, seed)
         batch = sample_training_batch(task, args.n, gen, device, held_out=held).to("cpu")
     elif args.split in _set_names(task):
         built = build_eval_set(task, seed, args.split)
@@ -147,7 +134,8 @@ def render(args: argparse.Namespace) -> str:
             f"--split {args.split!r}: unknown; use train or one of {', '.join(_set_names(task))}"
         )
     texts = vocab.decode_tokens(batch.tokens) if args.tokens else vocab.decode(batch.tokens)
-    return "".join(f"{t} {y}\n" for t, y in zip(texts, batch.labels.tolist(), strict=True))
+    labels = [vocab.label_text(y) for y in batch.labels.tolist()]
+    return "".join(f"{t} {y}\n" for t, y in zip(texts, labels, strict=True))
 
 
 def run(argv: list[str]) -> int:

@@ -1,18 +1,22 @@
-"""The assign-and-add task: vocabulary, on-the-fly training batches, evaluation sets.
+"""The task: its config, vocabulary, on-the-fly training batches, evaluation sets.
 
     from empirical.task import TaskConfig, Vocabulary, Batch, sample_training_batch
     from empirical.task import build_eval_sets, held_out_pairs, save_eval_sets, load_eval_sets
 
-See docs/task.md. The public names are imported on first use (disentangled.lazy_exports):
-`empirical.task.config` and the package itself import without torch.
+What the data is depends on the config's task family (empirical.families: assign_add, the
+paper's task, and the others); these functions ask the family. `TrainingSampler`,
+`EVAL_SET_NAMES` and `Vocabulary` are the assign_add family's; `training_sampler(cfg,
+held_out, device)` builds any family's sampler. See docs/task.md. The public names are
+imported on first use (disentangled.lazy_exports): `empirical.task.config` and the package
+itself import without torch.
 """
 
 from disentangled.lazy_exports import lazy_exports
 
 __all__ = [
+    "Batch",
     "EVAL_SET_NAMES",
     "EXTRA_EVAL_SET_NAMES",
-    "Batch",
     "EvalSets",
     "TaskConfig",
     "TokenizeError",
@@ -26,9 +30,11 @@ __all__ = [
     "held_out_pairs",
     "is_held",
     "load_eval_sets",
+    "run_training_sampler",
     "sample_training_batch",
     "save_eval_sets",
     "training_generator",
+    "training_sampler",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -36,9 +42,10 @@ __getattr__, __dir__ = lazy_exports(
     {
         "empirical.task.batch": ["Batch"],
         "empirical.task.config": ["TaskConfig"],
+        "empirical.families.assign_add.eval_sets": ["EVAL_SET_NAMES"],
+        "empirical.families.assign_add.fields": ["EXTRA_EVAL_SET_NAMES"],
+        "empirical.families.assign_add.draw": ["TrainingSampler"],
         "empirical.task.eval_sets": [
-            "EVAL_SET_NAMES",
-            "EXTRA_EVAL_SET_NAMES",
             "EvalSets",
             "build_eval_set",
             "build_eval_sets",
@@ -48,9 +55,10 @@ __getattr__, __dir__ = lazy_exports(
         ],
         "empirical.task.pairs": ["derive_seed", "held_out_pairs", "is_held", "training_generator"],
         "empirical.task.sampler": [
-            "TrainingSampler",
             "get_training_sampler",
+            "run_training_sampler",
             "sample_training_batch",
+            "training_sampler",
         ],
         "empirical.task.vocab": ["TokenizeError", "Vocabulary"],
     },

@@ -1,43 +1,32 @@
-"""`TaskConfig`: every knob of the assign-and-add task, validated on construction.
+"""`TaskConfig`: every knob of the task, validated on construction.
 
 Used on its own or as the `task` field of the run config; errors name the field as
 `task.<name>` and the allowed range. The seed is not part of it: functions take `seed`.
 See docs/task.md for what each field means and which defaults are our reconstruction.
-The defaults are ours; the fields from held_out_form on also express the authors' own run
-(configs/authors.toml): ordered held-out pairs, their Python-random pair split or a file of
-training pairs, the row-uniform mix, the clamped assignment count and gap padding.
+
+The fields are the paper's task (`PaperTask`: the assign_add family's, which the chain family
+reads too), `family`, then each registered family's own fields (`chain_*`, ...), collected
+from the registry (empirical.families): a new family adds its fields without editing this
+file. The defaults are ours; the fields from held_out_form on also express the authors' own
+run (configs/authors.toml): ordered held-out pairs, their Python-random pair split or a file
+of training pairs, the row-uniform mix, the clamped assignment count and gap padding.
+Validation is the family's (`Family.validate`); every other family's fields must keep their
+defaults. Importing this module imports no torch.
 """
 
 from __future__ import annotations
 
 import math
-import string
 from dataclasses import dataclass
 
-from empirical.config_io import ConfigError
-from empirical.task.chain_config import FAMILIES, check_chain_defaults, validate_chain
+from empirical.families import DEFAULT_FAMILY, all_families, family
+from empirical.families.assign_add.fields import EXTRA_EVAL_SET_NAMES, LETTERS
 
-LETTERS = string.ascii_lowercase
-MAX_P = 4096
-HELD_OUT_FORMS = ("unordered", "ordered")
-PAIR_SPLITS = ("seeded", "python_random")
-MIXES = ("fractions", "rows")
-ASSIGNMENT_COUNTS = ("uniform", "clamped")
-PADDINGS = ("layouts", "gaps")
-# optional evaluation sets (task.extra_eval_sets), built exactly; see eval_sets.py
-EXTRA_EVAL_SET_NAMES = ("fig3/2var_union", "fig3/0var_held_out")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+__all__ = ["EXTRA_EVAL_SET_NAMES", "PaperTask", "TaskConfig"]
 
 
 @dataclass
-class TaskConfig:
+class PaperTask:
     """The assign-and-add task (paper Section 3); (ours) marks a reconstructed default."""
 
     p: int = 97  # modulus; numbers 0..p-1 (ours)
@@ -77,211 +66,24 @@ class TaskConfig:
     # directly (the authors' TRAIN_PAIRS_FRAC): sets held_out_fraction = 1 - it, and an
     # ordered split trains exactly floor(train_pair_fraction * p * p) pairs, computed as the
     # authors do (1 - (1 - f) need not round-trip in floating point). None: 1 - held_out_fraction
-    # --- the task family (docs/task.md, "The chain family"); the chain_* fields are used and
-    # validated only with family = "chain" (chain_config.py) and keep their defaults otherwise
-    family: str = "assign_add"  # "assign_add": the paper's task | "chain": multi-hop pointers
-    chain_hops: tuple[int, ...] = (1, 2)  # hop counts of the operands in training
-    chain_hop_weights: tuple[float, ...] = ()  # their relative weights (empty: equal)
-    chain_order: str = "random"  # "random" | "targets_first": every target before its pointer
-    chain_distractors: int = 1  # distractor chains per sequence: uniform on 0..this
-    chain_distractor_length: int = 1  # assignments of a distractor chain: uniform on 1..this
-    chain_held_out_pointers: tuple[str, ...] = ()  # "u->w": the assignment u=w never trained
-    chain_held_out_hops: tuple[int, ...] = ()  # operand hop counts never trained (evaluated)
+    # --- the task family (empirical.families): "assign_add", the paper's task (these fields),
+    # "chain": multi-hop pointers (its chain_* fields, empirical/families/chain), ...
+    family: str = DEFAULT_FAMILY
+
+
+_EXTENSIONS = tuple(f.fields for f in reversed(all_families()) if f.fields is not None)
+
+
+@dataclass
+class TaskConfig(*_EXTENSIONS, PaperTask):
+    """The task: the paper's fields, `family`, and every family's own fields (see above)."""
 
     def __post_init__(self) -> None:
-        self._validate()
-
-    # ------------------------------------------------------------------ validation
-    def _validate(self) -> None:
-        def need_int(name: str, lo: int, hi: int | None, why: str = "") -> int:
-            value = getattr(self, name)
-            rng = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
-            if not _is_int(value) or value < lo or (hi is not None and value > hi):
-                raise ConfigError(
-                    f"task.{name} = {value!r} is out of range: must be an integer {rng}{why}"
-                )
-            return value
-
-        p = need_int("p", 2, MAX_P)
-        K = need_int("K", 1, len(LETTERS), " (one letter a..z per variable)")
-        L = need_int(
-            "L", 8, None, " (4 positions for `+`, two operands and `=`, 4 for assignments)"
-        )
-        region = L - 4
-        lo = need_int("min_assignments", 1, None)
-        hi = self.max_assignments
-        if not _is_int(hi) or hi < 1:
-            raise ConfigError(f"task.max_assignments = {hi!r} must be an integer >= 1")
-        if lo > hi:
-            raise ConfigError(
-                f"task.min_assignments = {lo} > task.max_assignments = {hi}: min must be <= max"
-            )
-        if 2 * hi > region:
-            raise ConfigError(
-                f"task.max_assignments = {hi} does not fit the layout: each assignment takes 2 "
-                f"of the L-4 = {region} assignment positions, so at most {region // 2} "
-                f"(or raise task.L)"
-            )
-        if hi > K:
-            raise ConfigError(
-                f"task.max_assignments = {hi} exceeds the K = {K} variables: assigned variables "
-                f"are distinct, so it must lie in [task.min_assignments, {K}]"
-            )
-
-        def need_choice(name: str, allowed: tuple[str, ...]) -> str:
-            value = getattr(self, name)
-            if not isinstance(value, str) or value not in allowed:
-                raise ConfigError(
-                    f"task.{name} = {value!r} is not allowed: must be one of "
-                    + ", ".join(f"{a!r}" for a in allowed)
-                )
-            return value
-
-        need_choice("family", FAMILIES)
-        form = need_choice("held_out_form", HELD_OUT_FORMS)
-        split = need_choice("pair_split", PAIR_SPLITS)
-        mix = need_choice("mix", MIXES)
-        need_choice("assignment_count", ASSIGNMENT_COUNTS)
-        need_choice("padding", PADDINGS)
-        if split == "python_random" and form != "ordered":
-            raise ConfigError(
-                f"task.pair_split = 'python_random' needs task.held_out_form = 'ordered' (the "
-                f"authors' rule samples ordered training pairs (n1, n2)); got {form!r}"
-            )
-        if self.pair_seed is not None:
-            need_int("pair_seed", 0, None, " (or none: the run seed)")
-        if not isinstance(self.train_pairs_file, str):
-            raise ConfigError(
-                f"task.train_pairs_file = {self.train_pairs_file!r} must be a path (a string; "
-                "empty: no file)"
-            )
-        if self.train_pairs_file and form != "ordered":
-            raise ConfigError(
-                f"task.train_pairs_file = {self.train_pairs_file!r} lists ordered training "
-                f"pairs, so it needs task.held_out_form = 'ordered'; got {form!r}"
-            )
-        tvf = self.two_var_frequency
-        if not _is_number(tvf) or math.isnan(tvf) or not 0.0 <= tvf <= 1.0:
-            raise ConfigError(
-                f"task.two_var_frequency = {tvf!r} must be a number in [0, 1] (the fraction "
-                "of 2-var rows kept)"
-            )
-        self.two_var_frequency = float(tvf)
-        if mix == "fractions" and self.two_var_frequency != 1.0:
-            raise ConfigError(
-                f"task.two_var_frequency = {tvf!r} applies only to task.mix = 'rows' and must "
-                "be 1.0 with task.mix = 'fractions': use task.ratio_2var_to_0var to set the "
-                "2-var share there"
-            )
-        extra = self.extra_eval_sets
-        if isinstance(extra, str):
-            extra = [v.strip() for v in extra.split(",") if v.strip()]
-        if not isinstance(extra, (list, tuple)):
-            raise ConfigError(
-                f"task.extra_eval_sets = {extra!r} must be a list of set names, from: "
-                + ", ".join(EXTRA_EVAL_SET_NAMES)
-            )
-        for name in extra:
-            if name not in EXTRA_EVAL_SET_NAMES:
-                raise ConfigError(
-                    f"task.extra_eval_sets: {name!r} is not an optional evaluation set; "
-                    "allowed: " + ", ".join(EXTRA_EVAL_SET_NAMES)
-                )
-        self.extra_eval_sets = tuple(dict.fromkeys(extra))
-
-        for name in ("frac_1var", "held_out_fraction", "ratio_2var_to_0var"):
-            value = getattr(self, name)
-            if not _is_number(value) or math.isnan(value):
-                raise ConfigError(f"task.{name} = {value!r} must be a number")
-            setattr(self, name, float(value))
-        tpf = self.train_pair_fraction
-        if tpf is not None:
-            if not _is_number(tpf) or math.isnan(tpf) or not 0.0 < tpf <= 1.0:
-                raise ConfigError(
-                    f"task.train_pair_fraction = {tpf!r} must be a number in (0, 1] (or unset: "
-                    "1 - task.held_out_fraction)"
-                )
-            if self.train_pairs_file:
-                raise ConfigError(
-                    f"task.train_pair_fraction = {tpf!r} and task.train_pairs_file = "
-                    f"{self.train_pairs_file!r}: the file decides the training pairs; set one"
-                )
-            self.train_pair_fraction = float(tpf)
-            # it wins over held_out_fraction, which shows the same split
-            self.held_out_fraction = round(1.0 - self.train_pair_fraction, 12)
-        if not 0.0 <= self.frac_1var <= 1.0:
-            raise ConfigError(f"task.frac_1var = {self.frac_1var!r} must lie in [0, 1]")
-        if not self.ratio_2var_to_0var >= 0.0:
-            raise ConfigError(
-                f"task.ratio_2var_to_0var = {self.ratio_2var_to_0var!r} must lie in [0, inf]"
-            )
-        if not 0.0 <= self.held_out_fraction < 1.0:
-            raise ConfigError(
-                f"task.held_out_fraction = {self.held_out_fraction!r} must lie in [0, 1)"
-            )
-        # (with train_pairs_file the file decides; it is checked when read)
-        if not self.train_pairs_file and self.n_held_out >= self.n_pairs:
-            raise ConfigError(
-                f"task.held_out_fraction = {self.held_out_fraction!r} holds out "
-                f"{self.n_held_out} of the {self.n_pairs} {form} value pairs of p = {p}, "
-                "leaving none for training; use a smaller fraction"
-            )
-
-        if not isinstance(self.allow_same_variable_operands, bool):
-            raise ConfigError(
-                "task.allow_same_variable_operands = "
-                f"{self.allow_same_variable_operands!r} must be true or false"
-            )
-        need_int("eval_size", 1, None)
-
-        letters = LETTERS[:K]
-        for name in ("r1", "r2"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                value = [v.strip() for v in value.split(",") if v.strip()]
-            if not isinstance(value, (list, tuple, set, frozenset)):
-                raise ConfigError(f"task.{name} = {value!r} must be a list of variable letters")
-            for v in value:
-                if not isinstance(v, str) or v not in letters:
-                    raise ConfigError(
-                        f"task.{name}: {v!r} is not a variable; with K = {K} the variables "
-                        f"are {', '.join(letters)}"
-                    )
-            value = tuple(sorted(set(value)))
-            if len(value) == K:
-                pos = "first (position L-3)" if name == "r1" else "second (position L-2)"
-                raise ConfigError(
-                    f"task.{name} = {list(value)} forbids all K = {K} variables from the {pos} "
-                    "operand; it must leave at least one variable allowed there (else 1-var "
-                    "sequences could not put their variable there with equal odds and 2-var "
-                    "sequences could not be trained)"
-                )
-            setattr(self, name, value)
-
-        if not self.training_2var_combos():
-            why = []
-            if not self.allow_same_variable_operands:
-                why.append("task.allow_same_variable_operands = false")
-            if self.max_assignments < 2:
-                why.append("task.max_assignments = 1 (two distinct variables need 2)")
-            raise ConfigError(
-                f"no 2-var sequence can be trained: with task.r1 = {list(self.r1)}, "
-                f"task.r2 = {list(self.r2)}"
-                + (", " + ", ".join(why) if why else "")
-                + " no (first, second) variable pair is allowed; relax one of these"
-            )
-
-        if self.family == "chain":
-            validate_chain(self)
-        else:
-            check_chain_defaults(self)
-
-        if mix == "rows":
-            # frac_1var and ratio_2var_to_0var are not used by this mix; they are set to its
-            # effective shares so that frac_0var / frac_1var / frac_2var print the real mix
-            w0, w1a, w1b, w2 = self.training_group_weights
-            self.frac_1var = (w1a + w1b) / (w0 + w1a + w1b + w2)
-            self.ratio_2var_to_0var = w2 / w0
+        chosen = family(self.family)
+        chosen.validate(self)
+        for other in all_families():
+            if other is not chosen:
+                other.check_unused(self)
 
     # ------------------------------------------------------------------ derived values
     @property
@@ -317,6 +119,11 @@ class TaskConfig:
         w0, w1a, w1b, w2 = self.training_group_weights
         total = w0 + w1a + w1b + w2
         return (w0 / total, (w1a + w1b) / total, w2 / total)
+
+    @property
+    def n_classes(self) -> int:
+        """The model's output classes: the values of the family's token layout (p here)."""
+        return family(self.family).n_classes(self)
 
     @property
     def letters(self) -> str:

@@ -16,9 +16,9 @@ Two text forms, both accepted by `encode`:
 * the token form `c 1 pad b 17 pad pad a 42 pad pad pad + b 19 =` (exactly L tokens; round
   trips exactly with `decode_tokens`).
 
-With `pointers=True` (the chain family, `Vocabulary.from_config` of a config with
-`family = "chain"`) an assignment may also bind a variable to another variable: `b=a`, in
-token form `b a`; labels then follow the pointers to a number.
+With `pointers=True` (the chain family's vocabulary) an assignment may also bind a variable
+to another variable: `b=a`, in token form `b a`; labels then follow the pointers to a number.
+`Vocabulary.from_config(cfg)` is the tokenizer of cfg's task family (empirical.families).
 """
 
 from __future__ import annotations
@@ -63,7 +63,11 @@ class Vocabulary:
 
     @classmethod
     def from_config(cls, cfg) -> Vocabulary:
-        return cls(cfg.p, cfg.K, cfg.L, pointers=getattr(cfg, "family", "") == "chain")
+        """The tokenizer of cfg's task family (`Family.vocabulary`: this class, with pointer
+        assignments for the chain family, or the family's own)."""
+        from empirical.families import family_of
+
+        return family_of(cfg).vocabulary(cfg)
 
     def __repr__(self) -> str:
         return f"Vocabulary(p={self.p}, K={self.K}, L={self.L})"
@@ -302,6 +306,10 @@ class Vocabulary:
                     f"position {i}: id {t} is outside the vocabulary 0..{self.d_vocab - 1}"
                 )
         return " ".join(self.names[int(t)] for t in seq)
+
+    def label_text(self, label: int) -> str:
+        """A label as `sample` prints it (the number)."""
+        return str(int(label))
 
     def label(self, ids: torch.Tensor | Sequence[int]) -> int:
         """The answer of one sequence: operands resolved through its assignments, mod p."""

@@ -170,10 +170,17 @@ def find_rise(
     return rise if rise is not None else steepest_rise(steps, values, window, min_gain, start)
 
 
-def detect_phases(records: list[dict], window: int = 1000, min_gain: float = 0.2) -> Phases:
-    steps0, zero = mean_series(records, ("0var/ind",))
-    sv, var = mean_series(records, VARIABLE_SETS)
-    sr, restricted = mean_series(records, RESTRICTED_SETS)
+def detect_phases(
+    records: list[dict], window: int = 1000, min_gain: float = 0.2, sets=None
+) -> Phases:
+    """The phases of a metrics log. sets: the series to read (a task family's `phase_sets`:
+    zero, variable, restricted; default the paper's, 0var/ind, VARIABLE_SETS, RESTRICTED_SETS)."""
+    zero_sets = ("0var/ind",) if sets is None else tuple(sets.zero)
+    variable_sets = VARIABLE_SETS if sets is None else tuple(sets.variable)
+    restricted_sets = RESTRICTED_SETS if sets is None else tuple(sets.restricted)
+    steps0, zero = mean_series(records, zero_sets)
+    sv, var = mean_series(records, variable_sets)
+    sr, restricted = mean_series(records, restricted_sets)
     zero_learned = first_crossing(steps0, zero, LEVEL)
     first = find_rise(sv, var, window, min_gain, start=zero_learned or 0)
     if first is not None:
@@ -185,6 +192,6 @@ def detect_phases(records: list[dict], window: int = 1000, min_gain: float = 0.2
         zero_var_learned_step=zero_learned,
         first_spike=first,
         second_spike=second,
-        variable_series="mean of " + ", ".join(VARIABLE_SETS),
-        restricted_series="mean of " + ", ".join(RESTRICTED_SETS),
+        variable_series="mean of " + ", ".join(variable_sets),
+        restricted_series="mean of " + ", ".join(restricted_sets),
     )

@@ -10,6 +10,7 @@ import os
 
 import matplotlib.pyplot as plt
 
+from empirical.families import panel_of, panel_title
 from empirical.figures import OKABE_ITO, save_figure
 from empirical.train.phases import Phases
 
@@ -21,22 +22,8 @@ SPLIT_COLORS = {
     "both": OKABE_ITO["vermillion"],
 }
 OTHER_COLORS = [OKABE_ITO[c] for c in ("blue", "orange", "green", "vermillion", "purple", "sky")]
-PANEL_TITLES = {
-    "0var": "0 variables (both operands numbers)",
-    "1var": "1 variable operand",
-    "2var": "2 variable operands",
-    "curated": "curated sets",
-}
-
-
-def panel_of(name: str) -> str:
-    """The panel of an evaluation set: its number of variable operands (`0var`, `1var`,
-    `2var`; chain sets `chain/NVAR_hH` by NVAR), `curated`, or the set's own prefix."""
-    kind, _, split = name.partition("/")
-    if kind == "chain":
-        head = split.partition("_")[0]
-        return head if head in PANEL_TITLES else "chain"
-    return kind
+# the panel of a set and its title are its task family's (empirical.families.panel_of: the
+# number of variable operands `0var`, `1var`, `2var`, `curated`, ...; else the set's prefix)
 
 
 def _panels(names: list[str]) -> list[tuple[str, list[str]]]:
@@ -108,18 +95,13 @@ def plot_training_curves(
                 low, high = wilson_band(acc, n)
                 ax.fill_between(steps, 100 * low, 100 * high, color=color, alpha=0.15, lw=0)
         if chance is not None:
-            ax.axhline(
-                100 * chance,
-                color="0.35",
-                ls=(0, (1, 3)),
-                lw=1.2,
-                label=f"chance ({100 * chance:.1f}%)",
-            )
+            ax.axhline(100 * chance, color="0.35", ls=(0, (1, 3)), lw=1.2,
+                       label=f"chance ({100 * chance:.1f}%)")  # fmt: skip
         draw_phase_marks(ax, phases, label=ax is axes[0])
         ax.set_ylabel("accuracy (%)")
         ax.set_ylim(-2, 104)
         ax.grid(alpha=0.3)
-        ax.set_title(PANEL_TITLES.get(key, key), fontsize=10, loc="left")
+        ax.set_title(panel_title(key), fontsize=10, loc="left")
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle(f"{title}\naccuracy per evaluation set{band}" if title else
                  f"accuracy per evaluation set{band}")  # fmt: skip

@@ -39,9 +39,8 @@ from empirical.model import save_model
 from empirical.run_config import config_fingerprint
 from empirical.run_lock import writer_locks
 from empirical.rundir import RunDir
-from empirical.task import TrainingSampler, build_eval_sets, held_out_pairs
+from empirical.task import build_eval_sets, run_training_sampler, training_generator
 from empirical.task import save_eval_sets as _save_eval_sets
-from empirical.task.pairs import training_generator
 from empirical.train.batches import BatchStream
 from empirical.train.breakdown import restricted_breakdown
 from empirical.train.engine import (
@@ -163,7 +162,7 @@ class TrainingSession:
         tc = self.tc
         self.streams, self.generators, self.evaluators = [], [], []
         for cfg in self.cfgs:
-            sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, cfg.seed), self.device)
+            sampler = run_training_sampler(cfg.task, cfg.seed, self.device)
             self.generators.append(training_generator(cfg.seed, self.device))
             self.streams.append(
                 BatchStream(sampler, self.generators[-1], tc.batch_size, tc.sample_chunk)
@@ -350,7 +349,8 @@ class TrainingSession:
                 continue
             w = self.windows[m]
             mean = w.ckpt_sum / w.ckpt_n if w.ckpt_n else float("nan")
-            if w.ckpt_n and exploding(mean, w.history, tc.divergence_factor, self.cfgs[m].task.p):
+            classes = self.cfgs[m].task.n_classes  # the loss of chance: ln(classes)
+            if w.ckpt_n and exploding(mean, w.history, tc.divergence_factor, classes):
                 self.stop_member(
                     m,
                     at,

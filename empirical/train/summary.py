@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from empirical.config_io import atomic_write_bytes, to_dict
+from empirical.families import family_of
 from empirical.figures import figure_path
 from empirical.rundir import RunDir
 from empirical.train.phases import detect_phases
@@ -61,7 +62,7 @@ def write_summary(
     records = run.read_metrics() if records is None else records
     sizes = eval_set_sizes(run.path) if sizes is None else dict(sizes)
     final = records[-1]
-    phases = detect_phases(records)
+    phases = detect_phases(records, sets=family_of(cfg.task).phase_sets)
     below = {k: v for k, v in final["acc"].items() if v < TARGET}
     intervals = accuracy_intervals(final["acc"], sizes)
     summary = {
@@ -91,9 +92,6 @@ def write_summary(
     return summary
 
 
-_TASK_NAMES = {"assign_add": "Assign-and-add", "chain": "Multi-hop assignment (chain)"}
-
-
 def write_training_curves(
     cfg, run_dir: str | Path, records=None, *, sizes=None, fmt: str = "png", phases=None
 ) -> Path:
@@ -101,16 +99,16 @@ def write_training_curves(
     run = RunDir(run_dir)
     records = run.read_metrics() if records is None else records
     sizes = eval_set_sizes(run.path) if sizes is None else sizes
-    phases = detect_phases(records) if phases is None else phases
+    family = family_of(cfg.task)
+    phases = detect_phases(records, sets=family.phase_sets) if phases is None else phases
     path = figure_path(run.training_curves, fmt)
     plot_training_curves(
         records,
         phases,
         path,
-        f"{_TASK_NAMES.get(getattr(cfg.task, 'family', ''), 'Assign-and-add')} training "
-        f"({run.label(cfg)})",
+        f"{family.title} training ({run.label(cfg)})",
         sizes=sizes,
-        chance=1 / cfg.task.p,
+        chance=1 / cfg.task.n_classes,  # a uniform guess over the output classes
     )
     return path
 

@@ -115,7 +115,8 @@ def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: 
     """The chain report of a run (see the module docstring) on `n` sequences of `set_name`
     (default: chain/1var_h2 where the run has it, else its 1-var set of the most hops);
     returns the payload."""
-    from empirical.analysis.chain_attention import (
+    from empirical.config_io import ConfigError, atomic_write_bytes
+    from empirical.families.chain.analysis.attention import (
         chain_attention,
         chain_attention_over_training,
         formation_steps,
@@ -123,8 +124,11 @@ def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: 
         plot_chain_attention,
         plot_chain_attention_over_training,
     )
-    from empirical.analysis.chain_patching import CORRUPTIONS, chain_patching, plot_chain_patching
-    from empirical.config_io import ConfigError, atomic_write_bytes
+    from empirical.families.chain.analysis.patching import (
+        CORRUPTIONS,
+        chain_patching,
+        plot_chain_patching,
+    )
     from empirical.rundir import RunDir, load_run
     from empirical.task import load_eval_sets
 

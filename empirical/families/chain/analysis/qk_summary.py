@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from empirical.compare_qk.chain_compare import HOPS, SUBS
+from empirical.families.chain.analysis.qk_compare import HOPS, SUBS
 
 HOP_NAME = {"last": "last hop (W3, vs G1^(3))", "middle": "middle hop (W2, vs D)"}
 
@@ -65,7 +65,40 @@ def summary_markdown(res: dict) -> str:
             f"| {sub} | {_g(g['before'])} | {_g(g['after'])} | {_g(g['ratio'])} | "
             f"{g['n_before']}, {g['n_after']} |"
         )
-    lines += ["", "## The last hop's spike window", ""]
+    lines += _spike_and_maxima_lines(res)
+    lines += [
+        "",
+        "## Every window",
+        "",
+        "| window | beta (last, middle) | last: all | last: barv_barv | middle: all | "
+        "middle: barv_barv | middle gradient vs D (all) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for w in res["windows"]:
+        last, mid = w["last"]["cos"], w["middle"]["cos"]
+        cells = [
+            f"{w['start']} -> {w['end']}",
+            f"{_f(w['beta']['last'], 2)}, {_f(w['beta']['middle'], 2)}",
+            cos_cell(last["all"]),
+            cos_cell(last["barv_barv"]),
+            cos_cell(mid["all"]),
+            cos_cell(mid["barv_barv"]),
+            cos_cell(w["middle_gradient_vs_D"]["all"]),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    g2 = max(w["G2_norm_at_W0"] for w in res["windows"]) if res["windows"] else float("nan")
+    lines += [
+        "",
+        f"|G1^(2)| at (W^0, W^0) on the run's sequences, largest over the windows: "
+        f"{g2:.1e} (the theory: 0).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _spike_and_maxima_lines(res: dict) -> list[str]:
+    """The summary's sections on the last hop's spike window and the largest cosines."""
+    lines = ["", "## The last hop's spike window", ""]
     sp = res["spike"]
     win = None
     if sp is None:
@@ -102,34 +135,7 @@ def summary_markdown(res: dict) -> str:
                     f"| {hop} | {sub} | {cos_cell(m)} | {m['start']} -> {m['end']} | "
                     f"{m['chosen_from']} windows | {m['windows_above_sign_null']} |"
                 )
-    lines += [
-        "",
-        "## Every window",
-        "",
-        "| window | beta (last, middle) | last: all | last: barv_barv | middle: all | "
-        "middle: barv_barv | middle gradient vs D (all) |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for w in res["windows"]:
-        last, mid = w["last"]["cos"], w["middle"]["cos"]
-        cells = [
-            f"{w['start']} -> {w['end']}",
-            f"{_f(w['beta']['last'], 2)}, {_f(w['beta']['middle'], 2)}",
-            cos_cell(last["all"]),
-            cos_cell(last["barv_barv"]),
-            cos_cell(mid["all"]),
-            cos_cell(mid["barv_barv"]),
-            cos_cell(w["middle_gradient_vs_D"]["all"]),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    g2 = max(w["G2_norm_at_W0"] for w in res["windows"]) if res["windows"] else float("nan")
-    lines += [
-        "",
-        f"|G1^(2)| at (W^0, W^0) on the run's sequences, largest over the windows: "
-        f"{g2:.1e} (the theory: 0).",
-        "",
-    ]
-    return "\n".join(lines)
+    return lines
 
 
 def plot_chain_compare(res: dict, path, fmt: str | None = None):

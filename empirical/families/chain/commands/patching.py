@@ -1,5 +1,5 @@
 """`python -m empirical chain-patching RUN_DIR`: which layer carries which hop of a chain
-run, by activation patching of the residual stream (empirical.analysis.chain_patching).
+run, by activation patching of the residual stream (empirical.families.chain.analysis.patching).
 
 Examples:
     python -m empirical chain-patching runs/chain/seed0                       # chain/1var_h2
@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import sys
 
-from empirical.cli.chain_attention import chain_run_arguments, open_chain_run
 from empirical.cli.common import command_main, parser
+from empirical.families.chain.commands.attention import chain_run_arguments, open_chain_run
 from empirical.figures import use_cli_backend
 
 
@@ -26,8 +26,12 @@ def run(argv: list[str]) -> int:
     ap.add_argument("--seed", type=int, default=0, help="the number corruption's draws")
     args = ap.parse_args(argv)
     run_dir, sets, model, vocab = open_chain_run(args, "chain-patching")
-    from empirical.analysis.chain_patching import CORRUPTIONS, chain_patching, plot_chain_patching
     from empirical.config_io import atomic_write_bytes
+    from empirical.families.chain.analysis.patching import (
+        CORRUPTIONS,
+        chain_patching,
+        plot_chain_patching,
+    )
 
     tokens = sets[args.set].tokens[: args.n]
     results = [chain_patching(model, vocab, tokens, c, seed=args.seed) for c in CORRUPTIONS]

@@ -18,7 +18,7 @@ residual vector per basis label, as `coords.coordinates` does for the one-hop mo
 with W_OV^l = W_V W_O of block l. The query's ebar is read through the OV of the layer that
 writes it into `=` in the construction: layer 1 (block 0) for the middle hop (the operand v
 copied into the query), the middle layer (block n-2) for the last hop (the pointer's target
-w, ebar_w, copied into the query by the middle hop), as `empirical.analysis.chain_report`'s
+w, ebar_w, copied into the query by the middle hop), as the chain report's (its `mechanisms`)
 `last_qk_identity` reads the last layer. The keys' ebar is layer 1's for both (the
 previous-token binding of every right-hand side, pointer right-hand sides included).
 

@@ -66,7 +66,7 @@ def corrupt(vocab, ids: torch.Tensor, corruption: str, generator: torch.Generato
     """(corrupted ids, its answer, the roles' positions) for one sequence, or None where the
     corruption does not apply (no variable operand, no distractor for `pointer`) or leaves
     the answer as it was."""
-    from empirical.analysis.chain_attention import chain_structure
+    from empirical.families.chain.analysis.attention import chain_structure
 
     if corruption not in CORRUPTIONS:
         raise ValueError(f"corruption = {corruption!r}: use one of {', '.join(CORRUPTIONS)}")

@@ -5,9 +5,9 @@ variables; v_1 has hop count h. An operand variable is the head of its own chain
 sequence has one chain for both operands); up to `chain_distractors` more chains of 1 to
 `chain_distractor_length` assignments are distractors. Each row, as torch ops over the batch:
 
-1. Operands, as in the assign_add family (sampler.make_design): the operand configuration
-   (v1, v2) (-1: a number) from the 0/1/2-var mix and r1/r2, the values (x, y) uniform over
-   the ordered pairs that are not held out.
+1. Operands, as in the assign_add family (empirical.families.assign_add.design): the operand
+   configuration (v1, v2) (-1: a number) from the 0/1/2-var mix and r1/r2, the values (x, y)
+   uniform over the ordered pairs that are not held out.
 2. Hop counts: the sequence's largest hop count H from the plan's weights. A 1-var operand
    has hop count H; in a 2-var sequence with two variables, one operand (each with odds 1/2)
    has H and the other a hop count uniform over the plan's hop counts <= H.
@@ -27,14 +27,11 @@ sequence has one chain for both operands); up to `chain_distractors` more chains
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import torch
 
-from empirical.task.batch import Batch
-from empirical.task.chain_config import capacity, held_out_pointer_pairs, training_hops
-from empirical.task.config import TaskConfig
-from empirical.task.pairs import check_held_out
-from empirical.task.sampler import (
+from empirical.families.assign_add.design import (
     CPU_CHUNK,
     V1,
     V2,
@@ -42,10 +39,14 @@ from empirical.task.sampler import (
     VSIZE,
     Design,
     Groups,
-    TrainingSampler,
     make_design,
     training_groups,
 )
+from empirical.families.assign_add.draw import TrainingSampler
+from empirical.families.chain.fields import capacity, held_out_pointer_pairs, training_hops
+from empirical.task.batch import Batch
+from empirical.task.config import TaskConfig
+from empirical.task.pairs import check_held_out
 
 
 @dataclass
@@ -123,8 +124,14 @@ class ChainDraw:
         return parts[0] if len(parts) == 1 else Batch.cat(parts)
 
     def _draw(self, U: torch.Tensor) -> Batch:
-        p, K, L, A, D = self.p, self.K, self.L, self.A, self.D
-        n = U.shape[0]
+        """One chunk of rows from its uniforms U (n, width): steps 1-5 of the module docstring."""
+        s = self._operands(U)
+        self._chains(U, s)
+        self._variables(U, s)
+        return self._tokens(U, s)
+
+    def _operands(self, U: torch.Tensor) -> SimpleNamespace:
+        """1. The operand configuration and values of each row."""
         design = self.design
         c = torch.searchsorted(design.cdf, U[:, 0].contiguous(), right=True)  # cdf <= u
         row = design.ltab.index_select(0, c)
@@ -135,35 +142,43 @@ class ChainDraw:
         isv = design.isvar.index_select(0, c)
         same = isv[:, 0] & (v1 == v2)
         two = isv[:, 0] & isv[:, 1] & ~same
+        return SimpleNamespace(n=U.shape[0], values=values, v1=v1, v2=v2, isv=isv, same=same,
+                               two=two)  # fmt: skip
 
+    def _chains(self, U: torch.Tensor, s: SimpleNamespace) -> None:
+        """2-3. The hop counts of the operand chains and the distractor chains: each slot's
+        chain, place in it and hop count."""
+        A, D, isv = self.A, self.D, s.isv
         # 2. hop counts of the two operand chains (0: no chain)
         hi = torch.searchsorted(self.hop_cdf, U[:, 2].contiguous(), right=True)
         H = self.hops.index_select(0, hi)
         pick = (U[:, 4] * self.other_count.index_select(0, hi)).long()
         other = self.other_table.index_select(0, hi).gather(1, pick[:, None]).squeeze(1)
         first_has_H = U[:, 3] < 0.5
-        h1 = torch.where(isv[:, 0], torch.where(two & ~first_has_H, other, H), 0)
-        h2 = torch.where(isv[:, 1] & ~same, torch.where(two & first_has_H, other, H), 0)
+        h1 = torch.where(isv[:, 0], torch.where(s.two & ~first_has_H, other, H), 0)
+        h2 = torch.where(isv[:, 1] & ~s.same, torch.where(s.two & first_has_H, other, H), 0)
 
         # 3. distractor chains, dropped from the first that does not fit
-        col = 7 + D
         count = (U[:, 5] * (D + 1)).long()
-        dl = 1 + (U[:, 7:col] * self.cfg.chain_distractor_length).long()
+        dl = 1 + (U[:, 7 : 7 + D] * self.cfg.chain_distractor_length).long()
         dl = torch.where(self.arD < count[:, None], dl, 0)
         fits = (h1 + h2)[:, None] + dl.cumsum(1) <= A
         dl = torch.where(fits.cumprod(1).bool(), dl, 0)
         lens = torch.cat([h1[:, None], h2[:, None], dl], dim=1)  # (n, 2 + D)
-        ends = lens.cumsum(1)
+        s.ends = ends = lens.cumsum(1)
         starts = ends - lens
-        n_total = ends[:, -1]
-        valid = self.arA < n_total[:, None]  # (n, A) slots in use
+        s.n_total = ends[:, -1]
+        s.valid = valid = self.arA < s.n_total[:, None]  # (n, A) slots in use
         # chain of each slot (2 + D for an unused slot; clamped where it indexes)
-        chain_raw = (ends[:, None, :] <= self.arA[None, :, None]).sum(-1)
-        chain = chain_raw.clamp(max=lens.shape[1] - 1)
-        k = self.arA - starts.gather(1, chain)  # place in its chain (0: head)
-        hop = torch.where(valid, lens.gather(1, chain) - k, 0)  # hop count of each slot
+        s.chain_raw = chain_raw = (ends[:, None, :] <= self.arA[None, :, None]).sum(-1)
+        s.chain = chain = chain_raw.clamp(max=lens.shape[1] - 1)
+        s.k = k = self.arA - starts.gather(1, chain)  # place in its chain (0: head)
+        s.hop = torch.where(valid, lens.gather(1, chain) - k, 0)  # hop count of each slot
 
-        # 4. variables: operand heads (and a forced held-out target) preset, then the rest
+    def _variables(self, U: torch.Tensor, s: SimpleNamespace) -> None:
+        """4. Variables: operand heads (and a forced held-out target) preset, then the rest."""
+        K, A, col = self.K, self.A, 7 + self.D
+        k, chain_raw, v1, v2, isv = s.k, s.chain_raw, s.v1, s.v2, s.isv
         head = k == 0
         preset = torch.where(
             head & (chain_raw == 0),
@@ -175,31 +190,36 @@ class ChainDraw:
             t = (U[:, 6] * self.target_count.index_select(0, u)).long()
             forced = self.target_table.index_select(0, u).gather(1, t[:, None])
             preset = torch.where((k == 1) & (chain_raw < 2), forced, preset)
-        preset = torch.where(valid, preset, K)  # K: an unused slot
-        free = valid & (preset < 0)  # slots that draw their variable
+        preset = torch.where(s.valid, preset, K)  # K: an unused slot
+        free = s.valid & (preset < 0)  # slots that draw their variable
         used = (preset[:, :, None] == self.arK).any(1)  # (n, K) the preset variables
         if not self.pointer_rules:
             # no held-out pointer: the free slots take the other variables in uniform order
             order = (U[:, col : col + K] + 2.0 * used.double()).argsort(1)
-            var = torch.where(free, order.gather(1, (free.cumsum(1) - 1).clamp(min=0)), preset)
-        else:
-            # slot by slot (a loop over the slots, not the rows): uniform over the unused
-            # variables that are not a held-out target of the chain's previous variable
-            var = preset.clone()
-            prev = torch.full((n,), K, dtype=torch.long, device=self.device)
-            for j in range(A):
-                after = torch.where(head[:, j], K, prev)  # a chain's head follows no pointer
-                cand = ~used & self.allowed_after.index_select(0, after)
-                if not self.strict:
-                    cand = torch.where(cand.any(1, keepdim=True), cand, ~used)
-                nth = (U[:, col + j] * cand.sum(1)).long()
-                choice = (cand.cumsum(1) <= nth[:, None]).sum(1)  # the nth candidate
-                choice = torch.where(free[:, j], choice, preset[:, j])
-                used |= self.arK == choice[:, None]
-                var[:, j] = choice
-                prev = choice
-        col += K
+            s.var = torch.where(free, order.gather(1, (free.cumsum(1) - 1).clamp(min=0)), preset)
+            return
+        # slot by slot (a loop over the slots, not the rows): uniform over the unused
+        # variables that are not a held-out target of the chain's previous variable
+        s.var = var = preset.clone()
+        prev = torch.full((s.n,), K, dtype=torch.long, device=self.device)
+        for j in range(A):
+            after = torch.where(head[:, j], K, prev)  # a chain's head follows no pointer
+            cand = ~used & self.allowed_after.index_select(0, after)
+            if not self.strict:
+                cand = torch.where(cand.any(1, keepdim=True), cand, ~used)
+            nth = (U[:, col + j] * cand.sum(1)).long()
+            choice = (cand.cumsum(1) <= nth[:, None]).sum(1)  # the nth candidate
+            choice = torch.where(free[:, j], choice, preset[:, j])
+            used |= self.arK == choice[:, None]
+            var[:, j] = choice
+            prev = choice
 
+    def _tokens(self, U: torch.Tensor, s: SimpleNamespace) -> Batch:
+        """5. Right-hand sides, the order of the assignments, the tokens and the facts."""
+        p, K, L, A, n = self.p, self.K, self.L, self.A, s.n
+        col = 7 + self.D + K
+        valid, chain, chain_raw, hop = s.valid, s.chain, s.chain_raw, s.hop
+        var, values = s.var, s.values
         # right-hand sides: the next variable of the chain, or the chain's number
         nxt = torch.cat([var[:, 1:], var[:, :1]], dim=1)
         dnum = (U[:, col + A : col + 2 * A] * p).long()  # read after the order keys
@@ -208,7 +228,7 @@ class ChainDraw:
         )
         rhs = torch.where(hop > 1, p + nxt, number)
 
-        # 5. order of the assignments (rank of each slot) and the block positions
+        # order of the assignments (rank of each slot) and the block positions
         keys = U[:, col : col + A] + 2.0 * (~valid).double()
         col += A
         rank = torch.empty_like(valid, dtype=torch.long)
@@ -220,18 +240,19 @@ class ChainDraw:
             by_hop = (chain_raw * big + torch.where(valid, hop, rank)).argsort(1)
             rank = torch.empty_like(rank).scatter_(1, by_hop, rank.gather(1, by_rank))
         col += A  # the distractor numbers, read above
-        pos = self._block_positions(n_total, U[:, col : col + self.R])
+        pos = self._block_positions(s.n_total, U[:, col : col + self.R])
         start = pos.gather(1, rank)  # (n, A) first position of each slot's block
         tok = self.template.expand(n, L).contiguous()
         vpos = torch.where(valid, start, L - 3)  # unused slots write into the operands,
         tok.scatter_(1, vpos, p + var.clamp(max=K - 1))
         tok.scatter_(1, torch.where(valid, start + 1, L - 2), rhs)  # overwritten below
         x, y = values[:, 0], values[:, 1]
+        isv, v1, v2, ends = s.isv, s.v1, s.v2, s.ends
         tok[:, L - 3] = torch.where(isv[:, 0], p + v1, x)
         tok[:, L - 2] = torch.where(isv[:, 1], p + v2, y)
         # where each operand's number sits: the value token of its chain's last slot
         last1 = (ends[:, 0] - 1).clamp(min=0)
-        last2 = torch.where(same, ends[:, 0] - 1, ends[:, 1] - 1).clamp(min=0)
+        last2 = torch.where(s.same, ends[:, 0] - 1, ends[:, 1] - 1).clamp(min=0)
         vp1 = torch.where(isv[:, 0], start.gather(1, last1[:, None]).squeeze(1) + 1, L - 3)
         vp2 = torch.where(isv[:, 1], start.gather(1, last2[:, None]).squeeze(1) + 1, L - 2)
         return Batch(
@@ -273,8 +294,8 @@ def training_plan(cfg: TaskConfig) -> ChainPlan:
 
 
 class ChainSampler(TrainingSampler):
-    """TrainingSampler of the chain family (TrainingSampler(cfg, ...) with cfg.family ==
-    "chain" builds one): the same interface, `sample(n, generator)`, vectorised."""
+    """The training sampler of the chain family (the family's `training_sampler` builds it):
+    the assign_add sampler's interface, `sample(n, generator)`, vectorised."""
 
     def __init__(self, cfg: TaskConfig, held_out: torch.Tensor, device="cpu", tables: bool = True):
         """tables: unused (the chain draw has no tables); kept for the common signature."""

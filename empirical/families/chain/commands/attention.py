@@ -1,5 +1,5 @@
 """`python -m empirical chain-attention RUN_DIR`: where a chain run's attention goes, per
-layer, on the chain construction's targets (empirical.analysis.chain_attention).
+layer, on the chain construction's targets (empirical.families.chain.analysis.attention).
 
 Examples:
     python -m empirical chain-attention runs/chain/seed0                      # chain/1var_h2
@@ -60,8 +60,8 @@ def run(argv: list[str]) -> int:
     run_dir, sets, model, vocab = open_chain_run(args, "chain-attention")
     import torch
 
-    from empirical.analysis.chain_attention import chain_attention, plot_chain_attention
     from empirical.config_io import atomic_write_bytes
+    from empirical.families.chain.analysis.attention import chain_attention, plot_chain_attention
 
     with torch.no_grad():
         table = chain_attention(model, vocab, sets[args.set].tokens[: args.n])
@@ -77,7 +77,7 @@ def run(argv: list[str]) -> int:
                          f"Attention onto the chain's targets per layer ({run_dir.label()}, "
                          f"{args.set}, {where})")  # fmt: skip
     if args.over_training:
-        from empirical.analysis.chain_attention import (
+        from empirical.families.chain.analysis.attention import (
             chain_attention_over_training,
             formation_steps,
             key_series,

@@ -1,30 +1,33 @@
-"""Validation and derived values of the chain family's `TaskConfig` fields.
+"""The chain family's `TaskConfig` fields (`ChainFields`), their validation and derived values.
 
 The chain family (`task.family = "chain"`, docs/task.md "The chain family") binds a variable
 to a number or to another variable (`b=a`, a pointer); an operand's *hop count* is 1 when its
 variable is bound to a number, else 1 + its target's. Its fields start with `chain_`; they
-are checked here, only when the family is "chain" (with "assign_add" they must keep their
-defaults). Errors are ConfigErrors naming the field and what is allowed.
+are checked here, only when the family is "chain" (with another family they must keep their
+defaults). Errors are ConfigErrors naming the field and what is allowed. No torch here.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from empirical.config_io import ConfigError
 
-FAMILIES = ("assign_add", "chain")
 CHAIN_ORDERS = ("random", "targets_first")
-# the chain fields and their defaults (TaskConfig declares the same)
-CHAIN_DEFAULTS = {
-    "chain_hops": (1, 2),
-    "chain_hop_weights": (),
-    "chain_order": "random",
-    "chain_distractors": 1,
-    "chain_distractor_length": 1,
-    "chain_held_out_pointers": (),
-    "chain_held_out_hops": (),
-}
+
+
+@dataclass
+class ChainFields:
+    """The chain family's task fields (TaskConfig collects them; docs/task.md)."""
+
+    chain_hops: tuple[int, ...] = (1, 2)  # hop counts of the operands in training
+    chain_hop_weights: tuple[float, ...] = ()  # their relative weights (empty: equal)
+    chain_order: str = "random"  # "random" | "targets_first": every target before its pointer
+    chain_distractors: int = 1  # distractor chains per sequence: uniform on 0..this
+    chain_distractor_length: int = 1  # assignments of a distractor chain: uniform on 1..this
+    chain_held_out_pointers: tuple[str, ...] = ()  # "u->w": the assignment u=w never trained
+    chain_held_out_hops: tuple[int, ...] = ()  # operand hop counts never trained (evaluated)
 
 
 def _is_int(value: object) -> bool:
@@ -119,23 +122,14 @@ def training_max_variables(cfg) -> int:
     return 2 * max(hops) + cfg.chain_distractors * cfg.chain_distractor_length
 
 
-def check_chain_defaults(cfg) -> None:
-    """With family "assign_add", every chain field must keep its default."""
-    for name, default in CHAIN_DEFAULTS.items():
-        value = getattr(cfg, name)
-        same = value == default or (
-            isinstance(value, (list, tuple)) and tuple(value) == tuple(default)
-        )
-        if not same:
-            raise ConfigError(
-                f"task.{name} = {value!r} is a setting of the chain family: set "
-                f"task.family = 'chain' to use it, or leave it unset (task.family = "
-                f"{cfg.family!r})"
-            )
-
-
 def validate_chain(cfg) -> None:
     """Check and normalise the chain fields of `cfg` (family "chain"); ConfigError else."""
+    _check_chain_values(cfg)
+    _check_chain_fit(cfg)
+
+
+def _check_chain_values(cfg) -> None:
+    """Each chain field on its own (and the paper's fields the family cannot use)."""
     hops = _hop_list(cfg, "chain_hops")
     if not hops:
         raise ConfigError("task.chain_hops = [] must list at least one hop count, e.g. [1, 2]")
@@ -182,6 +176,10 @@ def validate_chain(cfg) -> None:
             "the assign_add family; leave it empty with task.family = 'chain'"
         )
 
+
+def _check_chain_fit(cfg) -> None:
+    """The chain fields together: something to train, and every chain fits K and L."""
+    hops = cfg.chain_hops
     trained, trained_weights = training_hops(cfg)
     if not trained:
         raise ConfigError(

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import torch
 
+from empirical.families.assign_add.design import make_design
+from empirical.families.chain.draw import ChainDraw, ChainPlan
+from empirical.families.chain.fields import evaluated_hops, held_out_pointer_pairs, training_hops
 from empirical.task.batch import Batch
-from empirical.task.chain import ChainDraw, ChainPlan
-from empirical.task.chain_config import evaluated_hops, held_out_pointer_pairs, training_hops
 from empirical.task.config import TaskConfig
 from empirical.task.pairs import cpu_generator
-from empirical.task.sampler import make_design
 
 POINTER_SET = "chain/held_out_pointers"
 

@@ -31,7 +31,7 @@ from disentangled.chain_config import ChainConfig
 from disentangled.chain_model import chain_forward
 from disentangled.chain_population import ChainChunk
 from disentangled.gradient import first_order_terms
-from empirical.compare_qk.chain_coords import label_block
+from empirical.families.chain.analysis.qk_coords import label_block
 
 
 @dataclass

@@ -23,8 +23,6 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from empirical.compare_qk.chain_coords import chain_chunk, hop_blocks, layer_coordinates
-from empirical.compare_qk.chain_theory import beta_of, chain_prediction
 from empirical.compare_qk.coords import theorem_w
 from empirical.compare_qk.frames import READ, Frames, check_frame
 from empirical.compare_qk.metrics import (
@@ -34,6 +32,8 @@ from empirical.compare_qk.metrics import (
     sign_null95,
     subblock,
 )
+from empirical.families.chain.analysis.qk_coords import chain_chunk, hop_blocks, layer_coordinates
+from empirical.families.chain.analysis.qk_theory import beta_of, chain_prediction
 
 HOPS = ("last", "middle")
 SUBS = ("all", "barv_barv", "barv_v")  # the whole block; the memory; ebar x variable token
@@ -111,7 +111,7 @@ def query_gradient(model, block: int, tokens: torch.Tensor, labels: torch.Tensor
 
 
 def _series_formation(steps, series, fraction):
-    from empirical.analysis.chain_attention import formation_steps
+    from empirical.families.chain.analysis.attention import formation_steps
 
     return formation_steps(steps, series, fraction)
 
@@ -131,10 +131,49 @@ def _cos_entry(pred, obs, rows, cols, sub) -> dict:
     }
 
 
+def _snapshot(model, vocab, blocks, all_tokens, all_labels, step) -> tuple[dict, dict]:
+    """One snapshot's record (operand attention, memory contrast and the QK gradients per
+    hop) and its state for the windows (coordinates, frames, W_Q, W_K per hop)."""
+    rec: dict = {"step": step}
+    st: dict = {}
+    for hop in HOPS:
+        b = blocks[hop]
+        coords = layer_coordinates(model, vocab, b["block"], b["query_ov"])
+        W = theorem_w(model, b["block"])
+        att = model.blocks[b["block"]].attn
+        raw = coords.project(W)
+        a = operand_attention(model, b["block"], all_tokens)
+        rec[hop] = {
+            "operand_attention": a,
+            "memory_contrast": contrast(barv_block(raw, coords.rows, coords.cols)),
+        }
+        st[hop] = {
+            "coords": coords,
+            "frames": Frames(coords),
+            "WQ": att.W_Q[0].detach().double().clone(),
+            "WK": att.W_K[0].detach().double().clone(),
+            "a": a,
+        }
+    g = query_gradient(model, blocks["middle"]["block"], all_tokens, all_labels).detach()
+    gl = st["middle"]["frames"].read(g, "dual")
+    co = st["middle"]["coords"]
+    g3 = query_gradient(model, blocks["last"]["block"], all_tokens, all_labels).detach()
+    last_norm = float(np.linalg.norm(st["last"]["frames"].read(g3, "dual")))
+    rec["last_gradient"] = {"all": last_norm, "param": float(g3.norm())}
+    rec["middle_gradient"] = {
+        "all": float(np.linalg.norm(gl)),
+        "barv_barv": float(np.linalg.norm(subblock(gl, co.rows, co.cols, "barv_barv"))),
+        "param": float(g.norm()),
+        "relative": float(np.linalg.norm(gl)) / last_norm if last_norm > 0 else float("nan"),
+    }
+    st["middle"]["grad_label"] = gl
+    return rec, st
+
+
 def compare_chain_run(run_dir, config: ChainCompareConfig | None = None) -> dict:
     """Every number of the comparison (module docstring) for the run in `run_dir`."""
-    from empirical.analysis.chain_attention import chain_attention, key_series
     from empirical.compare_qk.updates import decay_factor, undecayed_update
+    from empirical.families.chain.analysis.attention import chain_attention, key_series
     from empirical.rundir import RunDir, load_run
     from empirical.task import load_eval_sets
 
@@ -162,58 +201,12 @@ def compare_chain_run(run_dir, config: ChainCompareConfig | None = None) -> dict
     for step in steps:
         model, vocab = load_run(run.path, step=step)
         model = model.double()
-        rec: dict = {"step": step}
-        st: dict = {}
-        for hop in HOPS:
-            b = blocks[hop]
-            coords = layer_coordinates(model, vocab, b["block"], b["query_ov"])
-            W = theorem_w(model, b["block"])
-            att = model.blocks[b["block"]].attn
-            raw = coords.project(W)
-            a = operand_attention(model, b["block"], all_tokens)
-            rec[hop] = {
-                "operand_attention": a,
-                "memory_contrast": contrast(barv_block(raw, coords.rows, coords.cols)),
-            }
-            st[hop] = {
-                "coords": coords,
-                "frames": Frames(coords),
-                "WQ": att.W_Q[0].detach().double().clone(),
-                "WK": att.W_K[0].detach().double().clone(),
-                "a": a,
-            }
-        g = query_gradient(model, blocks["middle"]["block"], all_tokens, all_labels).detach()
-        gl = st["middle"]["frames"].read(g, "dual")
-        co = st["middle"]["coords"]
-        g3 = query_gradient(model, blocks["last"]["block"], all_tokens, all_labels).detach()
-        last_norm = float(np.linalg.norm(st["last"]["frames"].read(g3, "dual")))
-        rec["last_gradient"] = {"all": last_norm, "param": float(g3.norm())}
-        rec["middle_gradient"] = {
-            "all": float(np.linalg.norm(gl)),
-            "barv_barv": float(np.linalg.norm(subblock(gl, co.rows, co.cols, "barv_barv"))),
-            "param": float(g.norm()),
-            "relative": float(np.linalg.norm(gl)) / last_norm if last_norm > 0 else float("nan"),
-        }
-        st["middle"]["grad_label"] = gl
+        rec, st = _snapshot(model, vocab, blocks, all_tokens, all_labels, step)
         tables.append(chain_attention(model, vocab, att_tokens))
         snaps.append(rec)
         if prev is not None:
-            windows.append(
-                _window(
-                    prev[1],
-                    st,
-                    prev[0],
-                    step,
-                    run_cfg,
-                    chunks,
-                    p,
-                    K,
-                    L,
-                    cfg.frame,
-                    decay_factor,
-                    undecayed_update,
-                )
-            )
+            args = (run_cfg, chunks, p, K, L, cfg.frame, decay_factor, undecayed_update)
+            windows.append(_window(prev[1], st, prev[0], step, *args))
         prev = (step, st)
 
     series = key_series({"steps": steps, "tables": tables})

@@ -1,7 +1,7 @@
 """`python -m empirical chain-compare-qk RUN_DIR`: compare-qk for a chain run (>= 3 layers):
 the last and middle hops' key-query updates across the run's snapshots against the two-hop
 theory (G1^(3) for the last layer, the middle hop's drive D for the middle one), and the
-order in which the hops form (empirical.compare_qk.chain_compare; docs/compare_qk.md,
+order in which the hops form (empirical.families.chain.analysis.qk_compare; docs/compare_qk.md,
 "Deeper models (chain runs)").
 
 Examples:
@@ -84,9 +84,9 @@ def run(argv: list[str]) -> int:
         raise UsageError(f"set {','.join(missing)}: the run's sets are {', '.join(have)}")
     out = prepare_output_dir(args.out or run_dir.analysis_dir() / "chain_compare_qk")
 
-    from empirical.compare_qk.chain_compare import ChainCompareConfig, compare_chain_run
-    from empirical.compare_qk.chain_summary import plot_chain_compare, summary_markdown
     from empirical.config_io import atomic_write_bytes
+    from empirical.families.chain.analysis.qk_compare import ChainCompareConfig, compare_chain_run
+    from empirical.families.chain.analysis.qk_summary import plot_chain_compare, summary_markdown
     from empirical.figures import use_cli_backend
 
     res = compare_chain_run(

@@ -1,0 +1,88 @@
+"""The registry of task families: `task.family` -> the family (empirical.families.base.Family).
+
+    from empirical.families import family_of
+    family = family_of(cfg.task)          # e.g. the chain family of a chain run's task
+    sampler = family.training_sampler(cfg.task, family.held_out(cfg.task, seed), "cpu")
+
+This is the one place that lists the families; nothing else asks which family it runs (a
+test greps for it). A new family is one package under empirical/families/ (its `__init__`
+defines FAMILY) and one line in FAMILY_MODULES. Importing this module imports no torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from empirical.config_io import ConfigError
+from empirical.families.base import Family
+
+__all__ = [
+    "DEFAULT_FAMILY",
+    "FAMILY_MODULES",
+    "Family",
+    "all_families",
+    "family",
+    "family_commands",
+    "family_names",
+    "family_of",
+    "panel_of",
+    "panel_title",
+    "set_label",
+]
+
+# name -> the package that defines it (FAMILY); the order is the order of their task fields
+FAMILY_MODULES = {
+    "assign_add": "empirical.families.assign_add",
+    "chain": "empirical.families.chain",
+    "lego": "empirical.families.lego",
+}
+DEFAULT_FAMILY = "assign_add"
+
+
+def family_names() -> tuple[str, ...]:
+    return tuple(FAMILY_MODULES)
+
+
+def family(name: str) -> Family:
+    """The family called `name`; a ConfigError naming task.family and the allowed names."""
+    if not isinstance(name, str) or name not in FAMILY_MODULES:
+        raise ConfigError(
+            f"task.family = {name!r} is not allowed: must be one of "
+            + ", ".join(repr(n) for n in FAMILY_MODULES)
+        )
+    return importlib.import_module(FAMILY_MODULES[name]).FAMILY
+
+
+def family_of(task) -> Family:
+    """The family of a task config (its `family` field)."""
+    return family(task.family)
+
+
+def all_families() -> list[Family]:
+    return [family(name) for name in FAMILY_MODULES]
+
+
+def family_commands() -> dict[str, tuple[str, str]]:
+    """The commands the families add to `python -m empirical`: {name: (module, help)}."""
+    return {name: entry for f in all_families() for name, entry in f.commands.items()}
+
+
+def _owner(set_name: str) -> Family | None:
+    return next((f for f in all_families() if f.owns_set(set_name)), None)
+
+
+def set_label(set_name: str) -> str | None:
+    """The plain-language name of an evaluation set (None: none), from its family."""
+    owner = _owner(set_name)
+    return None if owner is None else owner.set_label(set_name)
+
+
+def panel_of(set_name: str) -> str:
+    """The Figure 2 panel of an evaluation set: its family's choice, else its prefix."""
+    owner = _owner(set_name)
+    return owner.panel(set_name) if owner is not None else set_name.partition("/")[0]
+
+
+def panel_title(key: str) -> str:
+    """A panel's title (the first family that names it; else the key itself)."""
+    return next((f.panel_titles[key] for f in all_families() if key in f.panel_titles), key)

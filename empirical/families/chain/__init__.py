@@ -1,0 +1,102 @@
+"""The chain family: multi-hop assignment, `a=17,c=4,b=a,d=b,b+5=?` (docs/task.md, "The chain
+family"; docs/chain.md; ../shared/spec/chain.md).
+
+Its pieces: the `chain_*` task fields and their validation (`fields.py`), the vectorised draw
+and training sampler (`draw.py`), the evaluation sets `chain/0var`, `chain/1var_h{H}`,
+`chain/2var_h{H}`, `chain/held_out_pointers` (`eval_sets.py`); the analyses it adds
+(`analysis/`: attention per layer, patching, the last MLP and QK, the two-hop compare-qk) and
+their commands (`commands/`: chain-attention, chain-patching, chain-compare-qk, and what
+`python -m empirical analyze` runs on a chain run). It reads the paper's task fields too (the
+operands, value pairs and mix are drawn as assign_add draws them). No torch on import.
+"""
+
+from __future__ import annotations
+
+from empirical.families.base import Family
+from empirical.families.chain.fields import ChainFields
+
+__all__ = ["FAMILY", "Chain"]
+
+_KIND = {"0var": "0 variables", "1var": "1 variable", "2var": "2 variables"}
+_COMMANDS = "empirical.families.chain.commands"
+
+
+class Chain(Family):
+    """Assignments that may point to another variable (`b=a`); operands resolve through them."""
+
+    name = "chain"
+    title = "Multi-hop assignment (chain)"
+    fields = ChainFields
+    set_prefixes = ("chain/",)
+    analysis = f"{_COMMANDS}.analyze:analyze_chain"
+    commands = {
+        "chain-attention": (
+            f"{_COMMANDS}.attention",
+            "a chain run's attention onto the chain's targets, per layer",
+        ),
+        "chain-patching": (
+            f"{_COMMANDS}.patching",
+            "a chain run's residual stream patched: which layer carries which hop",
+        ),
+        "chain-compare-qk": (
+            f"{_COMMANDS}.compare_qk",
+            "a chain run's QK updates vs the two-hop theory, and the order of the hops",
+        ),
+    }
+
+    def validate(self, task) -> None:
+        from empirical.families.assign_add.fields import validate_paper_fields
+        from empirical.families.chain.fields import validate_chain
+
+        validate_paper_fields(task)
+        validate_chain(task)
+
+    def vocabulary(self, task):
+        from empirical.task.vocab import Vocabulary
+
+        return Vocabulary(task.p, task.K, task.L, pointers=True)
+
+    def layout(self, task) -> tuple[int, int, int]:
+        return task.p, task.K, task.L
+
+    def held_out(self, task, seed: int):
+        from empirical.task.pairs import held_out_pairs
+
+        return held_out_pairs(task, seed)
+
+    def training_sampler(self, task, held_out, device="cpu"):
+        from empirical.families.chain.draw import ChainSampler
+
+        return ChainSampler(task, held_out, device)
+
+    def eval_set_names(self, task) -> tuple[str, ...]:
+        from empirical.families.chain.eval_sets import chain_eval_set_names
+
+        return chain_eval_set_names(task)
+
+    def split_help(self) -> str:
+        return "with task.family=chain: chain/0var, chain/1var_h1, chain/2var_h2, ..."
+
+    def build_eval_set(self, task, seed: int, name: str, held_out):
+        from empirical.families.chain.eval_sets import build_chain_eval_set
+
+        return build_chain_eval_set(task, seed, name, held_out)
+
+    def set_label(self, name: str) -> str | None:
+        split = name.partition("/")[2]
+        if split == "0var":
+            return "chain: 0 variables"
+        if split == "held_out_pointers":
+            return "chain: held-out pointer pairs"
+        head, _, hops = split.partition("_h")
+        if head in _KIND and hops.isdigit():
+            return f"chain: {_KIND[head]}, {hops} hop{'s' if hops != '1' else ''}"
+        return None
+
+    def panel(self, name: str) -> str:
+        """`chain/NVAR_hH` in the NVAR panel (with assign_add's sets), the others in `chain`."""
+        head = name.partition("/")[2].partition("_")[0]
+        return head if head in _KIND else "chain"
+
+
+FAMILY = Chain()

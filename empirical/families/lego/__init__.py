@@ -1,0 +1,208 @@
+"""The lego family: LEGO's chains with signs (Zhang et al.; ../shared/spec/lego.md), e.g.
+`a=+1, c=+b, b=-a, c=? -1` (docs/lego.md).
+
+A root clause gives a variable a sign (`a=+1`, `a=-1`), every other clause binds a variable to
+a signed earlier variable (`b=-a`: b's value is -1 times a's); the clauses come in shuffled
+order, with an independent distractor chain beside the queried one, and the query `c=?` asks
+one variable's value (+1 or -1). Its pieces: the `lego_*` task fields and their validation
+(here), the vocabulary, sampler and evaluation sets `lego/h{H}` (the query's hop count H, the
+root's being 0) and `lego/unshuffled` (`draw.py`), the association attention per layer and
+over training (`analysis.py`) and what `python -m empirical analyze` runs on a lego run
+(`commands.py`). It reads K, L and eval_size of the paper's task fields, no other. No torch
+on import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from empirical.config_io import ConfigError
+from empirical.families.base import Family, PhaseSets, require_defaults
+
+__all__ = ["FAMILY", "Lego", "LegoFields"]
+
+ORDERS = ("random", "chain")
+READS = ("family", "K", "L", "eval_size")  # the paper's task fields the family reads
+
+
+@dataclass
+class LegoFields:
+    """The lego family's task fields (TaskConfig collects them; docs/lego.md)."""
+
+    lego_hops: tuple[int, ...] = (0, 1, 2)  # the query's hop counts in training (root: 0)
+    lego_hop_weights: tuple[float, ...] = ()  # their relative weights (empty: equal)
+    lego_held_out_hops: tuple[int, ...] = (3,)  # hop counts never trained (evaluated)
+    lego_chain_length: int = 4  # clauses of the queried chain (> every evaluated hop count)
+    lego_distractors: int = 1  # distractor chains per sequence: uniform on 0..this
+    lego_distractor_length: int = 4  # clauses of a distractor chain: uniform on 1..this
+    lego_order: str = "random"  # "random": clauses shuffled | "chain": chain after chain
+    lego_minus_share: float = 0.5  # odds of a `-` sign in training (evaluation: 0.5)
+
+
+def _hop_list(task, name: str) -> tuple[int, ...]:
+    value = getattr(task, name)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"task.{name} = {value!r} must be a list of hop counts (integers >= 0)")
+    for h in value:
+        if isinstance(h, bool) or not isinstance(h, int) or h < 0:
+            raise ConfigError(
+                f"task.{name}: {h!r} is not a hop count; hop counts are integers >= 0 (0: the "
+                "root `a=+1` is queried, 1: a variable bound to the root, ...)"
+            )
+    if len(set(value)) != len(value):
+        raise ConfigError(f"task.{name} = {list(value)} repeats a hop count; list each once")
+    return tuple(value)
+
+
+def _need_int(task, name: str, lo: int, hi: int | None = None, why: str = "") -> int:
+    value = getattr(task, name)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < lo
+        or (hi is not None and value > hi)
+    ):
+        rng = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise ConfigError(f"task.{name} = {value!r} is out of range: must be an integer {rng}{why}")
+    return value
+
+
+def _check_values(task) -> None:
+    """Each lego field on its own."""
+    task.lego_hops = _hop_list(task, "lego_hops")
+    task.lego_held_out_hops = _hop_list(task, "lego_held_out_hops")
+    trained = [h for h in task.lego_hops if h not in task.lego_held_out_hops]
+    if not trained:
+        raise ConfigError(
+            f"task.lego_held_out_hops = {list(task.lego_held_out_hops)} holds out every hop "
+            f"count of task.lego_hops = {list(task.lego_hops)}, leaving nothing to train"
+        )
+    weights = task.lego_hop_weights
+    if not isinstance(weights, (list, tuple)) or not all(
+        isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0
+        for w in weights
+    ):
+        raise ConfigError(
+            f"task.lego_hop_weights = {weights!r} must be a list of finite numbers >= 0"
+        )
+    if weights and len(weights) != len(task.lego_hops):
+        raise ConfigError(
+            f"task.lego_hop_weights = {list(weights)} has {len(weights)} weights for the "
+            f"{len(task.lego_hops)} hop counts of task.lego_hops: give one per hop count (or "
+            "none: equal weights)"
+        )
+    task.lego_hop_weights = tuple(float(w) for w in weights)
+    if weights and not sum(w for h, w in zip(task.lego_hops, weights, strict=True)
+                           if h in trained) > 0:  # fmt: skip
+        raise ConfigError(
+            f"task.lego_hop_weights = {list(weights)} gives weight 0 to every trained hop "
+            f"count {trained}; give one of them a weight > 0"
+        )
+    _need_int(task, "lego_distractors", 0, None, " (the most distractor chains per sequence)")
+    _need_int(task, "lego_distractor_length", 1, None, " (the most clauses of one)")
+    if not isinstance(task.lego_order, str) or task.lego_order not in ORDERS:
+        raise ConfigError(
+            f"task.lego_order = {task.lego_order!r} is not allowed: must be one of "
+            + ", ".join(repr(o) for o in ORDERS)
+        )
+    q = task.lego_minus_share
+    if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0.0 < q < 1.0:
+        raise ConfigError(
+            f"task.lego_minus_share = {q!r} must be a number in (0, 1) (the odds of a `-` "
+            "sign in training; 0.5: uniform)"
+        )
+    task.lego_minus_share = float(q)
+
+
+def _check_fit(task) -> None:
+    """The fields together: the queried chain holds every evaluated hop count, and every
+    clause fits the K variables and the L positions."""
+    deepest = max((*task.lego_hops, *task.lego_held_out_hops))
+    _need_int(task, "lego_chain_length", deepest + 1, None,
+              f" (the queried chain must hold the deepest hop count {deepest}: a hop count "
+              "H needs H + 1 clauses)")  # fmt: skip
+    clauses = task.lego_chain_length + task.lego_distractors * task.lego_distractor_length
+    if clauses > task.K:
+        raise ConfigError(
+            f"task.K = {task.K} variables are too few: a sequence holds up to {clauses} "
+            f"clauses (task.lego_chain_length + task.lego_distractors * "
+            f"task.lego_distractor_length), each defining its own variable; raise task.K to "
+            f"{clauses} or ask fewer clauses"
+        )
+    if task.L < 3 * clauses + 2:
+        raise ConfigError(
+            f"task.L = {task.L} is too short: {clauses} clauses of 3 tokens and the query's 2 "
+            f"need L >= {3 * clauses + 2}"
+        )
+
+
+class Lego(Family):
+    """Chains of signed clauses over {+1, -1}, shuffled; the query asks one variable's sign."""
+
+    name = "lego"
+    title = "LEGO chains"
+    fields = LegoFields
+    set_prefixes = ("lego/",)
+    panel_titles = {"lego": "LEGO: by the query's hop count"}
+    phase_sets = PhaseSets(zero=("lego/h0",), variable=("lego/h1", "lego/h2"),
+                           restricted=("lego/h3",))  # fmt: skip
+    analysis = "empirical.families.lego.commands:analyze_lego"
+
+    def validate(self, task) -> None:
+        from empirical.task.config import PaperTask
+
+        require_defaults(
+            task,
+            {f.name: f.default for f in dataclasses.fields(PaperTask) if f.name not in READS},
+            f"is not read by the lego family (task.family = {task.family!r}): leave it unset",
+        )
+        _need_int(task, "K", 1, 26, " (one letter a..z per variable)")
+        _need_int(task, "L", 5, None, " (a clause of 3 tokens and the query's 2)")
+        _need_int(task, "eval_size", 1)
+        _check_values(task)
+        _check_fit(task)
+
+    def vocabulary(self, task):
+        from empirical.families.lego.draw import LegoVocabulary
+
+        return LegoVocabulary(task.K, task.L)
+
+    def layout(self, task) -> tuple[int, int, int]:
+        return 2, task.K, task.L  # values +1, -1 (the signs' ids 0, 1), variables, length
+
+    def training_sampler(self, task, held_out, device="cpu"):
+        from empirical.families.lego.draw import LegoSampler
+
+        return LegoSampler(task, device)
+
+    def eval_set_names(self, task) -> tuple[str, ...]:
+        from empirical.families.lego.draw import eval_set_names
+
+        return eval_set_names(task)
+
+    def split_help(self) -> str:
+        return "with task.family=lego: lego/h0, lego/h1, ..., lego/unshuffled"
+
+    def build_eval_set(self, task, seed: int, name: str, held_out):
+        from empirical.families.lego.draw import build_eval_set
+
+        return build_eval_set(task, seed, name)
+
+    def set_label(self, name: str) -> str | None:
+        split = name.partition("/")[2]
+        if split == "unshuffled":
+            return "lego: clauses in chain order (trained hop counts)"
+        hops = split.removeprefix("h")
+        if split.startswith("h") and hops.isdigit():
+            return f"lego: the query {hops} hop{'s' if hops != '1' else ''} from its root"
+        return None
+
+    def panel(self, name: str) -> str:
+        return "lego"
+
+
+FAMILY = Lego()

@@ -1,0 +1,301 @@
+"""LEGO chains drawn vectorised, their vocabulary, and the family's evaluation sets.
+
+One sequence (spec/lego.md): a queried chain of `lego_chain_length` clauses, a root `a=+1`
+(or `a=-1`) then pointers `b=-a`, `c=+b`, ..., and up to `lego_distractors` independent
+distractor chains of 1..`lego_distractor_length` clauses over other variables; the clauses
+in uniform random order ("random") or chain after chain, each in chain order ("chain"); then
+the query `c=?`. Each row, as torch ops over the batch (one row of uniforms per sequence):
+
+1. The query's hop count h from the plan's weights (the root has hop count 0); the query is
+   the variable at place h of the queried chain.
+2. The distractor chains: their number uniform on 0..lego_distractors, each length uniform
+   on 1..lego_distractor_length.
+3. Variables: the first clauses' worth of a uniform random permutation of the K letters
+   (each variable used once); signs uniform; a clause's value is its sign times the value
+   of the variable it names (the root's: its sign).
+4. Order: a uniform random permutation of the clauses, or the chains in uniform random order,
+   each from its root on. The clauses end just before the query; pads fill the positions
+   before them.
+
+Token layout (the model's (values, variables, length) = (2, K, L); `layout`): ids 0 `+` and
+1 `-` (the signs, and the output classes: 0 is the value +1, 1 is -1), 2..K+1 the
+variables, K+2 `1`, K+3 `?`, K+4 `pad`. A clause is three tokens, its variable last: `b=-a`
+is `- a b` (sign, what it names, the variable it defines; `a=+1` is `+ 1 a`); the query
+`c=?` is `? c`, so that the model answers at the queried variable (the last position), and
+a clause's last token can read its whole clause through the causal mask.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+
+import torch
+
+from disentangled.command_line import UserError
+from empirical.task.batch import Batch
+from empirical.task.pairs import cpu_generator
+
+CPU_CHUNK = 1024  # rows per chunk on the CPU (as the other families' samplers)
+SIGNS = ("+", "-")
+VALUE_TEXT = ("+1", "-1")
+_CLAUSE_RE = re.compile(r"\s*([a-z])\s*=\s*([+-])\s*([a-z]|1)\s*")
+_QUERY_RE = re.compile(r"\s*([a-z])\s*=\s*\?\s*")
+
+
+class LegoTokenizeError(UserError, ValueError):
+    """Text or token ids that are not a LEGO sequence; the message says where."""
+
+
+class LegoVocabulary:
+    """Token ids of LEGO sequences with K variables and length L (layout above)."""
+
+    def __init__(self, K: int, L: int):
+        self.K, self.L = K, L
+        self.p = 2  # the values (+1, -1): the model's output classes
+        self.n_classes = 2
+        self.letters = string.ascii_lowercase[:K]
+        self.one, self.query, self.pad = K + 2, K + 3, K + 4
+        self.d_vocab = K + 5
+        self.names = [*SIGNS, *self.letters, "1", "?", "pad"]
+
+    def __repr__(self) -> str:
+        return f"LegoVocabulary(K={self.K}, L={self.L})"
+
+    def var_id(self, letter: str) -> int:
+        return 2 + self.letters.index(letter)
+
+    def label_text(self, label: int) -> str:
+        return VALUE_TEXT[int(label)]
+
+    # ------------------------------------------------------------------ ids -> structure
+    def clauses(self, ids) -> tuple[list[tuple[int, int, int, int]], int]:
+        """([(position, variable, sign, named)], query variable) of one sequence (position:
+        the clause's first token); named is a variable index or -1 for the constant 1. A
+        LegoTokenizeError for a bad layout."""
+        seq = [int(t) for t in (ids.tolist() if isinstance(ids, torch.Tensor) else ids)]
+        L, K = self.L, self.K
+        if len(seq) != L:
+            raise LegoTokenizeError(f"sequence has {len(seq)} tokens, expected L = {L}")
+        if not (seq[L - 2] == self.query and 2 <= seq[L - 1] < K + 2):
+            raise LegoTokenizeError(f"positions {L - 2}, {L - 1}: expected the query `? v`")
+        i = 0
+        while i < L - 2 and seq[i] == self.pad:
+            i += 1
+        if (L - 2 - i) % 3:
+            raise LegoTokenizeError(f"position {i}: the clauses do not fill 3 tokens each")
+        out = []
+        for pos in range(i, L - 2, 3):
+            s, x, v = seq[pos : pos + 3]
+            if not (2 <= v < K + 2 and s in (0, 1) and (2 <= x < K + 2 or x == self.one)):
+                raise LegoTokenizeError(f"position {pos}: not a clause `sign (1 | w) v`")
+            out.append((pos, v - 2, s, -1 if x == self.one else x - 2))
+        return out, seq[L - 1] - 2
+
+    def resolve(self, ids) -> tuple[int, int]:
+        """(value class, hop count) of the query: its sign product down to the root."""
+        clauses, q = self.clauses(ids)
+        defined = {v: (s, named) for _, v, s, named in clauses}
+        value, hops, v = 0, -1, q
+        while v >= 0:
+            if v not in defined:
+                raise LegoTokenizeError(f"variable {self.letters[v]!r} is never defined")
+            if hops >= len(defined):
+                raise LegoTokenizeError("the clauses form a cycle")
+            sign, v = defined[v]
+            value, hops = value ^ sign, hops + 1
+        return value, hops
+
+    def label(self, ids) -> int:
+        return self.resolve(ids)[0]
+
+    # ------------------------------------------------------------------ text
+    def decode(self, ids):
+        """`a=+1, c=+b, b=-a, c=?` of one sequence; a list for (n, L)."""
+        if isinstance(ids, torch.Tensor) and ids.dim() == 2:
+            return [self.decode(row) for row in ids.cpu()]
+        clauses, q = self.clauses(ids)
+        letters = self.letters
+        parts = [f"{letters[v]}={SIGNS[s]}{'1' if x < 0 else letters[x]}" for _, v, s, x in clauses]
+        return ", ".join([*parts, f"{letters[q]}=?"])
+
+    def decode_tokens(self, ids):
+        if isinstance(ids, torch.Tensor) and ids.dim() == 2:
+            return [self.decode_tokens(row) for row in ids.cpu()]
+        seq = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        for i, t in enumerate(seq):
+            if not 0 <= int(t) < self.d_vocab:
+                raise LegoTokenizeError(f"position {i}: id {t} is outside 0..{self.d_vocab - 1}")
+        return " ".join(self.names[int(t)] for t in seq)
+
+    def encode(self, text: str, check: bool = True) -> torch.Tensor:
+        """`a=+1, b=-a, b=?` (clauses then the query) -> ids (L,), pads first."""
+        parts = [s for s in text.split(",")]
+        m = _QUERY_RE.fullmatch(parts[-1])
+        if m is None:
+            raise LegoTokenizeError(f"{text!r}: expected a query `v=?` last")
+        clauses = []
+        for part in parts[:-1]:
+            c = _CLAUSE_RE.fullmatch(part)
+            if c is None or any(v not in self.letters + "1" for v in (c.group(1), c.group(3))):
+                raise LegoTokenizeError(f"{part.strip()!r}: expected a clause like `b=-a`")
+            clauses.append(c.groups())
+        if 3 * len(clauses) + 2 > self.L:
+            raise LegoTokenizeError(f"{len(clauses)} clauses do not fit L = {self.L}")
+        ids = [self.pad] * (self.L - 2 - 3 * len(clauses))
+        for v, s, x in clauses:
+            ids += [SIGNS.index(s), self.one if x == "1" else self.var_id(x), self.var_id(v)]
+        out = torch.tensor([*ids, self.query, self.var_id(m.group(1))], dtype=torch.long)
+        if check:
+            self.resolve(out)
+        return out
+
+
+# ---------------------------------------------------------------------- drawing
+@dataclass
+class LegoPlan:
+    """What one draw asks: the query hop counts with their weights, and the clause order."""
+
+    hops: tuple[int, ...]
+    weights: tuple[float, ...]
+    order: str = "random"  # "random" | "chain"
+    minus_share: float = 0.5  # the odds of a `-` sign (0.5: uniform signs)
+
+
+class LegoDraw:
+    """Draws LEGO sequences of one config and one plan on one device."""
+
+    def __init__(self, cfg, plan: LegoPlan, device="cpu"):
+        self.device = dev = torch.device(device)
+        self.K, self.L = cfg.K, cfg.L
+        self.C = cfg.lego_chain_length
+        self.D, self.Ld = cfg.lego_distractors, cfg.lego_distractor_length
+        self.S = self.C + self.D * self.Ld  # clauses at most
+        self.chain_order = plan.order == "chain"
+        self.minus_share = plan.minus_share
+        w = torch.tensor(plan.weights, dtype=torch.float64)
+        cdf = (w / w.sum()).cumsum(0)
+        cdf[-1] = 1.0
+        self.hop_cdf = cdf.to(dev)
+        self.hops = torch.tensor(plan.hops, dtype=torch.long, device=dev)
+        self.arS = torch.arange(self.S, device=dev)
+        self.arD = torch.arange(self.D, device=dev)
+        template = torch.full((1, self.L), self.K + 4, dtype=torch.long)
+        template[0, self.L - 2] = self.K + 3
+        self.template = template.to(dev)
+        # uniform columns: hop, count, D lengths, K variable keys, S signs, S order keys,
+        # 1 + D chain keys
+        self.width = 2 + self.D + self.K + 2 * self.S + 1 + self.D
+
+    def sample(self, n: int, generator: torch.Generator) -> Batch:
+        U = torch.rand((n, self.width), generator=generator, device=self.device,
+                       dtype=torch.float64)  # fmt: skip
+        step = CPU_CHUNK if self.device.type == "cpu" else max(n, 1)
+        parts = [self._draw(U[i : i + step]) for i in range(0, max(n, 1), step)]
+        return parts[0] if len(parts) == 1 else Batch.cat(parts)
+
+    def _draw(self, U: torch.Tensor) -> Batch:
+        K, L, S, D = self.K, self.L, self.S, self.D
+        n = U.shape[0]
+        h = self.hops.index_select(0, torch.searchsorted(self.hop_cdf, U[:, 0].contiguous(),
+                                                         right=True))  # fmt: skip
+        count = (U[:, 1] * (D + 1)).long()
+        col = 2 + D
+        dl = 1 + (U[:, 2:col] * self.Ld).long()
+        dl = torch.where(self.arD < count[:, None], dl, 0)
+        lens = torch.cat([torch.full((n, 1), self.C, device=self.device), dl], dim=1)
+        ends = lens.cumsum(1)
+        starts = ends - lens
+        n_total = ends[:, -1]
+        valid = self.arS < n_total[:, None]  # (n, S) slots in use
+        chain = (ends[:, None, :] <= self.arS[None, :, None]).sum(-1).clamp(max=D)
+        k = self.arS - starts.gather(1, chain)  # place in its chain (0: the root)
+        var = U[:, col : col + K].argsort(1)[:, :S]  # distinct variables, uniform
+        col += K
+        sign = (U[:, col : col + S] < self.minus_share).long()  # 1: `-`
+        col += S
+        # a clause's value: the sum mod 2 of the signs from its chain's root to it
+        signs = torch.where(valid, sign, 0).cumsum(1)
+        before = torch.where(starts > 0, signs.gather(1, (starts - 1).clamp(min=0)), 0)
+        value = (signs - before.gather(1, chain)) % 2
+        prev = torch.cat([var[:, :1], var[:, :-1]], dim=1)
+        operand = torch.where(k == 0, K + 2, 2 + prev)
+        keys = U[:, col : col + S]
+        col += S
+        if self.chain_order:
+            chain_key = U[:, col : col + 1 + D].argsort(1).argsort(1)  # rank of each chain
+            keys = (chain_key.gather(1, chain) * (S + 1) + k).double()
+        keys = keys + float((D + 2) * (S + 1)) * (~valid).double()  # unused slots last
+        rank = torch.empty_like(var)
+        rank.scatter_(1, keys.argsort(1), self.arS.expand(n, S))
+        pos = L - 2 - 3 * (n_total[:, None] - rank)  # first token of each clause
+        pos = torch.where(valid, pos, L - 1)  # unused slots write into the query, below
+        tok = self.template.expand(n, L).contiguous()
+        tok.scatter_(1, pos, sign)
+        tok.scatter_(1, torch.where(valid, pos + 1, L - 1), operand)
+        tok.scatter_(1, torch.where(valid, pos + 2, L - 1), 2 + var)
+        q = var.gather(1, h[:, None]).squeeze(1)
+        tok[:, L - 1] = 2 + q
+        label = value.gather(1, h[:, None]).squeeze(1)
+        where = pos.gather(1, h[:, None]).squeeze(1)
+        minus = torch.full_like(q, -1)
+        return Batch(
+            tokens=tok,
+            labels=label,
+            n_vars=torch.ones_like(q),
+            operand_values=torch.stack([label, torch.zeros_like(label)], dim=1),
+            value_positions=torch.stack([where, torch.full_like(where, L - 1)], dim=1),
+            operand_vars=torch.stack([q, minus], dim=1),
+        )
+
+
+# ---------------------------------------------------------------------- plans and sets
+def trained_hops(cfg) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """The query hop counts training asks, with their relative weights."""
+    weights = cfg.lego_hop_weights or (1.0,) * len(cfg.lego_hops)
+    kept = [(h, w) for h, w in zip(cfg.lego_hops, weights, strict=True)
+            if h not in cfg.lego_held_out_hops]  # fmt: skip
+    return tuple(h for h, _ in kept), tuple(w for _, w in kept)
+
+
+def evaluated_hops(cfg) -> tuple[int, ...]:
+    return tuple(sorted(set(cfg.lego_hops) | set(cfg.lego_held_out_hops)))
+
+
+UNSHUFFLED = "lego/unshuffled"
+
+
+def eval_set_names(cfg) -> tuple[str, ...]:
+    """`lego/h{H}` per hop count (trained and held out), then `lego/unshuffled`."""
+    return (*(f"lego/h{h}" for h in evaluated_hops(cfg)), UNSHUFFLED)
+
+
+def set_plan(cfg, name: str) -> LegoPlan:
+    if name not in eval_set_names(cfg):
+        known = ", ".join(eval_set_names(cfg))
+        raise KeyError(f"unknown evaluation set {name!r} for this lego config; known: {known}")
+    if name == UNSHUFFLED:
+        return LegoPlan(*trained_hops(cfg), order="chain")
+    return LegoPlan((int(name.removeprefix("lego/h")),), (1.0,), cfg.lego_order)
+
+
+def build_eval_set(cfg, seed: int, name: str) -> tuple[Batch, bool]:
+    """eval_size rows of the set, drawn on the CPU from the set's own stream of the seed."""
+    draw = LegoDraw(cfg, set_plan(cfg, name), "cpu")
+    return draw.sample(cfg.eval_size, cpu_generator(seed, "eval", name)), False
+
+
+class LegoSampler:
+    """The training distribution of a lego config on one device: `sample(n, generator)`."""
+
+    def __init__(self, cfg, device="cpu"):
+        self.cfg = cfg
+        self.device = torch.device(device)
+        plan = LegoPlan(*trained_hops(cfg), cfg.lego_order, cfg.lego_minus_share)
+        self.draw = LegoDraw(cfg, plan, self.device)
+
+    def sample(self, n: int, generator: torch.Generator) -> Batch:
+        if not isinstance(n, int) or n < 0:
+            raise ValueError(f"n = {n!r} must be an integer >= 0")
+        return self.draw.sample(n, generator)
