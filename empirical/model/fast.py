@@ -116,39 +116,51 @@ class _Resid:
     """A residual stream at every position, as a tree of [M, N, d] tables.
 
     A leaf is a table T, read per position (T[tok_t] + T[V + t]); a node is
-    `base + pattern @ moved`: the residual before an attention layer plus that layer's
-    output, `moved` being the same tree with every table times the layer's W_V W_O."""
+    `base + sum over heads of pattern_h @ moved_h`: the residual before an attention layer
+    plus that layer's output, `moved_h` being the same tree with every table times head h's
+    W_V W_O."""
 
     table: Tensor | None = None
     base: _Resid | None = None
-    pattern: Tensor | None = None  # [M, B, L, L]
-    moved: _Resid | None = None
+    heads: tuple[tuple[Tensor, _Resid], ...] = ()  # (pattern [M, B, L, L], moved) per head
 
     def leaves(self) -> list[Tensor]:
-        """The tables, depth first (base before moved)."""
+        """The tables, depth first (base before the heads' moved trees, in head order)."""
         if self.table is not None:
             return [self.table]
-        return self.base.leaves() + self.moved.leaves()
+        out = self.base.leaves()
+        for _, moved in self.heads:
+            out = out + moved.leaves()
+        return out
 
     def mapped(self, fn: Callable[[Tensor], Tensor]) -> _Resid:
         """The same tree with every table T replaced by fn(T)."""
         if self.table is not None:
             return _Resid(table=fn(self.table))
-        return _Resid(base=self.base.mapped(fn), pattern=self.pattern, moved=self.moved.mapped(fn))
+        base = self.base.mapped(fn)  # first: the order of the products is autograd's order
+        heads = tuple((pattern, moved.mapped(fn)) for pattern, moved in self.heads)
+        return _Resid(base=base, heads=heads)
 
-    def after_attention(self, pattern: Tensor, W_V: Tensor, W_O: Tensor) -> _Resid:
-        """The residual after an attention layer with this pattern and W_V, W_O ([M, d, e],
-        [M, e, d]) reads this one."""
-        moved = self.mapped(lambda T: torch.bmm(torch.bmm(T, W_V), W_O))
-        return _Resid(base=self, pattern=pattern, moved=moved)
+    def after_attention(
+        self, patterns: list[Tensor], W_V: list[Tensor], W_O: list[Tensor]
+    ) -> _Resid:
+        """The residual after an attention layer whose head h has patterns[h], W_V[h] and
+        W_O[h] ([M, d, e], [M, e, d]) reads this one."""
+        heads = tuple(
+            (pattern, self.mapped(lambda T, h=h: torch.bmm(torch.bmm(T, W_V[h]), W_O[h])))
+            for h, pattern in enumerate(patterns)
+        )
+        return _Resid(base=self, heads=heads)
 
     def combine(self, per_leaf: Iterator[Tensor], mix: Callable[[Tensor, Tensor], Tensor]):
         """Sum the per-leaf reads (in `leaves()` order) up the tree: a node gives
-        base + mix(pattern, moved)."""
+        base + the sum over heads of mix(pattern, moved)."""
         if self.table is not None:
             return next(per_leaf)
-        base = self.base.combine(per_leaf, mix)
-        return base + mix(self.pattern, self.moved.combine(per_leaf, mix))
+        out = self.base.combine(per_leaf, mix)
+        for pattern, moved in self.heads:
+            out = out + mix(pattern, moved.combine(per_leaf, mix))
+        return out
 
     def leaf_weights(self, a: Tensor) -> list[Tensor]:
         """For position weights a [M, B, L]: the weights [M, B, L] on each leaf's per-position
@@ -156,8 +168,11 @@ class _Resid:
         pool(weights) @ table."""
         if self.table is not None:
             return [a]
-        moved = (a.unsqueeze(-1) * self.pattern).sum(2)  # a @ pattern
-        return self.base.leaf_weights(a) + self.moved.leaf_weights(moved)
+        moved_a = [(a.unsqueeze(-1) * pattern).sum(2) for pattern, _ in self.heads]  # a @ pattern
+        out = self.base.leaf_weights(a)
+        for (_, moved), weights in zip(self.heads, moved_a, strict=True):
+            out = out + moved.leaf_weights(weights)
+        return out
 
 
 def _mix_queries(pattern: Tensor, scores: Tensor) -> Tensor:  # pattern @ [M, B, q, k]
@@ -190,10 +205,16 @@ def fast_forward(
     if tokens.ndim != 3:
         raise ValueError(f"tokens must have shape [members, batch, pos], got {tuple(tokens.shape)}")
     n_layers = depth_of(weights)
+    n_heads = weights["blocks.0.attn.W_Q"].shape[1]
     if internals and n_layers != 2:
         raise ValueError(
             f"fast_forward internals are those of a 2-layer model; this one has {n_layers} "
             "layers (use the hooked forward: run_with_cache)"
+        )
+    if internals and n_heads != 1:
+        raise ValueError(
+            f"fast_forward internals are those of a one-head model; this one has {n_heads} "
+            "heads per block (use the hooked forward: run_with_cache)"
         )
     tokens = tokens.long()
     w = weights
@@ -232,8 +253,8 @@ def fast_forward(
             + T_pp[:, None]
         )
 
-    def attention(i: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:  # block i's W_Q, K, V, O
-        return tuple(w[f"blocks.{i}.attn.W_{m}"][:, 0] for m in "QKVO")
+    def attention(i: int) -> tuple[list[Tensor], ...]:  # block i's W_Q, K, V, O, per head
+        return tuple([w[f"blocks.{i}.attn.W_{m}"][:, h] for h in range(n_heads)] for m in "QKVO")
 
     C = torch.cat([W_E, w["pos_embed.W_pos"][:, :length]], dim=1)  # [M, N, d]
     N = C.shape[1]
@@ -241,27 +262,33 @@ def fast_forward(
     # -inf elsewhere, in one broadcast add instead of masked_fill's copy and fill
     causal_bias = torch.full((length, length), float("-inf"), device=tokens.device).triu(1)
 
-    # layer 1: scores from the [N, N] table of every (query id, key id) pair
+    # layer 1: scores from the [N, N] table of every (query id, key id) pair, per head
     WQ0, WK0, WV0, WO0 = attention(0)
-    T = torch.bmm(torch.bmm(C, WQ0), torch.bmm(C, WK0).transpose(1, 2)) / attn_scale
-    scores = pair_read(T)
-    A = torch.softmax(scores + causal_bias.to(scores.dtype), dim=-1)  # [M, B, q, k]
-    resid = _Resid(table=C).after_attention(A, WV0, WO0)  # leaves C, C_OV = C W_V W_O
+    patterns = []
+    for h in range(n_heads):
+        T = torch.bmm(torch.bmm(C, WQ0[h]), torch.bmm(C, WK0[h]).transpose(1, 2))
+        scores = pair_read(T / attn_scale)
+        patterns.append(torch.softmax(scores + causal_bias.to(scores.dtype), dim=-1))
+    resid = _Resid(table=C).after_attention(patterns, WV0, WO0)  # leaves C, C W_V W_O per head
+    patterns_1 = patterns
 
     # middle layers (depth >= 3): scores at every position from the [N, N] tables of every
     # pair of leaves (query leaf i, key leaf j), mixed by the leaves' patterns on both sides
     for i in range(1, n_layers - 1):
         WQ, WK, WV, WO = attention(i)
         leaves = torch.cat(resid.leaves(), dim=1)  # [M, n_leaves * N, d]
-        TT = torch.bmm(torch.bmm(leaves, WQ), torch.bmm(leaves, WK).transpose(1, 2)) / attn_scale
         spans = [slice(j * N, (j + 1) * N) for j in range(leaves.shape[1] // N)]
-        per_query_leaf = [
-            resid.combine(iter([pair_read(TT[:, q, k]) for k in spans]), _mix_keys)
-            for q in spans
-        ]
-        scores_i = resid.combine(iter(per_query_leaf), _mix_queries)  # [M, B, L, L]
-        A_i = torch.softmax(scores_i + causal_bias.to(scores_i.dtype), dim=-1)
-        resid = resid.after_attention(A_i, WV, WO)
+        patterns = []
+        for h in range(n_heads):
+            queries, keys = torch.bmm(leaves, WQ[h]), torch.bmm(leaves, WK[h])
+            TT = torch.bmm(queries, keys.transpose(1, 2)) / attn_scale
+            per_query_leaf = [
+                resid.combine(iter([pair_read(TT[:, q, k]) for k in spans]), _mix_keys)
+                for q in spans
+            ]
+            scores_i = resid.combine(iter(per_query_leaf), _mix_queries)  # [M, B, L, L]
+            patterns.append(torch.softmax(scores_i + causal_bias.to(scores_i.dtype), dim=-1))
+        resid = resid.after_attention(patterns, WV, WO)
 
     # the last layer, query at L-1 only
     WQ1, WK1, WV1, WO1 = attention(n_layers - 1)
@@ -271,17 +298,25 @@ def fast_forward(
     last = x_last.view(M, batch, d) + C[:, -1:]  # resid at L-1: the root leaf's read ...
     outputs, node = [], resid
     while node.table is None:  # ... plus every attention layer's output at L-1
-        pooled = [pool(a) for a in node.moved.leaf_weights(node.pattern[:, :, -1])]
-        outputs.append(torch.bmm(_cat(pooled, 2), _cat(node.moved.leaves(), 1)))
+        layer_outputs = []
+        for pattern, moved in node.heads:
+            pooled = [pool(a) for a in moved.leaf_weights(pattern[:, :, -1])]
+            layer_outputs.append(torch.bmm(_cat(pooled, 2), _cat(moved.leaves(), 1)))
+        outputs.append(layer_outputs)
         node = node.base
-    for output in reversed(outputs):  # layer 1's first
-        last = last + output
-    r = torch.bmm(last, torch.bmm(WQ1, torch.bmm(WK1.transpose(1, 2), CC.transpose(1, 2))))
-    reads = (at(r[..., j * N : (j + 1) * N]) for j in range(len(tables)))
-    scores2 = resid.combine(reads, _mix_scalars)
-    a2 = torch.softmax(scores2 / attn_scale, dim=-1)  # [M, B, key]
-    mix = torch.cat([pool(a) for a in resid.leaf_weights(a2)], dim=2)  # [M, B, n_leaves * N]
-    mid = last + torch.bmm(mix, torch.bmm(torch.bmm(CC, WV1), WO1))
+    for layer_outputs in reversed(outputs):  # layer 1's first
+        for output in layer_outputs:
+            last = last + output
+    mid = last
+    for h in range(n_heads):
+        r = torch.bmm(
+            last, torch.bmm(WQ1[h], torch.bmm(WK1[h].transpose(1, 2), CC.transpose(1, 2)))
+        )
+        reads = (at(r[..., j * N : (j + 1) * N]) for j in range(len(tables)))
+        scores2 = resid.combine(reads, _mix_scalars)
+        a2 = torch.softmax(scores2 / attn_scale, dim=-1)  # [M, B, key]
+        mix = torch.cat([pool(a) for a in resid.leaf_weights(a2)], dim=2)  # [M, B, leaves * N]
+        mid = mid + torch.bmm(mix, torch.bmm(torch.bmm(CC, WV1[h]), WO1[h]))
     mlp = f"blocks.{n_layers - 1}.mlp"
     pre = torch.bmm(mid, w[f"{mlp}.W_in"])
     # ReLU in place: the same values without writing a second [M, B, d_mlp] tensor (its
@@ -291,7 +326,7 @@ def fast_forward(
     logits = torch.bmm(post, w["unembed.W_U"])
     if not internals:
         return FastOutputs(logits)
-    return FastOutputs(logits, A, a2, mid, C, tables[1])
+    return FastOutputs(logits, patterns_1[0], a2, mid, C, tables[1])
 
 
 def member_weights(model) -> dict[str, Tensor]:
