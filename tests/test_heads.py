@@ -83,7 +83,8 @@ def test_one_head_analyses_refuse_two_heads():
     from empirical.compare_qk.observe import Weights
 
     model = _model()
-    with pytest.raises(ConfigError, match="single attention head per block; this model has model.n_heads = 2"):
+    one_head = "single attention head per block; this model has model.n_heads = 2"
+    with pytest.raises(ConfigError, match=one_head):
         Weights.of(model)
     with pytest.raises(ValueError, match="one-head model; this one has 2 heads"):
         fast_forward(member_weights(model), _tokens(model)[None], 1.0, internals=True)
