@@ -7,8 +7,8 @@ alone, which is the only one that reaches the logits; the numbers equal the mode
 forward (`hooked_logits`, tested). Layer 1 is either the model's softmax head or, for the
 theorem's rungs, the theorem's routing written into its attention pattern (`routing_pattern`,
 the same hook point TransformerLens users patch). The merged matrices are the split forward's
-factors with an identity (W_Q := QK, W_K := I; W_V := OV, W_O := I), as the rung model stores
-them (weights.build_model).
+factors beside an identity (W_Q := QK, W_K := I; W_V := OV, W_O := I), as the rung model
+stores them (weights.build_model); the identities are left out of the products.
 
 The theorem's routing on any layout of the task (eq. 1 of theorem_c1.md): an assigned number
 (a number right after a variable in the assignment region) attends 1/2 to its variable and 1/2
@@ -66,10 +66,9 @@ class Forward:
 
     def __post_init__(self) -> None:
         w = self.w
-        eye = torch.eye(w.d_model, dtype=w.W_E.dtype)
         self.split = partial.Weights(
-            W_E=w.W_E, W_pos=w.W_pos, W_Q1=w.QK1, W_K1=eye, W_OV1=w.OV1, W_Q2=w.QK2, W_K2=eye,
-            W_V2=w.OV2, W_O2=eye, W_in=w.W_in, W_out=w.W_out, W_U=w.W_U, scale=w.scale,
+            W_E=w.W_E, W_pos=w.W_pos, W_Q1=w.QK1, W_K1=None, W_OV1=w.OV1, W_Q2=w.QK2, W_K2=None,
+            W_V2=w.OV2, W_O2=None, W_in=w.W_in, W_out=w.W_out, W_U=w.W_U, scale=w.scale,
             act_fn=w.act_fn,
         )  # fmt: skip
 

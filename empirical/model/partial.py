@@ -38,17 +38,19 @@ LOSSES = ("ce", "first_order")
 @dataclass
 class Weights:
     """float64 copies of a 2-layer, one-head model's weights, by role (W_OV1 = W_V W_O of
-    layer 1, merged: only the product reaches layer 2's input)."""
+    layer 1, merged: only the product reaches layer 2's input). W_K1, W_K2, W_O2 None: the
+    identity (merged matrices W_Q := W_Q W_K^T, W_V := W_V W_O, as the ladder stores them; no
+    product with an identity is computed)."""
 
     W_E: Tensor
     W_pos: Tensor
     W_Q1: Tensor
-    W_K1: Tensor
+    W_K1: Tensor | None
     W_OV1: Tensor
     W_Q2: Tensor
-    W_K2: Tensor
+    W_K2: Tensor | None
     W_V2: Tensor
-    W_O2: Tensor
+    W_O2: Tensor | None
     W_in: Tensor
     W_out: Tensor
     W_U: Tensor
@@ -91,6 +93,10 @@ class Weights:
                           for k, v in vars(self).items()})  # fmt: skip
 
 
+def _times(x: Tensor, W: Tensor | None) -> Tensor:
+    return x if W is None else x @ W
+
+
 @dataclass
 class Layer1:
     pattern1: Tensor  # [B, L, L]
@@ -109,7 +115,8 @@ def layer1(w: Weights, tokens: Tensor, pattern1: Tensor | None = None) -> Layer1
     X = w.W_E[None] + w.W_pos[:L, None]  # [L, V, d]: every (position, token) input
     flat = torch.arange(L) * V + tokens  # [B, L]: row of each position's input in the table
     if pattern1 is None:
-        table = ((X @ w.W_Q1).reshape(L * V, -1) @ (X @ w.W_K1).reshape(L * V, -1).T) / w.scale
+        keys = _times(X, w.W_K1).reshape(L * V, -1)
+        table = ((X @ w.W_Q1).reshape(L * V, -1) @ keys.T) / w.scale
         scores = table[flat[:, :, None], flat[:, None, :]]  # [B, L, L]
         mask = torch.ones(L, L, dtype=torch.bool).tril()
         pattern1 = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
@@ -140,12 +147,12 @@ def layer2(
         if query is None:
             W_Q2 = w.W_Q2 if W_Q2 is None else W_Q2
             W_K2 = w.W_K2 if W_K2 is None else W_K2
-            query = (last @ W_Q2) @ W_K2.T
+            query = last @ W_Q2 if W_K2 is None else (last @ W_Q2) @ W_K2.T
             if P is not None:
                 query = query + last @ P
         scores = torch.einsum("bd,bld->bl", query, resid1) / w.scale
         pattern = torch.softmax(scores, dim=-1)
-    mid = last + torch.einsum("bl,bld->bd", pattern, resid1) @ w.W_V2 @ w.W_O2
+    mid = last + _times(torch.einsum("bl,bld->bd", pattern, resid1) @ w.W_V2, w.W_O2)
     post = mid + activation(w.act_fn)(mid @ w.W_in) @ w.W_out
     return post @ w.W_U, pattern
 
