@@ -14,7 +14,8 @@ weights are normalised to sum to 1).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
 
 import torch
 
@@ -24,6 +25,7 @@ from .model import initial_W
 from .population import DEFAULT_CHUNK, CompactChunk, iter_compact
 
 Kind = str | Mapping[str, float]
+T = TypeVar("T")
 
 
 def mixture(kind: Kind) -> list[tuple[str, float]]:
@@ -51,6 +53,29 @@ def first_order_terms(F: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 PerSequence = Callable[[torch.Tensor, CompactChunk], torch.Tensor]
 
 
+def weighted_expectation(
+    W: torch.Tensor,
+    chunks: Iterable[T],
+    chunk_value: Callable[[torch.Tensor, T], torch.Tensor],
+    need_grad: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(sum over chunks of chunk_value(W, chunk), and its gradient in W when `need_grad`), one
+    chunk at a time: each chunk's value is differentiated on its own (bounded memory) and the
+    gradients are summed. The one population expectation of the theorem's model, for the
+    simulator here and for the transformer that writes it (empirical.theorem_model)."""
+    value = torch.zeros((), dtype=torch.float64)
+    grad = torch.zeros_like(W) if need_grad else None
+    for chunk in chunks:
+        with torch.set_grad_enabled(need_grad):
+            Wl = W.detach().requires_grad_(need_grad)
+            val = chunk_value(Wl, chunk)
+            if need_grad:
+                (g,) = torch.autograd.grad(val, Wl)
+                grad += g
+        value += val.detach()
+    return value, grad
+
+
 def expectation_and_grad(
     W: torch.Tensor,
     cfg: SimConfig,
@@ -61,19 +86,14 @@ def expectation_and_grad(
     chunk_size: int = DEFAULT_CHUNK,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """E[per_sequence(F(h), y*)] over the population and (optionally) its gradient in W."""
-    value = torch.zeros((), dtype=torch.float64)
-    grad = torch.zeros_like(W) if need_grad else None
-    for k, wk in mixture(kind):
-        for chunk in iter_compact(cfg, k, chunk_size):
-            with torch.set_grad_enabled(need_grad):
-                Wl = W.detach().requires_grad_(need_grad)
-                _, F = chunk_forward(Wl, chunk, cfg, geometry)
-                val = wk * (per_sequence(F, chunk.labels) * chunk.weights).sum()
-                if need_grad:
-                    (g,) = torch.autograd.grad(val, Wl)
-                    grad += g
-            value += val.detach()
-    return value, grad
+
+    def chunk_value(Wl: torch.Tensor, item: tuple[float, CompactChunk]) -> torch.Tensor:
+        wk, chunk = item
+        _, F = chunk_forward(Wl, chunk, cfg, geometry)
+        return wk * (per_sequence(F, chunk.labels) * chunk.weights).sum()
+
+    chunks = ((wk, chunk) for k, wk in mixture(kind) for chunk in iter_compact(cfg, k, chunk_size))
+    return weighted_expectation(W, chunks, chunk_value, need_grad)
 
 
 class _Expectation(torch.autograd.Function):

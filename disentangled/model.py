@@ -40,6 +40,22 @@ def fourier_mlp_conv(h_numbers: torch.Tensor, p: int) -> torch.Tensor:
     return torch.einsum("nm,nym->ny", h_numbers, h_numbers[:, idx])
 
 
+def fourier_mlp_weights(p: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(A [p, 4p], B [4p, p]) with F(h) = (h A)^2 B: the complex Fourier MLP of eq. (2) as a
+    quadratic MLP, h the p number coordinates (the weights empirical.theorem_model writes into
+    the transformer's MLP). With z_k = c_k + i s_k, c_k = sum_m cos(2 pi k m / p) h_m,
+    s_k = sum_m sin(2 pi k m / p) h_m: Re(w^-ky z_k^2) = cos(2 pi k y / p) (c_k^2 - s_k^2) +
+    sin(2 pi k y / p) 2 c_k s_k, and 2 c_k s_k = ((c_k + s_k)^2 - (c_k - s_k)^2) / 2, so 4
+    neurons per frequency (pre-activations c_k, s_k, c_k + s_k, c_k - s_k) square and B
+    combines them."""
+    m = torch.arange(p, dtype=torch.float64)
+    angle = 2 * math.pi * torch.outer(m, m) / p  # angle[m, k] = 2 pi k m / p (symmetric)
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    A = torch.cat([cos, sin, cos + sin, cos - sin], dim=1)  # neuron 4 blocks of p frequencies
+    B = torch.cat([cos, -cos, sin / 2, -sin / 2], dim=0) / p  # [k, y] blocks
+    return A, B
+
+
 def initial_W(cfg: SimConfig) -> torch.Tensor:
     """W^0 = beta e_= (pi_{L-3} + pi_{L-2})^T (eq. (3)); row = query, column = key."""
     basis = Basis.from_config(cfg)

@@ -216,7 +216,7 @@ def test_layer2_forward_matches_the_model_and_gradients_match_autograd():
     np.testing.assert_allclose((g.G_QK.T @ w.W_Q2).numpy(), g.G_K.numpy(), atol=1e-10)
     # the first-order loss: -(f_y* - mean f)
     ref = ref.detach()
-    lin = loss_of(ref, batch.labels, "linear")
+    lin = loss_of(ref, batch.labels, "first_order")
     want = -(ref.gather(1, batch.labels[:, None]).squeeze(1) - ref.mean(-1)).mean()
     assert float(lin) == pytest.approx(float(want))
 

@@ -269,8 +269,8 @@ def test_split_gradients_average_to_the_whole_batch():
     batch = one_var_batch(task, 63, seed=2)  # odd: halves of 31 and 32
     w = Weights.of(model)
     resid = layer1(w, batch.tokens).resid1
-    out = split_gradients(w, resid, batch.labels, ("ce", "linear"))
-    for kind in ("ce", "linear"):
+    out = split_gradients(w, resid, batch.labels, ("ce", "first_order"))
+    for kind in ("ce", "first_order"):
         whole, h1, h2 = out[kind]
         ref = gradients(w, resid, batch.labels, kind)
         for name in ("G_QK", "G_Q", "G_K"):

@@ -138,8 +138,8 @@ def test_last_rung_on_the_papers_run():
     rung = build_rungs(model, task.p, task.K, task.L, beta=1.5, xi=1.0)[-1]
     assert rung.name == "trained"
     fwd = Forward(rung.w, False, task.p, task.K)
-    resid1, values = fwd.layer1(batch.tokens)
-    _, g, _ = qk_gradient(fwd, resid1, batch.labels, "ce", values)
+    resid1 = fwd.resid1(batch.tokens)
+    _, g, _ = qk_gradient(fwd, resid1, batch.labels, "ce")
     ratio = model.cfg.attn_scale / (model.cfg.d_model**0.5)
     assert float((g * ratio - expected).abs().max() / expected.abs().max()) < 1e-6
 

@@ -5,11 +5,11 @@ Everything runs in float64 on copies of the weights. Only the query at the last 
 (`=`, L-1) reaches the logits, so layer 2 is computed for that query alone, from the fixed
 layer-1 residuals (the same numbers as `model(tokens)`, tested).
 
-Why this forward is not the one fast forward (empirical.model.fast): the theory needs what
-that one never builds, the layer-1 residual at every position as a tensor (the keys of the
-theorem's coordinates), and a layer-2 score with a free [d, d] key-query matrix P in place of
-W_Q W_K^T (the theorem's parameter, differentiated at P = 0), both in float64; the fast
-forward folds W_Q W_K^T into per-id tables to stay cheap for training.
+The forward is the model split at layer 2's input (empirical.model.partial: `Weights`,
+`layer1`, `layer2`, `loss_of`, re-exported here): the theory needs what the training kernel
+never builds, the layer-1 residual at every position as a tensor (the keys of the theorem's
+coordinates), and a layer-2 score with a free [d, d] key-query matrix P in place of W_Q W_K^T
+(the theorem's parameter, differentiated at P = 0), both in float64.
 
 Gradients (docs/compare_qk.md). For the layer-2 scores we insert a [d, d] perturbation P of
 the key-query matrix, score_t = x_T (W_Q W_K^T + P) x_t^T / sqrt(d_head), and take autograd
@@ -30,6 +30,7 @@ from torch import Tensor
 
 from empirical.compare_qk.coords import coordinates, ebar_vectors
 from empirical.compare_qk.metrics import cross_cos_max, gram_stats
+from empirical.model.partial import Layer1, Weights, layer1, layer2, loss_of
 from empirical.task import Batch, TaskConfig, TrainingSampler
 from empirical.task.pairs import derive_seed
 
@@ -83,103 +84,7 @@ def one_var_batch(
     return Batch.cat(parts).slice(0, n)
 
 
-# -- forward -----------------------------------------------------------------------------
-
-
-@dataclass
-class Weights:
-    """float64 copies of the weights the comparison reads."""
-
-    W_E: Tensor
-    W_pos: Tensor
-    W_Q1: Tensor
-    W_K1: Tensor
-    W_OV1: Tensor
-    W_Q2: Tensor
-    W_K2: Tensor
-    W_V2: Tensor
-    W_O2: Tensor
-    W_in: Tensor
-    W_out: Tensor
-    W_U: Tensor
-    scale: float
-
-    @staticmethod
-    def of(model) -> Weights:
-        a0, a1 = model.blocks[0].attn, model.blocks[1].attn
-
-        def d(t):
-            return t.detach().to(torch.float64).cpu().clone()
-
-        return Weights(
-            W_E=d(model.W_E),
-            W_pos=d(model.W_pos),
-            W_Q1=d(a0.W_Q[0]),
-            W_K1=d(a0.W_K[0]),
-            W_OV1=d(a0.W_V[0]) @ d(a0.W_O[0]),
-            W_Q2=d(a1.W_Q[0]),
-            W_K2=d(a1.W_K[0]),
-            W_V2=d(a1.W_V[0]),
-            W_O2=d(a1.W_O[0]),
-            W_in=d(model.W_in),
-            W_out=d(model.W_out),
-            W_U=d(model.W_U),
-            scale=float(model.cfg.attn_scale),
-        )
-
-    def to(self, dtype: torch.dtype) -> Weights:
-        """The same weights in `dtype` (e.g. the model's own, for its accuracies)."""
-        return Weights(**{k: v.to(dtype) if isinstance(v, Tensor) else v
-                          for k, v in vars(self).items()})  # fmt: skip
-
-
-@dataclass
-class Layer1:
-    pattern1: Tensor  # [B, L, L]
-    x: Tensor  # [B, L, d] embeddings (token + position)
-    resid1: Tensor  # [B, L, d] after layer 1 (layer 2's input)
-
-
-@torch.no_grad()
-def layer1(w: Weights, tokens: Tensor) -> Layer1:
-    """Layer 1 (attention only) in float64. The input at position t is W_E[tok] + W_pos[t],
-    so every score is an entry of one table over (position, token) pairs,
-    score(t, u; s, v) = (W_E[u] + W_pos[t]) W_Q W_K^T (W_E[v] + W_pos[s])^T / scale,
-    computed once and gathered; the values are (W_E W_OV)[tok] + W_pos W_OV. The [B, L, d]
-    queries and keys of a direct computation are never formed (the slow part on a CPU); the
-    result is the same to rounding."""
-    B, L = tokens.shape
-    V, d = w.W_E.shape
-    X = w.W_E[None] + w.W_pos[:L, None]  # [L, V, d]: every (position, token) input
-    table = ((X @ w.W_Q1).reshape(L * V, -1) @ (X @ w.W_K1).reshape(L * V, -1).T) / w.scale
-    flat = torch.arange(L) * V + tokens  # [B, L]: row of each position's input in the table
-    scores = table[flat[:, :, None], flat[:, None, :]]  # [B, L, L]
-    mask = torch.ones(L, L, dtype=torch.bool).tril()
-    pattern1 = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
-    # the inputs and values per position read from their [L * V, d] tables (the same sums
-    # W_E[u] + W_pos[t], done once per (position, token) instead of once per sequence)
-    values = (w.W_E @ w.W_OV1)[None] + (w.W_pos[:L] @ w.W_OV1)[:, None]  # [L, V, d]
-    rows = flat.reshape(-1)
-    x = X.reshape(L * V, d).index_select(0, rows).view(B, L, d)
-    v = values.reshape(L * V, d).index_select(0, rows).view(B, L, d)
-    return Layer1(pattern1, x, x + torch.bmm(pattern1, v))
-
-
-def layer2(w: Weights, resid1: Tensor, W_Q2=None, W_K2=None, P=None) -> tuple[Tensor, Tensor]:
-    """(logits [B, p], layer-2 pattern of `=` [B, L]) from layer-1 residuals; W_Q2 / W_K2
-    replace the weights' (for autograd), P is added to W_Q2 W_K2^T."""
-    W_Q2 = w.W_Q2 if W_Q2 is None else W_Q2
-    W_K2 = w.W_K2 if W_K2 is None else W_K2
-    last = resid1[:, -1]
-    qr = (last @ W_Q2) @ W_K2.T
-    if P is not None:
-        qr = qr + last @ P
-    scores = torch.einsum("bd,bld->bl", qr, resid1) / w.scale
-    pattern = torch.softmax(scores, dim=-1)
-    mid = last + torch.einsum("bl,bld->bd", pattern, resid1) @ w.W_V2 @ w.W_O2
-    post = mid + torch.relu(mid @ w.W_in) @ w.W_out
-    return post @ w.W_U, pattern
-
+# -- forward: the model split at layer 2's input (empirical.model.partial) ------------------
 
 @torch.no_grad()
 def oracle_routing_accuracy(w: Weights, resid1: Tensor, batch: Batch) -> float:
@@ -194,21 +99,8 @@ def oracle_routing_accuracy(w: Weights, resid1: Tensor, batch: Batch) -> float:
     rows = torch.arange(B)
     pattern[rows, vp[:, 0]] += 0.5
     pattern[rows, vp[:, 1]] += 0.5
-    last = resid1[:, -1]
-    mid = last + torch.einsum("bl,bld->bd", pattern, resid1) @ w.W_V2 @ w.W_O2
-    logits = (mid + torch.relu(mid @ w.W_in) @ w.W_out) @ w.W_U
+    logits, _ = layer2(w, resid1, pattern=pattern)
     return float((logits.argmax(-1) == batch.labels).double().mean())
-
-
-def loss_of(logits: Tensor, labels: Tensor, kind: str) -> Tensor:
-    """'ce': cross-entropy. 'linear': -(f_{y*} - mean_y f_y), the first-order (small-output,
-    xi -> 0) term of the cross-entropy in the logit scale, whose negative gradient is the
-    theorem's G1 for the real network (theory/g1_closed_form.py's definition)."""
-    if kind == "ce":
-        return F.cross_entropy(logits, labels)
-    if kind == "linear":
-        return -(logits.gather(1, labels[:, None]).squeeze(1) - logits.mean(-1)).mean()
-    raise ValueError(f"loss kind must be 'ce' or 'linear', got {kind!r}")
 
 
 @dataclass

@@ -249,13 +249,13 @@ def analyse_snapshot(
     rows, cols = raw.rows, raw.cols
     l1 = layer1(w, batch.tokens)
     if len(batch) >= 4:
-        grads = split_gradients(w, l1.resid1, batch.labels, ("ce", "linear"))
+        grads = split_gradients(w, l1.resid1, batch.labels, ("ce", "first_order"))
         g_ce, h1, h2 = grads["ce"]
-        g_lin, lin_h1, lin_h2 = grads["linear"]
+        g_lin, lin_h1, lin_h2 = grads["first_order"]
         logits, pattern2 = grads["forward"]
     else:
         g_ce, h1, h2 = gradients(w, l1.resid1, batch.labels, "ce"), None, None
-        g_lin = gradients(w, l1.resid1, batch.labels, "linear")
+        g_lin = gradients(w, l1.resid1, batch.labels, "first_order")
         logits, pattern2 = layer2(w, l1.resid1)
     att = layer2_attention(pattern2, batch, p, K)
     a = att[f"a_{opts.ab_from}"]

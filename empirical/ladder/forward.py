@@ -1,11 +1,14 @@
 """A ladder rung's forward at the query position, its losses and its layer-2 key-query
 gradient, from the rung model's merged weights (`weights.Merged`).
 
-Only the query at the last position (`=`) reaches the logits, so layer 2 is computed for that
-query alone from the layer-1 residuals (as compare-qk's observe.py does); the numbers equal
-the model's own hooked forward (`hooked_logits`, tested). Layer 1 is either the model's
-softmax head or, for the theorem's rungs, the theorem's routing written into its attention
-pattern (`routing_pattern`, the same hook point TransformerLens users patch).
+The forward is the model split at layer 2's input (empirical.model.partial, as compare-qk
+uses it): layer 1 at every position, then layer 2 for the query at the last position (`=`)
+alone, which is the only one that reaches the logits; the numbers equal the model's own hooked
+forward (`hooked_logits`, tested). Layer 1 is either the model's softmax head or, for the
+theorem's rungs, the theorem's routing written into its attention pattern (`routing_pattern`,
+the same hook point TransformerLens users patch). The merged matrices are the split forward's
+factors beside an identity (W_Q := QK, W_K := I; W_V := OV, W_O := I), as the rung model
+stores them (weights.build_model); the identities are left out of the products.
 
 The theorem's routing on any layout of the task (eq. 1 of theorem_c1.md): an assigned number
 (a number right after a variable in the assignment region) attends 1/2 to its variable and 1/2
@@ -26,9 +29,10 @@ import torch
 from torch import Tensor
 
 from empirical.ladder.weights import Merged
-from empirical.model.config import activation
+from empirical.model import partial
+from empirical.model.partial import LOSSES, loss_of
 
-LOSSES = ("first_order", "ce")
+__all__ = ["LOSSES", "Forward", "hooked_logits", "loss_of", "qk_gradient", "routing_pattern"]
 
 
 def routing_pattern(tokens: Tensor, p: int, K: int) -> Tensor:
@@ -60,76 +64,40 @@ class Forward:
     p: int
     K: int
 
-    @torch.no_grad()
-    def layer1(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
-        """([B, L, d] layer-1 residuals (layer 2's input), [B, L, d] their layer-2 values
-        resid1 @ OV2). The input at position t is W_E[tok] + W_pos[t], so the layer-1
-        scores and both value maps are tables over (position, token) pairs, gathered (the
-        same numbers as the direct products, to rounding)."""
+    def __post_init__(self) -> None:
         w = self.w
-        L = tokens.shape[1]
-        V = w.W_E.shape[0]
-        x = w.W_E[tokens] + w.W_pos[:L]
-        if self.routing:
-            pattern = routing_pattern(tokens, self.p, self.K)
-        else:
-            X = (w.W_E[None] + w.W_pos[:L, None]).reshape(L * V, -1)
-            table = (X @ w.QK1) @ X.T / w.scale
-            flat = torch.arange(L) * V + tokens
-            scores = table[flat[:, :, None], flat[:, None, :]]
-            mask = torch.ones(L, L, dtype=torch.bool).tril()
-            pattern = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
-        E1, P1 = w.W_E @ w.OV1, w.W_pos[:L] @ w.OV1
-        v1 = E1[tokens] + P1
-        resid1 = x + torch.bmm(pattern, v1)
-        v2 = (w.W_E @ w.OV2)[tokens] + w.W_pos[:L] @ w.OV2
-        values = v2 + torch.bmm(pattern, (E1 @ w.OV2)[tokens] + P1 @ w.OV2)
-        return resid1, values
+        self.split = partial.Weights(
+            W_E=w.W_E, W_pos=w.W_pos, W_Q1=w.QK1, W_K1=None, W_OV1=w.OV1, W_Q2=w.QK2, W_K2=None,
+            W_V2=w.OV2, W_O2=None, W_in=w.W_in, W_out=w.W_out, W_U=w.W_U, scale=w.scale,
+            act_fn=w.act_fn,
+        )  # fmt: skip
 
+    @torch.no_grad()
     def resid1(self, tokens: Tensor) -> Tensor:
         """[B, L, d] layer-1 residuals (layer 2's input)."""
-        return self.layer1(tokens)[0]
+        pattern = routing_pattern(tokens, self.p, self.K) if self.routing else None
+        return partial.layer1(self.split, tokens, pattern).resid1
 
-    def head(self, resid1: Tensor, QK2: Tensor | None = None, values: Tensor | None = None):
+    def head(self, resid1: Tensor, QK2: Tensor | None = None):
         """(logits [B, p], layer-2 pattern of `=` [B, L]) with layer-2 score matrix QK2
-        (default the rung's); values: resid1 @ OV2 when already computed."""
-        M = self.w.QK2 if QK2 is None else QK2
-        return self.head_from_query(resid1, resid1[:, -1] @ M, values)
+        (default the rung's; autograd flows into it)."""
+        return partial.layer2(self.split, resid1, W_Q2=QK2)
 
-    def head_from_query(self, resid1: Tensor, query: Tensor, values: Tensor | None = None):
+    def head_from_query(self, resid1: Tensor, query: Tensor):
         """`head` with the query row x_T QK2 [B, d] given (linear in QK2: a step's query is
         the sum of the two, so a grid of steps needs no new matrix product)."""
-        w = self.w
-        last = resid1[:, -1]
-        scores = torch.einsum("bd,bld->bl", query, resid1) / w.scale
-        pattern = torch.softmax(scores, dim=-1)
-        v = resid1 @ w.OV2 if values is None else values
-        mid = last + torch.einsum("bl,bld->bd", pattern, v)
-        post = mid + activation(w.act_fn)(mid @ w.W_in) @ w.W_out
-        return post @ w.W_U, pattern
+        return partial.layer2(self.split, resid1, query=query)
 
     def logits(self, tokens: Tensor) -> Tensor:
         with torch.no_grad():
-            resid1, values = self.layer1(tokens)
-            return self.head(resid1, values=values)[0]
+            return self.head(self.resid1(tokens))[0]
 
 
-def loss_of(logits: Tensor, labels: Tensor, loss: str) -> Tensor:
-    """Mean loss: 'ce' cross-entropy; 'first_order' mean_y f_y - f_{y*} (the theorem's linear
-    loss, whose negative gradient is G1; logits = f)."""
-    target = logits.gather(1, labels[:, None])[:, 0]
-    if loss == "ce":
-        return (torch.logsumexp(logits, dim=-1) - target).mean()
-    if loss == "first_order":
-        return (logits.mean(dim=-1) - target).mean()
-    raise ValueError(f"loss={loss!r}: must be one of {list(LOSSES)}")
-
-
-def qk_gradient(fwd: Forward, resid1: Tensor, labels: Tensor, loss: str, values=None):
+def qk_gradient(fwd: Forward, resid1: Tensor, labels: Tensor, loss: str):
     """(loss value, dL/dQK2 [d, d], layer-2 pattern of `=` [B, L]): autograd with the merged
-    layer-2 matrix itself as the leaf (the theorem's parameter); values: resid1 @ OV2."""
+    layer-2 matrix itself as the leaf (the theorem's parameter)."""
     M = fwd.w.QK2.clone().requires_grad_(True)
-    logits, pattern = fwd.head(resid1, M, values)
+    logits, pattern = fwd.head(resid1, M)
     value = loss_of(logits, labels, loss)
     (g,) = torch.autograd.grad(value, M)
     return float(value.detach()), g, pattern.detach()

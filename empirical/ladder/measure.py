@@ -71,8 +71,8 @@ def rms_dscore(fwd: Forward, resid1: Tensor, D: Tensor) -> float:
 
 
 class EvalCache:
-    """Each evaluation set's layer-1 residuals and layer-2 values under one rung (a step on
-    layer 2's W_QK changes neither); accuracies come out with 2var/ind first."""
+    """Each evaluation set's layer-1 residuals under one rung (a step on layer 2's W_QK does
+    not change them); accuracies come out with 2var/ind first."""
 
     def __init__(self, fwd: Forward, sets: dict, chunk: int = 2048):
         self.fwd = fwd
@@ -83,8 +83,8 @@ class EvalCache:
                 batch = sets[name]
                 pieces = []
                 for i in range(0, len(batch), chunk):
-                    r, v = fwd.layer1(batch.tokens[i : i + chunk])
-                    pieces.append((r, v, batch.labels[i : i + chunk]))
+                    r = fwd.resid1(batch.tokens[i : i + chunk])
+                    pieces.append((r, batch.labels[i : i + chunk]))
                 self.parts[name] = pieces
 
     @torch.no_grad()
@@ -99,11 +99,11 @@ class EvalCache:
         for name, pieces in self.parts.items():
             correct = [0] * len(steps)
             total = 0
-            for r, v, y in pieces:
+            for r, y in pieces:
                 last = r[:, -1]
                 q0, qd = last @ QK2, last @ D
                 for i, t in enumerate(steps):
-                    logits, _ = self.fwd.head_from_query(r, q0 + t * qd, v)
+                    logits, _ = self.fwd.head_from_query(r, q0 + t * qd)
                     correct[i] += int((logits.argmax(-1) == y).sum())
                 total += len(y)
             for i in range(len(steps)):

@@ -37,6 +37,7 @@ import torch
 from torch import Tensor
 
 from disentangled.basis import Basis
+from disentangled.model import fourier_mlp_weights
 from empirical.compare_qk.coords import (
     Coordinates,
     col_labels,
@@ -45,7 +46,6 @@ from empirical.compare_qk.coords import (
     row_labels,
 )
 from empirical.ladder.weights import DTYPE, Merged
-from empirical.theorem_model.construct import fourier_mlp_weights
 
 RUNG_NAMES = (
     "theorem", "order", "data", "loss", "readout", "layer1", "embeddings", "trained", "optimiser",

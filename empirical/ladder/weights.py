@@ -44,6 +44,7 @@ class Merged:
         def d(t):
             return t.detach().to(DTYPE).cpu().clone()
 
+        model.cfg.require_one_head("the ladder's merged weights")
         a0, a1 = model.blocks[0].attn, model.blocks[1].attn
         return Merged(
             W_E=d(model.W_E), W_pos=d(model.W_pos),

@@ -3,8 +3,9 @@
 `BatchedModel(cfg, seeds)` holds every parameter of `AssignAddTransformer` with a leading
 member dimension ([M, *shape]), member m initialised exactly as `AssignAddTransformer(cfg,
 seed=seeds[m])`. `forward_fast(tokens)` takes tokens [M, batch, L] (each member its own
-batch) and returns logits [M, batch, d_vocab_out]: the one fast forward of the codebase
-(empirical.model.fast, which a single model runs with M = 1), written with batched matmuls and
+batch) and returns logits [M, batch, d_vocab_out]: the one forward of the codebase
+(empirical.model.forward's positions="answer", which a single model runs with M = 1: the
+kernel of empirical.model.fast), written with batched matmuls and
 member-offset gathers rather than `vmap` (whose fallback for `torch.take` made it slower than
 a loop over members on the CPU).
 
@@ -20,7 +21,8 @@ import torch
 from torch import Tensor, nn
 
 from empirical.model import AssignAddTransformer, ModelConfig
-from empirical.model.fast import fast_forward, param_names, tied_source, unique_param_names
+from empirical.model.fast import param_names, tied_source, unique_param_names
+from empirical.model.forward import forward
 
 
 def _key(name: str) -> str:
@@ -89,8 +91,8 @@ class BatchedModel(nn.Module):
     # -- the batched fast forward -------------------------------------------------------------
 
     def forward_fast(self, tokens: Tensor) -> Tensor:
-        """Logits [M, batch, d_vocab_out] for tokens [M, batch, L] (L <= n_ctx): the one fast
-        forward (empirical.model.fast) on the stacked weights."""
+        """Logits [M, batch, d_vocab_out] for tokens [M, batch, L] (L <= n_ctx): the one forward
+        (empirical.model.forward, positions="answer") on the stacked weights."""
         if tokens.ndim != 3 or tokens.shape[0] != self.n_members:
             raise ValueError(
                 f"tokens must have shape [members={self.n_members}, batch, pos], "
@@ -98,4 +100,4 @@ class BatchedModel(nn.Module):
             )
         n_layers = self.cfg.n_layers
         weights = {n: self.w(tied_source(n, n_layers)) for n in param_names(n_layers)}
-        return fast_forward(weights, tokens, self.cfg.attn_scale, act_fn=self.cfg.act_fn).logits
+        return forward(weights, tokens, self.cfg, positions="answer")

@@ -19,6 +19,7 @@ def qk_matrix(model, layer: int, scaled: bool = True, dtype: torch.dtype | None 
     """W_Q W_K^T of block `layer` (0 = the paper's layer 1), [d_model (query), d_model (key)];
     divided by sqrt(d_head) when `scaled` (then x_q @ it @ x_k is the attention score),
     computed in `dtype` (default: the model's) from detached weights when a dtype is given."""
+    model.cfg.require_one_head("qk_matrix")
     attn = model.blocks[layer].attn
     W_Q, W_K = attn.W_Q[0], attn.W_K[0]
     if dtype is not None:
@@ -29,6 +30,7 @@ def qk_matrix(model, layer: int, scaled: bool = True, dtype: torch.dtype | None 
 
 def ov_matrix(model, layer: int, dtype: torch.dtype | None = None) -> Tensor:
     """W_V W_O of block `layer`, [d_model (source row vector), d_model (written vector)]."""
+    model.cfg.require_one_head("ov_matrix")
     attn = model.blocks[layer].attn
     W_V, W_O = attn.W_V[0], attn.W_O[0]
     if dtype is not None:

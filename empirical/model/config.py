@@ -1,12 +1,13 @@
-"""`ModelConfig`: the architecture of the paper's 2-layer, 1-head transformer as a typed dataclass.
+"""`ModelConfig`: the architecture of the paper's transformer (2 layers, 1 head) as a dataclass.
 
 The fields are what a run may change (widths, depth, init scale, dtype); the task-derived sizes
 (`d_vocab`, `d_vocab_out`, `n_ctx`) and `d_head` default to `None` so the config can sit in a
 run config before the task is known, and are filled by `with_task(p, K, L)` /
-`for_task(p, K, L)` (`d_head` = `d_model` unless set), so a built model's `cfg.d_head` is an int.
-The rest of the architecture (1 head, MLP only in the last layer, no biases, no normalization)
-is fixed, and exposed read-only under TransformerLens's `cfg` names (`n_heads`, `mlp_layers`,
-`attn_only`, `normalization_type`, ...; `n_layers` is a field) so `ActivationCache`'s helpers and
+`for_task(p, K, L)` (`d_head` = `d_model // n_heads` unless set), so a built model's `cfg.d_head`
+is an int. The rest of the architecture (MLP only in the last layer, no biases, no
+normalization) is fixed, and exposed read-only under TransformerLens's `cfg` names
+(`mlp_layers`, `attn_only`, `normalization_type`, ...; `n_layers` and `n_heads` are fields, with
+TransformerLens's meaning) so `ActivationCache`'s helpers and
 `transformer_lens.patching` can read it. `cfg.device` (not a field: never saved) is the device
 of the model that holds the config, kept up to date by the model.
 """
@@ -74,8 +75,11 @@ def task_sizes(p: int, K: int, L: int) -> dict[str, int]:
 class ModelConfig:
     """Architecture of the 2-layer, 1-head, layer-2-MLP-only transformer (paper Section 3).
 
-    d_model: residual width (128, ours). d_head: the single head's width (None: d_model; filled
-    by `with_task`, so a built model's `cfg.d_head` is an int).
+    d_model: residual width (128, ours). n_heads: attention heads per block (1: the paper's
+    model; TransformerLens's conventions: W_Q [n_heads, d_model, d_head], hook_pattern
+    [batch, head, query, key], the heads' outputs summed). d_head: each head's width (None:
+    d_model // n_heads, which must then divide; filled by `with_task`, so a built model's
+    `cfg.d_head` is an int).
     d_mlp: layer-2 MLP width (512, ours). n_layers: depth, 2..4 (2: the paper's model; n > 2
     puts n - 2 attention-only blocks between layer 1 and the last block, which has the MLP
     and reads the answer). tied_layers: the middle blocks (1..n-2) share one attention's
@@ -92,6 +96,7 @@ class ModelConfig:
     """
 
     d_model: int = 128
+    n_heads: int = 1
     d_head: int | None = None
     d_mlp: int = 512
     n_layers: int = 2
@@ -104,12 +109,17 @@ class ModelConfig:
     n_ctx: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("d_model", "d_mlp", "d_head", "d_vocab", "d_vocab_out", "n_ctx"):
+        for name in ("d_model", "d_mlp", "n_heads", "d_head", "d_vocab", "d_vocab_out", "n_ctx"):
             value = getattr(self, name)
-            if value is None and name not in ("d_model", "d_mlp"):
+            if value is None and name not in ("d_model", "d_mlp", "n_heads"):
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"model.{name}: must be a positive integer, got {value!r}")
+        if self.d_head is None and self.d_model % self.n_heads:
+            raise ConfigError(
+                f"model.n_heads: {self.n_heads} heads do not divide d_model = {self.d_model}; "
+                "set model.d_head (each head's width)"
+            )
         if self.init_std is not None:
             if isinstance(self.init_std, bool) or not isinstance(self.init_std, (int, float)):
                 raise ConfigError(f"model.init_std: must be a number, got {self.init_std!r}")
@@ -134,8 +144,8 @@ class ModelConfig:
 
     @property
     def d_head_(self) -> int:
-        """The head width in use (`d_head`, or `d_model` when unset)."""
-        return self.d_model if self.d_head is None else self.d_head
+        """The head width in use (`d_head`, or `d_model // n_heads` when unset)."""
+        return self.d_model // self.n_heads if self.d_head is None else self.d_head
 
     @property
     def init_std_(self) -> float:
@@ -160,7 +170,7 @@ class ModelConfig:
 
     def with_task(self, p: int, K: int, L: int) -> ModelConfig:
         """A copy with d_vocab, d_vocab_out, n_ctx from the task (a conflicting set value is an
-        error naming the field) and d_head filled (= d_model when unset)."""
+        error naming the field) and d_head filled (= d_model // n_heads when unset)."""
         sizes = task_sizes(p, K, L)
         for name, value in sizes.items():
             mine = getattr(self, name)
@@ -172,7 +182,7 @@ class ModelConfig:
         return dataclasses.replace(self, d_head=self.d_head_, **sizes)
 
     def filled(self) -> ModelConfig:
-        """A copy with `d_head` set (= d_model when None), as a model uses it."""
+        """A copy with `d_head` set (= d_model // n_heads when None), as a model uses it."""
         return dataclasses.replace(self, d_head=self.d_head_)
 
     # -- the device of the model that holds this config (an attribute, never saved) ---------
@@ -197,9 +207,13 @@ class ModelConfig:
 
     # -- TransformerLens `cfg` vocabulary (fixed architecture, read-only) ---------------------
 
-    @property
-    def n_heads(self) -> int:
-        return 1
+    def require_one_head(self, what: str) -> None:
+        """ConfigError unless n_heads = 1: for the analyses that read the single head."""
+        if self.n_heads != 1:
+            raise ConfigError(
+                f"{what} reads a single attention head per block; this model has "
+                f"model.n_heads = {self.n_heads} (use the hooked model: run_with_cache)"
+            )
 
     @property
     def mlp_layers(self) -> tuple[int, ...]:

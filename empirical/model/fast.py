@@ -1,5 +1,6 @@
-"""The one fast forward pass of the paper's model, for one model or a stack of M members, at
-every depth (model.n_layers = 2..4).
+"""The answer-only kernel of the one forward (empirical.model.forward, positions="answer"):
+the logits at the last position, for one model or a stack of M members, at every depth
+(model.n_layers = 2..4) and every head count (model.n_heads).
 
     out = fast_forward(weights, tokens, attn_scale)                 # logits at `=`
     out = fast_forward(weights, tokens, attn_scale, internals=True)  # + patterns, resid_mid
@@ -22,7 +23,8 @@ at `=`), reparameterised so that no [batch, L, d_model] tensor is ever built:
   resid_t = x_t + sum_s A[t, s] x_s W_V W_O, i.e. the leaf C read per position plus the
   pattern A applied to the leaf C_OV = C W_V W_O. Every attention-only layer l after it
   (the middle layers of a deeper model) turns a residual R into R + A_l R W_V W_O: a node
-  whose `moved` copy of R has every table multiplied by W_V W_O. So the residual is always
+  whose `moved` copy of R has every table multiplied by W_V W_O (one such branch per head:
+  R + sum_h A_lh R W_V^h W_O^h, each head's scores from its own tables). So the residual is always
   a sum of (products of attention patterns) @ (per-position reads of [N, d] tables), and
   every linear map of it is computed on the small tables and read per position.
 - A middle layer needs its scores at every position: for every pair of leaves (i, j), the
@@ -35,12 +37,14 @@ at `=`), reparameterised so that no [batch, L, d_model] tensor is ever built:
   the leaves' pooled weights (a, a A, ...) times the leaf tables times W_V W_O. Then the MLP
   and the unembedding on that one position.
 
-At depth 2 these are, op for op, the computation this module did before depth was a field
-(tested: the same losses bit for bit). It is a reparameterisation of the same computation on
-the same parameters, so autograd gives the same gradients as the hooked forward (up to float
-rounding; tested at depths 2, 3, 4). Used by training (`AssignAddTransformer.forward_fast`),
-the batched sweep model (`BatchedModel.forward_fast`) and analysis
-(`empirical.analysis.common.light_forward`, with `internals=True`: 2-layer models only).
+With one head these are, op for op and in the order autograd meets them, the computation
+this module did before heads were a field (tests/test_forward_bits.py: the same trained
+weights bit for bit). It is a reparameterisation of the same computation on the same
+parameters, so autograd gives the same gradients as the hooked forward (up to float rounding;
+tested at depths 2, 3, 4, and with 2 heads). Used through empirical.model.forward by training
+(`AssignAddTransformer.forward_fast`), the batched sweep model (`BatchedModel.forward_fast`)
+and the theorem's model, and directly by analysis (`empirical.analysis.common.light_forward`,
+with `internals=True`: 2-layer, one-head models only).
 """
 
 from __future__ import annotations
@@ -116,39 +120,51 @@ class _Resid:
     """A residual stream at every position, as a tree of [M, N, d] tables.
 
     A leaf is a table T, read per position (T[tok_t] + T[V + t]); a node is
-    `base + pattern @ moved`: the residual before an attention layer plus that layer's
-    output, `moved` being the same tree with every table times the layer's W_V W_O."""
+    `base + sum over heads of pattern_h @ moved_h`: the residual before an attention layer
+    plus that layer's output, `moved_h` being the same tree with every table times head h's
+    W_V W_O."""
 
     table: Tensor | None = None
     base: _Resid | None = None
-    pattern: Tensor | None = None  # [M, B, L, L]
-    moved: _Resid | None = None
+    heads: tuple[tuple[Tensor, _Resid], ...] = ()  # (pattern [M, B, L, L], moved) per head
 
     def leaves(self) -> list[Tensor]:
-        """The tables, depth first (base before moved)."""
+        """The tables, depth first (base before the heads' moved trees, in head order)."""
         if self.table is not None:
             return [self.table]
-        return self.base.leaves() + self.moved.leaves()
+        out = self.base.leaves()
+        for _, moved in self.heads:
+            out = out + moved.leaves()
+        return out
 
     def mapped(self, fn: Callable[[Tensor], Tensor]) -> _Resid:
         """The same tree with every table T replaced by fn(T)."""
         if self.table is not None:
             return _Resid(table=fn(self.table))
-        return _Resid(base=self.base.mapped(fn), pattern=self.pattern, moved=self.moved.mapped(fn))
+        base = self.base.mapped(fn)  # first: the order of the products is autograd's order
+        heads = tuple((pattern, moved.mapped(fn)) for pattern, moved in self.heads)
+        return _Resid(base=base, heads=heads)
 
-    def after_attention(self, pattern: Tensor, W_V: Tensor, W_O: Tensor) -> _Resid:
-        """The residual after an attention layer with this pattern and W_V, W_O ([M, d, e],
-        [M, e, d]) reads this one."""
-        moved = self.mapped(lambda T: torch.bmm(torch.bmm(T, W_V), W_O))
-        return _Resid(base=self, pattern=pattern, moved=moved)
+    def after_attention(
+        self, patterns: list[Tensor], W_V: list[Tensor], W_O: list[Tensor]
+    ) -> _Resid:
+        """The residual after an attention layer whose head h has patterns[h], W_V[h] and
+        W_O[h] ([M, d, e], [M, e, d]) reads this one."""
+        heads = tuple(
+            (pattern, self.mapped(lambda T, h=h: torch.bmm(torch.bmm(T, W_V[h]), W_O[h])))
+            for h, pattern in enumerate(patterns)
+        )
+        return _Resid(base=self, heads=heads)
 
     def combine(self, per_leaf: Iterator[Tensor], mix: Callable[[Tensor, Tensor], Tensor]):
         """Sum the per-leaf reads (in `leaves()` order) up the tree: a node gives
-        base + mix(pattern, moved)."""
+        base + the sum over heads of mix(pattern, moved)."""
         if self.table is not None:
             return next(per_leaf)
-        base = self.base.combine(per_leaf, mix)
-        return base + mix(self.pattern, self.moved.combine(per_leaf, mix))
+        out = self.base.combine(per_leaf, mix)
+        for pattern, moved in self.heads:
+            out = out + mix(pattern, moved.combine(per_leaf, mix))
+        return out
 
     def leaf_weights(self, a: Tensor) -> list[Tensor]:
         """For position weights a [M, B, L]: the weights [M, B, L] on each leaf's per-position
@@ -156,8 +172,11 @@ class _Resid:
         pool(weights) @ table."""
         if self.table is not None:
             return [a]
-        moved = (a.unsqueeze(-1) * self.pattern).sum(2)  # a @ pattern
-        return self.base.leaf_weights(a) + self.moved.leaf_weights(moved)
+        moved_a = [(a.unsqueeze(-1) * pattern).sum(2) for pattern, _ in self.heads]  # a @ pattern
+        out = self.base.leaf_weights(a)
+        for (_, moved), weights in zip(self.heads, moved_a, strict=True):
+            out = out + moved.leaf_weights(weights)
+        return out
 
 
 def _mix_queries(pattern: Tensor, scores: Tensor) -> Tensor:  # pattern @ [M, B, q, k]
@@ -177,6 +196,101 @@ def _cat(parts: list[Tensor], dim: int) -> Tensor:
     return parts[0] if len(parts) == 1 else torch.cat(parts, dim=dim)
 
 
+class _Reads:
+    """Reading [M, N, ...] per-id tables per position for one token batch [M, B, L] (the
+    index arithmetic shared by every layer)."""
+
+    def __init__(self, tokens: Tensor, V: int):
+        M, batch, length = tokens.shape
+        self.tokens, self.M, self.V, self.batch, self.length = tokens, M, V, batch, length
+        offset = (torch.arange(M, device=tokens.device) * V).view(M, 1, 1)
+        self.gtok = tokens + offset  # row ids into the [M * V, ...] view of a per-member table
+        # int32 index arithmetic where the [M * V * V] table allows it (a third of int64's
+        # time on a CPU; index_select takes either)
+        small = torch.int32 if M * V * V < 2**31 else torch.long
+        gtok = self.gtok.to(small)
+        self.tt_index = (gtok[:, :, :, None] * V + tokens.to(small)[:, :, None, :]).reshape(-1)
+        # T_pt[q, tok_s] read per (query position q, key position s), in the [M, B, q, s] layout
+        member_q = (torch.arange(M * length, device=tokens.device) * V).view(M, 1, length, 1)
+        self.pt_index = (member_q.to(small) + tokens.to(small)[:, :, None, :]).reshape(-1)
+
+    def pool(self, weights: Tensor) -> Tensor:  # [M, B, L] -> [M, B, N]
+        z = weights.new_zeros(self.M, self.batch, self.V).scatter_add(2, self.tokens, weights)
+        return torch.cat([z, weights], dim=2)
+
+    def at(self, r: Tensor) -> Tensor:  # [M, B, N] -> [M, B, L]
+        return r[..., : self.V].gather(2, self.tokens) + r[..., self.V :]
+
+    def rows(self, table: Tensor) -> Tensor:  # [M, V, k] -> per-token rows [M, B, L, k]
+        k = table.shape[-1]
+        flat = table.reshape(self.M * self.V, k).index_select(0, self.gtok.reshape(-1))
+        return flat.view(self.M, self.batch, self.length, k)
+
+    def pair_read(self, T: Tensor) -> Tensor:  # [M, N, N] (query id, key id) -> [M, B, L, L]
+        M, V, B, L = self.M, self.V, self.batch, self.length
+        T_tt, T_tp, T_pt, T_pp = T[:, :V, :V], T[:, :V, V:], T[:, V:, :V], T[:, V:, V:]
+        return (
+            T_tt.reshape(M * V * V).index_select(0, self.tt_index).view(M, B, L, L)
+            + self.rows(T_tp)
+            + T_pt.reshape(M * L * V).index_select(0, self.pt_index).view(M, B, L, L)
+            + T_pp[:, None]
+        )
+
+
+def _middle_layer(
+    reads: _Reads, resid: _Resid, heads: tuple[list[Tensor], ...], N: int, attn_scale: float,
+    causal_bias: Tensor,
+) -> _Resid:  # fmt: skip
+    """The residual after a middle layer (depth >= 3): scores at every position from the
+    [N, N] tables of every pair of leaves (query leaf i, key leaf j), mixed by the leaves'
+    patterns on both sides, per head."""
+    WQ, WK, WV, WO = heads
+    leaves = torch.cat(resid.leaves(), dim=1)  # [M, n_leaves * N, d]
+    spans = [slice(j * N, (j + 1) * N) for j in range(leaves.shape[1] // N)]
+    patterns = []
+    for h in range(len(WQ)):
+        queries, keys = torch.bmm(leaves, WQ[h]), torch.bmm(leaves, WK[h])
+        TT = torch.bmm(queries, keys.transpose(1, 2)) / attn_scale
+        per_query_leaf = [
+            resid.combine(iter([reads.pair_read(TT[:, q, k]) for k in spans]), _mix_keys)
+            for q in spans
+        ]
+        scores = resid.combine(iter(per_query_leaf), _mix_queries)  # [M, B, L, L]
+        patterns.append(torch.softmax(scores + causal_bias.to(scores.dtype), dim=-1))
+    return resid.after_attention(patterns, WV, WO)
+
+
+def _last_layer(
+    reads: _Reads, resid: _Resid, last: Tensor, CC: Tensor, heads: tuple[list[Tensor], ...],
+    N: int, attn_scale: float,
+) -> tuple[Tensor, Tensor]:  # fmt: skip
+    """(mid [M, B, d]: the MLP's input at L-1, the last head's pattern of the query at L-1
+    [M, B, L]) of the last block, its query at L-1 only; `last`: the root leaf's read at L-1,
+    CC: the leaf tables side by side."""
+    WQ, WK, WV, WO = heads
+    n_leaves = CC.shape[1] // N
+    outputs, node = [], resid
+    while node.table is None:  # every attention layer's output at L-1
+        layer_outputs = []
+        for pattern, moved in node.heads:
+            pooled = [reads.pool(a) for a in moved.leaf_weights(pattern[:, :, -1])]
+            layer_outputs.append(torch.bmm(_cat(pooled, 2), _cat(moved.leaves(), 1)))
+        outputs.append(layer_outputs)
+        node = node.base
+    for layer_outputs in reversed(outputs):  # layer 1's first
+        for output in layer_outputs:
+            last = last + output
+    mid = last
+    for h in range(len(WQ)):
+        r = torch.bmm(last, torch.bmm(WQ[h], torch.bmm(WK[h].transpose(1, 2), CC.transpose(1, 2))))
+        reads_h = (reads.at(r[..., j * N : (j + 1) * N]) for j in range(n_leaves))
+        scores = resid.combine(reads_h, _mix_scalars)
+        a2 = torch.softmax(scores / attn_scale, dim=-1)  # [M, B, key]
+        mix = torch.cat([reads.pool(a) for a in resid.leaf_weights(a2)], dim=2)  # [M, B, n N]
+        mid = mid + torch.bmm(mix, torch.bmm(torch.bmm(CC, WV[h]), WO[h]))
+    return mid, a2
+
+
 def fast_forward(
     weights: Mapping[str, Tensor],
     tokens: Tensor,
@@ -190,50 +304,26 @@ def fast_forward(
     if tokens.ndim != 3:
         raise ValueError(f"tokens must have shape [members, batch, pos], got {tuple(tokens.shape)}")
     n_layers = depth_of(weights)
+    n_heads = weights["blocks.0.attn.W_Q"].shape[1]
     if internals and n_layers != 2:
         raise ValueError(
             f"fast_forward internals are those of a 2-layer model; this one has {n_layers} "
             "layers (use the hooked forward: run_with_cache)"
         )
+    if internals and n_heads != 1:
+        raise ValueError(
+            f"fast_forward internals are those of a one-head model; this one has {n_heads} "
+            "heads per block (use the hooked forward: run_with_cache)"
+        )
     tokens = tokens.long()
     w = weights
     W_E = w["embed.W_E"]
     M, V, d = W_E.shape
-    _, batch, length = tokens.shape
-    offset = (torch.arange(M, device=tokens.device) * V).view(M, 1, 1)
-    gtok = tokens + offset  # row ids into the [M * V, ...] view of a per-member table
+    length = tokens.shape[2]
+    reads = _Reads(tokens, V)
 
-    def pool(weights_: Tensor) -> Tensor:  # [M, B, L] -> [M, B, N]
-        z = weights_.new_zeros(M, batch, V).scatter_add(2, tokens, weights_)
-        return torch.cat([z, weights_], dim=2)
-
-    def at(r: Tensor) -> Tensor:  # [M, B, N] -> [M, B, L]
-        return r[..., :V].gather(2, tokens) + r[..., V:]
-
-    def rows(table: Tensor) -> Tensor:  # [M, V, k] -> per-token rows [M, B, L, k]
-        k = table.shape[-1]
-        flat = table.reshape(M * V, k).index_select(0, gtok.reshape(-1))
-        return flat.view(M, batch, length, k)
-
-    # int32 index arithmetic where the [M * V * V] table allows it (a third of int64's time
-    # on a CPU; index_select takes either)
-    small = torch.int32 if M * V * V < 2**31 else torch.long
-    tt_index = (gtok.to(small)[:, :, :, None] * V + tokens.to(small)[:, :, None, :]).reshape(-1)
-    # T_pt[q, tok_s] read per (query position q, key position s), in the [M, B, q, s] layout
-    member_q = (torch.arange(M * length, device=tokens.device) * V).view(M, 1, length, 1)
-    pt_index = (member_q.to(small) + tokens.to(small)[:, :, None, :]).reshape(-1)
-
-    def pair_read(T: Tensor) -> Tensor:  # [M, N, N] (query id, key id) table -> [M, B, L, L]
-        T_tt, T_tp, T_pt, T_pp = T[:, :V, :V], T[:, :V, V:], T[:, V:, :V], T[:, V:, V:]
-        return (
-            T_tt.reshape(M * V * V).index_select(0, tt_index).view(M, batch, length, length)
-            + rows(T_tp)
-            + T_pt.reshape(M * length * V).index_select(0, pt_index).view(M, batch, length, length)
-            + T_pp[:, None]
-        )
-
-    def attention(i: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:  # block i's W_Q, K, V, O
-        return tuple(w[f"blocks.{i}.attn.W_{m}"][:, 0] for m in "QKVO")
+    def attention(i: int) -> tuple[list[Tensor], ...]:  # block i's W_Q, K, V, O, per head
+        return tuple([w[f"blocks.{i}.attn.W_{m}"][:, h] for h in range(n_heads)] for m in "QKVO")
 
     C = torch.cat([W_E, w["pos_embed.W_pos"][:, :length]], dim=1)  # [M, N, d]
     N = C.shape[1]
@@ -241,47 +331,24 @@ def fast_forward(
     # -inf elsewhere, in one broadcast add instead of masked_fill's copy and fill
     causal_bias = torch.full((length, length), float("-inf"), device=tokens.device).triu(1)
 
-    # layer 1: scores from the [N, N] table of every (query id, key id) pair
+    # layer 1: scores from the [N, N] table of every (query id, key id) pair, per head
     WQ0, WK0, WV0, WO0 = attention(0)
-    T = torch.bmm(torch.bmm(C, WQ0), torch.bmm(C, WK0).transpose(1, 2)) / attn_scale
-    scores = pair_read(T)
-    A = torch.softmax(scores + causal_bias.to(scores.dtype), dim=-1)  # [M, B, q, k]
-    resid = _Resid(table=C).after_attention(A, WV0, WO0)  # leaves C, C_OV = C W_V W_O
-
-    # middle layers (depth >= 3): scores at every position from the [N, N] tables of every
-    # pair of leaves (query leaf i, key leaf j), mixed by the leaves' patterns on both sides
-    for i in range(1, n_layers - 1):
-        WQ, WK, WV, WO = attention(i)
-        leaves = torch.cat(resid.leaves(), dim=1)  # [M, n_leaves * N, d]
-        TT = torch.bmm(torch.bmm(leaves, WQ), torch.bmm(leaves, WK).transpose(1, 2)) / attn_scale
-        spans = [slice(j * N, (j + 1) * N) for j in range(leaves.shape[1] // N)]
-        per_query_leaf = [
-            resid.combine(iter([pair_read(TT[:, q, k]) for k in spans]), _mix_keys)
-            for q in spans
-        ]
-        scores_i = resid.combine(iter(per_query_leaf), _mix_queries)  # [M, B, L, L]
-        A_i = torch.softmax(scores_i + causal_bias.to(scores_i.dtype), dim=-1)
-        resid = resid.after_attention(A_i, WV, WO)
+    patterns = []
+    for h in range(n_heads):
+        T = torch.bmm(torch.bmm(C, WQ0[h]), torch.bmm(C, WK0[h]).transpose(1, 2))
+        scores = reads.pair_read(T / attn_scale)
+        patterns.append(torch.softmax(scores + causal_bias.to(scores.dtype), dim=-1))
+    resid = _Resid(table=C).after_attention(patterns, WV0, WO0)  # leaves C, C W_V W_O per head
+    for i in range(1, n_layers - 1):  # middle layers (depth >= 3)
+        resid = _middle_layer(reads, resid, attention(i), N, attn_scale, causal_bias)
 
     # the last layer, query at L-1 only
-    WQ1, WK1, WV1, WO1 = attention(n_layers - 1)
+    heads = attention(n_layers - 1)
     tables = resid.leaves()
     CC = torch.cat(tables, dim=1)  # [M, n_leaves * N, d]
-    x_last = W_E.reshape(M * V, d).index_select(0, gtok[:, :, -1].reshape(-1))
-    last = x_last.view(M, batch, d) + C[:, -1:]  # resid at L-1: the root leaf's read ...
-    outputs, node = [], resid
-    while node.table is None:  # ... plus every attention layer's output at L-1
-        pooled = [pool(a) for a in node.moved.leaf_weights(node.pattern[:, :, -1])]
-        outputs.append(torch.bmm(_cat(pooled, 2), _cat(node.moved.leaves(), 1)))
-        node = node.base
-    for output in reversed(outputs):  # layer 1's first
-        last = last + output
-    r = torch.bmm(last, torch.bmm(WQ1, torch.bmm(WK1.transpose(1, 2), CC.transpose(1, 2))))
-    reads = (at(r[..., j * N : (j + 1) * N]) for j in range(len(tables)))
-    scores2 = resid.combine(reads, _mix_scalars)
-    a2 = torch.softmax(scores2 / attn_scale, dim=-1)  # [M, B, key]
-    mix = torch.cat([pool(a) for a in resid.leaf_weights(a2)], dim=2)  # [M, B, n_leaves * N]
-    mid = last + torch.bmm(mix, torch.bmm(torch.bmm(CC, WV1), WO1))
+    x_last = W_E.reshape(M * V, d).index_select(0, reads.gtok[:, :, -1].reshape(-1))
+    last = x_last.view(M, reads.batch, d) + C[:, -1:]  # the root leaf's read at L-1
+    mid, a2 = _last_layer(reads, resid, last, CC, heads, N, attn_scale)
     mlp = f"blocks.{n_layers - 1}.mlp"
     pre = torch.bmm(mid, w[f"{mlp}.W_in"])
     # ReLU in place: the same values without writing a second [M, B, d_mlp] tensor (its
@@ -291,7 +358,7 @@ def fast_forward(
     logits = torch.bmm(post, w["unembed.W_U"])
     if not internals:
         return FastOutputs(logits)
-    return FastOutputs(logits, A, a2, mid, C, tables[1])
+    return FastOutputs(logits, patterns[0], a2, mid, C, tables[1])
 
 
 def member_weights(model) -> dict[str, Tensor]:

@@ -1,20 +1,22 @@
 """The paper's transformer on TransformerLens's `HookedRootModule`, with a training fast path.
 
-2 layers, 1 causal attention head each, learned absolute positional embeddings, no biases, no
-normalization, no MLP in layer 1 (block 0), a ReLU MLP in layer 2 (block 1); the answer is read
-at the last position (the `=` token). `model.n_layers` = 3 or 4 inserts attention-only blocks
-before the last: blocks 0..n-2 are attention-only, block n-1 is the paper's layer 2 with the
-MLP. Parameter and hook names are TransformerLens's, so `cache["pattern", 1]`, `model.W_Q`,
-`model.QK` mean what an interpretability researcher expects, and `model.to_tokens`,
-`model.to_str_tokens`, `model.run_with_cache` and `transformer_lens.patching` work as on a
-`HookedTransformer`.
+2 layers, `model.n_heads` causal attention heads each (1: the paper's), learned absolute
+positional embeddings, no biases, no normalization, no MLP in layer 1 (block 0), a ReLU MLP in
+layer 2 (block 1); the answer is read at the last position (the `=` token). `model.n_layers` =
+3 or 4 inserts attention-only blocks before the last: blocks 0..n-2 are attention-only, block
+n-1 is the paper's layer 2 with the MLP. Parameter and hook names are TransformerLens's, so
+`cache["pattern", 1]`, `model.W_Q`, `model.QK` mean what an interpretability researcher
+expects, and `model.to_tokens`, `model.to_str_tokens`, `model.run_with_cache` and
+`transformer_lens.patching` work as on a `HookedTransformer`.
 
-Two forward passes share the same `nn.Parameter`s:
-- `forward(tokens)`: every activation at every position, through `HookPoint`s (analysis, hooks),
-  logits [batch, pos, d_vocab_out] as TransformerLens (`last_only=True`: [batch, d_vocab_out]).
+The modules hold the `nn.Parameter`s and `HookPoint`s; the computation is
+empirical.model.forward's, the one forward of the codebase, with two options:
+- `forward(tokens)`: every activation at every position, through the `HookPoint`s (analysis,
+  hooks), logits [batch, pos, d_vocab_out] as TransformerLens (`last_only=True`: [batch,
+  d_vocab_out]).
 - `forward_fast(tokens)`: the logits at the last position only, [batch, d_vocab_out], computing
-  layer 1 from small per-token tables and layer 2 only at the answer position (training). Same
-  numbers and gradients there; see docs/model.md.
+  layer 1 from small per-token tables and the last block only at the answer position
+  (training). Same numbers and gradients there; see docs/model.md.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from transformer_lens import ActivationCache, FactoredMatrix, HookedRootModule
 from transformer_lens.hook_points import HookPoint
 
 from empirical.config_io import ConfigError
-from empirical.model.config import ModelConfig, activation
-from empirical.model.fast import fast_forward, member_weights
+from empirical.model.config import ModelConfig
+from empirical.model.fast import member_weights
+from empirical.model.forward import forward, point_hooks
 
 if TYPE_CHECKING:
     from empirical.task.vocab import Vocabulary
@@ -42,22 +45,16 @@ class Embed(nn.Module):
         super().__init__()
         self.W_E = nn.Parameter(torch.empty(cfg.d_vocab, cfg.d_model, dtype=cfg.torch_dtype))
 
-    def forward(self, tokens: Tensor) -> Tensor:  # [batch, pos] -> [batch, pos, d_model]
-        return self.W_E[tokens]
-
 
 class PosEmbed(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.W_pos = nn.Parameter(torch.empty(cfg.n_ctx, cfg.d_model, dtype=cfg.torch_dtype))
 
-    def forward(self, tokens: Tensor) -> Tensor:  # [batch, pos] -> [batch, pos, d_model]
-        batch, length = tokens.shape
-        return self.W_pos[:length].unsqueeze(0).expand(batch, -1, -1).contiguous()
-
 
 class Attention(nn.Module):
-    """Causal multi-head attention without biases (here n_heads = 1), TransformerLens shapes."""
+    """Causal multi-head attention's weights without biases (TransformerLens shapes) and its
+    HookPoints; the computation is empirical.model.forward.attention."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -67,8 +64,6 @@ class Attention(nn.Module):
         self.W_K = nn.Parameter(torch.empty(h, d, e, dtype=dt))
         self.W_V = nn.Parameter(torch.empty(h, d, e, dtype=dt))
         self.W_O = nn.Parameter(torch.empty(h, e, d, dtype=dt))
-        mask = torch.tril(torch.ones(cfg.n_ctx, cfg.n_ctx, dtype=torch.bool))
-        self.register_buffer("causal_mask", mask, persistent=False)
         self.hook_q = HookPoint()  # [batch, pos, head_index, d_head]
         self.hook_k = HookPoint()
         self.hook_v = HookPoint()
@@ -76,19 +71,6 @@ class Attention(nn.Module):
         self.hook_pattern = HookPoint()
         self.hook_z = HookPoint()  # [batch, pos, head_index, d_head]
         self.hook_result = HookPoint()  # [batch, pos, head_index, d_model]
-
-    def forward(self, x: Tensor) -> Tensor:
-        length = x.shape[1]
-        q = self.hook_q(torch.einsum("bpd,hde->bphe", x, self.W_Q))
-        k = self.hook_k(torch.einsum("bpd,hde->bphe", x, self.W_K))
-        v = self.hook_v(torch.einsum("bpd,hde->bphe", x, self.W_V))
-        scores = torch.einsum("bqhe,bkhe->bhqk", q, k) / self.cfg.attn_scale
-        scores = scores.masked_fill(~self.causal_mask[:length, :length], float("-inf"))
-        scores = self.hook_attn_scores(scores)
-        pattern = self.hook_pattern(torch.softmax(scores, dim=-1))
-        z = self.hook_z(torch.einsum("bhqk,bkhe->bqhe", pattern, v))
-        result = self.hook_result(torch.einsum("bqhe,hed->bqhd", z, self.W_O))
-        return result.sum(dim=2)
 
     @property
     def QK(self) -> FactoredMatrix:
@@ -109,16 +91,11 @@ class MLP(nn.Module):
         self.W_out = nn.Parameter(torch.empty(cfg.d_mlp, cfg.d_model, dtype=dt))
         self.hook_pre = HookPoint()  # [batch, pos, d_mlp]
         self.hook_post = HookPoint()
-        self.act = activation(cfg.act_fn)  # ReLU, or x^2 for the theorem's Fourier MLP
-
-    def forward(self, x: Tensor) -> Tensor:
-        pre = self.hook_pre(x @ self.W_in)
-        post = self.hook_post(self.act(pre))
-        return post @ self.W_out
 
 
 class Block(nn.Module):
-    """resid_pre -> + attn -> resid_mid -> (+ MLP, last block only) -> resid_post.
+    """One block's weights and HookPoints: resid_pre -> + attn -> resid_mid -> (+ MLP, last
+    block only) -> resid_post (empirical.model.forward.block).
 
     The blocks before the last have no MLP: their `hook_resid_mid` and `hook_resid_post` both
     see resid_pre + attn_out and they have no `hook_mlp_out`."""
@@ -134,21 +111,11 @@ class Block(nn.Module):
             self.hook_mlp_out = HookPoint()
         self.hook_resid_post = HookPoint()
 
-    def forward(self, resid: Tensor) -> Tensor:
-        resid = self.hook_resid_pre(resid)
-        resid = self.hook_resid_mid(resid + self.hook_attn_out(self.attn(resid)))
-        if self.mlp is not None:
-            resid = resid + self.hook_mlp_out(self.mlp(resid))
-        return self.hook_resid_post(resid)
-
 
 class Unembed(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.W_U = nn.Parameter(torch.empty(cfg.d_model, cfg.d_vocab_out, dtype=cfg.torch_dtype))
-
-    def forward(self, resid: Tensor) -> Tensor:
-        return resid @ self.W_U
 
 
 class AssignAddCache(ActivationCache):
@@ -289,12 +256,12 @@ class AssignAddTransformer(HookedRootModule):
         if fast:
             return self.forward_fast(tokens, labels, return_type)
         tokens = self._check_tokens(tokens)
-        resid = self.hook_embed(self.embed(tokens)) + self.hook_pos_embed(self.pos_embed(tokens))
-        for block in self.blocks:
-            resid = block(resid)
+        weights = dict(self.named_parameters(remove_duplicate=False))
+        hook = point_hooks(self.hook_dict)
         if last_only or return_type in ("loss", None):
-            return self._output(self.unembed(resid[:, -1]), labels, return_type)
-        logits = self.unembed(resid)  # [batch, pos, d_vocab_out]
+            logits = forward(weights, tokens, self.cfg, hook=hook, last_only=True)
+            return self._output(logits, labels, return_type)
+        logits = forward(weights, tokens, self.cfg, hook=hook)  # [batch, pos, d_vocab_out]
         if return_type == "logits":
             return logits
         _, loss = self._output(logits[:, -1], labels, "both")
@@ -316,10 +283,8 @@ class AssignAddTransformer(HookedRootModule):
                 "(or model.reset_hooks())"
             )
         tokens = self._check_tokens(tokens)
-        out = fast_forward(
-            member_weights(self), tokens.unsqueeze(0), self.cfg.attn_scale, act_fn=self.cfg.act_fn
-        )
-        return self._output(out.logits[0], labels, return_type)
+        logits = forward(member_weights(self), tokens.unsqueeze(0), self.cfg, positions="answer")
+        return self._output(logits[0], labels, return_type)
 
     @staticmethod
     def _output(logits: Tensor, labels: Tensor | None, return_type: ReturnType):

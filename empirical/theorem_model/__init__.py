@@ -8,10 +8,10 @@ as token sequences, and its layer-2 key-query gradients by autograd. See docs/th
     loss, G = theorem_gradient(model, pop, Layout(cfg).dim)     # dL/dW in the theorem's basis
 """
 
+from disentangled.model import fourier_mlp_weights
 from empirical.theorem_model.config import TheoremModelConfig
 from empirical.theorem_model.construct import (
     build_theorem_model,
-    fourier_mlp_weights,
     model_config,
     routing_leak,
     routing_targets,

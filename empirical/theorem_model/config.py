@@ -13,16 +13,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from disentangled.config import OPERAND_ORDERS, SimConfig
+from disentangled.config import ConfigError as SimConfigError
+from disentangled.config import SimConfig
 from empirical.config_io import ConfigError
 
 # layer-1 score of a routed position; exp(-40) = 4.2e-18 of weight per other position
 DEFAULT_ROUTING_SCALE = 40.0
-
-
-def _integer(name: str, value: object, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ConfigError(f"theorem_model.{name}: must be an integer >= {low}, got {value!r}")
 
 
 def _real(name: str, value: object, positive: bool) -> float:
@@ -50,23 +46,18 @@ class TheoremModelConfig:
     routing_scale: float = DEFAULT_ROUTING_SCALE
 
     def __post_init__(self) -> None:
-        _integer("p", self.p, 3)
-        _integer("K", self.K, 2)
-        _integer("L", self.L, 8)
-        if 2 * self.K > self.L - 4:
-            raise ConfigError(
-                f"theorem_model.K: {self.K} variables need 2K = {2 * self.K} assignment "
-                f"positions, but L = {self.L} has only L - 4 = {self.L - 4}"
-            )
-        object.__setattr__(self, "beta", _real("beta", self.beta, positive=False))
+        # the theorem's own parameters are disentangled's SimConfig, checked there (one set
+        # of rules), their errors named as this config's fields
+        _real("beta", self.beta, positive=False)
+        try:
+            sim = self.sim_config()
+        except SimConfigError as exc:
+            message = f"theorem_model.{exc.field}: {exc.message}, got {exc.value!r}"
+            raise ConfigError(message) from None
+        object.__setattr__(self, "beta", sim.beta)
         object.__setattr__(self, "xi", _real("xi", self.xi, positive=True))
         scale = _real("routing_scale", self.routing_scale, positive=True)
         object.__setattr__(self, "routing_scale", scale)
-        if self.operand_order not in OPERAND_ORDERS:
-            raise ConfigError(
-                f"theorem_model.operand_order: {self.operand_order!r} is not one of "
-                f"{list(OPERAND_ORDERS)}"
-            )
 
     def sim_config(self) -> SimConfig:
         """The same instance as `disentangled`'s SimConfig (its population and gradients)."""

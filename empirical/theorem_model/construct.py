@@ -36,7 +36,7 @@ import math
 import torch
 from torch import Tensor
 
-from disentangled.model import initial_W
+from disentangled.model import fourier_mlp_weights, initial_W
 from empirical.model import AssignAddTransformer, ModelConfig
 from empirical.theorem_model.config import TheoremModelConfig
 from empirical.theorem_model.layout import Layout
@@ -89,17 +89,6 @@ def routing_leak(cfg: TheoremModelConfig) -> float:
         e = math.exp(-cfg.routing_scale)
         worst = max(worst, others * e / (len(keys) + others * e))
     return worst
-
-
-def fourier_mlp_weights(p: int) -> tuple[Tensor, Tensor]:
-    """(A [p, 4p], B [4p, p]) with F(h) = (h A)^2 B: the complex Fourier MLP of eq. (2) as a
-    quadratic MLP (module docstring), h the p number coordinates."""
-    m = torch.arange(p, dtype=DTYPE)
-    angle = 2 * math.pi * torch.outer(m, m) / p  # angle[m, k] = 2 pi k m / p (symmetric)
-    cos, sin = torch.cos(angle), torch.sin(angle)
-    A = torch.cat([cos, sin, cos + sin, cos - sin], dim=1)  # neuron 4 blocks of p frequencies
-    B = torch.cat([cos, -cos, sin / 2, -sin / 2], dim=0) / p  # [k, y] blocks
-    return A, B
 
 
 def score_matrix(model: AssignAddTransformer, layer: int = 1) -> Tensor:

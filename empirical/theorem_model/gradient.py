@@ -28,9 +28,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from disentangled.gradient import cross_entropy_terms, first_order_terms, weighted_expectation
 from disentangled.metrics import unique_argmax_correct
 from empirical.model import AssignAddTransformer
-from empirical.model.fast import fast_forward
+from empirical.model.forward import forward
 from empirical.theorem_model.construct import score_matrix, set_score_matrix
 from empirical.theorem_model.population import TokenPopulation
 
@@ -47,12 +48,12 @@ def _check(loss: str, path: str) -> None:
 
 
 def per_sequence_loss(logits: Tensor, labels: Tensor, loss: str, xi: float) -> Tensor:
-    """Per-sequence loss [N] of last-position logits [N, p] (module docstring)."""
-    target = logits.gather(1, labels[:, None])[:, 0]
+    """Per-sequence loss [N] of last-position logits [N, p] (module docstring): disentangled's
+    terms (`cross_entropy_terms` of the logits, `first_order_terms` of F = logits / xi)."""
     if loss == "ce":
-        return torch.logsumexp(logits, dim=-1) - target
+        return cross_entropy_terms(logits, labels, 1.0)
     if loss == "first_order":
-        return (logits.mean(dim=-1) - target) / xi
+        return first_order_terms(logits, labels) / xi
     raise ValueError(f"loss={loss!r}: must be one of {list(LOSSES)}")
 
 
@@ -68,8 +69,7 @@ def logits_with_merged(
         weights = {n: q.detach().unsqueeze(0) for n, q in model.named_parameters()}
         weights[f"{last}.W_Q"] = M[None, None]
         weights[f"{last}.W_K"] = eye[None, None]
-        out = fast_forward(weights, tokens[None], model.cfg.attn_scale, act_fn=model.cfg.act_fn)
-        return out.logits[0]
+        return forward(weights, tokens[None], model.cfg, positions="answer")[0]
     swap = {f"{last}.W_Q": M[None], f"{last}.W_K": eye[None]}
     return torch.func.functional_call(model, swap, (tokens,), {"last_only": True})
 
@@ -91,17 +91,13 @@ def merged_gradient(
         xi = float(model.W_U.detach().abs().max())
     attn = model.blocks[-1].attn
     M0 = (attn.W_Q[0] @ attn.W_K[0].T).detach()
-    total = torch.zeros((), dtype=torch.float64)
-    grad = torch.zeros_like(M0) if need_grad else None
-    for tokens, labels, weights in pop.chunks(chunk_size):
-        with torch.set_grad_enabled(need_grad):
-            M = M0.clone().requires_grad_(need_grad)
-            logits = logits_with_merged(model, tokens, M, path)
-            value = (per_sequence_loss(logits, labels, loss, xi) * weights).sum()
-            if need_grad:
-                (g,) = torch.autograd.grad(value, M)
-                grad += g
-        total += value.detach()
+
+    def chunk_value(M: Tensor, chunk: tuple[Tensor, Tensor, Tensor]) -> Tensor:
+        tokens, labels, weights = chunk
+        logits = logits_with_merged(model, tokens, M, path)
+        return (per_sequence_loss(logits, labels, loss, xi) * weights).sum()
+
+    total, grad = weighted_expectation(M0, pop.chunks(chunk_size), chunk_value, need_grad)
     return float(total), grad
 
 

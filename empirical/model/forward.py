@@ -1,0 +1,162 @@
+"""The transformer's computation, once: every forward of the paper's model in the codebase
+runs through this module.
+
+    logits = forward(weights, tokens, cfg)                          # every position
+    logits = forward(weights, tokens, cfg, hook=point_hooks(model.hook_dict))  # + HookPoints
+    logits = forward(weights, tokens, cfg, positions="answer")      # the answer only (training)
+
+`weights` maps `AssignAddTransformer`'s parameter names (`param_names(n_layers)`, tied middle
+blocks under each block's name: `dict(model.named_parameters(remove_duplicate=False))`, or
+`empirical.model.fast.member_weights(model)` with the member axis) to tensors; `cfg` is the
+ModelConfig (n_layers, n_heads, attn_scale, act_fn). One computation, with options:
+
+- positions="all": every activation at every position, block by block (the hooked model's
+  path): embeddings, then per block causal multi-head attention (TransformerLens's shapes
+  and head conventions: W_Q [n_heads, d_model, d_head], q [batch, pos, head, d_head], scores
+  and pattern [batch, head, query, key], the heads' results [batch, pos, head, d_model]
+  summed), the last block's MLP, the unembedding at every position (`last_only`: at the last).
+- hook: a function (TransformerLens hook name, activation) -> activation called at every hook
+  point of positions="all" (`point_hooks(model.hook_dict)`: the hooked model's HookPoints, so
+  `run_with_hooks`, `run_with_cache` and patching act on this computation); default: none.
+- positions="answer": the logits at the last position only (the answer, read at `=`), for a
+  leading member axis ([M, *shape] weights, tokens [M, batch, L]: one model is M = 1). This is
+  the specialised kernel of `empirical.model.fast` (layer 1 from per-token tables, the last
+  block at the answer only, no [batch, L, d_model] tensor: the training step), the same
+  computation reparameterised, so the same numbers up to float rounding and the same
+  gradients (tests/test_depth.py, tests/test_model.py); its float operations are exactly those
+  the training step has always done (n_heads = 1), which keeps runs bit for bit.
+
+The float64 analyses that stop at layer 2's input and evaluate the last block at the answer
+with a free key-query matrix (compare-qk, the ladder) use `empirical.model.partial`, the
+same model split at that point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Literal
+
+import torch
+from torch import Tensor
+
+from empirical.model.config import activation
+from empirical.model.fast import fast_forward
+
+if TYPE_CHECKING:
+    from empirical.model.config import ModelConfig
+
+Hook = Callable[[str, Tensor], Tensor]
+
+
+def no_hook(name: str, x: Tensor) -> Tensor:
+    """The hook of a forward without hook points: every activation unchanged."""
+    return x
+
+
+def point_hooks(points: Mapping[str, Callable[[Tensor], Tensor]]) -> Hook:
+    """The hook that runs the HookPoint of each name (`HookedRootModule.hook_dict`)."""
+
+    def hook(name: str, x: Tensor) -> Tensor:
+        point = points.get(name)
+        return x if point is None else point(x)
+
+    return hook
+
+
+def _under(hook: Hook, prefix: str) -> Hook:
+    if hook is no_hook:
+        return no_hook
+    return lambda name, x: hook(prefix + name, x)
+
+
+# -- the components (positions="all") -------------------------------------------------------
+
+
+def embed(W_E: Tensor, W_pos: Tensor, tokens: Tensor, hook: Hook = no_hook) -> Tensor:
+    """Token plus learned positional embedding, [batch, pos] -> [batch, pos, d_model]."""
+    batch, length = tokens.shape
+    positions = W_pos[:length].unsqueeze(0).expand(batch, -1, -1).contiguous()
+    return hook("hook_embed", W_E[tokens]) + hook("hook_pos_embed", positions)
+
+
+def attention(
+    x: Tensor, W_Q: Tensor, W_K: Tensor, W_V: Tensor, W_O: Tensor, attn_scale: float,
+    hook: Hook = no_hook,
+) -> Tensor:  # fmt: skip
+    """Causal multi-head attention without biases, TransformerLens's shapes and hook names:
+    x [batch, pos, d_model], W_Q/W_K/W_V [n_heads, d_model, d_head], W_O [n_heads, d_head,
+    d_model] -> the heads' summed output [batch, pos, d_model]."""
+    length = x.shape[1]
+    q = hook("hook_q", torch.einsum("bpd,hde->bphe", x, W_Q))
+    k = hook("hook_k", torch.einsum("bpd,hde->bphe", x, W_K))
+    v = hook("hook_v", torch.einsum("bpd,hde->bphe", x, W_V))
+    scores = torch.einsum("bqhe,bkhe->bhqk", q, k) / attn_scale
+    causal = torch.ones(length, length, dtype=torch.bool, device=x.device).tril()
+    scores = hook("hook_attn_scores", scores.masked_fill(~causal, float("-inf")))
+    pattern = hook("hook_pattern", torch.softmax(scores, dim=-1))
+    z = hook("hook_z", torch.einsum("bhqk,bkhe->bqhe", pattern, v))
+    result = hook("hook_result", torch.einsum("bqhe,hed->bqhd", z, W_O))
+    return result.sum(dim=2)
+
+
+def mlp(x: Tensor, W_in: Tensor, W_out: Tensor, act_fn: str, hook: Hook = no_hook) -> Tensor:
+    """The MLP without biases: act(x W_in) W_out (hook_pre, hook_post)."""
+    pre = hook("hook_pre", x @ W_in)
+    post = hook("hook_post", activation(act_fn)(pre))
+    return post @ W_out
+
+
+def block(
+    resid: Tensor, weights: Mapping[str, Tensor], layer: int, cfg: ModelConfig,
+    hook: Hook = no_hook,
+) -> Tensor:  # fmt: skip
+    """resid_pre -> + attn -> resid_mid -> (+ MLP, last block only) -> resid_post. The
+    blocks before the last have no MLP: their hook_resid_mid and hook_resid_post both see
+    resid_pre + attn_out."""
+    prefix = f"blocks.{layer}."
+    hook = _under(hook, prefix)
+    resid = hook("hook_resid_pre", resid)
+    W = [weights[f"{prefix}attn.W_{m}"] for m in "QKVO"]
+    attn_out = attention(resid, *W, cfg.attn_scale, _under(hook, "attn."))
+    resid = hook("hook_resid_mid", resid + hook("hook_attn_out", attn_out))
+    if layer in cfg.mlp_layers:
+        W_in, W_out = weights[f"{prefix}mlp.W_in"], weights[f"{prefix}mlp.W_out"]
+        resid = resid + hook("hook_mlp_out", mlp(resid, W_in, W_out, cfg.act_fn,
+                                                 _under(hook, "mlp.")))  # fmt: skip
+    return hook("hook_resid_post", resid)
+
+
+def residual_stream(
+    weights: Mapping[str, Tensor], tokens: Tensor, cfg: ModelConfig, hook: Hook = no_hook
+) -> Tensor:
+    """The residual stream after the last block, [batch, pos, d_model] (positions="all")."""
+    resid = embed(weights["embed.W_E"], weights["pos_embed.W_pos"], tokens, hook)
+    for layer in range(cfg.n_layers):
+        resid = block(resid, weights, layer, cfg, hook)
+    return resid
+
+
+# -- the one entry point ------------------------------------------------------------------
+
+
+def forward(
+    weights: Mapping[str, Tensor],
+    tokens: Tensor,
+    cfg: ModelConfig,
+    positions: Literal["all", "answer"] = "all",
+    hook: Hook = no_hook,
+    last_only: bool = False,
+) -> Tensor:
+    """The model's logits (module docstring). positions="all": [batch, pos, d_vocab_out]
+    (`last_only`: [batch, d_vocab_out], every activation still computed at every position);
+    positions="answer": [M, batch, d_vocab_out] for member-stacked weights and tokens
+    [M, batch, pos] (no hooks: the kernel builds no per-position activation)."""
+    if positions == "answer":
+        if hook is not no_hook:
+            raise ValueError("positions='answer' has no hook points; use positions='all'")
+        return fast_forward(weights, tokens, cfg.attn_scale, act_fn=cfg.act_fn).logits
+    if positions != "all":
+        raise ValueError(f"positions must be 'all' or 'answer', got {positions!r}")
+    resid = residual_stream(weights, tokens, cfg, hook)
+    W_U = weights["unembed.W_U"]
+    return resid[:, -1] @ W_U if last_only else resid @ W_U

@@ -1,0 +1,114 @@
+"""Bit-level fingerprints of the training step and the hooked forward (tests/test_forward_bits.py).
+
+    python tests/forward_bits.py --write   # record them (on purpose: after a change of numbers)
+
+For each case (configs/authors.toml with 1 and 3 members; configs/smoke.toml at depth 3, and at
+depth 4 with tied middle layers, 3 members) it trains STEPS steps exactly as the engine does
+(SingleLearner or BatchLearner, the members' data streams, one torch thread, CPU) and hashes
+(sha256) every member's final weights, the per-step losses, and the hooked forward's logits
+and full activation cache of member 0 on 64 sequences. tests/golden/forward_bits.json holds
+them with the commit, CPU and torch version that produced them: training is bit-deterministic
+on one CPU kind and torch, so there every hash must be equal (torch.equal, not a tolerance).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "tests" / "golden" / "forward_bits.json"
+STEPS = 20
+CASES = {
+    "authors_1": ("configs/authors.toml", [], 1),
+    "authors_3": ("configs/authors.toml", [], 3),
+    "smoke_depth3_1": ("configs/smoke.toml", ["model.n_layers=3"], 1),
+    "smoke_depth4_tied_3": (
+        "configs/smoke.toml", ["model.n_layers=4", "model.tied_layers=true"], 3
+    ),
+}
+
+
+def _hash(tensors) -> str:
+    digest = hashlib.sha256()
+    for t in tensors:
+        digest.update(t.detach().contiguous().cpu().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def fingerprints(case: str, steps: int = STEPS) -> dict[str, str]:
+    """{"weights", "losses", "hooked", "cache"} hashes of one case (module docstring)."""
+    import torch
+
+    from empirical.run_config import load_run_config
+    from empirical.task import TrainingSampler, held_out_pairs
+    from empirical.task.pairs import training_generator
+    from empirical.train.batches import BatchStream
+    from empirical.train.engine import BatchLearner, SingleLearner
+
+    path, overrides, members = CASES[case]
+    base = load_run_config(ROOT / path, overrides)
+    cfgs = [dataclasses.replace(base, seed=base.seed + i) for i in range(members)]
+    device = torch.device("cpu")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        learner = SingleLearner(cfgs[0], device) if members == 1 else BatchLearner(cfgs, device)
+        streams = []
+        for cfg in cfgs:
+            sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, cfg.seed), device=device)
+            gen = training_generator(cfg.seed, device)
+            streams.append(BatchStream(sampler, gen, cfg.train.batch_size, cfg.train.sample_chunk))
+        losses = []
+        for i in range(steps):
+            batches = [s.next() for s in streams]
+            tokens = torch.stack([b.tokens for b in batches])
+            labels = torch.stack([b.labels for b in batches])
+            losses.append(learner.train_step(tokens, labels, [True] * members, i).detach().clone())
+        weights = []
+        for m in range(members):  # model_of may return one model refilled for each member
+            model = learner.model_of(m)
+            weights += [p.clone() for _, p in sorted(model.state_dict().items())]
+            if m == 0:
+                with torch.no_grad():
+                    logits, cache = model.run_with_cache(batches[0].tokens[:64])
+    finally:
+        torch.set_num_threads(threads)
+    return {
+        "weights": _hash(weights),
+        "losses": _hash(losses),
+        "hooked": _hash([logits]),
+        "cache": _hash([cache[k] for k in sorted(cache.keys())]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"write {GOLDEN.name}")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT / "tests"))
+    import torch
+    from golden_trajectory import cpu_name
+
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    data = {
+        "commit": commit,
+        "cpu": cpu_name(),
+        "torch": torch.__version__,
+        "steps": STEPS,
+        "cases": {case: fingerprints(case) for case in CASES},
+    }
+    print(json.dumps(data, indent=1))
+    if args.write:
+        GOLDEN.write_text(json.dumps(data, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
