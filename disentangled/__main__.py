@@ -27,8 +27,10 @@ from .command_line import (
     OneLineParser,
     UsageError,
     check_output_dir,
+    parse_mix,
     run_main,
     use_cli_backend,
+    write_output,
 )
 from .config import OPERAND_ORDERS, ConfigError, SimConfig
 
@@ -93,31 +95,6 @@ def _positive(name: str, value: float | None, integer: bool = False, zero_ok=Fal
         raise UsageError(f"{name}={value}: must be {'>= 0' if zero_ok else '> 0'} and finite")
 
 
-def _parse_mix(text: str) -> dict[str, float]:
-    mix = {}
-    for part in text.split(","):
-        kind, _, weight = part.partition("=")
-        kind = kind.strip()
-        if kind not in ("0var", "1var", "2var"):
-            raise UsageError(f"--mix={text}: kinds are 0var, 1var, 2var (e.g. '1var=1,2var=1')")
-        try:
-            w = float(weight) if weight else 1.0
-        except ValueError:
-            raise UsageError(f"--mix={text}: weight {weight!r} is not a number") from None
-        if not math.isfinite(w) or w < 0:
-            raise UsageError(f"--mix={text}: weights must be finite and >= 0")
-        mix[kind] = w
-    if sum(mix.values()) <= 0:
-        raise UsageError(f"--mix={text}: weights must have a positive sum")
-    return mix
-
-
-def _write(out: Path | None, name: str, text: str) -> None:
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / name).write_text(text)
-
-
 def run(args) -> int:
     from . import experiments
     from .gradient import g1
@@ -144,8 +121,8 @@ def run(args) -> int:
         res = experiments.one_step(cfg, args.etas, refine=not args.no_refine)
         md = res.to_markdown()
         print(md)
-        _write(args.out, "one_step.md", md + "\n")
-        _write(args.out, "one_step.json", json.dumps(res.to_json(), indent=1))
+        write_output(args.out, "one_step.md", md + "\n")
+        write_output(args.out, "one_step.json", json.dumps(res.to_json(), indent=1))
         return 0
 
     if args.command == "dynamics":
@@ -154,13 +131,13 @@ def run(args) -> int:
         _positive("--xi", args.xi)
         from .plotting import plot_dynamics
 
-        result = experiments.dynamics(cfg, args.steps, args.lr, args.xi, _parse_mix(args.mix))
+        result = experiments.dynamics(cfg, args.steps, args.lr, args.xi, parse_mix(args.mix))
         last = result["history"][-1]
         print(
             f"step {last['step']}: loss {last['loss']:.6f}, accuracy "
             + ", ".join(f"{k} {v:.4f}" for k, v in last["accuracy"].items())
         )
-        _write(args.out, "dynamics.json", json.dumps(result, indent=1))
+        write_output(args.out, "dynamics.json", json.dumps(result, indent=1))
         print(f"wrote {plot_dynamics(result, args.out / 'dynamics.png')}")
         return 0
 
@@ -177,8 +154,8 @@ def run(args) -> int:
     md = experiments.random_embedding_table(result)
     print(md)
     if args.out is not None:
-        _write(args.out, "random_embedding.md", md + "\n")
-        _write(args.out, "random_embedding.json", json.dumps(result, indent=1))
+        write_output(args.out, "random_embedding.md", md + "\n")
+        write_output(args.out, "random_embedding.json", json.dumps(result, indent=1))
         print(f"wrote {plot_random_embedding(result, args.out / 'random_embedding.png')}")
     return 0
 

@@ -13,7 +13,7 @@ import argparse
 import json
 import math
 
-from .command_line import UsageError
+from .command_line import UsageError, parse_mix, write_output
 from .config import OPERAND_ORDERS, ConfigError
 
 CHAIN_COMMANDS = ("chain-g1", "chain-step", "chain-dynamics")
@@ -59,10 +59,9 @@ def add_chain_parsers(sub) -> None:
 
 
 def _chain_config(args):
-    from .__main__ import _parse_mix
     from .chain_config import ChainConfig
 
-    mix = _parse_mix(args.mix)
+    mix = parse_mix(args.mix)
     return ChainConfig(
         p=args.p, K=args.K, pointers=args.pointers, beta=args.beta, L=args.L,
         operand_order=args.operand_order, mix_0var=mix.get("0var", 0.0),
@@ -85,7 +84,6 @@ def run_chain(args) -> int:
         raise UsageError(f"{CHAIN_FLAG.get(e.field, e.field)}={e.value}: {e.message}") from e
     from pathlib import Path
 
-    from .__main__ import _write
     from .chain_experiments import available_kinds
     from .chain_population import MAX_SEQUENCES, population_size
 
@@ -129,8 +127,8 @@ def run_chain(args) -> int:
         res = one_step_each(cfg, args.scales3, args.scales2)
         md = one_step_markdown(res)
         print(md)
-        _write(out, "chain_step.md", md + "\n")
-        _write(out, "chain_step.json", json.dumps(res, indent=1))
+        write_output(out, "chain_step.md", md + "\n")
+        write_output(out, "chain_step.json", json.dumps(res, indent=1))
         return 0
 
     # chain-dynamics
@@ -145,6 +143,6 @@ def run_chain(args) -> int:
         f"step {last['step']}: loss {last['loss']:.6f}, accuracy "
         + ", ".join(f"{k} {v:.4f}" for k, v in last["accuracy"].items())
     )
-    _write(out, "chain_dynamics.json", json.dumps(result, indent=1))
+    write_output(out, "chain_dynamics.json", json.dumps(result, indent=1))
     print(f"wrote {plot_chain_dynamics(result, out / 'chain_dynamics.png')}")
     return 0

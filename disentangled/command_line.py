@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import math
 import os
 import sys
 import tempfile
@@ -226,3 +227,30 @@ def run_main(main: Callable[[list[str]], int | None], argv: list[str] | None = N
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def parse_mix(text: str) -> dict[str, float]:
+    """The --mix option: `1var=1,2var=1` -> {kind: weight}; a bad one is a UsageError."""
+    mix = {}
+    for part in text.split(","):
+        kind, _, weight = part.partition("=")
+        kind = kind.strip()
+        if kind not in ("0var", "1var", "2var"):
+            raise UsageError(f"--mix={text}: kinds are 0var, 1var, 2var (e.g. '1var=1,2var=1')")
+        try:
+            w = float(weight) if weight else 1.0
+        except ValueError:
+            raise UsageError(f"--mix={text}: weight {weight!r} is not a number") from None
+        if not math.isfinite(w) or w < 0:
+            raise UsageError(f"--mix={text}: weights must be finite and >= 0")
+        mix[kind] = w
+    if sum(mix.values()) <= 0:
+        raise UsageError(f"--mix={text}: weights must have a positive sum")
+    return mix
+
+
+def write_output(out: Path | None, name: str, text: str) -> None:
+    """Write `text` to out/name (the --out folder, made if needed); nothing without --out."""
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text)

@@ -91,11 +91,7 @@ def chain_section(quick: bool = False, L: int = DEFAULT_L) -> list[str]:
     """The markdown lines of the section (statements, proofs, checks)."""
     checks = run_hop_checks(quick)
     diag, off, contrast = reduced_memory(L)
-    T = L - 1
     by = {c.claim: [x for x in checks if x.claim == c.claim] for c in checks}
-    v3 = by[3][-1].values
-    v5 = by[5][-1].values
-    v6 = by[6][0].values
     n_pass = sum(c.passed for c in checks)
     lines = [
         "",
@@ -110,6 +106,21 @@ def chain_section(quick: bool = False, L: int = DEFAULT_L) -> list[str]:
         "(exact, float64), kinds 0var, 1var-1hop, 1var-2hop, 2var-1hop, 2var-2hop; the training "
         f"mix is a parameter.  Checks: {n_pass}/{len(checks)} pass.",
         "",
+    ]
+    lines += _h1_h2(L, contrast) + _h3_h4(by) + _h5_h6(L, by)
+    lines += ["### Checks (measured when this report was made)"] + _checks_tables(by)
+    lines += [
+        "",
+        f"Reduced memory entries (no pointers, symbolic): $c^{{(3)}}_{{\\mathrm{{diag}}}} = "
+        f"{latex(diag)}$, $c^{{(3)}}_{{\\mathrm{{off}}}} = {latex(off)}$.",
+    ]
+    return lines
+
+
+def _h1_h2(L: int, contrast) -> list[str]:
+    """H1 (the last hop's first-order gradient) and H2 (reduction to Theorem C.1)."""
+    T = L - 1
+    return [
         "**H1 (the last hop's first-order gradient).**  By the chain rule "
         f"(C.1's lemma, and `self_key_chain_rule_lemma`: {self_key_chain_rule_lemma()}) "
         "$G_1^{(3)} = \\mathbb{E}[x'_T r'^\\top]$ with $r' = \\sum_{t<T}\\sigma_t(g_t-\\bar g)x_t "
@@ -139,6 +150,13 @@ def chain_section(quick: bool = False, L: int = DEFAULT_L) -> list[str]:
         f"$= (1+a)(c_{{\\mathrm{{diag}}}} - c_{{\\mathrm{{off}}}}) "
         f"+ a(1+a)G_1[\\bar e_v, \\pi_{{{T}}}]$.",
         "",
+    ]
+
+
+def _h3_h4(by: dict) -> list[str]:
+    """H3 (the memory on 2-hop data) and H4 (the middle hop at the start)."""
+    v3 = by[3][-1].values
+    return [
         "**H3 (the memory on 2-hop data).**  The $\\bar e\\bar e$ block of $G_1^{(3)}$ keeps the "
         "form $c_dI + c_o(11^\\top-I)$ (exchangeability), but on 2-hop data its contrast is "
         f"*negative* (measured {_fmt(v3.get('1var-2hop: contrast c_diag - c_off'))} vs "
@@ -163,6 +181,14 @@ def chain_section(quick: bool = False, L: int = DEFAULT_L) -> list[str]:
         f"{_fmt(by[4][-1].values.get('max|G1^(2)| after a W3 step (eta3 max|G3| = 1)'))}).  "
         "The exact float64 gradient is 0.0, not a small number.",
         "",
+    ]
+
+
+def _h5_h6(L: int, by: dict) -> list[str]:
+    """H5 (the drive of the middle hop) and H6 (one step each)."""
+    v5 = by[5][-1].values
+    v6 = by[6][0].values
+    return [
         "**H5 (the drive of the middle hop).**  After $W_3 = W^0 + \\eta_3 G$: "
         "$c = -\\partial \\ell/\\partial x'_T = W_3 r' - b\\bar g W_3^\\top x'_T$, "
         "whose $W^0$ part lies in "
@@ -200,8 +226,12 @@ def chain_section(quick: bool = False, L: int = DEFAULT_L) -> list[str]:
         "and one pointer there is a single number-bound variable, and attending to every "
         "number slot already resolves the pointer).",
         "",
-        "### Checks (measured when this report was made)",
     ]
+
+
+def _checks_tables(by: dict) -> list[str]:
+    """Per claim: its title, its test and a table of the checks."""
+    lines = []
     for c in sorted(by):
         lines += [
             "",
@@ -214,9 +244,4 @@ def chain_section(quick: bool = False, L: int = DEFAULT_L) -> list[str]:
         for ch in by[c]:
             meas = "; ".join(f"{_fmt(k)} = {_fmt(v)}" for k, v in ch.values.items())
             lines.append(f"| {ch.point} | {'PASS' if ch.passed else 'FAIL'} | {meas} |")
-    lines += [
-        "",
-        f"Reduced memory entries (no pointers, symbolic): $c^{{(3)}}_{{\\mathrm{{diag}}}} = "
-        f"{latex(diag)}$, $c^{{(3)}}_{{\\mathrm{{off}}}} = {latex(off)}$.",
-    ]
     return lines

@@ -111,11 +111,14 @@ def _derivation_section(L: int) -> list[str]:
 
 
 def _theorem_section(L: int) -> list[str]:
+    """Section 2: the statement, the key vector, the memory block, attenuation, one step."""
     st = statement(L)
+    return _statement_and_key_vector(L, st) + _memory_attenuation_and_step(L, st)
+
+
+def _statement_and_key_vector(L: int, st) -> list[str]:
+    """The setting, the theorem and the table of the key vector rho."""
     g = st.gamma
-    ratio, lim = claims.ratio_limit(L)
-    e13 = entry("1var", "fixed", L, *entry_key("=", f"pos{L - 3}", 3, L))
-    e14 = entry("1var", "fixed", L, *entry_key("=", f"pos{L - 2}", 3, L))
     lines = [
         "## 2. Theorem C.1, reconstructed",
         "",
@@ -156,7 +159,15 @@ def _theorem_section(L: int) -> list[str]:
             f"| {name} | `{lab}` | {_m(expr)} | {_m(in_gamma(expr, L))} | {sign} | "
             f"{effect if sign != '0' else 'none'} |"
         )
-    lines += [
+    return lines
+
+
+def _memory_attenuation_and_step(L: int, st) -> list[str]:
+    """The ebar-by-ebar block (claim 3), attenuation (claim 4), operand order and one step."""
+    ratio, lim = claims.ratio_limit(L)
+    e13 = entry("1var", "fixed", L, *entry_key("=", f"pos{L - 3}", 3, L))
+    e14 = entry("1var", "fixed", L, *entry_key("=", f"pos{L - 2}", 3, L))
+    return [
         "",
         "**The $\\bar e$-by-$\\bar e$ block** (claim 3) is $c_{\\mathrm{diag}} I + "
         "c_{\\mathrm{off}}(\\mathbf 1\\mathbf 1^\\top - I)$ with",
@@ -198,7 +209,6 @@ def _theorem_section(L: int) -> list[str]:
         "is what a 2-var sequence needs.",
         "",
     ]
-    return lines
 
 
 def _second_order_section(L: int) -> list[str]:
