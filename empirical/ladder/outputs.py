@@ -9,10 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from empirical.compare_qk.pipeline import jsonable
-
-SCHEMA_KEYS = ("name", "changed", "cos_whole", "cos_bar_v", "null_whole", "null_bar_v",
-               "memory_share", "one_step", "g1_step")  # fmt: skip
+from empirical.compare_qk.outputs import jsonable
 
 
 def _f(x, fmt="+.3f") -> str:
