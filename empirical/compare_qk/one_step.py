@@ -9,13 +9,12 @@ each frame, a random control), and every evaluation set's accuracy after each
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from empirical.compare_qk.coords import Coordinates, coordinates, set_qk, theorem_w
+from empirical.compare_qk.coords import coordinates, set_qk, theorem_w
 from empirical.compare_qk.frames import READ, Frames, check_frame
 from empirical.compare_qk.metrics import barv_block, cosine, identity_score
 from empirical.compare_qk.observe import (
@@ -53,57 +52,35 @@ def _value_attention(w: Weights, l1_resid, batch) -> float:
     return float(mass.mean())
 
 
-@dataclass
 class StepProbe:
     """A snapshot and what each model stepped from it is measured by: the 1-var batch's
     layer-1 residuals (no step changes layer 1), the prediction in the headline frame, the
-    starting W_QK and its raw / orth readings, and a 2-var subset for the value attention."""
+    starting W_QK and its raw / orth readings, and a 2-var subset for the value attention.
+    `two`: the 2-var set (None: no value attention); predict: (a, b) -> G1 (default: the
+    closed form in `order`)."""
 
-    model: torch.nn.Module
-    batch: object
-    w0: Weights
-    raw: Coordinates
-    orth: Coordinates
-    frames: Frames
-    frame: str
-    resid1: Tensor
-    a: float
-    b: float
-    pred: np.ndarray
-    pred_f: np.ndarray
-    W0: Tensor
-    S0_raw: np.ndarray
-    S0_orth: np.ndarray
-    two_sub: object
-    two_resid: Tensor | None
-
-    @classmethod
-    def of(cls, model, task, batch, two, opts: Options, order: str, predict=None) -> StepProbe:
-        """`two`: the 2-var set (None: no value attention); predict: (a, b) -> G1 (default:
-        the closed form in `order`)."""
+    def __init__(self, model, task, batch, two, opts: Options, order: str, predict=None):
         p, K, L = task.p, task.K, task.L
-        w0 = Weights.of(model)
-        raw = coordinates(model, p, K, L)
-        orth = raw.orthonormalized()
-        fr = Frames(raw)
-        frame = check_frame(opts.frame)
-        l1b = layer1(w0, batch.tokens)
-        _, pattern2 = layer2(w0, l1b.resid1)
+        self.model, self.batch = model, batch
+        self.w0 = Weights.of(model)
+        self.raw = coordinates(model, p, K, L)
+        self.orth = self.raw.orthonormalized()
+        self.frames = Frames(self.raw)
+        self.frame = check_frame(opts.frame)
+        self.resid1 = layer1(self.w0, batch.tokens).resid1
+        _, pattern2 = layer2(self.w0, self.resid1)
         att = layer2_attention(pattern2, batch, p, K)
-        a, b = att[f"a_{opts.ab_from}"], att[f"b_{opts.ab_from}"]
+        self.a, self.b = att[f"a_{opts.ab_from}"], att[f"b_{opts.ab_from}"]
         if predict is not None:
-            pred = predict(a, b)
+            self.pred = predict(self.a, self.b)
         else:
-            pred = g1_block(a, b, p, K, L, order, opts.layout)
-        pred_f = fr.predicted(pred, frame)
-        two_sub = two.slice(0, TWO_VAR_SUBSET) if two is not None else None
+            self.pred = g1_block(self.a, self.b, p, K, L, order, opts.layout)
+        self.pred_f = self.frames.predicted(self.pred, self.frame)
+        self.two_sub = two.slice(0, TWO_VAR_SUBSET) if two is not None else None
         # layer 1 is not changed by any step: its residuals are computed once
-        two_resid = layer1(w0, two_sub.tokens).resid1 if two_sub is not None else None
-        W0 = theorem_w(model)
-        return cls(
-            model, batch, w0, raw, orth, fr, frame, l1b.resid1, a, b, pred, pred_f, W0,
-            raw.project(W0), orth.project(W0), two_sub, two_resid,
-        )  # fmt: skip
+        self.two_resid = layer1(self.w0, self.two_sub.tokens).resid1 if two is not None else None
+        self.W0 = theorem_w(model)
+        self.S0_raw, self.S0_orth = self.raw.project(self.W0), self.orth.project(self.W0)
 
     def measures(self, m) -> dict:
         """What a stepped model gives on the batch; its set accuracies come later, for every
@@ -204,7 +181,7 @@ def one_step_experiment(
     names = list(sets)
     if opts.eval_size:
         sets = {n: sets[n].slice(0, opts.eval_size) for n in names}
-    probe = StepProbe.of(model, task, batch, sets.get("2var/ind"), opts, order, predict)
+    probe = StepProbe(model, task, batch, sets.get("2var/ind"), opts, order, predict)
     w0 = probe.w0
     out = {
         "before": probe.measures(model), "a": probe.a, "b": probe.b, "order": order,

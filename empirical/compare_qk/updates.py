@@ -43,9 +43,6 @@ def undecayed_update(W_Q0: Tensor, W_K0: Tensor, W_Q1: Tensor, W_K1: Tensor, c: 
     return Q1 @ K1.T - W_Q0 @ W_K0.T
 
 
-ATTRIBUTION_PARTS = ("total", "w_qk", "vectors", "cross")
-
-
 def score_attribution(c0: Coordinates, c1: Coordinates, W0: Tensor, W1: Tensor) -> dict:
     """The change of the labelled scores S = Q W_QK K^T / s between two snapshots (raw frame:
     the scores the model computes between the labelled vectors), split exactly into
