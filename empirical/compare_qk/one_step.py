@@ -28,14 +28,13 @@ from empirical.compare_qk.observe import (
 )
 from empirical.compare_qk.options import Options
 from empirical.compare_qk.prediction import g1_block
+from empirical.stats import accuracy_interval
 
 TWO_VAR_SUBSET = 2048  # 2-var sequences whose value attention each stepped model reports
 
 
 def with_interval(correct: int, n: int) -> dict:
     """{"acc", "n", "correct", "ci95"}: Wilson 95% interval (empirical.stats)."""
-    from empirical.stats import accuracy_interval
-
     lo, hi = accuracy_interval(correct, n) if n else (float("nan"), float("nan"))
     return {"acc": correct / n if n else float("nan"), "n": n, "correct": correct,
             "ci95": [lo, hi]}  # fmt: skip

@@ -29,6 +29,7 @@ from functools import cache
 
 import numpy as np
 import sympy as sp
+import torch
 
 from disentangled.command_line import UsageError
 from empirical.compare_qk.coords import col_labels, row_labels
@@ -140,8 +141,6 @@ class PopulationG1:
     """
 
     def __init__(self, tokens, labels, var_operand, p: int, K: int, L: int):
-        import torch
-
         self.p, self.K, self.L = p, K, L
         tokens = torch.as_tensor(tokens, dtype=torch.long)
         self.N = int(tokens.shape[0])
@@ -177,8 +176,6 @@ class PopulationG1:
         c_t = sigma_t g_t - sigma_t gbar a sum of the monomials a^2, ab, b^2 (from
         sigma_t g_t) and a^3, a^2 b, a b^2, b^3 (from sigma_t gbar). The [K + 1, D] sums of
         each monomial's weights are computed once; `block` only combines them."""
-        import torch
-
         p, K, L, N, D = self.p, self.K, self.L, self.N, self.D
         is_num = tokens < p
         A = torch.zeros(N, L, dtype=torch.float64)

@@ -13,6 +13,7 @@ from torch import Tensor
 
 from empirical.compare_qk.coords import Coordinates
 from empirical.compare_qk.metrics import subblock
+from empirical.train.schedule import learning_rate, schedule_of
 
 
 def decay_factor(train_cfg, step: int, next_step: int) -> float:
@@ -22,8 +23,6 @@ def decay_factor(train_cfg, step: int, next_step: int) -> float:
     numbered s .. s'-1; lr_k from the run's schedule, `empirical.train.schedule`). Every
     parameter is decayed, W_Q and W_K included. A resume that changed lr or weight decay
     (config_history.jsonl) is not seen: the run's config is used."""
-    from empirical.train.schedule import learning_rate, schedule_of
-
     wd = float(train_cfg.weight_decay)
     kw = schedule_of(train_cfg)
     c = 1.0
