@@ -397,7 +397,7 @@ def test_one_step_accuracies_in_one_pass_equal_each_models_own_forward():
     import copy
 
     from empirical.compare_qk.coords import set_qk, theorem_w
-    from empirical.compare_qk.pipeline import _correct_each
+    from empirical.compare_qk.one_step import _correct_each
 
     model = random_model(seed=3, dtype="float32")
     sets = {

@@ -21,8 +21,8 @@ from empirical.compare_qk.metrics import (
     subblock,
     subblock_cosines,
 )
-from empirical.compare_qk.pipeline import Options, make_predictor, prediction_kind
-from empirical.compare_qk.prediction import PopulationG1
+from empirical.compare_qk.options import Options
+from empirical.compare_qk.prediction import PopulationG1, make_predictor, prediction_kind
 from empirical.compare_qk.updates import decay_factor, score_attribution, undecayed_update
 from empirical.task import TaskConfig, held_out_pairs
 

@@ -245,7 +245,7 @@ def test_snapshots_analysed_ahead_give_the_same_result(run_dir, monkeypatch):
     import os
 
     from empirical.compare_qk.follow import SnapshotInputs, follow_snapshots
-    from empirical.compare_qk.pipeline import jsonable
+    from empirical.compare_qk.outputs import jsonable
     from empirical.rundir import RunDir
 
     opts = Options(

@@ -118,7 +118,7 @@ def test_last_rung_on_the_papers_run():
     """At step 5 301 of the paper's run (imported at runs/authors): the 'trained' rung's
     gradient is compare-qk's cross-entropy gradient to 1e-6 (512 sequences)."""
     from empirical.ladder.forward import qk_gradient
-    from empirical.ladder.pipeline import _load
+    from empirical.model import load_model
     from empirical.rundir import RunDir
     from empirical.shared_paths import authors_checkpoints, repo_root
 
@@ -131,7 +131,7 @@ def test_last_rung_on_the_papers_run():
     rd = RunDir(run)
     cfg = rd.read_two_layer_config("ladder")
     task = cfg.task
-    model = _load(dict(rd.snapshots())[5301])
+    model = load_model(dict(rd.snapshots())[5301])
     batch = one_var_batch(task, 512, 0, "mixed", "train", held_out_pairs(task, cfg.seed))
     w = Weights.of(model)
     expected = gradients(w, layer1(w, batch.tokens).resid1, batch.labels, "ce").G_QK
@@ -146,6 +146,6 @@ def test_last_rung_on_the_papers_run():
 
 def test_cli_grid_default_is_the_pipelines():
     from empirical.cli.ladder import DEFAULT_GRID as cli_grid
-    from empirical.ladder.pipeline import DEFAULT_GRID
+    from empirical.ladder.snapshot_ladder import DEFAULT_GRID
 
     assert cli_grid == DEFAULT_GRID

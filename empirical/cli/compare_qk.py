@@ -62,12 +62,8 @@ def _windows(text: str) -> list[tuple[str, int, int]]:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = parser("compare-qk", "Theorem C.1's predicted layer-2 QK update vs the observed one.")
-    ap.add_argument("run_dir", help="a run directory written by `python -m empirical train`")
-    ap.add_argument("--out", help="output directory (default RUN_DIR/compare_qk)")
-    ap.add_argument("--steps", type=_ints, help="snapshot steps, e.g. 0,1000,1250 (default: all)")
-    ap.add_argument("--every", type=int, default=1, help="use every N-th snapshot (default 1)")
+def _add_comparison_arguments(ap: argparse.ArgumentParser) -> None:
+    """The comparison's data, frame and prediction (Options' fields of the same names)."""
     ap.add_argument(
         "--batch-size", type=int, default=4096, help="1-var sequences for gradients (default 4096)"
     )
@@ -114,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--prediction-size", type=int, default=65536,
         help="sequences of the sampled population (--prediction population; default 65536)",
     )  # fmt: skip
+
+
+def _add_one_step_arguments(ap: argparse.ArgumentParser) -> None:
+    """The one-step test's snapshot, step sizes and data."""
     ap.add_argument("--no-one-step", action="store_true", help="skip the one-step test")
     ap.add_argument(
         "--one-step-at", type=int, help="snapshot of the one-step test (default: the last "
@@ -140,6 +140,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--eval-size", type=int, default=5000,
         help="sequences per evaluation set in the one-step test (default 5000; 0: all)",
     )  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = parser("compare-qk", "Theorem C.1's predicted layer-2 QK update vs the observed one.")
+    ap.add_argument("run_dir", help="a run directory written by `python -m empirical train`")
+    ap.add_argument("--out", help="output directory (default RUN_DIR/compare_qk)")
+    ap.add_argument("--steps", type=_ints, help="snapshot steps, e.g. 0,1000,1250 (default: all)")
+    ap.add_argument("--every", type=int, default=1, help="use every N-th snapshot (default 1)")
+    _add_comparison_arguments(ap)
+    _add_one_step_arguments(ap)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     ap.add_argument("--no-figures", action="store_true", help="numbers only")
     ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")

@@ -24,7 +24,7 @@ from empirical.cli.common import (
 from empirical.figures import use_cli_backend
 from empirical.rundir import RunDir
 
-DEFAULT_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)  # empirical.ladder.pipeline's (tested equal)
+DEFAULT_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)  # snapshot_ladder.DEFAULT_GRID (tested equal)
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -74,7 +74,7 @@ def run(argv: list[str]) -> int:
     import torch  # after every argument check
 
     from empirical.ladder import LadderOptions, run_ladder, write_outputs
-    from empirical.ladder.pipeline import choose_step
+    from empirical.ladder.snapshot_ladder import choose_step
 
     opts = LadderOptions(
         step=args.step, batch_size=args.batch_size, prediction_size=args.prediction_size,

@@ -7,12 +7,14 @@
 Pieces: `coords` (labelled query/key vectors of a checkpoint, its raw / orth / dual readings,
 projection and lift), `frames` (the comparison's frames: 'dual', the exact default, 'score',
 and the legacy 'orth' and 'raw'), `prediction` (the theory's G1 at measured a, b: closed form,
-or the theorem's model on a sample of the run's distribution), `observe` (gradients,
-attention, assumption measures), `updates` (the decay-only update, the score-change split),
-`metrics` (cosines, identity scores, attenuation signs, null levels), `pipeline` (per snapshot
-and the one-step test), `report` / `plots` (files). See docs/compare_qk.md.
-The public names are imported on first use (disentangled.lazy_exports).
-"""
+or the theorem's model on a sample of the run's distribution; the predictor the options
+choose), `observe` (gradients, attention, assumption measures), `updates` (the decay-only
+update, the score-change split), `metrics` (cosines, identity scores, attenuation signs, null
+levels, the theorem's terms), `options` (`Options`), `snapshot` (one snapshot analysed),
+`one_step` (the one-step test), `windows` (training windows), `follow` (snapshots analysed
+while the run trains), `run_comparison` (`compare_run`: every snapshot of a run), `summary`
+(summary.md), `outputs` (the files), `plots` / `step_plots` (figures). See
+docs/compare_qk.md. The public names are imported on first use (disentangled.lazy_exports)."""
 
 from disentangled.lazy_exports import lazy_exports
 
@@ -64,13 +66,12 @@ __getattr__, __dir__ = lazy_exports(
             "subblock_cosines",
         ],
         "empirical.compare_qk.observe": ["gradients", "layer1", "layer2", "one_var_batch"],
-        "empirical.compare_qk.pipeline": [
-            "Options",
-            "analyse_snapshot",
-            "compare_run",
-            "one_step_experiment",
-        ],
+        "empirical.compare_qk.one_step": ["one_step_experiment"],
+        "empirical.compare_qk.options": ["Options"],
+        "empirical.compare_qk.outputs": ["write_outputs"],
         "empirical.compare_qk.prediction": ["ab_from_beta", "beta_from_ab", "g1_block"],
-        "empirical.compare_qk.report": ["summary_markdown", "write_outputs"],
+        "empirical.compare_qk.run_comparison": ["compare_run"],
+        "empirical.compare_qk.snapshot": ["analyse_snapshot"],
+        "empirical.compare_qk.summary": ["summary_markdown"],
     },
 )

@@ -21,7 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from empirical.compare_qk.observe import one_var_batch
+from empirical.compare_qk.prediction import make_predictor
+from empirical.compare_qk.snapshot import analyse_snapshot
+from empirical.compare_qk.updates import decay_factor
+from empirical.model import load_model
 from empirical.rundir import RunDir
+from empirical.task import held_out_pairs
 
 
 def _signature(path: Path) -> tuple[int, int]:
@@ -52,10 +58,6 @@ class SnapshotInputs:
     def of(cls, run_dir, opts, cfg=None) -> SnapshotInputs:
         """The inputs for the run in `run_dir`; `cfg`: its config, where the caller has read
         it already (run.read_two_layer_config("compare-qk"))."""
-        from empirical.compare_qk.observe import one_var_batch
-        from empirical.compare_qk.pipeline import make_predictor
-        from empirical.task import held_out_pairs
-
         run = RunDir(run_dir).require_run()
         if cfg is None:
             cfg = run.read_two_layer_config("compare-qk")
@@ -69,9 +71,6 @@ class SnapshotInputs:
 
     def analyse(self, step: int, model, next_step: int | None, next_model) -> tuple[dict, dict]:
         """analyse_snapshot of the snapshot at `step` and its successor (None: the last)."""
-        from empirical.compare_qk.pipeline import analyse_snapshot
-        from empirical.compare_qk.updates import decay_factor
-
         decay = decay_factor(self.cfg.train, step, next_step) if next_step is not None else None
         return analyse_snapshot(
             model, self.cfg.task, self.batch, self.opts, next_model, self.predict, decay
@@ -89,8 +88,6 @@ def follow_snapshots(inputs: SnapshotInputs, stop, poll_s: float = 2.0) -> dict:
     `stop.is_set()` (checked between analyses and every `poll_s` seconds while waiting).
     Returns {snapshot_key: (scalars, blocks)}. A pair that cannot be read is left out:
     compare_run meets it again and reports it."""
-    from empirical.compare_qk.pipeline import _load
-
     done: dict = {}
     if not follows(inputs.opts):
         return done
@@ -108,8 +105,8 @@ def follow_snapshots(inputs: SnapshotInputs, stop, poll_s: float = 2.0) -> dict:
             tried.add(step)
             try:
                 key = snapshot_key(step, path, next_step, next_path)
-                model = models.pop(path, None) or _load(path)
-                nxt = _load(next_path)
+                model = models.pop(path, None) or load_model(path)
+                nxt = load_model(next_path)
             except Exception:  # noqa: BLE001 - compare_run reads it again and says what is wrong
                 models = {}
                 continue

@@ -152,14 +152,7 @@ def theorem_terms(M: np.ndarray, rows: list[str], cols: list[str], L: int) -> di
     coefficients of K I - J; positive c_mem: the bound number is raised more than the
     others), 'rho': the fitted key vector, 'terms': {term: block}}."""
     M = np.asarray(M, float)
-    bar_r = [i for i, r in enumerate(rows) if r.startswith("bar_v")]
-    K = len(bar_r)
-    q = np.zeros(len(rows))
-    for i, r in enumerate(rows):
-        if r in ("=", f"pos{L - 1}"):
-            q[i] = 1.0
-        elif r.startswith("bar_v"):
-            q[i] = 1.0 / K
+    q = _assignment_query(rows, L)
     rho = (q @ M) / (q @ q)
     A = np.outer(q, rho)
     op = [j for j, c in enumerate(cols) if c in (f"pos{L - 3}", f"pos{L - 2}")]
@@ -169,45 +162,67 @@ def theorem_terms(M: np.ndarray, rows: list[str], cols: list[str], L: int) -> di
     terms = {"assignment_wide": A_aw, "operand_attenuation": A_op}
     coef = {}
     for name, prefix in (("memory", "bar_v"), ("token_attenuation", "v")):
-        T = np.zeros_like(M)
-        ri = sorted((int(rows[i][5:]), i) for i in bar_r)
-        if prefix == "bar_v":
-            cj = sorted((int(c[5:]), j) for j, c in enumerate(cols) if c.startswith("bar_v"))
-        else:
-            cj = sorted((int(c[1:]), j) for j, c in enumerate(cols) if c[0] == "v")
-        if K >= 2 and len(cj) == K:
-            ii, jj = [i for _, i in ri], [j for _, j in cj]
-            C = K * np.eye(K) - np.ones((K, K))
-            c = float((M[np.ix_(ii, jj)] * C).sum() / (C * C).sum())
-            T[np.ix_(ii, jj)] = c * C
-        else:
-            c = float("nan")
-        terms[name] = T
-        coef[name] = c
+        terms[name], coef[name] = _centred_identity_term(M, rows, cols, prefix)
     energy = {k: float((v * v).sum()) for k, v in terms.items()}
     total = float((M * M).sum())
     energy["residual"] = max(total - sum(energy.values()), 0.0)
     energy["total"] = total
-    structured = sum(energy[k] for k in TERMS)
     return {
         "energy": energy,
-        "share": {
-            k: (energy[k] / total if total > 0 else float("nan")) for k in (*TERMS, "residual")
-        },  # fmt: skip
-        "aw_share_vs_memory": energy["assignment_wide"]
-        / (energy["assignment_wide"] + energy["memory"])
-        if energy["assignment_wide"] + energy["memory"] > 0
-        else float("nan"),
-        "aw_share_of_structured": energy["assignment_wide"] / structured
-        if structured > 0
-        else float("nan"),
-        "aw_over_memory_amplitude": float(np.sqrt(energy["assignment_wide"] / energy["memory"]))
-        if energy["memory"] > 0
-        else float("nan"),
+        **_term_shares(energy),
         "c_mem": coef["memory"],
         "c_tok": coef["token_attenuation"],
         "rho": rho,
         "terms": terms,
+    }
+
+
+def _assignment_query(rows: list[str], L: int) -> np.ndarray:
+    """q of the theorem's q rho^T term: weight 1 on rows `=` and pos{L-1}, 1/K on each bar_v."""
+    K = sum(r.startswith("bar_v") for r in rows)
+    q = np.zeros(len(rows))
+    for i, r in enumerate(rows):
+        if r in ("=", f"pos{L - 1}"):
+            q[i] = 1.0
+        elif r.startswith("bar_v"):
+            q[i] = 1.0 / K
+    return q
+
+
+def _centred_identity_term(M, rows, cols, prefix: str) -> tuple[np.ndarray, float]:
+    """(the projection of M onto c (K I - J) on the bar_v x {prefix}{u} block, c): the
+    associative memory (prefix 'bar_v') or the token attenuation ('v'); c is nan where the
+    block is not K x K with K >= 2."""
+    bar_r = [i for i, r in enumerate(rows) if r.startswith("bar_v")]
+    K = len(bar_r)
+    T = np.zeros_like(M)
+    ri = sorted((int(rows[i][5:]), i) for i in bar_r)
+    if prefix == "bar_v":
+        cj = sorted((int(c[5:]), j) for j, c in enumerate(cols) if c.startswith("bar_v"))
+    else:
+        cj = sorted((int(c[1:]), j) for j, c in enumerate(cols) if c[0] == "v")
+    if K >= 2 and len(cj) == K:
+        ii, jj = [i for _, i in ri], [j for _, j in cj]
+        C = K * np.eye(K) - np.ones((K, K))
+        c = float((M[np.ix_(ii, jj)] * C).sum() / (C * C).sum())
+        T[np.ix_(ii, jj)] = c * C
+    else:
+        c = float("nan")
+    return T, c
+
+
+def _term_shares(energy: dict) -> dict:
+    """The shares `theorem_terms` reports, from the terms' energies (nan where undefined)."""
+    total = energy["total"]
+    aw, mem = energy["assignment_wide"], energy["memory"]
+    structured = sum(energy[k] for k in TERMS)
+    return {
+        "share": {
+            k: (energy[k] / total if total > 0 else float("nan")) for k in (*TERMS, "residual")
+        },  # fmt: skip
+        "aw_share_vs_memory": aw / (aw + mem) if aw + mem > 0 else float("nan"),
+        "aw_share_of_structured": aw / structured if structured > 0 else float("nan"),
+        "aw_over_memory_amplitude": float(np.sqrt(aw / mem)) if mem > 0 else float("nan"),
     }
 
 
@@ -246,3 +261,30 @@ def null_cos95(n: int, draws: int = 20000) -> float:
     rng = np.random.default_rng(12345)
     c2 = rng.beta(0.5, (n - 1) / 2, size=draws)
     return float(np.quantile(np.sqrt(c2), 0.95))
+
+
+def gram_draws(GQ, GK, shape, draws: int = 200) -> np.ndarray:
+    """[draws, rows, cols]: G_Q R G_K for iid Gaussian R (seed 7): unrelated predictions
+    pushed through the Gram matrices as the score frame pushes G1."""
+    rng = np.random.default_rng(7)
+    R = np.stack([rng.standard_normal(shape) for _ in range(draws)])
+    return GQ @ R @ GK
+
+
+def gram_null95(GQ, GK, target, rows, cols, draws: int = 200, X=None) -> dict[str, float]:
+    """95% quantile of |cos(G_Q R G_K, target)| for iid Gaussian R: how high an unrelated
+    prediction scores once pushed through the Gram matrices (the score frame's null; all
+    draws at once, the same draws as one at a time). X: `gram_draws` already made."""
+    X = gram_draws(GQ, GK, target.shape, draws) if X is None else X
+    draws = X.shape[0]
+    out = {}
+    for k, (rp, cp) in SUBBLOCKS.items():
+        ri = [i for i, r in enumerate(rows) if rp(r)]
+        ci = [j for j, c in enumerate(cols) if cp(c)]
+        Xs = X[:, ri][:, :, ci].reshape(draws, -1)
+        t = target[np.ix_(ri, ci)].ravel()
+        nx, nt = np.linalg.norm(Xs, axis=1), np.linalg.norm(t)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cos = np.abs(Xs @ t) / (nx * nt)
+        out[k] = float(np.nanquantile(cos, 0.95)) if np.isfinite(cos).any() else float("nan")
+    return out

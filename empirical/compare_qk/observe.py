@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from empirical.analysis.ov_mlp import ov2_mlp2_accuracy as analysis_ov2_mlp2
 from empirical.compare_qk.coords import coordinates, ebar_vectors
 from empirical.compare_qk.metrics import cross_cos_max, gram_stats
 from empirical.model.partial import Layer1, Weights, layer1, layer2, loss_of
@@ -314,21 +315,9 @@ def effective_rank(V: np.ndarray, energy: float = 0.99) -> int:
 
 
 def ov2_mlp2_accuracy(model, task: TaskConfig) -> tuple[float, str]:
-    """Isolated OV-MLP accuracy over all p^2 pairs: logits = (v + MLP(v)) W_U,
-    v = (W_E[x] + W_E[y]) W_OV^2 / 2. Uses empirical.analysis's function when present."""
-    try:
-        from empirical.analysis.ov_mlp import ov2_mlp2_accuracy as f
-
-        return float(f(model, task)), "empirical.analysis.ov_mlp.ov2_mlp2_accuracy"
-    except ImportError:
-        pass
-    w = Weights.of(model)
-    p = task.p
-    EO = w.W_E[:p] @ w.W_V2 @ w.W_O2
-    v = 0.5 * (EO[:, None] + EO[None, :])
-    logits = (v + torch.relu(v @ w.W_in) @ w.W_out) @ w.W_U
-    target = (torch.arange(p)[:, None] + torch.arange(p)[None, :]) % p
-    return float((logits.argmax(-1) == target).double().mean()), "local (compare_qk.observe)"
+    """(isolated OV-MLP accuracy over all p^2 pairs, its source): logits = (v + MLP(v)) W_U,
+    v = (W_E[x] + W_E[y]) W_OV^2 / 2, by empirical.analysis's progress measure."""
+    return float(analysis_ov2_mlp2(model, task)), "empirical.analysis.ov_mlp.ov2_mlp2_accuracy"
 
 
 __all__ = [

@@ -1,13 +1,16 @@
-"""Figures of the comparison. Each function returns the matplotlib Figure and, given a path,
-writes it (png, pdf or svg: the suffix, or `fmt`) and closes it. Importing this module selects
-no backend; colours are Okabe & Ito's colour-blind-safe palette."""
+"""Figures of the comparison along training: the cosines with G1 (`plot_cosines`), the
+all-assignment term (`plot_terms`), the bar_v block's structure (`plot_structure`) and the
+theorem's assumptions (`plot_assumptions`); the figures of one snapshot are in `step_plots`.
+Each function returns the matplotlib Figure and, given a path, writes it (png, pdf or svg: the
+suffix, or `fmt`) and closes it. Importing this module selects no backend; colours are Okabe &
+Ito's colour-blind-safe palette."""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from empirical.figures import DIVERGING, OKABE_ITO, save_figure
+from empirical.figures import OKABE_ITO, save_figure
 from empirical.phase_marks import PHASE_COLORS, draw_phase_marks
 
 C = OKABE_ITO
@@ -21,7 +24,8 @@ VARIANT_STYLE = {
 LINE_COLORS = [C[k] for k in ("blue", "orange", "green", "vermillion", "purple", "sky", "black")]
 
 
-def _save(fig, path, fmt=None):
+def save(fig, path, fmt=None):
+    """Write a figure of the comparison (110 dpi) where `path` is given, and close it."""
     return save_figure(fig, path, fmt, dpi=110)
 
 
@@ -152,6 +156,56 @@ def _null_series(result, frame, sub, key="null95_signs"):
     return xs, ys
 
 
+def _within(xs, ys, lo, hi):
+    """The points with lo <= x <= hi (all of them for lo None: the whole-run panel)."""
+    if lo is None:
+        return xs, ys
+    keep = [k for k, x in enumerate(xs) if lo <= x <= hi]
+    return [xs[k] for k in keep], [ys[k] for k in keep]
+
+
+def _cosine_null(ax, result, frame, sub, lo, hi) -> None:
+    """The null levels of a cosine panel: the isotropic null as a grey band (the score frame:
+    its Gram null instead), the update's sign-randomised null as a dotted line."""
+    if frame != "score":
+        n95 = result["null95"][sub]
+        ax.axhspan(
+            -n95,
+            n95,
+            color="0.8",
+            alpha=0.7,
+            label=f"isotropic null: 95% of random directions (|cos| < {n95:.2f})",
+        )
+    else:
+        xs, ys = _within(*_null_series(result, frame, sub, "null95_gram"), lo, hi)
+        ax.fill_between(
+            xs,
+            -np.array(ys, float),
+            np.array(ys, float),
+            color="0.8",
+            alpha=0.7,
+            label="Gram null of the update (95%)",
+        )
+    xs, ys = _within(*_null_series(result, frame, sub), lo, hi)
+    if xs:
+        ax.plot(xs, ys, ":", color="0.3", lw=1, label="update's sign-randomised null (95%)")
+
+
+def _cosine_panel(ax, result, frame, sub, lo=None, hi=None, label=False) -> None:
+    """One panel of `plot_cosines`: the cosines of sub-block `sub` over the whole run (lo
+    None) or a zoom lo..hi, with the null levels and the windows (labelled where `label`)."""
+    _cosine_null(ax, result, frame, sub, lo, hi)
+    ax.axhline(0, color="k", lw=0.5)
+    ytop = window_marks(ax, result, label=label, lo=lo, hi=hi, top=1.0, step=0.17)
+    for var, (color, marker, lab) in COS_LINES.items():
+        xs, ys = _within(*_cos_series(result, frame, var, sub), lo, hi)
+        if xs:
+            ax.plot(xs, ys, "-", marker=marker, ms=3.5 if lo is None else 5, lw=1,
+                    color=color, label=lab)  # fmt: skip
+    ax.set_ylim(-1.05, max(1.05, ytop))
+    ax.set_yticks(np.linspace(-1, 1, 9))
+
+
 def plot_cosines(result, path=None, title: str = "", *, fmt=None, frame: str | None = None):
     """cos(predicted G1, observed) over steps, whole block (top) and bar_v x bar_v block
     (bottom), in `frame` (default: the result's headline frame); the whole run on the left,
@@ -169,48 +223,7 @@ def plot_cosines(result, path=None, title: str = "", *, fmt=None, frame: str | N
         for j in range(ncol):
             ax = axes[i, j]
             lo, hi = (None, None) if j == 0 else zooms[j - 1][1:]
-            if frame != "score":
-                n95 = result["null95"][sub]
-                ax.axhspan(
-                    -n95,
-                    n95,
-                    color="0.8",
-                    alpha=0.7,
-                    label=f"isotropic null: 95% of random directions (|cos| < {n95:.2f})",
-                )
-            else:
-                xs, ys = _null_series(result, frame, sub, "null95_gram")
-                if lo is not None:
-                    keep = [k for k, x in enumerate(xs) if lo <= x <= hi]
-                    xs, ys = [xs[k] for k in keep], [ys[k] for k in keep]
-                ax.fill_between(
-                    xs,
-                    -np.array(ys, float),
-                    np.array(ys, float),
-                    color="0.8",
-                    alpha=0.7,
-                    label="Gram null of the update (95%)",
-                )
-            xs, ys = _null_series(result, frame, sub)
-            if lo is not None:
-                keep = [k for k, x in enumerate(xs) if lo <= x <= hi]
-                xs, ys = [xs[k] for k in keep], [ys[k] for k in keep]
-            if xs:
-                ax.plot(xs, ys, ":", color="0.3", lw=1, label="update's sign-randomised null (95%)")
-            ax.axhline(0, color="k", lw=0.5)
-            ytop = window_marks(
-                ax, result, label=(i == 0 and j == 0), lo=lo, hi=hi, top=1.0, step=0.17
-            )
-            for var, (color, marker, lab) in COS_LINES.items():
-                xs, ys = _cos_series(result, frame, var, sub)
-                if lo is not None:
-                    keep = [k for k, x in enumerate(xs) if lo <= x <= hi]
-                    xs, ys = [xs[k] for k in keep], [ys[k] for k in keep]
-                if xs:
-                    ax.plot(xs, ys, "-", marker=marker, ms=3.5 if j == 0 else 5, lw=1,
-                            color=color, label=lab)  # fmt: skip
-            ax.set_ylim(-1.05, max(1.05, ytop))
-            ax.set_yticks(np.linspace(-1, 1, 9))
+            _cosine_panel(ax, result, frame, sub, lo, hi, label=(i == 0 and j == 0))
             if lo is not None:
                 ax.set_xlim(lo, hi)
                 ax.set_title(f"{name}: zoom on {zooms[j - 1][0]} ({lo}-{hi})", fontsize=10)
@@ -229,7 +242,7 @@ def plot_cosines(result, path=None, title: str = "", *, fmt=None, frame: str | N
         f" at the a, b measured at each snapshot; updates drawn at the middle of their interval)",
         fontsize=12,
     )
-    return _save(fig, path, fmt)
+    return save(fig, path, fmt)
 
 
 TERM_LINES = {  # block -> (colour, style, label, line width, alpha)
@@ -295,7 +308,7 @@ def plot_terms(result, path=None, title: str = "", *, fmt=None):
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle((title or "the theorem's all-assignment term along training")
                  + f" ({frame} frame)")  # fmt: skip
-    return _save(fig, path, fmt)
+    return save(fig, path, fmt)
 
 
 def plot_structure(result, path=None, title: str = "", *, fmt=None):
@@ -334,17 +347,11 @@ def plot_structure(result, path=None, title: str = "", *, fmt=None):
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=8)
     fig.suptitle(title + f" ({frame} frame)")
-    return _save(fig, path, fmt)
+    return save(fig, path, fmt)
 
 
-def plot_assumptions(result, path=None, title: str = "", *, fmt=None):
-    """The theorem's assumptions measured over training."""
-    R = result["steps"]
-    steps = [r["step"] for r in R]
-    fig, axes = plt.subplots(2, 2, figsize=(18, 9.5), sharex=True, layout="constrained")
-    for ax in axes.ravel():
-        ax.set_prop_cycle(color=LINE_COLORS)
-    ax = axes[0, 0]
+def _embeddings_panel(ax, steps, R) -> None:
+    """How orthogonal the embeddings and the ebar vectors are (theory: 0)."""
     emb = [r["assumptions"]["embeddings"] for r in R]
     ax.plot(
         steps,
@@ -370,8 +377,10 @@ def plot_assumptions(result, path=None, title: str = "", *, fmt=None):
     )
     ax.set_title("orthogonal embeddings? (0 = orthogonal)")
     ax.set_ylabel("|cosine|")
-    ax = axes[0, 1]
-    A = [r["assumptions"] for r in R]
+
+
+def _layer1_panel(ax, steps, A) -> None:
+    """Layer 1's routing and what it writes (theory: 1)."""
     for key, lab in (
         ("l1_eq_to_operands_mass", "L1: '=' -> positions 13, 14 (mass)"),
         ("l1_num_to_prev_mass", "L1: number -> previous token (mass)"),
@@ -382,7 +391,10 @@ def plot_assumptions(result, path=None, title: str = "", *, fmt=None):
         ax.plot(steps, [a[key] for a in A], label=lab)
     ax.set_title("first layer in place? (theory: 1)")
     ax.set_ylabel("value")
-    ax = axes[1, 0]
+
+
+def _accuracy_panel(ax, steps, R, A) -> None:
+    """The isolated OV-MLP, ideal routing, the model's accuracies and the batch's."""
     ax.plot(steps, [a["ov2_mlp2_accuracy"] for a in A], "k-", label="isolated OV2-MLP2 accuracy")
     ax.plot(
         steps,
@@ -408,7 +420,10 @@ def plot_assumptions(result, path=None, title: str = "", *, fmt=None):
     ax.set_title("MLP in place? / accuracy")
     ax.set_ylabel("accuracy")
     ax.set_xlabel("training step")
-    ax = axes[1, 1]
+
+
+def _attention_panel(ax, steps, R) -> None:
+    """Layer 2's attention of `=` on 1-var sequences: a, and its mass by target."""
     att = [r["attention"] for r in R]
     ax.plot(steps, [a["a_operands"] for a in att], "k-", label="a (per operand position 13, 14)")
     ax.plot(steps, [a["a_values"] for a in att], "k--", label="a (per value position)")
@@ -423,124 +438,23 @@ def plot_assumptions(result, path=None, title: str = "", *, fmt=None):
     ax.set_title("layer-2 attention of '=' on 1-var sequences")
     ax.set_ylabel("attention")
     ax.set_xlabel("training step")
+
+
+def plot_assumptions(result, path=None, title: str = "", *, fmt=None):
+    """The theorem's assumptions measured over training: orthogonal embeddings, layer 1 in
+    place, the MLP and the accuracies, layer 2's attention."""
+    R = result["steps"]
+    steps = [r["step"] for r in R]
+    fig, axes = plt.subplots(2, 2, figsize=(18, 9.5), sharex=True, layout="constrained")
+    for ax in axes.ravel():
+        ax.set_prop_cycle(color=LINE_COLORS)
+    A = [r["assumptions"] for r in R]
+    _embeddings_panel(axes[0, 0], steps, R)
+    _layer1_panel(axes[0, 1], steps, A)
+    _accuracy_panel(axes[1, 0], steps, R, A)
+    _attention_panel(axes[1, 1], steps, R)
     for ax in axes.ravel():
         phase_marks(ax, result.get("phases"), label=False)
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
     fig.suptitle(title)
-    return _save(fig, path, fmt)
-
-
-def condensed(M, rows, cols, L: int):
-    """[rows, classes]: mean over n{m}; v{u}, `=`, `+`, `pad` each; mean of pos0..L-5;
-    pos{L-4..L-1} each; bar_v{u} each."""
-    names, out = [], []
-
-    def add(name, idx):
-        names.append(name)
-        out.append(M[:, idx].mean(1))
-
-    add("n (mean)", [j for j, c in enumerate(cols) if c[0] == "n"])
-    for j, c in enumerate(cols):
-        if c[0] == "v" or c in ("=", "+", "pad"):
-            add(c, [j])
-    add(f"pos0-{L - 5}", [cols.index(f"pos{t}") for t in range(L - 4)])
-    for t in range(L - 4, L):
-        add(f"pos{t}", [cols.index(f"pos{t}")])
-    for j, c in enumerate(cols):
-        if c.startswith("bar_v"):
-            add(c, [j])
-    return names, np.stack(out, 1)
-
-
-def plot_blocks(blocks: dict, rows, cols, L: int, path=None, title: str = "", *, fmt=None,
-                frame: str = "dual"):  # fmt: skip
-    """Heat maps (each scaled to max |entry| 1) of the prediction as `frame` sees it and the
-    observed blocks read in that frame."""
-    from empirical.compare_qk.frames import READ
-
-    r = READ.get(frame, frame)
-    pk = {"dual": "pred_dual", "score": "pred_score"}.get(frame, "pred")
-    keys = [k for k in (pk, f"{r}/grad_ce", f"{r}/grad_lin", f"{r}/diff", f"{r}/diff_nodecay")
-            if k in blocks]  # fmt: skip
-    fig, axes = plt.subplots(
-        len(keys), 1, figsize=(13, 2.8 * len(keys) + 1), layout="constrained", squeeze=False
-    )
-    axes = axes[:, 0]
-    axes = np.atleast_1d(axes)
-    for ax, k in zip(axes, keys, strict=True):
-        names, M = condensed(blocks[k], rows, cols, L)
-        m = np.nanmax(np.abs(M)) or 1.0
-        im = ax.imshow(M / m, cmap=DIVERGING, vmin=-1, vmax=1, aspect="auto")
-        ax.set_yticks(range(len(rows)), rows, fontsize=8)
-        ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=8)
-        ax.set_title(f"predicted G1 (theory), {frame} frame" if k == pk
-                     else f"observed: {k} ({frame} frame)", fontsize=10)  # fmt: skip
-        ax.set_ylabel("query")
-        fig.colorbar(im, ax=ax, fraction=0.02, label="/ max |entry|")
-    axes[-1].set_xlabel("key component")
-    fig.suptitle(title)
-    return _save(fig, path, fmt)
-
-
-def plot_one_step(one: dict, path=None, title: str = "", *, fmt=None):
-    """Accuracy of every evaluation set (Wilson 95% intervals as error bars) after one step on
-    layer-2 W_Q, W_K from 1-var data, per family, against the RMS change of `=`'s layer-2
-    scores the step causes; the accuracy before as a dashed line with its interval shaded.
-    Last panels: `=`'s attention to the values of 2-var sequences and the batch's loss."""
-    fams = one["families"]
-    before = one["before"]
-    sets = list(one.get("set_sizes") or [k for k in ("0var/ind", "1var/ind", "2var/ind")
-                                         if k in before])  # fmt: skip
-    panels = sets + [k for k in ("2var_value_attention", "batch_loss") if k in before]
-    ncol = min(4, len(panels))
-    nrow = -(-len(panels) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(4.6 * ncol, 3.9 * nrow + 1),
-                             layout="constrained", squeeze=False)  # fmt: skip
-    colors = {"sgd": C["green"], "grad_merged": C["blue"], "predicted_grad": C["orange"],
-              "predicted_orth": C["vermillion"], "predicted_raw": C["purple"],
-              "random_orth": C["grey"]}  # fmt: skip
-    labels = {"sgd": "plain SGD on W_Q, W_K (lr)", "grad_merged": "along -gradient of W_QK",
-              "predicted_grad": "gradient step along G1 (Q^T G1 K)",
-              "predicted_orth": "along G1 (orth frame)", "predicted_raw": "along G1 (raw frame)",
-              "random_orth": "random direction (control)"}  # fmt: skip
-    sizes = one.get("set_sizes", {})
-    for k, name in enumerate(panels):
-        ax = axes[k // ncol, k % ncol]
-        for fam, color in colors.items():
-            if fam not in fams:
-                continue
-            xs = [r["rms_dscore"] for r in fams[fam]]
-            ys = [r[name] for r in fams[fam]]
-            if name in sets and all("intervals" in r for r in fams[fam]):
-                lo = [r[name] - r["intervals"][name]["ci95"][0] for r in fams[fam]]
-                hi = [r["intervals"][name]["ci95"][1] - r[name] for r in fams[fam]]
-                ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", color=color, ms=3.5, lw=1,
-                            capsize=2, label=labels[fam])  # fmt: skip
-            else:
-                ax.plot(xs, ys, "o-", color=color, ms=3.5, lw=1, label=labels[fam])
-        ax.axhline(before[name], color="k", ls="--", lw=1, label="before the step")
-        iv = (before.get("intervals") or {}).get(name)
-        if iv:
-            ax.axhspan(*iv["ci95"], color="k", alpha=0.1, lw=0)
-        ax.set_xscale("log")
-        ax.tick_params(labelsize=8)
-        if k // ncol == nrow - 1 or k + ncol >= len(panels):
-            ax.set_xlabel("RMS change of the layer-2 scores of '='", fontsize=9)
-        if name == "batch_loss":
-            ax.set_ylabel("cross-entropy", fontsize=9)
-            ax.set_title("loss on the step's 1-var batch", fontsize=10)
-        elif name == "2var_value_attention":
-            ax.set_ylabel("attention of '=' on the values", fontsize=9)
-            ax.set_title("2var/ind: attention to the operands' values", fontsize=10)
-            ax.set_ylim(-0.02, 1.02)
-        else:
-            ax.set_ylabel("accuracy", fontsize=9)
-            ax.set_title(f"{name} (n = {sizes.get(name, '?')})", fontsize=10)
-            ax.set_ylim(-0.02, 1.02)
-    for k in range(len(panels), nrow * ncol):
-        axes[k // ncol, k % ncol].axis("off")
-    handles, labs = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labs, loc="outside lower center", ncol=len(labs), fontsize=9)
-    fig.suptitle(title + "\n(error bars and grey band: Wilson 95% intervals over the set's "
-                 "sequences)")  # fmt: skip
-    return _save(fig, path, fmt)
+    return save(fig, path, fmt)

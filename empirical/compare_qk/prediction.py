@@ -1,4 +1,6 @@
-"""The theory's prediction in the comparison's coordinates: the closed-form G1 of theory/.
+"""The theory's prediction in the comparison's coordinates: the closed-form G1 of theory/, the
+theorem's model on a sampled population (`PopulationG1`), and the predictor a comparison's
+options choose between them (`make_predictor`).
 
 `theory.g1_closed_form` derives (sympy) every entry class of G1 as a rational function of
 (a, b, p, K); here it is evaluated at *measured* softmax weights a (per operand slot) and b
@@ -27,8 +29,12 @@ from functools import cache
 
 import numpy as np
 import sympy as sp
+import torch
 
+from disentangled.command_line import UsageError
 from empirical.compare_qk.coords import col_labels, row_labels
+from empirical.compare_qk.observe import one_var_batch
+from empirical.compare_qk.options import Options
 
 LAYOUTS = ("averaged", "packed")
 ORDERS = ("fixed", "mixed")
@@ -135,8 +141,6 @@ class PopulationG1:
     """
 
     def __init__(self, tokens, labels, var_operand, p: int, K: int, L: int):
-        import torch
-
         self.p, self.K, self.L = p, K, L
         tokens = torch.as_tensor(tokens, dtype=torch.long)
         self.N = int(tokens.shape[0])
@@ -172,8 +176,6 @@ class PopulationG1:
         c_t = sigma_t g_t - sigma_t gbar a sum of the monomials a^2, ab, b^2 (from
         sigma_t g_t) and a^3, a^2 b, a b^2, b^3 (from sigma_t gbar). The [K + 1, D] sums of
         each monomial's weights are computed once; `block` only combines them."""
-        import torch
-
         p, K, L, N, D = self.p, self.K, self.L, self.N, self.D
         is_num = tokens < p
         A = torch.zeros(N, L, dtype=torch.float64)
@@ -243,3 +245,71 @@ class PopulationG1:
                       if cl.startswith("pos") and int(cl[3:]) < L - 4]  # fmt: skip
             G[:, region] = G[:, region].mean(axis=1, keepdims=True)
         return G
+
+
+# -- G1 for a comparison's options ------------------------------------------------------------
+
+
+def closed_predictor(task, opts: Options, order: str | None = None):
+    """(a, b) -> the closed-form G1 block (theory/), for the task's p, K, L."""
+    order = opts.order if order is None else order
+
+    def predict(a, b):
+        return g1_block(a, b, task.p, task.K, task.L, order, opts.layout)
+
+    predict.kind = "closed"
+    return predict
+
+
+def population_predictor(task, opts: Options, order: str | None = None, held_out=None):
+    """(a, b) -> G1 of the theorem's model on opts.prediction_size sampled 1-var sequences of
+    the comparison's distribution (opts.distribution in `order`, default opts.order; with
+    'train' the run's restrictions and its held-out pairs `held_out`), a sample of its own
+    (not the comparison batch)."""
+    order = opts.order if order is None else order
+    batch = one_var_batch(
+        task, opts.prediction_size, opts.seed, order, opts.distribution, held_out,
+        opts.all_assigned, stream="compare-qk/prediction",
+    )  # fmt: skip
+    pop = PopulationG1.from_batch(batch, task.p, task.K, task.L)
+
+    def predict(a, b):
+        return pop.block(a, b, layout=opts.layout)
+
+    predict.kind = "population"
+    predict.order, predict.distribution = order, opts.distribution
+    return predict
+
+
+def prediction_kind(task, opts: Options) -> str:
+    """'closed' or 'population' for opts.prediction. 'auto': the closed form where it exists
+    and describes the comparison's distribution (K <= 6 and --distribution unrestricted: the
+    closed form knows no r1, r2 or held-out pairs), else the sampled population."""
+    if opts.prediction not in PREDICTIONS:
+        raise UsageError(f"--prediction must be one of {PREDICTIONS}, got {opts.prediction!r}")
+    exists = closed_form_applies(task.K, task.L)
+    if opts.prediction == "auto":
+        return "closed" if exists and opts.distribution == "unrestricted" else "population"
+    if opts.prediction == "closed" and not exists:
+        raise UsageError(
+            f"--prediction closed: the closed form assigns all K = {task.K} variables in "
+            f"2K slots of the L - 4 = {task.L - 4} assignment positions, impossible here; use "
+            "--prediction population (or auto)"
+        )
+    if opts.prediction == "closed" and opts.distribution != "unrestricted":
+        raise UsageError(
+            "--prediction closed: the closed form is G1 of the theorem's unrestricted "
+            "population, not of the run's training distribution (the default --distribution "
+            "train); add --distribution unrestricted, or use --prediction population (or auto)"
+        )
+    return opts.prediction
+
+
+def make_predictor(task, opts: Options, order: str | None = None, held_out=None):
+    """(a, b) -> G1 of the comparison's distribution (`prediction_kind`) in `order`."""
+    if prediction_kind(task, opts) == "closed":
+        predict = closed_predictor(task, opts, order)
+        predict.order = opts.order if order is None else order
+        predict.distribution = "unrestricted"
+        return predict
+    return population_predictor(task, opts, order, held_out)

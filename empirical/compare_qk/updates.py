@@ -13,6 +13,7 @@ from torch import Tensor
 
 from empirical.compare_qk.coords import Coordinates
 from empirical.compare_qk.metrics import subblock
+from empirical.train.schedule import learning_rate, schedule_of
 
 
 def decay_factor(train_cfg, step: int, next_step: int) -> float:
@@ -22,8 +23,6 @@ def decay_factor(train_cfg, step: int, next_step: int) -> float:
     numbered s .. s'-1; lr_k from the run's schedule, `empirical.train.schedule`). Every
     parameter is decayed, W_Q and W_K included. A resume that changed lr or weight decay
     (config_history.jsonl) is not seen: the run's config is used."""
-    from empirical.train.schedule import learning_rate, schedule_of
-
     wd = float(train_cfg.weight_decay)
     kw = schedule_of(train_cfg)
     c = 1.0
@@ -41,9 +40,6 @@ def undecayed_update(W_Q0: Tensor, W_K0: Tensor, W_Q1: Tensor, W_K1: Tensor, c: 
     Q1 = W_Q1 + (1.0 - c) * W_Q0
     K1 = W_K1 + (1.0 - c) * W_K0
     return Q1 @ K1.T - W_Q0 @ W_K0.T
-
-
-ATTRIBUTION_PARTS = ("total", "w_qk", "vectors", "cross")
 
 
 def score_attribution(c0: Coordinates, c1: Coordinates, W0: Tensor, W1: Tensor) -> dict:

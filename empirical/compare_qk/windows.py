@@ -198,66 +198,69 @@ def window_summary(
         for f in r.get("comparison", {}):
             if f not in frames:
                 frames.append(f)
-    out = {}
-    for name, lo, hi in windows:
-        snaps = [r for r in records if in_window(r, lo, hi, False)]
-        ups = [r for r in records if in_window(r, lo, hi, True)]
-        entry: dict = {
-            "lo": lo,
-            "hi": hi,
-            "snapshots": [r["step"] for r in snaps],
-            "updates": [[r["step"], r["next_step"]] for r in ups],
-            "frame": frame,
-            "cos": {},
-            "null95_signs": {},
-            "null95_gram": {},
-            "identity_rows": {},
-            "attenuation_sign": {},
-        }
-        for f in frames:
-            entry["cos"][f] = {}
-            for var in COS_VARIANTS:
-                sel = ups if var in UPDATES else snaps
-                entry["cos"][f][var] = {
-                    sub: stat(_get(r, "comparison", f, var, "cos", sub) for r in sel)
-                    for sub in SUBS
-                }
+    return {name: window_entry(records, lo, hi, frames, frame) for name, lo, hi in windows}
+
+
+def _comparison_stats(snaps: list[dict], ups: list[dict], frames: list[str], frame: str) -> dict:
+    """The per-variant statistics of a window's comparisons (`window_summary`'s 'cos',
+    'null95_signs', 'null95_gram', 'identity_rows', 'attenuation_sign')."""
+    out: dict = {"cos": {}, "null95_signs": {}, "null95_gram": {}, "identity_rows": {},
+                 "attenuation_sign": {}}  # fmt: skip
+    for f in frames:
+        out["cos"][f] = {}
         for var in COS_VARIANTS:
             sel = ups if var in UPDATES else snaps
-            entry["null95_signs"][var] = {
-                sub: stat(_get(r, "comparison", frame, var, "null95_signs", sub) for r in sel)
-                for sub in SUBS
+            out["cos"][f][var] = {
+                sub: stat(_get(r, "comparison", f, var, "cos", sub) for r in sel) for sub in SUBS
             }
-            entry["null95_gram"][var] = {
-                sub: stat(_get(r, "comparison", "score", var, "null95_gram", sub) for r in sel)
-                for sub in SUBS
-            }
-            entry["identity_rows"][var] = stat(
-                _get(r, "comparison", frame, var, "identity", "row_argmax_on_diag") for r in sel
-            )
-            entry["attenuation_sign"][var] = stat(
-                _get(r, "comparison", frame, var, "attenuation", "fraction") for r in sel
-            )
-        entry["score_change"] = {
-            sub: {k: stat(_get(r, "score_change", "norm", sub, k) for r in ups)
-                  for k in ATTRIBUTION}
+    for var in COS_VARIANTS:
+        sel = ups if var in UPDATES else snaps
+        out["null95_signs"][var] = {
+            sub: stat(_get(r, "comparison", frame, var, "null95_signs", sub) for r in sel)
             for sub in SUBS
-        }  # fmt: skip
-        entry["score_change_share"] = {
-            sub: {k: stat(_get(r, "score_change", "share", sub, k) for r in ups)
-                  for k in ATTRIBUTION[1:]}
+        }
+        out["null95_gram"][var] = {
+            sub: stat(_get(r, "comparison", "score", var, "null95_gram", sub) for r in sel)
             for sub in SUBS
-        }  # fmt: skip
-        entry["aw_share"] = {
-            blk: stat(
-                _get(r, "terms", blk, "aw_share_vs_memory")
-                for r in (ups if blk in UPDATES else snaps)
-            )
-            for blk in TERM_BLOCKS
         }
-        entry["quantities"] = {
-            label: stat(_get(r, *path) for r in snaps)
-            for label, path in SNAPSHOT_QUANTITIES.items()
-        }
-        out[name] = entry
+        out["identity_rows"][var] = stat(
+            _get(r, "comparison", frame, var, "identity", "row_argmax_on_diag") for r in sel
+        )
+        out["attenuation_sign"][var] = stat(
+            _get(r, "comparison", frame, var, "attenuation", "fraction") for r in sel
+        )
     return out
+
+
+def window_entry(records: list[dict], lo: int, hi: int, frames: list[str], frame: str) -> dict:
+    """One window's entry of `window_summary`."""
+    snaps = [r for r in records if in_window(r, lo, hi, False)]
+    ups = [r for r in records if in_window(r, lo, hi, True)]
+    entry: dict = {
+        "lo": lo,
+        "hi": hi,
+        "snapshots": [r["step"] for r in snaps],
+        "updates": [[r["step"], r["next_step"]] for r in ups],
+        "frame": frame,
+        **_comparison_stats(snaps, ups, frames, frame),
+    }
+    entry["score_change"] = {
+        sub: {k: stat(_get(r, "score_change", "norm", sub, k) for r in ups)
+              for k in ATTRIBUTION}
+        for sub in SUBS
+    }  # fmt: skip
+    entry["score_change_share"] = {
+        sub: {k: stat(_get(r, "score_change", "share", sub, k) for r in ups)
+              for k in ATTRIBUTION[1:]}
+        for sub in SUBS
+    }  # fmt: skip
+    entry["aw_share"] = {
+        blk: stat(
+            _get(r, "terms", blk, "aw_share_vs_memory") for r in (ups if blk in UPDATES else snaps)
+        )
+        for blk in TERM_BLOCKS
+    }
+    entry["quantities"] = {
+        label: stat(_get(r, *path) for r in snaps) for label, path in SNAPSHOT_QUANTITIES.items()
+    }
+    return entry

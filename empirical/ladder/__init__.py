@@ -8,8 +8,8 @@ See docs/ladder.md.
     write_outputs(result, "runs/authors/ladder/step_005301")   # ladder.json, summary.md, PNG
 """
 
-from empirical.ladder.pipeline import LadderOptions, run_ladder
-from empirical.ladder.report import write_outputs
+from empirical.ladder.outputs import write_outputs
 from empirical.ladder.rungs import CHANGED, PIECES, RUNG_NAMES
+from empirical.ladder.snapshot_ladder import LadderOptions, run_ladder
 
 __all__ = ["CHANGED", "LadderOptions", "PIECES", "RUNG_NAMES", "run_ladder", "write_outputs"]

@@ -28,8 +28,8 @@ __getattr__, __dir__ = lazy_exports(
     {
         "empirical.ladder_dynamics.config": ["RELEASES", "DynamicsConfig"],
         "empirical.ladder_dynamics.onestep": ["composing_step", "first_update_check"],
-        "empirical.ladder_dynamics.pipeline": ["run_ladder_dynamics"],
-        "empirical.ladder_dynamics.report": ["write_outputs"],
+        "empirical.ladder_dynamics.outputs": ["write_outputs"],
+        "empirical.ladder_dynamics.train_variants": ["run_ladder_dynamics"],
         "empirical.ladder_dynamics.trainer": ["Context", "train_run"],
         "empirical.ladder_dynamics.variants": ["ladder_variants"],
     },

@@ -17,6 +17,7 @@ population gradient, and the smallest composing step size, transformer against s
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -26,6 +27,7 @@ from disentangled.gradient import g1, population_gradient, remainder
 from disentangled.metrics import population_stats
 from disentangled.model import initial_W
 from empirical.ladder_dynamics.config import DynamicsConfig
+from empirical.ladder_dynamics.trainer import Context, train_run
 from empirical.theorem_model import (
     Layout,
     build_theorem_model,
@@ -42,8 +44,6 @@ REL_TOL = 1e-3
 def first_update_check(cfg: DynamicsConfig) -> dict:
     """One full-population SGD step of the baseline (the real trainer and optimiser) against
     lr_qk x the simulator's exact -dL/dW; max abs errors and the update's split."""
-    from empirical.ladder_dynamics.trainer import Context, train_run  # a cycle otherwise
-
     one = _replace(cfg, steps=1, batch_size=0, releases=[])
     ctx = Context.build(one)
     run = train_run(ctx, (), seed=0)
@@ -64,8 +64,6 @@ def first_update_check(cfg: DynamicsConfig) -> dict:
 
 
 def _replace(cfg: DynamicsConfig, **changes) -> DynamicsConfig:
-    import dataclasses
-
     return dataclasses.replace(cfg, **changes)
 
 

@@ -37,6 +37,7 @@ from torch import Tensor
 
 from disentangled.experiments import ebar_block
 from empirical.ladder_dynamics.config import DynamicsConfig
+from empirical.ladder_dynamics.restrict import held_out_pairs, restrict
 from empirical.ladder_dynamics.variants import trainable_names, variant_name
 from empirical.theorem_model import (
     Layout,
@@ -86,8 +87,6 @@ class Context:
         everything = theorem_population(tcfg, {"0var": 1, "1var": 1, "2var": 1})
         restricted, allowed = {}, None
         if "task" in cfg.releases:
-            from empirical.ladder_dynamics.restrict import held_out_pairs, restrict
-
             th, task = cfg.theorem, cfg.task
             r1, r2 = task.indices(th.K)
             held = held_out_pairs(th.p, task.held_out_fraction, task.held_out_seed)

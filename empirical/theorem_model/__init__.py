@@ -28,7 +28,7 @@ from empirical.theorem_model.gradient import (
     theorem_gradient,
 )
 from empirical.theorem_model.layout import Layout
-from empirical.theorem_model.population import (
+from empirical.theorem_model.token_population import (
     TokenPopulation,
     augmented_inputs,
     theorem_population,

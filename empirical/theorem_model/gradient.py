@@ -33,7 +33,7 @@ from disentangled.metrics import unique_argmax_correct
 from empirical.model import AssignAddTransformer
 from empirical.model.forward import forward
 from empirical.theorem_model.construct import score_matrix, set_score_matrix
-from empirical.theorem_model.population import TokenPopulation
+from empirical.theorem_model.token_population import TokenPopulation
 
 LOSSES = ("ce", "first_order")
 PATHS = ("fast", "hooked")

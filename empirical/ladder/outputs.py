@@ -3,16 +3,15 @@ summary.md (one table) and ladder.png (cosines and the one-step 2var/ind per run
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 
-from empirical.compare_qk.pipeline import jsonable
-
-SCHEMA_KEYS = ("name", "changed", "cos_whole", "cos_bar_v", "null_whole", "null_bar_v",
-               "memory_share", "one_step", "g1_step")  # fmt: skip
+from empirical.compare_qk.outputs import jsonable
+from empirical.config_io import atomic_write_bytes
 
 
 def _f(x, fmt="+.3f") -> str:
@@ -113,26 +112,34 @@ def plot_ladder(result: dict):
     return fig
 
 
+def _npz_bytes(arrays: dict) -> bytes:
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue()
+
+
 def write_outputs(result: dict, out_dir, figures: bool = True, fmt: str = "png") -> dict:
     """ladder.json, summary.md and ladder.{fmt} in `out_dir`; returns their paths. Labelled
-    blocks (observed and G1 per rung) go to blocks.npz."""
+    blocks (observed and G1 per rung) go to blocks.npz. Each file is written atomically."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "ladder.json", "summary": out / "summary.md"}
-    paths["json"].write_text(json.dumps(jsonable(result), indent=1) + "\n")
-    paths["summary"].write_text(summary_markdown(result))
+    atomic_write_bytes(paths["json"], (json.dumps(jsonable(result), indent=1) + "\n").encode())
+    atomic_write_bytes(paths["summary"], summary_markdown(result).encode())
     arrays = {}
     for r in result["rungs"]:
         for name, blk in r.get("_blocks", {}).items():
             arrays[f"{r['name']}__{name}"] = blk
     if arrays:
         paths["blocks"] = out / "blocks.npz"
-        np.savez_compressed(paths["blocks"], **arrays)
+        atomic_write_bytes(paths["blocks"], _npz_bytes(arrays))
     if figures:
         import matplotlib.pyplot as plt
 
         fig = plot_ladder(result)
         paths["figure"] = out / f"ladder.{fmt}"
-        fig.savefig(paths["figure"], dpi=110)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format=fmt, dpi=110)
         plt.close(fig)
+        atomic_write_bytes(paths["figure"], buffer.getvalue())
     return paths

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from empirical.config_io import atomic_write_bytes, save_config
 from empirical.figures import OKABE_ITO, save_figure
 
@@ -101,7 +103,6 @@ def plot_ladder_dynamics(result: dict, path=None, fmt: str | None = None):
     """Left: mean 2-var accuracy over steps per variant. Right: per variant, the step at
     which 2-var composes (per seed; 'never' at the right edge) and the cosines with G1."""
     import matplotlib.pyplot as plt
-    import numpy as np
 
     rows = result["variants"]
     runs = result["runs"]
