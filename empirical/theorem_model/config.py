@@ -10,30 +10,22 @@ the leak below 1e-16 (`routing_leak`), far below the 1e-13 the tests ask for.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 from disentangled.config import OPERAND_ORDERS, SimConfig
-from empirical.config_io import ConfigError
+from empirical.config_io import ConfigError, config_class
+from empirical.config_types import COLON, choice, integer, number
 
 # layer-1 score of a routed position; exp(-40) = 4.2e-18 of weight per other position
 DEFAULT_ROUTING_SCALE = 40.0
 
 
-def _integer(name: str, value: object, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ConfigError(f"theorem_model.{name}: must be an integer >= {low}, got {value!r}")
+def real(positive: bool = False):
+    """A finite number ("{field}: must be a finite number, got v"), > 0 if `positive`."""
+    return number(0 if positive else None, None, lo_open=True, wording=COLON,
+                  message="must be > 0" if positive else "must be a finite number",
+                  type_message="must be a finite number")  # fmt: skip
 
 
-def _real(name: str, value: object, positive: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"theorem_model.{name}: must be a finite number, got {value!r}")
-    if positive and value <= 0:
-        raise ConfigError(f"theorem_model.{name}: must be > 0, got {value!r}")
-    return float(value)
-
-
-@dataclass(frozen=True)
+@config_class("theorem_model", frozen=True)
 class TheoremModelConfig:
     """p: modulus (p >= 3); K: variables, each assigned once (2 <= K, 2K <= L-4); beta: scale
     of W^0; L: sequence length (>= 8); operand_order: 1-var operand order, "fixed" (number at
@@ -41,31 +33,19 @@ class TheoremModelConfig:
     (> 0; the first-order loss divides it out); routing_scale: layer-1 score of a routed
     position (> 0; see the module docstring)."""
 
-    p: int = 5
-    K: int = 3
-    beta: float = 4.0
-    L: int = 16
-    operand_order: str = "fixed"
-    xi: float = 1.0
-    routing_scale: float = DEFAULT_ROUTING_SCALE
+    p: integer(3, wording=COLON) = 5
+    K: integer(2, wording=COLON) = 3
+    beta: real() = 4.0
+    L: integer(8, wording=COLON) = 16
+    operand_order: choice(*OPERAND_ORDERS, wording=COLON) = "fixed"
+    xi: real(positive=True) = 1.0
+    routing_scale: real(positive=True) = DEFAULT_ROUTING_SCALE
 
     def __post_init__(self) -> None:
-        _integer("p", self.p, 3)
-        _integer("K", self.K, 2)
-        _integer("L", self.L, 8)
         if 2 * self.K > self.L - 4:
             raise ConfigError(
                 f"theorem_model.K: {self.K} variables need 2K = {2 * self.K} assignment "
                 f"positions, but L = {self.L} has only L - 4 = {self.L - 4}"
-            )
-        object.__setattr__(self, "beta", _real("beta", self.beta, positive=False))
-        object.__setattr__(self, "xi", _real("xi", self.xi, positive=True))
-        scale = _real("routing_scale", self.routing_scale, positive=True)
-        object.__setattr__(self, "routing_scale", scale)
-        if self.operand_order not in OPERAND_ORDERS:
-            raise ConfigError(
-                f"theorem_model.operand_order: {self.operand_order!r} is not one of "
-                f"{list(OPERAND_ORDERS)}"
             )
 
     def sim_config(self) -> SimConfig:
