@@ -4,12 +4,12 @@
 A root clause gives a variable a sign (`a=+1`, `a=-1`), every other clause binds a variable to
 a signed earlier variable (`b=-a`: b's value is -1 times a's); the clauses come in shuffled
 order, with an independent distractor chain beside the queried one, and the query `c=?` asks
-one variable's value (+1 or -1). Its pieces: the `lego_*` task fields and their validation
-(here), the vocabulary, sampler and evaluation sets `lego/h{H}` (the query's hop count H, the
-root's being 0) and `lego/unshuffled` (`draw.py`), the association attention per layer and
-over training (`analysis.py`) and what `python -m empirical analyze` runs on a lego run
-(`commands.py`). It reads K, L and eval_size of the paper's task fields, no other. No torch
-on import.
+one variable's value (+1 or -1); a clause is one token. Its pieces: the `lego_*` task fields
+and their validation (here), the vocabulary, sampler and evaluation sets `lego/h{H}` (the
+query's hop count H, the root's being 0) and `lego/unshuffled` (`draw.py`), the association
+attention per layer and over training (`analysis.py`) and what `python -m empirical analyze`
+runs on a lego run (`commands.py`). It reads K, L and eval_size of the paper's task fields,
+no other. No torch on import.
 """
 
 from __future__ import annotations
@@ -42,8 +42,13 @@ class LegoFields:
     lego_distractor_length: integer(1, why=" (the most clauses of one)") = 4
     # clauses of a distractor chain: uniform on 1..this
     lego_order: choice(*ORDERS) = "random"  # "random": shuffled | "chain": chain after chain
-    lego_minus_share: number(0, 1, lo_open=True, hi_open=True, message="must be a number in "
-                             "(0, 1) (the odds of a `-` sign in training; 0.5: uniform)") = 0.5
+    lego_minus_share: number(
+        0,
+        1,
+        lo_open=True,
+        hi_open=True,
+        message="must be a number in (0, 1) (the odds of a `-` sign in training; 0.5: uniform)",
+    ) = 0.5
     # odds of a `-` sign in training (evaluation: 0.5)
 
 
@@ -121,10 +126,10 @@ def _check_fit(task) -> None:
             f"task.lego_distractor_length), each defining its own variable; raise task.K to "
             f"{clauses} or ask fewer clauses"
         )
-    if task.L < 3 * clauses + 2:
+    if task.L < clauses + 1:
         raise ConfigError(
-            f"task.L = {task.L} is too short: {clauses} clauses of 3 tokens and the query's 2 "
-            f"need L >= {3 * clauses + 2}"
+            f"task.L = {task.L} is too short: {clauses} clauses and the query, a token each, "
+            f"need L >= {clauses + 1}"
         )
 
 
@@ -157,7 +162,8 @@ class Lego(Family):
         return LegoVocabulary(task.K, task.L)
 
     def layout(self, task) -> tuple[int, int, int]:
-        return 2, task.K, task.L  # values +1, -1 (the signs' ids 0, 1), variables, length
+        """The values +1, -1 (ids 0, 1), the K queries and 2K(K+1) clauses, the length."""
+        return 2, task.K + 2 * task.K * (task.K + 1) - 2, task.L
 
     def training_sampler(self, task, held_out, device="cpu"):
         from empirical.families.lego.draw import LegoSampler
