@@ -270,8 +270,12 @@ def test_association_measures_are_the_attention_entries_they_name():
         assert table["query -> its clause"]["mean"][layer] == pytest.approx(query, abs=1e-6)
         back = float(att[start + 2, start + 1])  # b=-a onto c=+b (which names b)
         assert table["defined -> naming clause"]["mean"][layer] == pytest.approx(back, abs=1e-6)
+        for k, at in ((1, start + 2), (2, start)):  # c=? onto b=-a, then a=+1
+            name = f"query -> {k} hop{'s' if k > 1 else ''} down"
+            assert table[name]["mean"][layer] == pytest.approx(float(att[L - 1, at]), abs=1e-6)
     assert table["named -> its clause"]["n"] == 1 and table["defined -> naming clause"]["n"] == 1
     assert table["named -> its clause"]["chance"] == pytest.approx(1 / (start + 2 + 1))
+    assert table["query -> 3 hops down"]["n"] == 0 and table["query -> 2 hops down"]["n"] == 1
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,10 @@ the best head), the attention weight:
 - `defined -> naming clause`: from a clause (`a=+1`) onto the clause that names its variable
   (`b=-a`), where that clause comes earlier (the association read backwards);
 - `query -> its clause`: from the query (`c=?`, the answer position) onto the clause that
-  defines the queried variable (always earlier).
+  defines the queried variable (always earlier);
+- `query -> k hops down` (k = 1, 2, 3): from the query onto the clause k steps down its chain
+  (the clause defining the variable the query's clause names, ...; where the chain has it):
+  the clauses whose signs the answer multiplies.
 
 Each measure's chance level is the weight a uniform attention over the visible positions
 would give the target, 1 / (position + 1), averaged over the same instances.
@@ -29,7 +32,10 @@ import torch
 
 __all__ = ["MEASURES", "association_attention", "association_over_training", "plot_association"]
 
-MEASURES = ("named -> its clause", "defined -> naming clause", "query -> its clause")
+HOPS_DOWN = 3  # `query -> k hops down` for k = 1..this
+MEASURES = ("named -> its clause", "defined -> naming clause", "query -> its clause",
+            *(f"query -> {k} hop{'s' if k > 1 else ''} down" for k in range(1, HOPS_DOWN + 1)))
+# fmt: skip
 
 
 def _instances(vocab, ids) -> dict[str, list[tuple[int, int]]]:
@@ -47,6 +53,13 @@ def _instances(vocab, ids) -> dict[str, list[tuple[int, int]]]:
             out["defined -> naming clause"].append((pos, naming[v]))
     if q in at:
         out["query -> its clause"].append((L - 1, at[q]))
+    named_of = {v: named for _, v, _, named in clauses}
+    v = named_of.get(q, -1)
+    for k in range(1, HOPS_DOWN + 1):  # the clauses on the query's chain, towards its root
+        if v < 0 or v not in at:
+            break
+        out[f"query -> {k} hop{'s' if k > 1 else ''} down"].append((L - 1, at[v]))
+        v = named_of.get(v, -1)
     return out
 
 
@@ -120,16 +133,17 @@ def plot_association(table: dict, history: dict | None, path=None, title: str = 
                              squeeze=False)  # fmt: skip
     ax = axes[0, 0]
     width = 0.8 / n_layers
-    x = np.arange(len(MEASURES))
+    measures = [m for m in MEASURES if table[m]["n"]]  # those with an instance in the set
+    x = np.arange(len(measures))
     for layer in range(n_layers):
-        values = [table[m]["mean"][layer] for m in MEASURES]
+        values = [table[m]["mean"][layer] for m in measures]
         ax.bar(x + (layer - (n_layers - 1) / 2) * width,
                [np.nan if v is None else v for v in values], width,
                color=colors[layer % len(colors)], label=f"layer {layer + 1}")  # fmt: skip
-    chance = [np.nan if table[m]["chance"] is None else table[m]["chance"] for m in MEASURES]
+    chance = [table[m]["chance"] for m in measures]
     ax.scatter(x, chance, marker="_", s=900, color="k", zorder=3, label="chance (uniform)")
     ax.set_xticks(x)
-    ax.set_xticklabels(MEASURES, rotation=15, ha="right", fontsize=9)
+    ax.set_xticklabels(measures, rotation=15, ha="right", fontsize=9)
     ax.set_ylabel("attention weight on the target clause")
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3, axis="y")
