@@ -1,15 +1,21 @@
-"""Typed dataclass configs: load from TOML/JSON, override with dotted `key=value`, save.
+"""Typed configs: load from TOML/JSON, override with dotted `key=value`, save.
 
-Every config in `empirical` is a (possibly nested) dataclass. This module is the one place that
-turns files and command-line strings into those dataclasses, with errors that name the field.
+Every config in `empirical` is a (possibly nested) config class: a pydantic (v2) dataclass
+(`config_class`) whose fields declare their checks (empirical.config_types) and whose
+cross-field checks are its own. This module is the one place that turns files and
+command-line strings into those classes, with one-line errors that name the field, the
+value and what is allowed (`explain`: pydantic's errors in the project's words).
 
     cfg = load_config(RunConfig, "configs/paper.toml", ["train.steps=20000", "seed=1"])
     save_config(cfg, run_dir / "config.toml")
+
+Also here: atomic writes (`atomic_write_bytes`, `append_text`) and `load_failure`. No torch.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import tempfile
@@ -20,8 +26,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import tomli_w
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from disentangled.command_line import UserError
+from empirical.config_types import CHECK
 
 T = TypeVar("T")
 
@@ -30,8 +39,35 @@ class ConfigError(UserError, ValueError):
     """A config value, file or override that cannot be used; the message names the field."""
 
 
+CONFIG = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+
+def config_class(section: str = "", frozen: bool = False):
+    """Decorator: a config class, a pydantic dataclass (validated on construction, by
+    `dataclasses.replace` too) whose errors are one ConfigError line naming the field as
+    `{section}.{field}`; unknown fields are errors. Still a dataclass (`dataclasses.fields`,
+    `replace`, `asdict` work); `frozen` as a dataclass's."""
+
+    def wrap(cls: type[T]) -> type[T]:
+        cls = pydantic_dataclass(cls, config=CONFIG, frozen=frozen)
+        init = cls.__init__
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kwargs):
+            try:
+                init(self, *args, **kwargs)
+            except ValidationError as exc:
+                raise ConfigError(explain(exc, type(self), section)) from None
+
+        cls.__init__ = __init__
+        cls.__config_section__ = section
+        return cls
+
+    return wrap
+
+
 def _field_types(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    return typing.get_type_hints(cls, include_extras=False)
 
 
 def _is_dataclass_type(tp: Any) -> bool:
@@ -57,124 +93,94 @@ def did_you_mean(names: list[str], part: str, before: list[str], after: list[str
     return f" (did you mean {'.'.join([*before, close[0], *after])}?)" if close else ""
 
 
-def _coerce(value: Any, tp: Any, name: str) -> Any:
-    """Convert `value` (from TOML/JSON or a command-line string) to the annotated type `tp`."""
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
-            if type(None) in args:
-                return None
-        errors = []
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _coerce(value, arg, name)
-            except ConfigError as exc:
-                errors.append(str(exc))
-        raise ConfigError(f"{name}: cannot read {value!r} as {tp}")
-    if _is_dataclass_type(tp):
-        if isinstance(value, tp):
-            return value
-        if not isinstance(value, dict):
-            raise ConfigError(f"{name}: expected a table of fields, got {value!r}")
-        return from_dict(tp, value, prefix=f"{name}.")
-    if origin in (list, tuple, set, frozenset):
-        if isinstance(value, str):
-            text = value.strip()
-            if text.startswith("["):
-                try:
-                    value = json.loads(text)
-                except json.JSONDecodeError:
-                    value = [v.strip() for v in text.strip("[]").split(",") if v.strip()]
-            else:
-                value = [v.strip() for v in text.split(",") if v.strip()]
-        if not isinstance(value, (list, tuple, set, frozenset)):
-            raise ConfigError(f"{name}: expected a list, got {value!r}")
-        item_tp = args[0] if args else Any
-        items = [_coerce(v, item_tp, f"{name}[{i}]") for i, v in enumerate(value)]
-        return origin(items) if origin is not list else items
-    if tp is Any:
-        return value
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "1", "yes", "on"):
-            return True
-        if isinstance(value, str) and value.lower() in ("false", "0", "no", "off"):
-            return False
-        raise ConfigError(f"{name}: expected true or false, got {value!r}")
-    if tp is int:
-        if isinstance(value, bool):
-            raise ConfigError(f"{name}: expected an integer, got {value!r}")
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str):
-            try:
-                return int(value.replace("_", ""))
-            except ValueError:
-                try:
-                    f = float(value)
-                except ValueError:
-                    f = None
-                if f is not None and f.is_integer():
-                    return int(f)
-        raise ConfigError(f"{name}: expected an integer, got {value!r}")
-    if tp is float:
-        if isinstance(value, bool):
-            raise ConfigError(f"{name}: expected a number, got {value!r}")
-        if isinstance(value, (int, float)):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        raise ConfigError(f"{name}: expected a number, got {value!r}")
-    if tp is str:
-        if isinstance(value, str):
-            return value
-        raise ConfigError(f"{name}: expected a string, got {value!r}")
-    if origin is typing.Literal:
-        for allowed in args:
-            if value == allowed or str(value) == str(allowed):
-                return allowed
-        raise ConfigError(f"{name}: {value!r} is not one of {list(args)}")
-    return value
+# -- validation errors, in one line ------------------------------------------------------------
+_TYPE_WORDS = {
+    "int": "expected an integer", "float": "expected a number", "bool": "expected true or false",
+    "string": "expected a string", "tuple": "expected a list", "list": "expected a list",
+    "dataclass": "expected a table of fields", "dict": "expected a table of fields",
+    "literal": "is not one of",
+}  # fmt: skip
+
+
+def _class_at(cls: type, loc: tuple) -> type | None:
+    """The config class that holds the field at `loc` (its last part), or None."""
+    for part in loc[:-1]:
+        if not _is_dataclass_type(cls) or not isinstance(part, str):
+            return None
+        cls = _field_types(cls).get(part)
+    return cls if _is_dataclass_type(cls) else None
+
+
+def _unknown_field(cls: type, loc: tuple, prefix: str) -> str:
+    owner = _class_at(cls, loc)
+    names = sorted(f.name for f in dataclasses.fields(owner) if f.init) if owner else []
+    before = [prefix] if prefix else []
+    before += [str(p) for p in loc[:-1]]
+    at = ".".join(before + [str(loc[-1])])
+    return (
+        f"unknown config field {at}"
+        + did_you_mean(names, str(loc[-1]), before, [])
+        + "; allowed: "
+        + ", ".join(".".join(before + [n]) for n in names)
+    )
+
+
+def explain(exc: ValidationError, cls: type, prefix: str = "") -> str:
+    """A pydantic ValidationError of config class `cls` as one line naming the field (the
+    first error; a ConfigError raised by a check is its own message)."""
+    err = exc.errors(include_url=False)[0]
+    loc = tuple(err["loc"])
+    kind, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
+    inner = ctx.get("error")
+    if isinstance(inner, ConfigError):
+        return str(inner)
+    if kind in ("unexpected_keyword_argument", "extra_forbidden"):
+        return _unknown_field(cls, loc, prefix)
+    parts = ([prefix] if prefix else []) + [
+        f"[{p}]" if isinstance(p, int) else str(p) for p in loc
+    ]
+    path = ".".join(parts).replace(".[", "[") or (prefix or cls.__name__)
+    if kind == CHECK:
+        message = ctx["message"]
+        if ctx.get("colon"):
+            return f"{path}: {message}"
+        return f"{path} = {value!r}{'' if message.startswith(':') else ' '}{message}"
+    if inner is not None:
+        return f"{path} = {value!r}: {inner}"
+    head = kind.split("_")[0]
+    words = _TYPE_WORDS.get(head)
+    if head == "literal":
+        return f"{path}: {value!r} is not one of [{ctx.get('expected', '')}]"
+    if words:
+        return f"{path}: {words}, got {value!r}"
+    return f"{path} = {value!r}: {err['msg']}"
 
 
 def from_dict(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
-    """Build dataclass `cls` from a nested dict; unknown keys are an error naming the key."""
+    """Config class `cls` from a nested dict (TOML/JSON values), validated; unknown keys and
+    bad values are a ConfigError naming the field (`prefix` before its path)."""
     if not isinstance(data, dict):
-        raise ConfigError(f"{prefix or cls.__name__}: expected a table, got {data!r}")
-    hints = _field_types(cls)
-    names = {f.name for f in dataclasses.fields(cls) if f.init}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ConfigError(
-            f"unknown config field {prefix}{unknown[0]!s}"
-            + did_you_mean(sorted(names), str(unknown[0]), [prefix[:-1]] if prefix else [], [])
-            + "; allowed: "
-            + ", ".join(f"{prefix}{n}" for n in sorted(names))
-        )
-    kwargs = {k: _coerce(v, hints[k], f"{prefix}{k}") for k, v in data.items()}
+        raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: expected a table, got {data!r}")
+    section = prefix.rstrip(".") or getattr(cls, "__config_section__", "")
     try:
-        return cls(**kwargs)
-    except ConfigError:
-        raise
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(str(exc)) from exc
+        return TypeAdapter(cls).validate_python(data)
+    except ValidationError as exc:
+        raise ConfigError(explain(exc, cls, section)) from None
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:
-    """Nested plain dict (tuples become lists, None values are dropped for TOML)."""
+    """Nested plain dict (tuples become lists, None values are dropped for TOML). A config
+    may leave out fields that say nothing (its `config_omitted()`: e.g. a task config the
+    default fields of the families it does not use)."""
 
     def clean(v: Any) -> Any:
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            return {f.name: clean(getattr(v, f.name)) for f in dataclasses.fields(v)}
+            omit = v.config_omitted() if hasattr(v, "config_omitted") else ()
+            return {
+                f.name: clean(getattr(v, f.name))
+                for f in dataclasses.fields(v)
+                if f.name not in omit
+            }
         if isinstance(v, (list, tuple, set, frozenset)):
             return [clean(x) for x in (sorted(v) if isinstance(v, (set, frozenset)) else v)]
         if isinstance(v, dict):
@@ -204,8 +210,42 @@ def parse_override(text: str) -> tuple[list[str], str]:
     return key.split("."), value.strip()
 
 
+def command_line_value(text: str, tp: Any) -> Any:
+    """An override's value (`train.steps=2000`: "2000") as the field of type `tp` takes it:
+    a TOML literal (a number, true / false, a list `[1, 2]`, a quoted string), `none` for
+    None, the text itself for a string field or where no literal reads; a list field also
+    takes `d,e`. Checking it is the config class's (pydantic)."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:
+        return command_line_value(text, args[0])
+    if origin in (typing.Union, types.UnionType):
+        if type(None) in args and text.lower() in ("none", "null"):
+            return None
+        rest = [a for a in args if a is not type(None)]
+        return command_line_value(text, rest[0]) if len(rest) == 1 else _literal(text)
+    if tp is str or origin is typing.Literal:
+        return text
+    if origin in (list, tuple, set, frozenset):
+        value = _literal(text) if text.startswith("[") else None
+        if isinstance(value, list):
+            return value
+        items = [v.strip() for v in text.strip("[]").split(",") if v.strip()]
+        return items if args and args[0] is str else [_literal(v) for v in items]
+    return _literal(text)
+
+
+def _literal(text: str) -> Any:
+    """A TOML literal (`2000`, `3e-3`, `true`, `[0.9, 0.98]`, `"x"`), else the text."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
 def apply_overrides(data: dict[str, Any], cls: type, overrides: list[str]) -> dict[str, Any]:
-    """Apply dotted `a.b=value` overrides to a nested dict, checking each key against `cls`."""
+    """Apply dotted `a.b=value` overrides to a nested dict, checking each key against `cls`
+    (an unknown one is a ConfigError with a did-you-mean); values read as
+    `command_line_value` reads them."""
     data = json.loads(json.dumps(data))  # deep copy
     for text in overrides:
         path, value = parse_override(text)
@@ -222,7 +262,8 @@ def apply_overrides(data: dict[str, Any], cls: type, overrides: list[str]) -> di
                     + f"; allowed: {allowed}"
                 )
             if i == len(path) - 1:
-                node[part] = _coerce(value, hints[part], ".".join(path))
+                annotated = typing.get_type_hints(tp, include_extras=True)[part]
+                node[part] = command_line_value(value, annotated)
             else:
                 node = node.setdefault(part, {})
                 tp = hints[part]

@@ -11,17 +11,18 @@ directory keeps the resolved config as `config.toml`.
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from empirical.config_io import (
     ConfigError,
+    config_class,
     fingerprint_of,
     load_config,
     non_default_fields,
 )
+from empirical.config_types import MUST, Flag, checked, fail, integer, number, text
 from empirical.families import family_of
 from empirical.model import ModelConfig
 from empirical.task import TaskConfig
@@ -42,72 +43,102 @@ DEVICE_RE = re.compile(r"auto|cpu|cuda(:\d+)?")
 COMPILE_MODES = ("none", "default", "reduce-overhead", "max-autotune")
 
 
-@dataclass
+def allowed_choice(said: str | None, *allowed: str):
+    """One of `allowed`: "{field} = 'x': allowed 'a', 'b'" (or `said` after "allowed")."""
+
+    def check(value):
+        if not isinstance(value, str) or value not in allowed:
+            raise fail(f": allowed {said or ', '.join(map(repr, allowed))}")
+        return value
+
+    return checked(str, check)
+
+
+def _betas(value):
+    ok = isinstance(value, (list, tuple)) and len(value) == 2
+    if not ok or not all(isinstance(b, (int, float)) and not isinstance(b, bool)
+                         and 0 <= b < 1 for b in value):  # fmt: skip
+        raise fail("must be two numbers in [0, 1)")
+    return tuple(float(b) for b in value)
+
+
+def _device(value):
+    if not isinstance(value, str) or not DEVICE_RE.fullmatch(value):
+        raise fail(": allowed 'auto', 'cpu', 'cuda' or 'cuda:N' (N an integer >= 0)")
+    return value
+
+
+def _run_name(value):
+    if not isinstance(value, str) or not value or "/" in value:
+        raise fail("must be a non-empty name without '/'")
+    return value
+
+
+betas_type = checked(tuple[float, float], _betas)
+device_name = checked(str, _device)
+run_name = checked(str, _run_name)
+
+
+@config_class("train")
 class TrainConfig:
     """AdamW on on-the-fly batches (paper Section 3; the numbers are ours, see task.md)."""
 
-    steps: int = 20_000
-    batch_size: int = 512
-    lr: float = 3e-3  # (spec's reading 1e-3; see weight_decay)
-    weight_decay: float = 0.1  # spec's reading 1.0: var-restricted sets then stay below 60%
+    steps: integer(1, wording=MUST) = 20_000
+    batch_size: integer(1, wording=MUST) = 512
+    lr: number(0, None, lo_open=True, message="must be a finite number > 0") = 3e-3
+    # (spec's reading 1e-3; see weight_decay)
+    weight_decay: number(0, None, message="must be a finite number >= 0") = 0.1
+    # spec's reading 1.0: var-restricted sets then stay below 60%
     # in 20k steps; with lr 3e-3 and cosine decay every set reaches >= 99% on CPU seeds 0-2
     # (docs/training_search.md)
-    betas: tuple[float, float] = (0.9, 0.98)
-    warmup_steps: int = 0  # linear warm-up of the learning rate from 0
-    warmup_from: int = 0  # the step the warm-up starts at: 0, or the step a `--resume` that
-    # set train.warmup_steps (a recovery warm-up after a divergence) continued from
-    lr_schedule: str = "cosine"  # after the warm-up: "constant" or "cosine" (to 0 at steps)
-    grad_clip: float | None = None  # max global grad norm (None: no clipping)
-    divergence_factor: float = 10.0  # a checkpoint whose window's mean training loss is above
+    betas: betas_type = (0.9, 0.98)
+    warmup_steps: integer(0, wording=MUST) = 0  # linear warm-up of the learning rate from 0
+    warmup_from: integer(0, wording=MUST) = 0  # the warm-up's first step: 0, or the step a
+    # `--resume` that set train.warmup_steps (a recovery warm-up after a divergence) continued
+    # from
+    lr_schedule: allowed_choice("'constant' or 'cosine'", "constant", "cosine") = "cosine"
+    # after the warm-up: "constant" or "cosine" (to 0 at steps)
+    grad_clip: number(0, None, lo_open=True, message="must be > 0 or unset") | None = None
+    # max global grad norm (None: no clipping)
+    divergence_factor: number(0, None, message="must be a finite number >= 0 (0: off)") = 10.0
+    # a checkpoint whose window's mean training loss is above
     # this many times the running median of the earlier windows AND above ln(p) (worse than
     # chance) counts as diverged: it is not written and the run stops (0: only non-finite)
-    autocast: str = "none"  # "none" or "bf16": forward and loss under bfloat16 autocast (the
-    # authors' runs used bf16 autocast on CUDA); weights and optimiser stay float32
-    init_from: str = ""  # a model file (a snapshot, a checkpoint, an imported run's snapshot)
+    autocast: allowed_choice(None, *AUTOCAST) = "none"  # "bf16": forward and loss under
+    # bfloat16 autocast (the authors' runs used bf16 autocast on CUDA); weights and optimiser
+    # stay float32
+    init_from: text() = ""  # a model file (a snapshot, a checkpoint, an imported run's snapshot)
     # whose weights replace the seeded initialisation ("": the seeded TransformerLens init);
     # e.g. the authors' step-1 weights, to separate their init from their data stream
-    compile: str = "none"  # torch.compile the training forward + loss: "none", "default",
-    # "reduce-overhead" (CUDA graphs; GPU only) or "max-autotune"
-    cuda_graph: bool = True  # on CUDA (with compile = "none"): capture the whole training step
+    compile: allowed_choice(None, *COMPILE_MODES) = "none"  # torch.compile the training
+    # forward + loss: "none", "default", "reduce-overhead" (CUDA graphs; GPU only) or
+    # "max-autotune"
+    cuda_graph: Flag = True  # on CUDA (with compile = "none"): capture the whole training step
     # (forward, backward, fused AdamW) in one CUDA graph and replay it: one launch a step
     # instead of a few hundred (empirical/train/cuda_graph.py). Ignored on the CPU
-    eval_every: int = 250  # evaluate every evaluation set every this many steps
-    eval_subsample: int = 0  # > 0: the evaluations between full ones read a fixed random
-    # subsample of this many sequences per set (metrics records say so: eval_n); 0: every
-    # evaluation reads every sequence
+    eval_every: integer(1, wording=MUST) = 250  # evaluate every set every this many steps
+    eval_subsample: integer(0, wording=MUST) = 0  # > 0: the evaluations between full ones
+    # read a fixed random subsample of this many sequences per set (metrics records say so:
+    # eval_n); 0: every evaluation reads every sequence
     full_eval_every: int = 1000  # with eval_subsample: every sequence of every set at the
     # multiples of this many steps (a multiple of eval_every), at step 0 and at the end
-    checkpoint_every: int = 1000  # resumable checkpoint (model + optimiser + RNG) cadence
-    snapshot_every: int = 250  # weights-only snapshot for analysis over training (0: none)
-    eval_batch_size: int = 4096
-    sample_chunk: int = 1  # draw this many steps' batches per sampler call: fewer small kernel
-    # launches on a GPU; on the CPU the same data as 1, on CUDA another stream of the same
-    # distribution. steps and checkpoint_every must be multiples of it
-    device: str = "auto"  # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...
-    threads: int = 1  # torch CPU threads (0: torch's default). 1 is fastest on our 2-core
-    # machines: `python benchmarks/bench_train.py` measured 20 ms/step with 1 thread and
-    # 120-500 ms/step with 2 (small ops pay for waking the second thread)
-    tensorboard: bool = False  # also write every metrics record as TensorBoard scalars
+    checkpoint_every: integer(1, wording=MUST) = 1000  # resumable checkpoint (model +
+    # optimiser + RNG) cadence
+    snapshot_every: integer(0, wording=MUST) = 250  # weights-only snapshot (0: none)
+    eval_batch_size: integer(1, wording=MUST) = 4096
+    sample_chunk: integer(1, wording=MUST) = 1  # draw this many steps' batches per call:
+    # fewer small kernel launches on a GPU; on the CPU the same data as 1, on CUDA another
+    # stream of the same distribution. steps and checkpoint_every must be multiples of it
+    device: device_name = "auto"  # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...
+    threads: integer(0, wording=MUST) = 1  # torch CPU threads (0: torch's default). 1 is
+    # fastest on our 2-core machines: `python benchmarks/bench_train.py` measured 20 ms/step
+    # with 1 thread and 120-500 ms/step with 2 (small ops pay for waking the second thread)
+    tensorboard: Flag = False  # also write every metrics record as TensorBoard scalars
     # (event files in the run directory, beside metrics.jsonl; empirical/train/tensorboard.py;
     # needs the `tensorboard` extra: pip install -e ".[tensorboard]")
 
     def __post_init__(self) -> None:
-        positive = (
-            "steps",
-            "batch_size",
-            "eval_every",
-            "checkpoint_every",
-            "eval_batch_size",
-            "sample_chunk",
-        )
-        for name in positive:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"train.{name} = {value!r} must be an integer >= 1")
-        for name in ("warmup_steps", "warmup_from", "snapshot_every", "threads", "eval_subsample"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(f"train.{name} = {value!r} must be an integer >= 0")
+        """The fields together (each alone is checked by its type)."""
         for name in ("checkpoint_every", "steps"):
             if getattr(self, name) % self.sample_chunk:
                 raise ConfigError(
@@ -124,68 +155,27 @@ class TrainConfig:
                 f"train.full_eval_every = {full!r} must be a positive multiple of "
                 f"train.eval_every = {self.eval_every} when train.eval_subsample is set"
             )
-        if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
-            raise ConfigError(f"train.lr = {self.lr!r} must be a finite number > 0")
-        wd = self.weight_decay
-        if not (isinstance(wd, (int, float)) and math.isfinite(wd) and wd >= 0):
-            raise ConfigError(f"train.weight_decay = {wd!r} must be a finite number >= 0")
-        betas = tuple(self.betas)
-        if len(betas) != 2 or not all(isinstance(b, (int, float)) and 0 <= b < 1 for b in betas):
-            raise ConfigError(f"train.betas = {self.betas!r} must be two numbers in [0, 1)")
-        self.betas = (float(betas[0]), float(betas[1]))
-        if self.grad_clip is not None and not (
-            isinstance(self.grad_clip, (int, float)) and self.grad_clip > 0
-        ):
-            raise ConfigError(f"train.grad_clip = {self.grad_clip!r} must be > 0 or unset")
+        self.betas = (float(self.betas[0]), float(self.betas[1]))
         factor = self.divergence_factor
-        if not (isinstance(factor, (int, float)) and math.isfinite(factor) and factor >= 0):
-            raise ConfigError(
-                f"train.divergence_factor = {factor!r} must be a finite number >= 0 (0: off)"
-            )
         if factor and factor <= 1:
             raise ConfigError(
                 f"train.divergence_factor = {factor!r}: must be > 1 (a loss above the running "
                 "median is normal), or 0 to turn the check off"
             )
-        if self.autocast not in AUTOCAST:
-            raise ConfigError(
-                f"train.autocast = {self.autocast!r}: allowed {', '.join(map(repr, AUTOCAST))}"
-            )
-        if not isinstance(self.cuda_graph, bool):
-            raise ConfigError(f"train.cuda_graph = {self.cuda_graph!r} must be true or false")
-        if not isinstance(self.tensorboard, bool):
-            raise ConfigError(f"train.tensorboard = {self.tensorboard!r} must be true or false")
-        if self.compile not in COMPILE_MODES:
-            raise ConfigError(
-                f"train.compile = {self.compile!r}: allowed {', '.join(map(repr, COMPILE_MODES))}"
-            )
-        if self.lr_schedule not in ("constant", "cosine"):
-            raise ConfigError(
-                f"train.lr_schedule = {self.lr_schedule!r}: allowed 'constant' or 'cosine'"
-            )
-        if not isinstance(self.device, str) or not DEVICE_RE.fullmatch(self.device):
-            raise ConfigError(
-                f"train.device = {self.device!r}: allowed 'auto', 'cpu', 'cuda' or 'cuda:N' "
-                "(N an integer >= 0)"
-            )
 
 
-@dataclass
+@config_class()
 class RunConfig:
     """One training run: task, model, training, and the seed that fixes all randomness."""
 
-    name: str = "paper"
-    seed: int = 0
+    name: run_name = "paper"
+    seed: integer(0, wording=MUST) = 0
     task: TaskConfig = field(default_factory=TaskConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     kind: Literal["run"] = "run"
 
     def __post_init__(self) -> None:
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ConfigError(f"seed = {self.seed!r} must be an integer >= 0")
-        if not self.name or "/" in self.name:
-            raise ConfigError(f"name = {self.name!r} must be a non-empty name without '/'")
         self.built_model_config()  # a model size that conflicts with the task is an error
 
     def built_model_config(self) -> ModelConfig:

@@ -45,21 +45,21 @@ def lego_task(**changes) -> TaskConfig:
 
 def read_row(ids: list[int], K: int, L: int) -> dict:
     """The row's clauses {variable: (sign, named or None, clause index)}, the query variable,
-    its hop count and value (+1 / -1), and the chains (lists of variables from the root)."""
-    pad, one, query = K + 4, K + 2, K + 3
-    assert ids[L - 2] == query and 2 <= ids[L - 1] < K + 2  # `? c`
+    its hop count and value (+1 / -1), and the chains (lists of variables from the root).
+    Ids: the query `v=?` is 2 + v; the clause `v=sx` is 2 + K + (2 v + s)(K + 1) + x (x = K:
+    the constant 1); pad 2 + K + 2K(K + 1)."""
+    pad = 2 + K + 2 * K * (K + 1)
+    assert 2 <= ids[L - 1] < 2 + K  # the query, last
     i = 0
     while ids[i] == pad:
         i += 1
-    body = ids[i : L - 2]
-    assert len(body) % 3 == 0 and pad not in body
     clauses = {}
-    for j in range(0, len(body), 3):
-        s, x, v = body[j : j + 3]  # `b=-a` is `- a b`
-        assert 2 <= v < K + 2 and s in (0, 1) and (2 <= x < K + 2 or x == one)
+    for j, t in enumerate(ids[i : L - 1]):
+        assert 2 + K <= t < pad, (t, ids)
+        (v, s), x = divmod((t - 2 - K) // (K + 1), 2), (t - 2 - K) % (K + 1)
         assert v not in clauses, "a variable defined twice"
-        clauses[v] = (s, None if x == one else x, j // 3)
-    q = ids[L - 1]
+        clauses[v] = (s, None if x == K else x, j)
+    q = ids[L - 1] - 2
     value, hops, v = 1, -1, q
     while v is not None:
         sign, v = clauses[v][0], clauses[v][1]
@@ -116,6 +116,7 @@ def test_training_rows_by_construction():
     values = Counter(r["value"] for r in rows)
     assert abs(values[1] / len(rows) - 0.5) < 0.04
     assert torch.equal(batch.operand_vars[:, 0], batch.tokens[:, task.L - 1] - 2)
+    assert batch.tokens.shape == (4000, task.L)
 
 
 def test_evaluation_sets_by_hop_count_and_order():
@@ -194,7 +195,7 @@ def test_vocabulary_text_round_trips():
         ({"lego_minus_share": 1.0}, "task.lego_minus_share = 1.0 must be a number in (0, 1)"),
         ({"lego_distractors": -1}, "task.lego_distractors = -1 is out of range"),
         ({"K": 5}, "task.K = 5 variables are too few"),
-        ({"L": 17}, "task.L = 17 is too short"),
+        ({"L": 8, "lego_distractor_length": 4}, "task.L = 8 is too short"),
         ({"p": 11}, "task.p = 11 is not read by the lego family"),
     ],
 )
@@ -239,7 +240,8 @@ def test_sample_prints_text_then_label(capsys):
         r = read_row(vocab.encode(m.group(1)).tolist(), task.K, task.L)
         assert r["hops"] == 2 and m.group(2) == f"{r['value']:+d}"
     assert main(["--config", str(CONFIG), "--n", "3", "--tokens"]) == 0
-    assert all(line.split()[-3] == "?" for line in capsys.readouterr().out.splitlines())
+    lines = capsys.readouterr().out.splitlines()
+    assert all(re.fullmatch(r"(pad )*([a-z]=[+-]([a-z]|1) )+[a-z]=\? [+-]1", x) for x in lines)
 
 
 # -- the association analysis ----------------------------------------------------------------
@@ -259,17 +261,21 @@ def test_association_measures_are_the_attention_entries_they_name():
     table = association_attention(model, vocab, tokens)
     assert list(table) == list(MEASURES)
     _, cache = model.run_with_cache(tokens)
-    L, start = task.L, task.L - 2 - 12  # clauses at start, start + 3, start + 6, start + 9
+    L, start = task.L, task.L - 1 - 4  # clauses at start .. start + 3, the query at L - 1
     for layer in range(cfg.model.n_layers):
         att = cache["pattern", layer][0].mean(0)  # the heads' mean [q, k]
-        named = float(att[start + 7, start : start + 3].sum())  # `- a b`: `a` onto `+ 1 a`
+        named = float(att[start + 2, start])  # b=-a onto a=+1
         assert table["named -> its clause"]["mean"][layer] == pytest.approx(named, abs=1e-6)
-        query = float(att[L - 1, start + 3 : start + 6].sum())  # `? c` onto `+ b c`
+        query = float(att[L - 1, start + 1])  # c=? onto c=+b
         assert table["query -> its clause"]["mean"][layer] == pytest.approx(query, abs=1e-6)
-        back = float(att[start + 8, start + 3 : start + 6].sum())  # b (of `- a b`) onto `+ b c`
+        back = float(att[start + 2, start + 1])  # b=-a onto c=+b (which names b)
         assert table["defined -> naming clause"]["mean"][layer] == pytest.approx(back, abs=1e-6)
+        for k, at in ((1, start + 2), (2, start)):  # c=? onto b=-a, then a=+1
+            name = f"query -> {k} hop{'s' if k > 1 else ''} down"
+            assert table[name]["mean"][layer] == pytest.approx(float(att[L - 1, at]), abs=1e-6)
     assert table["named -> its clause"]["n"] == 1 and table["defined -> naming clause"]["n"] == 1
-    assert table["named -> its clause"]["chance"] == pytest.approx(3 / (start + 7 + 1))
+    assert table["named -> its clause"]["chance"] == pytest.approx(1 / (start + 2 + 1))
+    assert table["query -> 3 hops down"]["n"] == 0 and table["query -> 2 hops down"]["n"] == 1
 
 
 @pytest.fixture(scope="module")

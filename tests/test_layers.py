@@ -15,6 +15,7 @@ LAYERS = [
     [
         "empirical.allocator",
         "empirical.config_io",
+        "empirical.config_types",
         "empirical.figures",
         "empirical.phase_marks",
         "empirical.stats",

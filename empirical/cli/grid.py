@@ -12,6 +12,7 @@ See docs/sweep.md ('Grids').
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -71,10 +72,11 @@ def run(argv: list[str]) -> int:
                 f"--only: unknown variant(s) {', '.join(unknown)}; the config has "
                 f"{', '.join(spec.variants)}"
             )
-        spec.variants = {k: v for k, v in spec.variants.items() if k in args.only}
+        spec = dataclasses.replace(
+            spec, variants={k: v for k, v in spec.variants.items() if k in args.only}
+        )
     if args.max_batch is not None:
-        spec.max_batch = args.max_batch
-    spec.__post_init__()
+        spec = dataclasses.replace(spec, max_batch=args.max_batch)  # validated again
     executor = executor_options(args)  # None: train here
     from empirical.sweep.runner import sweep_dir_lock  # torch: after the checks
 

@@ -20,7 +20,15 @@ import dataclasses
 import sys
 
 from empirical.cli.common import UsageError, command_main, config_field, parser
-from empirical.config_io import ConfigError, apply_overrides, from_dict, read_config_file, to_dict
+from empirical.config_io import (
+    ConfigError,
+    apply_overrides,
+    config_class,
+    from_dict,
+    read_config_file,
+    to_dict,
+)
+from empirical.config_types import MUST, integer
 from empirical.families import all_families, family_of
 from empirical.task.config import TaskConfig
 
@@ -28,11 +36,11 @@ from empirical.task.config import TaskConfig
 # config are checked (render), so that a bad one is answered at once
 
 
-@dataclasses.dataclass
+@config_class()
 class SampleConfig:
     """The part of a run config this command reads."""
 
-    seed: int = 0
+    seed: integer(0, wording=MUST) = 0
     task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
 
 

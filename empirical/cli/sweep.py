@@ -17,6 +17,7 @@ See docs/sweep.md.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
 import sys
 from pathlib import Path
@@ -89,17 +90,15 @@ def run(argv: list[str]) -> int:
     from empirical.sweep.spec import load_sweep_config, parse_param  # torch-free
 
     base, spec = load_sweep_config(args.config, args.overrides)
+    changes: dict = {}
     if args.param:
-        spec.param, spec.values = parse_param(args.param)
+        changes["param"], changes["values"] = parse_param(args.param)
     if args.seeds is not None:
-        spec.seeds = [_seed(s) for s in args.seeds]
-    if args.metric is not None:
-        spec.metric = args.metric
-    if args.target is not None:
-        spec.target = args.target
-    if args.max_batch is not None:
-        spec.max_batch = args.max_batch
-    spec.__post_init__()  # re-validate after the command-line changes
+        changes["seeds"] = [_seed(s) for s in args.seeds]
+    for name in ("metric", "target", "max_batch"):
+        if getattr(args, name) is not None:
+            changes[name] = getattr(args, name)
+    spec = dataclasses.replace(spec, **changes)  # validated again, with the command's values
     if args.at_step is not None:
         if not args.summarize:
             raise UsageError(

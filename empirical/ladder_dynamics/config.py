@@ -15,12 +15,12 @@ released piece. AdamW's rates are the optimiser's own, `adamw.lr_qk` on the stor
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from disentangled.config import OPERAND_ORDERS
-from empirical.config_io import ConfigError
+from empirical.config_io import ConfigError, config_class
+from empirical.config_types import COLON, choice, integer, number
 
 if TYPE_CHECKING:  # the theorem's model (and torch) only when a model is built
     from empirical.theorem_model import TheoremModelConfig
@@ -29,29 +29,40 @@ if TYPE_CHECKING:  # the theorem's model (and torch) only when a model is built
 RELEASES = ("ov", "mlp", "layer1", "embeddings", "adamw", "mix", "task")
 
 
-def _check_positive(name: str, value: float, allow_zero: bool = False) -> None:
-    ok = math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
-    if not ok:
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ConfigError(f"{name}: must be a finite number {bound}, got {value!r}")
+def count(low: int):
+    """An integer >= low: "{field}: must be an integer >= low, got v"."""
+    return integer(low, wording=COLON)
 
 
-def _check_int(name: str, value: int, low: int) -> None:
-    if value < low:
-        raise ConfigError(f"{name}: must be an integer >= {low}, got {value!r}")
+def rate(allow_zero: bool = False):
+    """A finite number > 0 (>= 0): "{field}: must be a finite number > 0, got v"."""
+    bound = ">= 0" if allow_zero else "> 0"
+    return number(0, None, lo_open=not allow_zero, message=f"must be a finite number {bound}",
+                  wording=COLON)  # fmt: skip
 
 
-@dataclass
+def order_choice():
+    return choice(*OPERAND_ORDERS, wording=COLON)
+
+
+@config_class("theorem")
 class TheoremSection:
     """The theorem's instance (docs/theorem_model.md): modulus, variables, W^0's scale,
     length, 1-var operand order of the baseline's data, logit scale xi."""
 
-    p: int = 5
-    K: int = 3
-    beta: float = 4.0
-    L: int = 16
-    operand_order: str = "fixed"
-    xi: float = 10.0
+    p: count(3) = 5
+    K: count(2) = 3
+    beta: number(message="must be a finite number", wording=COLON) = 4.0
+    L: count(8) = 16
+    operand_order: order_choice() = "fixed"
+    xi: rate() = 10.0
+
+    def __post_init__(self) -> None:
+        if 2 * self.K > self.L - 4:
+            raise ConfigError(
+                f"theorem.K: {self.K} variables need 2K = {2 * self.K} assignment positions, "
+                f"but L = {self.L} has only L - 4 = {self.L - 4}"
+            )
 
     def model_config(self, operand_order: str | None = None) -> TheoremModelConfig:
         from empirical.theorem_model.config import TheoremModelConfig
@@ -62,36 +73,45 @@ class TheoremSection:
         )  # fmt: skip
 
 
-@dataclass
+@config_class("sgd")
 class SGDSection:
     """Plain SGD (no momentum, no decay): lr_qk on the theorem's W, lr on released pieces."""
 
-    lr_qk: float = 0.2
-    lr: float = 0.01
+    lr_qk: rate() = 0.2
+    lr: rate() = 0.01
 
 
-@dataclass
+@config_class("adamw")
 class AdamWSection:
     """torch.optim.AdamW of the `adamw` release (the authors' betas and weight decay)."""
 
-    lr_qk: float = 0.05
-    lr: float = 0.003
-    weight_decay: float = 0.02
+    lr_qk: rate() = 0.05
+    lr: rate() = 0.003
+    weight_decay: rate(allow_zero=True) = 0.02
     betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
 
+    def __post_init__(self) -> None:
+        b = self.betas
+        if len(b) != 2 or not all(0 <= x < 1 for x in b):
+            raise ConfigError(f"adamw.betas: must be two numbers in [0, 1), got {b!r}")
 
-@dataclass
+
+@config_class("mix")
 class MixSection:
     """The `mix` release's training distribution: the authors' 0/1/2-var shares (their rows
     mix, 12/20/10 of 42, configs/authors.toml) and operand order."""
 
-    frac_0var: float = 12 / 42
-    frac_1var: float = 20 / 42
-    frac_2var: float = 10 / 42
-    operand_order: str = "mixed"
+    frac_0var: rate(allow_zero=True) = 12 / 42
+    frac_1var: rate(allow_zero=True) = 20 / 42
+    frac_2var: rate(allow_zero=True) = 10 / 42
+    operand_order: order_choice() = "mixed"
+
+    def __post_init__(self) -> None:
+        if self.frac_0var + self.frac_1var + self.frac_2var <= 0:
+            raise ConfigError("mix: the three fractions sum to 0")
 
 
-@dataclass
+@config_class("task")
 class TaskSection:
     """The `task` release: the authors' task rules on the training data (restrict.py).
     r1: variables never the first operand; r2: never the second (letters, as in
@@ -101,13 +121,13 @@ class TaskSection:
     r1: list[str] = field(default_factory=lambda: ["b"])
     r2: list[str] = field(default_factory=lambda: ["a"])
     held_out_fraction: float = 0.1
-    held_out_seed: int = 0
+    held_out_seed: integer(0, wording=COLON) = 0
 
     def indices(self, K: int) -> tuple[list[int], list[int]]:
         return [ord(v) - ord("a") for v in self.r1], [ord(v) - ord("a") for v in self.r2]
 
 
-@dataclass
+@config_class()
 class DynamicsConfig:
     """steps: SGD/AdamW steps per run; batch_size: sequences per step, drawn with replacement
     from the population by its weights (0: the whole population, weighted: the exact
@@ -117,13 +137,13 @@ class DynamicsConfig:
     in this order; empty: none, the baseline only)."""
 
     name: str = "ladder_dynamics"
-    steps: int = 300
-    batch_size: int = 512
-    eval_every: int = 5
-    threshold: float = 0.99
+    steps: count(1) = 300
+    batch_size: count(0) = 512
+    eval_every: count(1) = 5
+    threshold: number(0, 1, lo_open=True, message="must be in (0, 1]", wording=COLON) = 0.99
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
     releases: list[str] = field(default_factory=lambda: list(RELEASES))
-    threads: int = 1
+    threads: count(1) = 1
     theorem: TheoremSection = field(default_factory=TheoremSection)
     sgd: SGDSection = field(default_factory=SGDSection)
     adamw: AdamWSection = field(default_factory=AdamWSection)
@@ -131,12 +151,7 @@ class DynamicsConfig:
     task: TaskSection = field(default_factory=TaskSection)
 
     def __post_init__(self) -> None:
-        _check_int("steps", self.steps, 1)
-        _check_int("batch_size", self.batch_size, 0)
-        _check_int("eval_every", self.eval_every, 1)
-        _check_int("threads", self.threads, 1)
-        if not 0 < self.threshold <= 1:
-            raise ConfigError(f"threshold: must be in (0, 1], got {self.threshold!r}")
+        """The lists and the sections together (each value alone is checked by its type)."""
         if not self.seeds:
             raise ConfigError("seeds: give at least one seed")
         if len(set(self.seeds)) != len(self.seeds):
@@ -146,20 +161,6 @@ class DynamicsConfig:
                 raise ConfigError(f"releases: {name!r} is not one of {list(RELEASES)}")
         if len(set(self.releases)) != len(self.releases):
             raise ConfigError(f"releases: {self.releases} repeats a release")
-        for sec, names in ((self.sgd, ("lr_qk", "lr")), (self.adamw, ("lr_qk", "lr"))):
-            prefix = "sgd" if sec is self.sgd else "adamw"
-            for n in names:
-                _check_positive(f"{prefix}.{n}", getattr(sec, n))
-        _check_positive("adamw.weight_decay", self.adamw.weight_decay, allow_zero=True)
-        b = self.adamw.betas
-        if len(b) != 2 or not all(0 <= x < 1 for x in b):
-            raise ConfigError(f"adamw.betas: must be two numbers in [0, 1), got {b!r}")
-        fr = (self.mix.frac_0var, self.mix.frac_1var, self.mix.frac_2var)
-        for n, v in zip(("frac_0var", "frac_1var", "frac_2var"), fr, strict=True):
-            _check_positive(f"mix.{n}", v, allow_zero=True)
-        if sum(fr) <= 0:
-            raise ConfigError("mix: the three fractions sum to 0")
-        self._check_theorem()
         self._check_task()
 
     def _check_task(self) -> None:
@@ -178,26 +179,6 @@ class DynamicsConfig:
             raise ConfigError(
                 f"task.held_out_fraction: must be in [0, 1), got {t.held_out_fraction!r}"
             )
-
-    def _check_theorem(self) -> None:
-        """TheoremModelConfig's checks, without importing the model (nor torch): a bad value
-        fails before any computation, under this config's field names."""
-        th = self.theorem
-        for name, low in (("p", 3), ("K", 2), ("L", 8)):
-            _check_int(f"theorem.{name}", getattr(th, name), low)
-        if 2 * th.K > th.L - 4:
-            raise ConfigError(
-                f"theorem.K: {th.K} variables need 2K = {2 * th.K} assignment positions, "
-                f"but L = {th.L} has only L - 4 = {th.L - 4}"
-            )
-        if not math.isfinite(th.beta):
-            raise ConfigError(f"theorem.beta: must be a finite number, got {th.beta!r}")
-        _check_positive("theorem.xi", th.xi)
-        for where, order in (("theorem", th.operand_order), ("mix", self.mix.operand_order)):
-            if order not in OPERAND_ORDERS:
-                raise ConfigError(
-                    f"{where}.operand_order: {order!r} is not one of {list(OPERAND_ORDERS)}"
-                )
 
     def mix_weights(self) -> dict[str, float]:
         return {"0var": self.mix.frac_0var, "1var": self.mix.frac_1var,

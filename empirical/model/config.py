@@ -17,10 +17,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from empirical.config_io import ConfigError
+from empirical.config_io import ConfigError, config_class
+from empirical.config_types import COLON, checked, choice, fail, integer, number
 
 if TYPE_CHECKING:
     import torch
@@ -71,7 +71,29 @@ def task_sizes(p: int, K: int, L: int) -> dict[str, int]:
     return {"d_vocab": p + K + 3, "d_vocab_out": p, "n_ctx": L}
 
 
-@dataclass
+def size():
+    """A positive integer: "model.{field}: must be a positive integer, got v"."""
+
+    def check(value):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise fail(f"must be a positive integer, got {value!r}", colon=True)
+        return value
+
+    return checked(int, check)
+
+
+def model_flag():
+    """true or false: "model.{field}: must be true or false, got v"."""
+
+    def check(value):
+        if not isinstance(value, bool):
+            raise fail(f"must be true or false, got {value!r}", colon=True)
+        return value
+
+    return checked(bool, check)
+
+
+@config_class("model")
 class ModelConfig:
     """Architecture of the 2-layer, 1-head, layer-2-MLP-only transformer (paper Section 3).
 
@@ -95,50 +117,26 @@ class ModelConfig:
     from this config, which the model keeps current (TransformerLens reads `cfg.device`).
     """
 
-    d_model: int = 128
-    n_heads: int = 1
-    d_head: int | None = None
-    d_mlp: int = 512
-    n_layers: int = 2
-    tied_layers: bool = False
-    init_std: float | None = None
-    dtype: Literal["float32", "float64"] = "float32"
-    act_fn: Literal["relu", "quadratic"] = "relu"
-    d_vocab: int | None = None
-    d_vocab_out: int | None = None
-    n_ctx: int | None = None
+    d_model: size() = 128
+    n_heads: size() = 1
+    d_head: size() | None = None
+    d_mlp: size() = 512
+    n_layers: integer(N_LAYERS[0], N_LAYERS[1], wording=COLON, in_dots=True) = 2
+    tied_layers: model_flag() = False
+    init_std: number(0, None, lo_open=True, message="must be positive", wording=COLON,
+                     type_message="must be a number") | None = None  # fmt: skip
+    dtype: choice(*DTYPE_NAMES, wording=COLON) = "float32"
+    act_fn: choice(*ACTIVATION_NAMES, wording=COLON) = "relu"
+    d_vocab: size() | None = None
+    d_vocab_out: size() | None = None
+    n_ctx: size() | None = None
 
     def __post_init__(self) -> None:
-        for name in ("d_model", "d_mlp", "n_heads", "d_head", "d_vocab", "d_vocab_out", "n_ctx"):
-            value = getattr(self, name)
-            if value is None and name not in ("d_model", "d_mlp", "n_heads"):
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ConfigError(f"model.{name}: must be a positive integer, got {value!r}")
         if self.d_head is None and self.d_model % self.n_heads:
             raise ConfigError(
                 f"model.n_heads: {self.n_heads} heads do not divide d_model = {self.d_model}; "
                 "set model.d_head (each head's width)"
             )
-        if self.init_std is not None:
-            if isinstance(self.init_std, bool) or not isinstance(self.init_std, (int, float)):
-                raise ConfigError(f"model.init_std: must be a number, got {self.init_std!r}")
-            if not (math.isfinite(self.init_std) and self.init_std > 0):
-                raise ConfigError(f"model.init_std: must be positive, got {self.init_std!r}")
-            self.init_std = float(self.init_std)
-        if self.dtype not in DTYPE_NAMES:
-            raise ConfigError(f"model.dtype: {self.dtype!r} is not one of {list(DTYPE_NAMES)}")
-        if not isinstance(self.act_fn, str) or self.act_fn not in ACTIVATION_NAMES:
-            raise ConfigError(
-                f"model.act_fn: {self.act_fn!r} is not one of {list(ACTIVATION_NAMES)}"
-            )
-        n = self.n_layers
-        if isinstance(n, bool) or not isinstance(n, int) or not N_LAYERS[0] <= n <= N_LAYERS[1]:
-            raise ConfigError(
-                f"model.n_layers: must be an integer in {N_LAYERS[0]}..{N_LAYERS[1]}, got {n!r}"
-            )
-        if not isinstance(self.tied_layers, bool):
-            raise ConfigError(f"model.tied_layers: must be true or false, got {self.tied_layers!r}")
 
     # -- derived values ---------------------------------------------------------------------
 

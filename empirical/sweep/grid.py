@@ -24,14 +24,17 @@ import json
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
+from typing import Any
 
 from empirical.config_io import (
     ConfigError,
     atomic_write_bytes,
+    config_class,
     from_dict,
 )
+from empirical.config_types import MUST, integer, number
 from empirical.run_config import RunConfig
 from empirical.rundir import SweepDir
 from empirical.sweep.spec import Member, expand_variants, load_config_with_table
@@ -44,14 +47,14 @@ from empirical.train.set_timeline import set_timeline
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
-@dataclass
+@config_class("grid")
 class GridSpec:
     """The `[grid]` table: variant name -> overrides, seeds, batch limit, target."""
 
-    variants: dict[str, list[str]] = field(default_factory=dict)
-    seeds: list[int] = field(default_factory=lambda: [0])
-    max_batch: int = 0
-    target: float = 0.99
+    variants: dict[str, Any] = field(default_factory=dict)
+    seeds: list[Any] = field(default_factory=lambda: [0])
+    max_batch: integer(0, wording=MUST) = 0
+    target: number(0, 1, lo_open=True) = 0.99
 
     def __post_init__(self) -> None:
         if not isinstance(self.variants, dict) or not self.variants:
@@ -72,12 +75,6 @@ class GridSpec:
         if len(set(seeds)) != len(seeds):
             raise ConfigError(f"grid.seeds = {seeds} repeats a seed")
         self.seeds = seeds
-        if isinstance(self.max_batch, bool) or not isinstance(self.max_batch, int):
-            raise ConfigError(f"grid.max_batch = {self.max_batch!r} must be an integer >= 0")
-        if self.max_batch < 0:
-            raise ConfigError(f"grid.max_batch = {self.max_batch!r} must be an integer >= 0")
-        if not isinstance(self.target, (int, float)) or not 0 < self.target <= 1:
-            raise ConfigError(f"grid.target = {self.target!r} must be a number in (0, 1]")
 
 
 def load_grid_config(path, overrides: list[str] | None = None) -> tuple[RunConfig, GridSpec]:

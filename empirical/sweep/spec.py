@@ -30,11 +30,13 @@ from typing import Any
 from empirical.config_io import (
     ConfigError,
     apply_overrides,
+    config_class,
     config_to_toml,
     from_dict,
     read_config_file,
     to_dict,
 )
+from empirical.config_types import MUST, integer, number
 from empirical.run_config import RunConfig
 
 # convenience names for swept parameters: alias -> (field, value -> field value, x-axis label)
@@ -65,26 +67,19 @@ NOT_SWEEPABLE = {
 ARCHITECTURE_TASK_FIELDS = ("p", "K", "L")
 
 
-@dataclass
+@config_class("sweep")
 class SweepSpec:
     """The `[sweep]` table of a sweep config (see the module docstring)."""
 
     param: str = ""
     values: list[Any] = field(default_factory=list)
-    seeds: list[int] = field(default_factory=lambda: [0])
+    seeds: list[Any] = field(default_factory=lambda: [0])
     metric: str = "auto"
-    target: float = 0.99
-    max_batch: int = 0
+    target: number(0, 1, lo_open=True) = 0.99
+    max_batch: integer(0, wording=MUST) = 0
     note: str = ""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.target, (int, float)) or not 0.0 < self.target <= 1.0:
-            raise ConfigError(f"sweep.target = {self.target!r} must be a number in (0, 1]")
-        self.target = float(self.target)
-        if isinstance(self.max_batch, bool) or not isinstance(self.max_batch, int):
-            raise ConfigError(f"sweep.max_batch = {self.max_batch!r} must be an integer >= 0")
-        if self.max_batch < 0:
-            raise ConfigError(f"sweep.max_batch = {self.max_batch!r} must be an integer >= 0")
         seeds = list(self.seeds)
         if not seeds:
             raise ConfigError("sweep.seeds is empty: give at least one seed")

@@ -19,8 +19,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from empirical.config_io import config_class
+from empirical.config_types import MUST, Flag, choice, integer, names, number, text
 from empirical.families import DEFAULT_FAMILY, all_families, family
-from empirical.families.assign_add.fields import EXTRA_EVAL_SET_NAMES, LETTERS
+from empirical.families.assign_add.fields import (
+    ASSIGNMENT_COUNTS,
+    EXTRA_EVAL_SET_NAMES,
+    HELD_OUT_FORMS,
+    LETTERS,
+    MAX_P,
+    MIXES,
+    PADDINGS,
+    PAIR_SPLITS,
+)
+from empirical.families.base import same_value
 
 __all__ = ["EXTRA_EVAL_SET_NAMES", "PaperTask", "TaskConfig"]
 
@@ -29,52 +41,68 @@ __all__ = ["EXTRA_EVAL_SET_NAMES", "PaperTask", "TaskConfig"]
 class PaperTask:
     """The assign-and-add task (paper Section 3); (ours) marks a reconstructed default."""
 
-    p: int = 97  # modulus; numbers 0..p-1 (ours)
-    K: int = 5  # number of variables, letters a.. (ours)
-    L: int = 16  # sequence length (paper): assignments in 0..L-5, `+` L-4, operands, `=` L-1
-    min_assignments: int = 1  # assigned variables per sequence, at least (ours)
-    max_assignments: int = 4  # ... at most (ours)
-    frac_1var: float = 1 / 3  # share of 1-var sequences in training (ours)
-    ratio_2var_to_0var: float = 1.0  # 2-var : 0-var ratio of the rest (paper's "priming")
-    held_out_fraction: float = 0.1  # fraction of value pairs held out (ours), counted as
+    p: integer(2, MAX_P) = 97  # modulus; numbers 0..p-1 (ours)
+    K: integer(1, len(LETTERS), why=" (one letter a..z per variable)") = 5  # variables (ours)
+    L: integer(8, why=" (4 positions for `+`, two operands and `=`, 4 for assignments)") = 16
+    # sequence length (paper): assignments in 0..L-5, `+` L-4, operands, `=` L-1
+    min_assignments: integer(1) = 1  # assigned variables per sequence, at least (ours)
+    max_assignments: integer(1, wording=MUST) = 4  # ... at most (ours)
+    frac_1var: fraction("must lie in [0, 1]") = 1 / 3  # share of 1-var sequences (ours)
+    ratio_2var_to_0var: number(0, None, finite=False, message="must lie in [0, inf]",
+                               type_message="must be a number") = 1.0  # fmt: skip
+    # 2-var : 0-var ratio of the rest (paper's "priming")
+    held_out_fraction: fraction("must lie in [0, 1)", hi_open=True) = 0.1
+    # fraction of value pairs held out (ours), counted as
     # unordered pairs {x, y} or ordered pairs (x, y) per held_out_form
     # never the first (r1) / second (r2) operand in training. The spec's reading was
     # r1 = (d, e), r2 = (b, e); that makes e never an operand at all, and its var-restricted
     # sets cannot be learned from the data (measured: docs/training_search.md), so the
     # default keeps one variable out of each position, b out of the second as in the paper
-    r1: tuple[str, ...] = ("d",)  # never the first operand (position L-3) in training
-    r2: tuple[str, ...] = ("b",)  # never the second operand (position L-2) in training
-    allow_same_variable_operands: bool = True  # 2-var sequences like `c+c` (ours)
-    eval_size: int = 10_000  # sequences per evaluation set (or its whole support if smaller)
+    r1: names("variable letters") = ("d",)  # never the first operand (L-3) in training
+    r2: names("variable letters") = ("b",)  # never the second operand (L-2) in training
+    allow_same_variable_operands: Flag = True  # 2-var sequences like `c+c` (ours)
+    eval_size: integer(1) = 10_000  # sequences per evaluation set (or its whole support)
     # --- how the held-out pairs are chosen (defaults: ours; configs/authors.toml: theirs)
-    held_out_form: str = "unordered"  # "unordered" {x, y} never trained in any order (ours) |
+    held_out_form: choice(*HELD_OUT_FORMS) = "unordered"  # "unordered" {x, y} (ours) |
     # "ordered": (x, y) held out while (y, x) may be trained (the authors')
-    pair_split: str = "seeded"  # "seeded": from derive_seed(seed, "held_out") (ours) |
+    pair_split: choice(*PAIR_SPLITS) = "seeded"  # "seeded": derive_seed(seed, "held_out") |
     # "python_random": random.Random(pair_seed).sample of the training pairs (the authors')
-    pair_seed: int | None = None  # seed of the python_random split (None: the run seed)
-    train_pairs_file: str = ""  # JSON list of the ordered training pairs (the rest held out)
+    pair_seed: integer(0, why=" (or none: the run seed)") | None = None  # python_random's
+    train_pairs_file: text("must be a path (a string; empty: no file)") = ""  # JSON list of
+    # the ordered training pairs (the rest held out)
     # --- training mix and sequence layout
-    mix: str = "fractions"  # "fractions": frac_1var, ratio_2var_to_0var (ours) | "rows": the
+    mix: choice(*MIXES) = "fractions"  # "fractions": frac_1var, ratio_2var_to_0var | "rows": the
     # authors' uniform draw over (variable, type, n1, n2) rows
-    two_var_frequency: float = 1.0  # mix = "rows": fraction of 2-var rows kept (the authors')
-    assignment_count: str = "uniform"  # "uniform" on [max(min, d), max] (ours) | "clamped":
+    two_var_frequency: number(0, 1, message="must be a number in [0, 1] (the fraction of 2-var "
+                              "rows kept)") = 1.0  # fmt: skip
+    # mix = "rows": fraction of 2-var rows kept (the authors')
+    assignment_count: choice(*ASSIGNMENT_COUNTS) = "uniform"  # on [max(min, d), max] (ours) |
+    # "clamped":
     # uniform on [min, max], then raised to d (the authors')
-    padding: str = "layouts"  # "layouts": uniform over block arrangements (ours) | "gaps":
+    padding: choice(*PADDINGS) = "layouts"  # "layouts": over block arrangements (ours) | "gaps":
     # each pad to a uniformly chosen gap (the authors')
-    extra_eval_sets: tuple[str, ...] = ()  # optional sets, see EXTRA_EVAL_SET_NAMES
-    train_pair_fraction: float | None = None  # fraction of value pairs in training, given
+    extra_eval_sets: names("set names, from: " + ", ".join(EXTRA_EVAL_SET_NAMES)) = ()
+    # optional sets, see EXTRA_EVAL_SET_NAMES
+    train_pair_fraction: number(0, 1, lo_open=True, message="must be a number in (0, 1] (or "
+                                "unset: 1 - task.held_out_fraction)") | None = None  # fmt: skip
+    # fraction of value pairs in training, given
     # directly (the authors' TRAIN_PAIRS_FRAC): sets held_out_fraction = 1 - it, and an
     # ordered split trains exactly floor(train_pair_fraction * p * p) pairs, computed as the
     # authors do (1 - (1 - f) need not round-trip in floating point). None: 1 - held_out_fraction
     # --- the task family (empirical.families): "assign_add", the paper's task (these fields),
     # "chain": multi-hop pointers (its chain_* fields, empirical/families/chain), ...
-    family: str = DEFAULT_FAMILY
+    family: str = DEFAULT_FAMILY  # checked by the registry: a registered family's name
+
+
+def fraction(message: str, hi_open: bool = False):
+    """A share in [0, 1] (or [0, 1)): "must be a number", then `message` out of range."""
+    return number(0, 1, hi_open=hi_open, message=message, type_message="must be a number")
 
 
 _EXTENSIONS = tuple(f.fields for f in reversed(all_families()) if f.fields is not None)
 
 
-@dataclass
+@config_class("task")
 class TaskConfig(*_EXTENSIONS, PaperTask):
     """The task: the paper's fields, `family`, and every family's own fields (see above)."""
 
@@ -84,6 +112,19 @@ class TaskConfig(*_EXTENSIONS, PaperTask):
         for other in all_families():
             if other is not chosen:
                 other.check_unused(self)
+
+    def config_omitted(self) -> tuple[str, ...]:
+        """The fields its TOML leaves out (config_io.to_dict): the other families' fields
+        that keep their defaults (they say nothing; a family added later changes no saved
+        config)."""
+        chosen = family(self.family)
+        return tuple(
+            name
+            for other in all_families()
+            if other is not chosen
+            for name, default in other.field_defaults().items()
+            if same_value(getattr(self, name), default)
+        )
 
     # ------------------------------------------------------------------ derived values
     @property

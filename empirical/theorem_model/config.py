@@ -10,26 +10,23 @@ the leak below 1e-16 (`routing_leak`), far below the 1e-13 the tests ask for.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
+from disentangled.config import OPERAND_ORDERS, SimConfig
 from disentangled.config import ConfigError as SimConfigError
-from disentangled.config import SimConfig
-from empirical.config_io import ConfigError
+from empirical.config_io import ConfigError, config_class
+from empirical.config_types import COLON, choice, integer, number
 
 # layer-1 score of a routed position; exp(-40) = 4.2e-18 of weight per other position
 DEFAULT_ROUTING_SCALE = 40.0
 
 
-def _real(name: str, value: object, positive: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"theorem_model.{name}: must be a finite number, got {value!r}")
-    if positive and value <= 0:
-        raise ConfigError(f"theorem_model.{name}: must be > 0, got {value!r}")
-    return float(value)
+def real(positive: bool = False):
+    """A finite number ("{field}: must be a finite number, got v"), > 0 if `positive`."""
+    return number(0 if positive else None, None, lo_open=True, wording=COLON,
+                  message="must be > 0" if positive else "must be a finite number",
+                  type_message="must be a finite number")  # fmt: skip
 
 
-@dataclass(frozen=True)
+@config_class("theorem_model", frozen=True)
 class TheoremModelConfig:
     """p: modulus (p >= 3); K: variables, each assigned once (2 <= K, 2K <= L-4); beta: scale
     of W^0; L: sequence length (>= 8); operand_order: 1-var operand order, "fixed" (number at
@@ -37,27 +34,22 @@ class TheoremModelConfig:
     (> 0; the first-order loss divides it out); routing_scale: layer-1 score of a routed
     position (> 0; see the module docstring)."""
 
-    p: int = 5
-    K: int = 3
-    beta: float = 4.0
-    L: int = 16
-    operand_order: str = "fixed"
-    xi: float = 1.0
-    routing_scale: float = DEFAULT_ROUTING_SCALE
+    p: integer(3, wording=COLON) = 5
+    K: integer(2, wording=COLON) = 3
+    beta: real() = 4.0
+    L: integer(8, wording=COLON) = 16
+    operand_order: choice(*OPERAND_ORDERS, wording=COLON) = "fixed"
+    xi: real(positive=True) = 1.0
+    routing_scale: real(positive=True) = DEFAULT_ROUTING_SCALE
 
     def __post_init__(self) -> None:
-        # the theorem's own parameters are disentangled's SimConfig, checked there (one set
-        # of rules), their errors named as this config's fields
-        _real("beta", self.beta, positive=False)
+        # the theorem's parameters together are disentangled's SimConfig, checked there (one
+        # set of rules), its errors named as this config's fields
         try:
-            sim = self.sim_config()
+            self.sim_config()
         except SimConfigError as exc:
             message = f"theorem_model.{exc.field}: {exc.message}, got {exc.value!r}"
             raise ConfigError(message) from None
-        object.__setattr__(self, "beta", sim.beta)
-        object.__setattr__(self, "xi", _real("xi", self.xi, positive=True))
-        scale = _real("routing_scale", self.routing_scale, positive=True)
-        object.__setattr__(self, "routing_scale", scale)
 
     def sim_config(self) -> SimConfig:
         """The same instance as `disentangled`'s SimConfig (its population and gradients)."""

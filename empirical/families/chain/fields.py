@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from empirical.config_io import ConfigError
+from empirical.config_types import MUST, choice, integer, names
 
 CHAIN_ORDERS = ("random", "targets_first")
 
@@ -21,13 +23,17 @@ CHAIN_ORDERS = ("random", "targets_first")
 class ChainFields:
     """The chain family's task fields (TaskConfig collects them; docs/task.md)."""
 
-    chain_hops: tuple[int, ...] = (1, 2)  # hop counts of the operands in training
-    chain_hop_weights: tuple[float, ...] = ()  # their relative weights (empty: equal)
-    chain_order: str = "random"  # "random" | "targets_first": every target before its pointer
-    chain_distractors: int = 1  # distractor chains per sequence: uniform on 0..this
-    chain_distractor_length: int = 1  # assignments of a distractor chain: uniform on 1..this
-    chain_held_out_pointers: tuple[str, ...] = ()  # "u->w": the assignment u=w never trained
-    chain_held_out_hops: tuple[int, ...] = ()  # operand hop counts never trained (evaluated)
+    chain_hops: names("hop counts (integers >= 1)", Any) = (1, 2)  # in training
+    chain_hop_weights: names("numbers >= 0", Any) = ()  # their relative weights (empty: equal)
+    chain_order: choice(*CHAIN_ORDERS) = "random"  # "targets_first": every target first
+    chain_distractors: integer(0, why=" (the most distractor chains per sequence)",
+                               wording=MUST) = 1  # fmt: skip
+    # distractor chains per sequence: uniform on 0..this
+    chain_distractor_length: integer(1, why=" (the most assignments of a distractor chain)",
+                                     wording=MUST) = 1  # fmt: skip
+    # assignments of a distractor chain: uniform on 1..this
+    chain_held_out_pointers: names("'u->w' pairs", Any) = ()  # u=w never trained
+    chain_held_out_hops: names("hop counts (integers >= 1)", Any) = ()  # only evaluated
 
 
 def _is_int(value: object) -> bool:
@@ -150,21 +156,6 @@ def _check_chain_values(cfg) -> None:
         )
     cfg.chain_hop_weights = tuple(float(w) for w in weights)
 
-    if not isinstance(cfg.chain_order, str) or cfg.chain_order not in CHAIN_ORDERS:
-        raise ConfigError(
-            f"task.chain_order = {cfg.chain_order!r} is not allowed: must be one of "
-            + ", ".join(repr(o) for o in CHAIN_ORDERS)
-        )
-    if not _is_int(cfg.chain_distractors) or cfg.chain_distractors < 0:
-        raise ConfigError(
-            f"task.chain_distractors = {cfg.chain_distractors!r} must be an integer >= 0 (the "
-            "most distractor chains per sequence)"
-        )
-    if not _is_int(cfg.chain_distractor_length) or cfg.chain_distractor_length < 1:
-        raise ConfigError(
-            f"task.chain_distractor_length = {cfg.chain_distractor_length!r} must be an "
-            "integer >= 1 (the most assignments of a distractor chain)"
-        )
     if cfg.mix != "fractions":
         raise ConfigError(
             f"task.mix = {cfg.mix!r}: the chain family takes its 0/1/2-variable mix from "

@@ -4,12 +4,12 @@
 A root clause gives a variable a sign (`a=+1`, `a=-1`), every other clause binds a variable to
 a signed earlier variable (`b=-a`: b's value is -1 times a's); the clauses come in shuffled
 order, with an independent distractor chain beside the queried one, and the query `c=?` asks
-one variable's value (+1 or -1). Its pieces: the `lego_*` task fields and their validation
-(here), the vocabulary, sampler and evaluation sets `lego/h{H}` (the query's hop count H, the
-root's being 0) and `lego/unshuffled` (`draw.py`), the association attention per layer and
-over training (`analysis.py`) and what `python -m empirical analyze` runs on a lego run
-(`commands.py`). It reads K, L and eval_size of the paper's task fields, no other. No torch
-on import.
+one variable's value (+1 or -1); a clause is one token. Its pieces: the `lego_*` task fields
+and their validation (here), the vocabulary, sampler and evaluation sets `lego/h{H}` (the
+query's hop count H, the root's being 0) and `lego/unshuffled` (`draw.py`), the association
+attention per layer and over training (`analysis.py`) and what `python -m empirical analyze`
+runs on a lego run (`commands.py`). It reads K, L and eval_size of the paper's task fields,
+no other. No torch on import.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from empirical.config_io import ConfigError
+from empirical.config_types import choice, integer, names, number
 from empirical.families.base import Family, PhaseSets, require_defaults
 
 __all__ = ["FAMILY", "Lego", "LegoFields"]
@@ -31,22 +33,27 @@ READS = ("family", "K", "L", "eval_size")  # the paper's task fields the family 
 class LegoFields:
     """The lego family's task fields (TaskConfig collects them; docs/lego.md)."""
 
-    lego_hops: tuple[int, ...] = (0, 1, 2)  # the query's hop counts in training (root: 0)
-    lego_hop_weights: tuple[float, ...] = ()  # their relative weights (empty: equal)
-    lego_held_out_hops: tuple[int, ...] = (3,)  # hop counts never trained (evaluated)
-    lego_chain_length: int = 4  # clauses of the queried chain (> every evaluated hop count)
-    lego_distractors: int = 1  # distractor chains per sequence: uniform on 0..this
-    lego_distractor_length: int = 4  # clauses of a distractor chain: uniform on 1..this
-    lego_order: str = "random"  # "random": clauses shuffled | "chain": chain after chain
-    lego_minus_share: float = 0.5  # odds of a `-` sign in training (evaluation: 0.5)
+    lego_hops: names("hop counts (integers >= 0)", Any) = (0, 1, 2)  # in training (root: 0)
+    lego_hop_weights: names("numbers >= 0", Any) = ()  # their relative weights (empty: equal)
+    lego_held_out_hops: names("hop counts (integers >= 0)", Any) = (3,)  # only evaluated
+    lego_chain_length: integer(1) = 4  # clauses of the queried chain (> every hop count)
+    lego_distractors: integer(0, why=" (the most distractor chains per sequence)") = 1
+    # distractor chains per sequence: uniform on 0..this
+    lego_distractor_length: integer(1, why=" (the most clauses of one)") = 4
+    # clauses of a distractor chain: uniform on 1..this
+    lego_order: choice(*ORDERS) = "random"  # "random": shuffled | "chain": chain after chain
+    lego_minus_share: number(
+        0,
+        1,
+        lo_open=True,
+        hi_open=True,
+        message="must be a number in (0, 1) (the odds of a `-` sign in training; 0.5: uniform)",
+    ) = 0.5
+    # odds of a `-` sign in training (evaluation: 0.5)
 
 
 def _hop_list(task, name: str) -> tuple[int, ...]:
     value = getattr(task, name)
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, (list, tuple)):
-        raise ConfigError(f"task.{name} = {value!r} must be a list of hop counts (integers >= 0)")
     for h in value:
         if isinstance(h, bool) or not isinstance(h, int) or h < 0:
             raise ConfigError(
@@ -82,7 +89,7 @@ def _check_values(task) -> None:
             f"count of task.lego_hops = {list(task.lego_hops)}, leaving nothing to train"
         )
     weights = task.lego_hop_weights
-    if not isinstance(weights, (list, tuple)) or not all(
+    if not all(
         isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0
         for w in weights
     ):
@@ -102,20 +109,6 @@ def _check_values(task) -> None:
             f"task.lego_hop_weights = {list(weights)} gives weight 0 to every trained hop "
             f"count {trained}; give one of them a weight > 0"
         )
-    _need_int(task, "lego_distractors", 0, None, " (the most distractor chains per sequence)")
-    _need_int(task, "lego_distractor_length", 1, None, " (the most clauses of one)")
-    if not isinstance(task.lego_order, str) or task.lego_order not in ORDERS:
-        raise ConfigError(
-            f"task.lego_order = {task.lego_order!r} is not allowed: must be one of "
-            + ", ".join(repr(o) for o in ORDERS)
-        )
-    q = task.lego_minus_share
-    if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0.0 < q < 1.0:
-        raise ConfigError(
-            f"task.lego_minus_share = {q!r} must be a number in (0, 1) (the odds of a `-` "
-            "sign in training; 0.5: uniform)"
-        )
-    task.lego_minus_share = float(q)
 
 
 def _check_fit(task) -> None:
@@ -133,10 +126,10 @@ def _check_fit(task) -> None:
             f"task.lego_distractor_length), each defining its own variable; raise task.K to "
             f"{clauses} or ask fewer clauses"
         )
-    if task.L < 3 * clauses + 2:
+    if task.L < clauses + 1:
         raise ConfigError(
-            f"task.L = {task.L} is too short: {clauses} clauses of 3 tokens and the query's 2 "
-            f"need L >= {3 * clauses + 2}"
+            f"task.L = {task.L} is too short: {clauses} clauses and the query, a token each, "
+            f"need L >= {clauses + 1}"
         )
 
 
@@ -160,9 +153,6 @@ class Lego(Family):
             {f.name: f.default for f in dataclasses.fields(PaperTask) if f.name not in READS},
             f"is not read by the lego family (task.family = {task.family!r}): leave it unset",
         )
-        _need_int(task, "K", 1, 26, " (one letter a..z per variable)")
-        _need_int(task, "L", 5, None, " (a clause of 3 tokens and the query's 2)")
-        _need_int(task, "eval_size", 1)
         _check_values(task)
         _check_fit(task)
 
@@ -172,7 +162,8 @@ class Lego(Family):
         return LegoVocabulary(task.K, task.L)
 
     def layout(self, task) -> tuple[int, int, int]:
-        return 2, task.K, task.L  # values +1, -1 (the signs' ids 0, 1), variables, length
+        """The values +1, -1 (ids 0, 1), the K queries and 2K(K+1) clauses, the length."""
+        return 2, task.K + 2 * task.K * (task.K + 1) - 2, task.L
 
     def training_sampler(self, task, held_out, device="cpu"):
         from empirical.families.lego.draw import LegoSampler

@@ -3,21 +3,23 @@
 variable it names, per layer, over training, against its chance level.
 
 For each sequence the clauses are read from its tokens (`LegoVocabulary.clauses`; a clause
-`b=-a` is the tokens `- a b`, the query `c=?` is `? c`). The model is causal, so a position
-sees only what comes before it; each measure averages over the instances where its target is
+is one token, `b=-a`, and so is the query, `c=?`). The model is causal, so a position sees
+only what comes before it; each measure averages over the instances where its target is
 visible. Per layer (TransformerLens's `blocks.{l}.attn.hook_pattern`; the heads' mean, and
-the best head), the attention mass:
+the best head), the attention weight:
 
-- `named -> its clause`: from the variable a clause names (`a` in `- a b`) onto the three
-  tokens of the clause that defines it (`+ 1 a`), where that clause comes earlier: the
-  association LEGO's heads make;
-- `defined -> naming clause`: from a clause's own variable (`a` in `+ 1 a`) onto the clause
-  that names it (`- a b`), where that clause comes earlier (the association read backwards);
-- `query -> its clause`: from the queried variable (`c` in `? c`, the answer position) onto
-  the clause that defines it (always earlier).
+- `named -> its clause`: from a clause (`b=-a`) onto the clause that defines the variable it
+  names (`a=+1`), where that clause comes earlier: the association LEGO's heads make;
+- `defined -> naming clause`: from a clause (`a=+1`) onto the clause that names its variable
+  (`b=-a`), where that clause comes earlier (the association read backwards);
+- `query -> its clause`: from the query (`c=?`, the answer position) onto the clause that
+  defines the queried variable (always earlier);
+- `query -> k hops down` (k = 1, 2, 3): from the query onto the clause k steps down its chain
+  (the clause defining the variable the query's clause names, ...; where the chain has it):
+  the clauses whose signs the answer multiplies.
 
-Each measure's chance level is the mass a uniform attention over the visible positions would
-give the three tokens, 3 / (position + 1), averaged over the same instances.
+Each measure's chance level is the weight a uniform attention over the visible positions
+would give the target, 1 / (position + 1), averaged over the same instances.
 
     table = association_attention(model, vocab, tokens)      # {measure: {...per layer}}
     history = association_over_training(run_dir, tokens)    # the same at every snapshot
@@ -30,32 +32,42 @@ import torch
 
 __all__ = ["MEASURES", "association_attention", "association_over_training", "plot_association"]
 
-MEASURES = ("named -> its clause", "defined -> naming clause", "query -> its clause")
+HOPS_DOWN = 3  # `query -> k hops down` for k = 1..this
+MEASURES = ("named -> its clause", "defined -> naming clause", "query -> its clause",
+            *(f"query -> {k} hop{'s' if k > 1 else ''} down" for k in range(1, HOPS_DOWN + 1)))
+# fmt: skip
 
 
 def _instances(vocab, ids) -> dict[str, list[tuple[int, int]]]:
-    """Per measure, the (from position, first position of the target clause) pairs of one
-    sequence where the target clause is visible from the position."""
+    """Per measure, the (from position, target clause's position) pairs of one sequence
+    where the target is visible from the position."""
     clauses, q = vocab.clauses(ids)
-    start = {v: pos for pos, v, _, _ in clauses}
+    at = {v: pos for pos, v, _, _ in clauses}
     naming = {named: pos for pos, _, _, named in clauses if named >= 0}
     out: dict[str, list[tuple[int, int]]] = {m: [] for m in MEASURES}
     L = vocab.L
     for pos, v, _, named in clauses:
-        if named >= 0 and start.get(named, L) < pos:
-            out["named -> its clause"].append((pos + 1, start[named]))
+        if named >= 0 and at.get(named, L) < pos:
+            out["named -> its clause"].append((pos, at[named]))
         if naming.get(v, L) < pos:
-            out["defined -> naming clause"].append((pos + 2, naming[v]))
-    if q in start:
-        out["query -> its clause"].append((L - 1, start[q]))
+            out["defined -> naming clause"].append((pos, naming[v]))
+    if q in at:
+        out["query -> its clause"].append((L - 1, at[q]))
+    named_of = {v: named for _, v, _, named in clauses}
+    v = named_of.get(q, -1)
+    for k in range(1, HOPS_DOWN + 1):  # the clauses on the query's chain, towards its root
+        if v < 0 or v not in at:
+            break
+        out[f"query -> {k} hop{'s' if k > 1 else ''} down"].append((L - 1, at[v]))
+        v = named_of.get(v, -1)
     return out
 
 
 @torch.no_grad()
 def association_attention(model, vocab, tokens: torch.Tensor) -> dict[str, dict]:
     """{measure: {"mean": [per layer], "best_head": [per layer], "chance": float, "n": int}}
-    over the sequences `tokens` [n, L]: the attention mass on the target clause (the heads'
-    mean, and the largest of one head), None where a measure has no instance."""
+    over the sequences `tokens` [n, L]: the attention weight on the target clause (the
+    heads' mean, and the largest of one head), None where a measure has no instance."""
     n_layers = model.cfg.n_layers
     _, cache = model.run_with_cache(
         tokens, names_filter=lambda name: name.endswith("attn.hook_pattern")
@@ -81,12 +93,11 @@ def association_attention(model, vocab, tokens: torch.Tensor) -> dict[str, dict]
         rs, fs, ts = r[sel], f[sel], t[sel]
         mean, best = [], []
         for pat in patterns:
-            att = pat[rs, :, fs]  # [k, head, key]
-            mass = sum(att[torch.arange(len(ts)), :, ts + j] for j in range(3))  # [k, head]
-            per_head = mass.double().mean(0)
+            weight = pat[rs, :, fs, ts]  # [k, head]
+            per_head = weight.double().mean(0)
             mean.append(float(per_head.mean()))
             best.append(float(per_head.max()))
-        chance = float((3.0 / (fs.double() + 1)).mean())
+        chance = float((1.0 / (fs.double() + 1)).mean())
         out[m] = {"mean": mean, "best_head": best, "chance": chance, "n": int(sel.sum())}
     return out
 
@@ -122,17 +133,18 @@ def plot_association(table: dict, history: dict | None, path=None, title: str = 
                              squeeze=False)  # fmt: skip
     ax = axes[0, 0]
     width = 0.8 / n_layers
-    x = np.arange(len(MEASURES))
+    measures = [m for m in MEASURES if table[m]["n"]]  # those with an instance in the set
+    x = np.arange(len(measures))
     for layer in range(n_layers):
-        values = [table[m]["mean"][layer] for m in MEASURES]
+        values = [table[m]["mean"][layer] for m in measures]
         ax.bar(x + (layer - (n_layers - 1) / 2) * width,
                [np.nan if v is None else v for v in values], width,
                color=colors[layer % len(colors)], label=f"layer {layer + 1}")  # fmt: skip
-    chance = [np.nan if table[m]["chance"] is None else table[m]["chance"] for m in MEASURES]
+    chance = [table[m]["chance"] for m in measures]
     ax.scatter(x, chance, marker="_", s=900, color="k", zorder=3, label="chance (uniform)")
     ax.set_xticks(x)
-    ax.set_xticklabels(MEASURES, rotation=15, ha="right", fontsize=9)
-    ax.set_ylabel("attention mass on the target clause")
+    ax.set_xticklabels(measures, rotation=15, ha="right", fontsize=9)
+    ax.set_ylabel("attention weight on the target clause")
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8, loc="upper right")
@@ -152,7 +164,7 @@ def plot_association(table: dict, history: dict | None, path=None, title: str = 
                 ax.axhline(levels[-1], color="0.3", ls=":" if k else "--", lw=1,
                            label=f"{m}: chance")  # fmt: skip
         ax.set_xlabel("training step (snapshots)")
-        ax.set_ylabel("attention mass on the target clause")
+        ax.set_ylabel("attention weight on the target clause")
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))

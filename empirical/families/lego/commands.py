@@ -22,7 +22,7 @@ def _summary(label: str, set_name: str, res: dict) -> str:
     lines = [
         f"# Association attention: {label}",
         "",
-        f"{res['n']} sequences of {set_name}, {res['weights']}. Attention mass on the "
+        f"{res['n']} sequences of {set_name}, {res['weights']}. Attention weight on the "
         "target clause per layer (the heads' mean; best head), against a uniform "
         "attention over the visible positions (chance).",
         "",

@@ -17,12 +17,14 @@ the query `c=?`. Each row, as torch ops over the batch (one row of uniforms per 
    each from its root on. The clauses end just before the query; pads fill the positions
    before them.
 
-Token layout (the model's (values, variables, length) = (2, K, L); `layout`): ids 0 `+` and
-1 `-` (the signs, and the output classes: 0 is the value +1, 1 is -1), 2..K+1 the
-variables, K+2 `1`, K+3 `?`, K+4 `pad`. A clause is three tokens, its variable last: `b=-a`
-is `- a b` (sign, what it names, the variable it defines; `a=+1` is `+ 1 a`); the query
-`c=?` is `? c`, so that the model answers at the queried variable (the last position), and
-a clause's last token can read its whole clause through the causal mask.
+Tokens: a clause is one token (`b=-a`), the query one (`c=?`); the clauses end just before
+the query, `pad`s fill the positions before them, and the model answers at the query (the
+last position, as in the other families). Ids: 0 and 1 are the values +1 and -1 (the output
+classes; no input token), 2..K+1 the queries `a=?`, ..., then the clause `v=sx` at
+2 + K + (2 v + s) (K + 1) + x (s: 0 `+`, 1 `-`; x: the variable named, K for `1`), then
+`pad`: d_vocab = 3 + K + 2K(K + 1), the model's layout (values, middle ids, length) =
+(2, d_vocab - 5, L) (`layout`). One token per clause, because with three (`b - a`) the
+3-layer model did not learn to bind a clause's tokens (docs/lego.md, "Tokens").
 """
 
 from __future__ import annotations
@@ -56,47 +58,55 @@ class LegoVocabulary:
         self.p = 2  # the values (+1, -1): the model's output classes
         self.n_classes = 2
         self.letters = string.ascii_lowercase[:K]
-        self.one, self.query, self.pad = K + 2, K + 3, K + 4
-        self.d_vocab = K + 5
-        self.names = [*SIGNS, *self.letters, "1", "?", "pad"]
+        self.first_clause = 2 + K
+        self.pad = 2 + K + 2 * K * (K + 1)
+        self.d_vocab = self.pad + 1
+        named = [*self.letters, "1"]
+        self.names = [*VALUE_TEXT, *(f"{v}=?" for v in self.letters)]
+        self.names += [f"{v}={s}{x}" for v in self.letters for s in SIGNS for x in named]
+        self.names.append("pad")
 
     def __repr__(self) -> str:
         return f"LegoVocabulary(K={self.K}, L={self.L})"
 
-    def var_id(self, letter: str) -> int:
-        return 2 + self.letters.index(letter)
+    def clause_id(self, v: int, sign: int, named: int) -> int:
+        """The token of clause `v = sign named` (indices; named -1 for the constant 1)."""
+        x = self.K if named < 0 else named
+        return self.first_clause + (2 * v + sign) * (self.K + 1) + x
 
     def label_text(self, label: int) -> str:
         return VALUE_TEXT[int(label)]
 
     # ------------------------------------------------------------------ ids -> structure
     def clauses(self, ids) -> tuple[list[tuple[int, int, int, int]], int]:
-        """([(position, variable, sign, named)], query variable) of one sequence (position:
-        the clause's first token); named is a variable index or -1 for the constant 1. A
-        LegoTokenizeError for a bad layout."""
+        """([(position, variable, sign, named)], query variable) of one sequence; named is
+        a variable index or -1 for the constant 1. A LegoTokenizeError for a bad layout."""
         seq = [int(t) for t in (ids.tolist() if isinstance(ids, torch.Tensor) else ids)]
         L, K = self.L, self.K
         if len(seq) != L:
             raise LegoTokenizeError(f"sequence has {len(seq)} tokens, expected L = {L}")
-        if not (seq[L - 2] == self.query and 2 <= seq[L - 1] < K + 2):
-            raise LegoTokenizeError(f"positions {L - 2}, {L - 1}: expected the query `? v`")
+        if not 2 <= seq[L - 1] < self.first_clause:
+            raise LegoTokenizeError(f"position {L - 1}: expected the query `v=?`")
         i = 0
-        while i < L - 2 and seq[i] == self.pad:
+        while i < L - 1 and seq[i] == self.pad:
             i += 1
-        if (L - 2 - i) % 3:
-            raise LegoTokenizeError(f"position {i}: the clauses do not fill 3 tokens each")
         out = []
-        for pos in range(i, L - 2, 3):
-            s, x, v = seq[pos : pos + 3]
-            if not (2 <= v < K + 2 and s in (0, 1) and (2 <= x < K + 2 or x == self.one)):
-                raise LegoTokenizeError(f"position {pos}: not a clause `sign (1 | w) v`")
-            out.append((pos, v - 2, s, -1 if x == self.one else x - 2))
+        for pos in range(i, L - 1):
+            c = seq[pos] - self.first_clause
+            if not 0 <= c < 2 * K * (K + 1):
+                raise LegoTokenizeError(f"position {pos}: not a clause `v=sx`")
+            vs, x = divmod(c, K + 1)
+            out.append((pos, vs // 2, vs % 2, -1 if x == K else x))
         return out, seq[L - 1] - 2
 
     def resolve(self, ids) -> tuple[int, int]:
         """(value class, hop count) of the query: its sign product down to the root."""
         clauses, q = self.clauses(ids)
-        defined = {v: (s, named) for _, v, s, named in clauses}
+        defined = {}
+        for pos, v, s, named in clauses:
+            if v in defined:
+                raise LegoTokenizeError(f"position {pos}: {self.letters[v]!r} defined twice")
+            defined[v] = (s, named)
         value, hops, v = 0, -1, q
         while v >= 0:
             if v not in defined:
@@ -131,22 +141,22 @@ class LegoVocabulary:
 
     def encode(self, text: str, check: bool = True) -> torch.Tensor:
         """`a=+1, b=-a, b=?` (clauses then the query) -> ids (L,), pads first."""
-        parts = [s for s in text.split(",")]
+        parts = text.split(",")
         m = _QUERY_RE.fullmatch(parts[-1])
-        if m is None:
+        if m is None or m.group(1) not in self.letters:
             raise LegoTokenizeError(f"{text!r}: expected a query `v=?` last")
-        clauses = []
+        ids = []
         for part in parts[:-1]:
             c = _CLAUSE_RE.fullmatch(part)
             if c is None or any(v not in self.letters + "1" for v in (c.group(1), c.group(3))):
                 raise LegoTokenizeError(f"{part.strip()!r}: expected a clause like `b=-a`")
-            clauses.append(c.groups())
-        if 3 * len(clauses) + 2 > self.L:
-            raise LegoTokenizeError(f"{len(clauses)} clauses do not fit L = {self.L}")
-        ids = [self.pad] * (self.L - 2 - 3 * len(clauses))
-        for v, s, x in clauses:
-            ids += [SIGNS.index(s), self.one if x == "1" else self.var_id(x), self.var_id(v)]
-        out = torch.tensor([*ids, self.query, self.var_id(m.group(1))], dtype=torch.long)
+            v, s, x = c.groups()
+            named = -1 if x == "1" else self.letters.index(x)
+            ids.append(self.clause_id(self.letters.index(v), SIGNS.index(s), named))
+        if len(ids) + 1 > self.L:
+            raise LegoTokenizeError(f"{len(ids)} clauses do not fit L = {self.L}")
+        ids = [self.pad] * (self.L - 1 - len(ids)) + ids
+        out = torch.tensor([*ids, 2 + self.letters.index(m.group(1))], dtype=torch.long)
         if check:
             self.resolve(out)
         return out
@@ -181,9 +191,7 @@ class LegoDraw:
         self.hops = torch.tensor(plan.hops, dtype=torch.long, device=dev)
         self.arS = torch.arange(self.S, device=dev)
         self.arD = torch.arange(self.D, device=dev)
-        template = torch.full((1, self.L), self.K + 4, dtype=torch.long)
-        template[0, self.L - 2] = self.K + 3
-        self.template = template.to(dev)
+        self.pad = 2 + self.K + 2 * self.K * (self.K + 1)
         # uniform columns: hop, count, D lengths, K variable keys, S signs, S order keys,
         # 1 + D chain keys
         self.width = 2 + self.D + self.K + 2 * self.S + 1 + self.D
@@ -220,7 +228,8 @@ class LegoDraw:
         before = torch.where(starts > 0, signs.gather(1, (starts - 1).clamp(min=0)), 0)
         value = (signs - before.gather(1, chain)) % 2
         prev = torch.cat([var[:, :1], var[:, :-1]], dim=1)
-        operand = torch.where(k == 0, K + 2, 2 + prev)
+        named = torch.where(k == 0, K, prev)  # K: the constant 1
+        clause = 2 + K + (2 * var + sign) * (K + 1) + named
         keys = U[:, col : col + S]
         col += S
         if self.chain_order:
@@ -229,12 +238,10 @@ class LegoDraw:
         keys = keys + float((D + 2) * (S + 1)) * (~valid).double()  # unused slots last
         rank = torch.empty_like(var)
         rank.scatter_(1, keys.argsort(1), self.arS.expand(n, S))
-        pos = L - 2 - 3 * (n_total[:, None] - rank)  # first token of each clause
+        pos = L - 1 - (n_total[:, None] - rank)  # each clause's position
         pos = torch.where(valid, pos, L - 1)  # unused slots write into the query, below
-        tok = self.template.expand(n, L).contiguous()
-        tok.scatter_(1, pos, sign)
-        tok.scatter_(1, torch.where(valid, pos + 1, L - 1), operand)
-        tok.scatter_(1, torch.where(valid, pos + 2, L - 1), 2 + var)
+        tok = torch.full((n, L), self.pad, dtype=torch.long, device=self.device)
+        tok.scatter_(1, pos, clause)
         q = var.gather(1, h[:, None]).squeeze(1)
         tok[:, L - 1] = 2 + q
         label = value.gather(1, h[:, None]).squeeze(1)
