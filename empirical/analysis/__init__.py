@@ -94,14 +94,13 @@ __getattr__, __dir__ = lazy_exports(
         "empirical.analysis.authors": [
             "AUTHORS_MEASURE_NAMES",
             "AUTHORS_MEASURES",
-            "AuthorsBatches",
-            "authors_batches",
             "authors_measures",
         ],
-        "empirical.analysis.common": [
-            "LightForward",
+        "empirical.analysis.common": ["LightForward", "light_forward"],
+        "empirical.analysis.probe_data": [
+            "AuthorsBatches",
             "ProbeData",
-            "light_forward",
+            "authors_batches",
             "make_probe_data",
         ],
         "empirical.analysis.fourier": ["FourierFit", "fit_gromov", "fourier_analysis"],

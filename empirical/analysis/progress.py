@@ -19,12 +19,12 @@ import torch
 from empirical.analysis.authors import AUTHORS_MEASURES, authors_measures
 from empirical.analysis.common import (
     LightForward,
-    ProbeData,
     light_forward,
     number_positions,
     strict_argmax_is,
 )
 from empirical.analysis.ov_mlp import ov2_mlp2_accuracy
+from empirical.analysis.probe_data import ProbeData
 from empirical.analysis.probes import train_linear_probe
 from empirical.analysis.qk import qk1_num_to_prev_var, qk2_ov1_var_identity
 from empirical.rundir import RunDir, RunDirError

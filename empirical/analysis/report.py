@@ -32,9 +32,10 @@ import torch
 from empirical.analysis import plots
 from empirical.analysis.attention import attention_examples, attention_summary
 from empirical.analysis.authors import SUFFIX
-from empirical.analysis.common import ProbeData, make_probe_data, torch_threads
+from empirical.analysis.common import torch_threads
 from empirical.analysis.fourier import fourier_analysis
 from empirical.analysis.ov_mlp import isolated_ov_mlp, ov_mlp_cosine, same_addition_cosine
+from empirical.analysis.probe_data import ProbeData, make_probe_data
 from empirical.analysis.probes import answer_probes
 from empirical.analysis.progress import (
     ALL_MEASURES,

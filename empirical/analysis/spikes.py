@@ -35,7 +35,8 @@ from pathlib import Path
 import torch
 
 from empirical.analysis.authors import diagonal_margin, qk2_ov1_var_matrix_authors
-from empirical.analysis.common import ProbeData, light_forward
+from empirical.analysis.common import light_forward
+from empirical.analysis.probe_data import ProbeData
 from empirical.analysis.progress import _second_spike
 from empirical.analysis.qk import qk2_ov1_identity
 from empirical.analysis.step_pairs import parse_steps  # noqa: F401 (its old home)
