@@ -143,7 +143,8 @@ __getattr__, __dir__ = lazy_exports(
             "default_compare_steps",
         ],
         "empirical.model.circuits": ["ov_matrix", "qk_matrix"],
-        # the report pulls in matplotlib: imported only when asked for
-        "empirical.analysis.report": ["analyze_model", "analyze_run"],
+        # these pull in matplotlib: imported only when asked for
+        "empirical.analysis.model_analysis": ["analyze_model"],
+        "empirical.analysis.run_analysis": ["analyze_run"],
     },
 )

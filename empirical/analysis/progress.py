@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from empirical.analysis.authors import AUTHORS_MEASURES, authors_measures
+from empirical.analysis.authors import AUTHORS_MEASURES, SUFFIX, authors_measures
 from empirical.analysis.common import (
     LightForward,
     light_forward,
@@ -308,6 +308,32 @@ def window_levels(history: ProgressHistory, start: int, end: int) -> dict:
                 "max": max(vals),
             }
     return out
+
+
+def phase2_levels(history: ProgressHistory | None, phases) -> dict | None:
+    """Every measure's mean / min / max over the snapshots of phase 2, between the two spikes
+    (from the end of the first spike's window to the start of the second's), and whether
+    each routing measure (ROUTING_MEASURES, ours and the authors') stays within the paper's
+    80-99% there. None without both spikes or without a snapshot between them."""
+    if history is None or phases is None:
+        return None
+    first, second = phases.first_spike, phases.second_spike
+    if first is None or second is None:
+        return None
+    levels = window_levels(history, first.end_step, second.start_step)
+    if not levels:
+        return None
+    levels["routing"] = {}
+    for base in ROUTING_MEASURES:
+        for name in (base, base + SUFFIX):
+            m = levels["measures"].get(name)
+            if m is not None:
+                levels["routing"][name] = {
+                    **m,
+                    "within_80_99": bool(0.8 <= m["min"] and m["max"] <= 0.99),
+                    "mean_within_80_99": bool(0.8 <= m["mean"] <= 0.99),
+                }
+    return levels
 
 
 def definition_agreement(history: ProgressHistory, suffix: str = "@authors") -> dict:

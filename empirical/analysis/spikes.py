@@ -122,6 +122,30 @@ def default_compare_steps(
     return out
 
 
+def chosen_compare_steps(run_dir: RunDir, phases, records, first, second) -> dict:
+    """The two snapshots compared around each spike: `first` / `second` are (A, B), "auto"
+    (`default_compare_steps`) or None (skip). A step without a snapshot is a RunDirError,
+    raised before any work."""
+    snaps = run_dir.snapshot_steps()
+    auto = default_compare_steps(phases, snaps, records)
+    out = {}
+    for key, given in (("first_spike", first), ("second_spike", second)):
+        if given == "auto":
+            out[key] = auto[key]
+        elif given is None:
+            out[key] = None
+        else:
+            a, b = (int(x) for x in given)
+            missing = [s for s in (a, b) if s not in snaps]
+            if missing:
+                raise RunDirError(
+                    f"{run_dir}: no snapshot for step {missing[0]} ({key.replace('_', ' ')} "
+                    f"comparison); snapshots: {snaps[:4]}...{snaps[-3:]}"
+                )
+            out[key] = (a, b)
+    return out
+
+
 # -- example sequences ----------------------------------------------------------------------
 
 
