@@ -388,7 +388,8 @@ def test_phase2_levels_between_the_spikes():
 
 
 def test_default_compare_steps_prefers_the_papers_steps_inside_the_spikes():
-    from empirical.analysis.spikes import default_compare_steps, parse_steps
+    from empirical.analysis.spikes import default_compare_steps
+    from empirical.analysis.step_pairs import parse_steps
 
     phases = {
         "first_spike": {"start_step": 4501, "end_step": 6001, "jump_start_step": 5301,

@@ -11,10 +11,12 @@ Every measure is a number in [0, 1] computed from (model, task config, fixed pro
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from tqdm.auto import tqdm
 
 from empirical.analysis.authors import AUTHORS_MEASURES, SUFFIX, authors_measures
 from empirical.analysis.common import (
@@ -27,6 +29,7 @@ from empirical.analysis.ov_mlp import ov2_mlp2_accuracy
 from empirical.analysis.probe_data import ProbeData
 from empirical.analysis.probes import train_linear_probe
 from empirical.analysis.qk import qk1_num_to_prev_var, qk2_ov1_var_identity
+from empirical.model import load_model
 from empirical.rundir import RunDir, RunDirError
 from empirical.task import Batch, TaskConfig
 
@@ -255,10 +258,6 @@ def progress_over_training(
 ) -> ProgressHistory:
     """The seven measures and the second-spike scores at every `every`-th snapshot of
     `run_dir` (the last snapshot always included), with each measure's threshold crossings."""
-    import time
-
-    from empirical.model import load_model
-
     snaps = RunDir(run_dir).snapshots() if snapshots is None else snapshots
     if not snaps:
         raise RunDirError(f"{run_dir}: no snapshots (train.snapshot_every = 0?)")
@@ -271,8 +270,6 @@ def progress_over_training(
     second: dict[str, dict[str, list[float]]] = {}
     iterator = chosen
     if progress:
-        from tqdm.auto import tqdm
-
         iterator = tqdm(chosen, desc="progress measures")
     for step, path in iterator:
         model = load_model(path)
