@@ -70,27 +70,21 @@ def plot_ov_mlp_cosine(cos: dict, same: dict, path=None, title: str = "", *, fmt
         framealpha=0.9,
     )
 
-    # each series binned over its own range (40 bins): a fixed [-1, 1] grid put a sharp
-    # cosine peak (0.99 and up) into one or two bins
-    def bins(values) -> np.ndarray:
-        return np.histogram_bin_edges(np.asarray(values, dtype=float), bins=40)
-
-    ax2.hist(
-        np.asarray(same["samples"]["matched"]),
-        bins=bins(same["samples"]["matched"]),
-        alpha=0.6,
-        color=C["blue"],
-        label=f"same addition (mean {same['matched']['mean']:.3f})",
-        density=True,
-    )
-    ax2.hist(
-        np.asarray(same["samples"]["mismatched"]),
-        bins=bins(same["samples"]["mismatched"]),
-        alpha=0.6,
-        color=C["grey"],
-        label=f"different sum (mean {same['mismatched']['mean']:.3f})",
-        density=True,
-    )
+    for which, color, name in (
+        ("matched", C["blue"], "same addition"),
+        ("mismatched", C["grey"], "different sum"),
+    ):
+        values = same["samples"][which]
+        # each series binned over its own range (40 bins): a fixed [-1, 1] grid put a sharp
+        # cosine peak (0.99 and up) into one or two bins
+        ax2.hist(
+            np.asarray(values),
+            bins=np.histogram_bin_edges(np.asarray(values, dtype=float), bins=40),
+            alpha=0.6,
+            color=color,
+            label=f"{name} (mean {same[which]['mean']:.3f})",
+            density=True,
+        )
     ax2.set_xlabel("cosine of MLP inputs: variable form vs direct form")
     ax2.set_ylabel("density")
     ax2.set_title("Same addition with variables vs with numbers (Fig. 5a)")
