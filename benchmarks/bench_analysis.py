@@ -30,7 +30,8 @@ import torch
 
 from empirical.analysis import make_probe_data, progress_measures
 from empirical.analysis.common import torch_threads
-from empirical.analysis.report import analyze_model, analyze_run
+from empirical.analysis.model_analysis import analyze_model
+from empirical.analysis.run_analysis import analyze_run
 from empirical.config_io import config_to_toml
 from empirical.model import AssignAddTransformer, save_model
 from empirical.run_config import RunConfig

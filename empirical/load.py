@@ -83,7 +83,7 @@ class RunSummary(TypedDict, total=False):
 
 
 class RunAnalysis(TypedDict, total=False):
-    """analysis.json of `python -m empirical analyze` (empirical.analysis.report.analyze_run;
+    """analysis.json of `python -m empirical analyze` (empirical.analysis.run_analysis;
     every definition in docs/analysis.md)."""
 
     run_dir: str

@@ -87,7 +87,7 @@ def _stage(stages: list[Stage], name: str) -> Stage:
 
 def analyze_stage(run: RunDir, root: Path, progress: bool, label: str = "") -> Stage:
     """`analyze` of one run directory (kept if newer than its final model)."""
-    from empirical.analysis.report import analyze_run
+    from empirical.analysis.run_analysis import analyze_run
 
     st = _stage([], f"{label}analyze")
     if _up_to_date(run.analysis_dir() / RunDir.ANALYSIS_JSON, run.final_model()):

@@ -358,8 +358,7 @@ def test_figure6_effects_on_a_planted_table():
 
 
 def test_phase2_levels_between_the_spikes():
-    from empirical.analysis.progress import ProgressHistory
-    from empirical.analysis.report import phase2_levels
+    from empirical.analysis.progress import ProgressHistory, phase2_levels
     from empirical.train.phases import Phases, Rise
 
     steps = [0, 100, 200, 300, 400, 500]
@@ -389,7 +388,8 @@ def test_phase2_levels_between_the_spikes():
 
 
 def test_default_compare_steps_prefers_the_papers_steps_inside_the_spikes():
-    from empirical.analysis.spikes import default_compare_steps, parse_steps
+    from empirical.analysis.spikes import default_compare_steps
+    from empirical.analysis.step_pairs import parse_steps
 
     phases = {
         "first_spike": {"start_step": 4501, "end_step": 6001, "jump_start_step": 5301,
@@ -446,7 +446,7 @@ def test_definition_agreement_reports_where_the_definitions_part():
 
 
 def test_probes_title_states_the_sum_only_where_the_circuit_adds():
-    from empirical.analysis.report import probes_title
+    from empirical.analysis.run_figures import probes_title
 
     failing = probes_title(0.033, 59, "step 100")
     assert "3.3%" in failing and "not the sum of every pair" in failing

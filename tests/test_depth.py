@@ -337,7 +337,7 @@ def test_three_layer_run_trains_resumes_and_loads(tmp_path, monkeypatch):
     for what in ("analyze", "compare-qk"):
         with pytest.raises(ConfigError, match=f"{what} is written for the paper's 2-layer model"):
             RunDir(tmp_path / "whole").read_two_layer_config(what)
-    from empirical.analysis.report import analyze_run
+    from empirical.analysis.run_analysis import analyze_run
 
     with pytest.raises(ConfigError, match="model.n_layers = 3"):
         analyze_run(tmp_path / "whole", out_dir=tmp_path / "analysis")

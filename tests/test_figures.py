@@ -237,7 +237,7 @@ def test_summary_carries_intervals_and_the_figure_a_chance_line(run):
 
 @pytest.mark.slow  # the whole analysis again, as SVG (PNG: test_analysis_run; PDF: below)
 def test_analysis_figures_in_every_format(run, tmp_path):
-    from empirical.analysis.report import analyze_run
+    from empirical.analysis.run_analysis import analyze_run
 
     rd, cfg = run
     result = analyze_run(
@@ -255,7 +255,7 @@ def test_analysis_figures_in_every_format(run, tmp_path):
 
 def test_analysis_plot_functions_return_figures_without_saving(run, tmp_path, monkeypatch):
     from empirical.analysis import make_probe_data, plots
-    from empirical.analysis.report import analyze_model
+    from empirical.analysis.model_analysis import analyze_model
     from empirical.model import load_model
 
     rd, cfg = run

@@ -32,7 +32,7 @@ def test_marks_are_the_jumps_not_the_windows_for_objects_and_summary_dicts():
 
 
 def test_every_figure_module_draws_the_same_marks():
-    from empirical.analysis.plots import _phase_marks as analysis_marks
+    from empirical.analysis.plots.style import phase_marks as analysis_marks
     from empirical.compare_qk.plots import phase_marks as compare_qk_marks
 
     drawn = []

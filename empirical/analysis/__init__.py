@@ -94,14 +94,13 @@ __getattr__, __dir__ = lazy_exports(
         "empirical.analysis.authors": [
             "AUTHORS_MEASURE_NAMES",
             "AUTHORS_MEASURES",
-            "AuthorsBatches",
-            "authors_batches",
             "authors_measures",
         ],
-        "empirical.analysis.common": [
-            "LightForward",
+        "empirical.analysis.common": ["LightForward", "light_forward"],
+        "empirical.analysis.probe_data": [
+            "AuthorsBatches",
             "ProbeData",
-            "light_forward",
+            "authors_batches",
             "make_probe_data",
         ],
         "empirical.analysis.fourier": ["FourierFit", "fit_gromov", "fourier_analysis"],
@@ -144,7 +143,8 @@ __getattr__, __dir__ = lazy_exports(
             "default_compare_steps",
         ],
         "empirical.model.circuits": ["ov_matrix", "qk_matrix"],
-        # the report pulls in matplotlib: imported only when asked for
-        "empirical.analysis.report": ["analyze_model", "analyze_run"],
+        # these pull in matplotlib: imported only when asked for
+        "empirical.analysis.model_analysis": ["analyze_model"],
+        "empirical.analysis.run_analysis": ["analyze_run"],
     },
 )

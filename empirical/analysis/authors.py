@@ -37,7 +37,8 @@ Their measure batch (`generate_eval_batch`, 512 sequences) and probe batches (10
 uniform over (variable, type, n1, n2) with type in {0-var, variable first, variable second}:
 one third 0-var, two thirds 1-var with the variable equally often first or second, every
 variable at both positions, every number pair: no 2-var sequence, no restriction, no
-held-out pair. We draw the same distribution with our sampler (`authors_batches`).
+held-out pair. We draw the same distribution with our sampler
+(empirical.analysis.probe_data.authors_batches).
 
 Ties: our code counts an exact tie for the top as a failure (their torch argmax / topk
 breaks ties by index); they differ only on exactly equal floats.
@@ -46,27 +47,19 @@ breaks ties by index); they differ only on exactly equal floats.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from empirical.analysis.common import (
-    LightForward,
-    mlp_out,
-    sample_unrestricted,
-    strict_argmax_is,
-)
+from empirical.analysis.common import LightForward, mlp_out, strict_argmax_is
+from empirical.analysis.probe_data import AuthorsBatches
 from empirical.model.circuits import ov_matrix, qk_matrix
 from empirical.task import Batch, TaskConfig
 from empirical.task.pairs import derive_seed
 
 SUFFIX = "@authors"
 
-# their batch sizes (progress_measures.py: generate_eval_batch 512, probe 1024 / 256)
-EVAL_SIZE = 512
-PROBE_TRAIN_SIZE = 1024
-PROBE_TEST_SIZE = 256
+# their probe's training (progress_measures.py)
 PROBE_EPOCHS = 4
 PROBE_LR = 1e-2
 PROBE_WD = 1e-4
@@ -115,28 +108,6 @@ AUTHORS_MEASURE_NAMES = tuple(AUTHORS_MEASURES)
 def base_name(name: str) -> str:
     """`ov2_mlp2_accuracy@authors` -> `ov2_mlp2_accuracy` (ours unchanged)."""
     return name.removesuffix(SUFFIX)
-
-
-@dataclass
-class AuthorsBatches:
-    """Their measure batch (`eval`) and probe batches (`train`, `test`), drawn with our
-    sampler from their distribution: thirds of 0-var, variable-first and variable-second
-    sequences, unrestricted."""
-
-    eval: Batch
-    train: Batch
-    test: Batch
-
-
-def authors_batches(task: TaskConfig, seed: int = 0) -> AuthorsBatches:
-    def draw(n: int, tag: str) -> Batch:
-        return sample_unrestricted(task, n, seed, tag, frac_1var=2 / 3, ratio=0.0)
-
-    return AuthorsBatches(
-        eval=draw(EVAL_SIZE, "authors-eval"),
-        train=draw(PROBE_TRAIN_SIZE, "authors-probe-train"),
-        test=draw(PROBE_TEST_SIZE, "authors-probe-test"),
-    )
 
 
 # -- weight-only measures -----------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Shared pieces of the analyses: circuit matrices, fixed probe batches, a light forward pass.
+"""Shared pieces of the analyses: the layer-2 MLP, a light forward pass, small helpers.
 
 Conventions (used by every module of `empirical.analysis`):
 
@@ -8,28 +8,23 @@ Conventions (used by every module of `empirical.analysis`):
   x_query @ it @ x_key gives the attention score exactly as the model computes it (before
   the causal mask and softmax).
 * `ov_matrix(model, layer)` is W_V W_O: x_source @ it is what the head writes for x_source.
-* The probe data (`ProbeData`) are drawn once from the *unrestricted* distribution of the
-  task (every variable allowed at both operand positions, no held-out pairs, equal thirds of
-  0-, 1- and 2-var sequences), so the measures see the variables that training never put at
-  a position (the paper's `b` as second operand) as well as the trained ones.
+* The probe data (`ProbeData`, empirical.analysis.probe_data) are drawn once from the
+  *unrestricted* distribution of the task (every variable allowed at both operand positions,
+  no held-out pairs, equal thirds of 0-, 1- and 2-var sequences), so the measures see the
+  variables that training never put at a position (the paper's `b` as second operand) as
+  well as the trained ones.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from empirical.model.fast import fast_forward, member_weights
-from empirical.task import Batch, TaskConfig, TrainingSampler, Vocabulary
-from empirical.task.pairs import derive_seed
-
-if TYPE_CHECKING:
-    from empirical.analysis.authors import AuthorsBatches
+from empirical.task import TaskConfig, Vocabulary
 
 # -- circuit matrices -------------------------------------------------------------------
 
@@ -37,83 +32,6 @@ if TYPE_CHECKING:
 def mlp_out(model, x: Tensor) -> Tensor:
     """The layer-2 MLP on residual vectors x [..., d_model] (ReLU, no biases)."""
     return torch.relu(x @ model.W_in) @ model.W_out
-
-
-# -- probe data -------------------------------------------------------------------------
-
-
-def unrestricted_task(task: TaskConfig, frac_1var: float = 1 / 3, ratio: float = 1.0):
-    """`task` with no variable-position restriction and no held-out pair, and the given mix
-    (default: equal thirds of 0-, 1- and 2-var sequences)."""
-    return dataclasses.replace(
-        task,
-        r1=(),
-        r2=(),
-        held_out_fraction=0.0,
-        train_pairs_file="",
-        mix="fractions",
-        two_var_frequency=1.0,
-        frac_1var=frac_1var,
-        ratio_2var_to_0var=ratio,
-    )
-
-
-def sample_unrestricted(
-    task: TaskConfig, n: int, seed: int, tag: str, frac_1var: float = 1 / 3, ratio: float = 1.0
-) -> Batch:
-    """n sequences of the unrestricted distribution (see `unrestricted_task`), on the CPU,
-    deterministic in (task, n, seed, tag)."""
-    cfg = unrestricted_task(task, frac_1var, ratio)
-    sampler = TrainingSampler(cfg, torch.zeros((0, 2), dtype=torch.long))
-    gen = torch.Generator().manual_seed(derive_seed(seed, "analysis", tag))
-    return sampler.sample(n, gen)
-
-
-def second_operand_batch(task: TaskConfig, n: int, seed: int) -> Batch:
-    """Sequences whose second operand (position L-2) is a variable: 1-var and 2-var sequences
-    of the unrestricted distribution, so every variable sits there about equally often."""
-    batch = sample_unrestricted(task, n, seed, "second", frac_1var=0.5, ratio=float("inf"))
-    return batch[batch.operand_vars[:, 1] >= 0]
-
-
-@dataclass
-class ProbeData:
-    """The fixed sequences every per-snapshot measure reads (built once, reused).
-
-    test: n sequences, unrestricted distribution, equal thirds 0/1/2-var (attention measures,
-        the probes' held-out split). train: another n of the same distribution (probe
-        training). second: sequences with a variable as second operand (Figure 9).
-    authors: the authors' measure and probe batches (0-/1-var only, see
-        empirical.analysis.authors), for the `@authors` variants; None: not computed.
-    """
-
-    task: TaskConfig
-    seed: int
-    test: Batch
-    train: Batch
-    second: Batch
-    authors: AuthorsBatches | None = None
-
-    @property
-    def vocab(self) -> Vocabulary:
-        return Vocabulary.from_config(self.task)
-
-
-def make_probe_data(
-    task: TaskConfig, seed: int = 0, n: int = 2048, n_second: int = 1536, authors: bool = True
-):
-    """ProbeData for `task`, deterministic in (task, seed, n, n_second); with `authors`, also
-    the authors' batches (fixed sizes 512 / 1024 / 256) for the `@authors` measures."""
-    from empirical.analysis.authors import authors_batches
-
-    return ProbeData(
-        task=task,
-        seed=int(seed),
-        test=sample_unrestricted(task, n, seed, "probe-test"),
-        train=sample_unrestricted(task, n, seed, "probe-train"),
-        second=second_operand_batch(task, n_second, seed),
-        authors=authors_batches(task, seed) if authors else None,
-    )
 
 
 # -- a light forward pass ---------------------------------------------------------------

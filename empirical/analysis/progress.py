@@ -11,22 +11,25 @@ Every measure is a number in [0, 1] computed from (model, task config, fixed pro
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from tqdm.auto import tqdm
 
-from empirical.analysis.authors import AUTHORS_MEASURES, authors_measures
+from empirical.analysis.authors import AUTHORS_MEASURES, SUFFIX, authors_measures
 from empirical.analysis.common import (
     LightForward,
-    ProbeData,
     light_forward,
     number_positions,
     strict_argmax_is,
 )
 from empirical.analysis.ov_mlp import ov2_mlp2_accuracy
+from empirical.analysis.probe_data import ProbeData
 from empirical.analysis.probes import train_linear_probe
 from empirical.analysis.qk import qk1_num_to_prev_var, qk2_ov1_var_identity
+from empirical.model import load_model
 from empirical.rundir import RunDir, RunDirError
 from empirical.task import Batch, TaskConfig
 
@@ -255,10 +258,6 @@ def progress_over_training(
 ) -> ProgressHistory:
     """The seven measures and the second-spike scores at every `every`-th snapshot of
     `run_dir` (the last snapshot always included), with each measure's threshold crossings."""
-    import time
-
-    from empirical.model import load_model
-
     snaps = RunDir(run_dir).snapshots() if snapshots is None else snapshots
     if not snaps:
         raise RunDirError(f"{run_dir}: no snapshots (train.snapshot_every = 0?)")
@@ -271,8 +270,6 @@ def progress_over_training(
     second: dict[str, dict[str, list[float]]] = {}
     iterator = chosen
     if progress:
-        from tqdm.auto import tqdm
-
         iterator = tqdm(chosen, desc="progress measures")
     for step, path in iterator:
         model = load_model(path)
@@ -308,6 +305,32 @@ def window_levels(history: ProgressHistory, start: int, end: int) -> dict:
                 "max": max(vals),
             }
     return out
+
+
+def phase2_levels(history: ProgressHistory | None, phases) -> dict | None:
+    """Every measure's mean / min / max over the snapshots of phase 2, between the two spikes
+    (from the end of the first spike's window to the start of the second's), and whether
+    each routing measure (ROUTING_MEASURES, ours and the authors') stays within the paper's
+    80-99% there. None without both spikes or without a snapshot between them."""
+    if history is None or phases is None:
+        return None
+    first, second = phases.first_spike, phases.second_spike
+    if first is None or second is None:
+        return None
+    levels = window_levels(history, first.end_step, second.start_step)
+    if not levels:
+        return None
+    levels["routing"] = {}
+    for base in ROUTING_MEASURES:
+        for name in (base, base + SUFFIX):
+            m = levels["measures"].get(name)
+            if m is not None:
+                levels["routing"][name] = {
+                    **m,
+                    "within_80_99": bool(0.8 <= m["min"] and m["max"] <= 0.99),
+                    "mean_within_80_99": bool(0.8 <= m["mean"] <= 0.99),
+                }
+    return levels
 
 
 def definition_agreement(history: ProgressHistory, suffix: str = "@authors") -> dict:

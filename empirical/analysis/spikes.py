@@ -35,13 +35,15 @@ from pathlib import Path
 import torch
 
 from empirical.analysis.authors import diagonal_margin, qk2_ov1_var_matrix_authors
-from empirical.analysis.common import ProbeData, light_forward
+from empirical.analysis.common import light_forward
+from empirical.analysis.probe_data import ProbeData
 from empirical.analysis.progress import _second_spike
 from empirical.analysis.qk import qk2_ov1_identity
-from empirical.analysis.step_pairs import parse_steps  # noqa: F401 (its old home)
+from empirical.model import load_model
 from empirical.rundir import RunDir, RunDirError
 from empirical.task import Batch, TaskConfig, Vocabulary
 from empirical.task.vocab import TokenizeError
+from empirical.train.phases import RESTRICTED_SETS, mean_series
 
 # the paper authors' example of Figure 8 (checkpoint_add_restricted_early_analysis.py)
 PAPER_FIGURE8_EXAMPLE = "pad pad a 40 pad j 18 pad pad pad k 9 + a 27 ="
@@ -65,8 +67,6 @@ def bracket(a: int, b: int, steps: list[int]) -> tuple[int, int] | None:
 def _onset(records: list[dict], rise: dict, names: tuple[str, ...], share: float) -> int:
     """The last evaluation step of the spike's window before its series first rises by
     `share` of the spike's gain above the window's first value."""
-    from empirical.train.phases import mean_series
-
     steps, values = mean_series(records, names)
     inside = [(s, v) for s, v in zip(steps, values, strict=True)
               if rise["start_step"] <= s <= rise["end_step"]]  # fmt: skip
@@ -95,8 +95,6 @@ def default_compare_steps(
       evaluation before the var-restricted series rises by `onset_share` of the spike's gain;
       the window start without `records`) to the end of its window (the paper's
       14 501 -> 16 001 spans the whole rise)."""
-    from empirical.train.phases import RESTRICTED_SETS
-
     out: dict[str, tuple[int, int] | None] = {"first_spike": None, "second_spike": None}
     if phases is None:
         return out
@@ -118,6 +116,30 @@ def default_compare_steps(
         else:
             a = _onset(records, rise, RESTRICTED_SETS, onset_share) if records else None
             out[key] = bracket(a or rise["start_step"], rise["end_step"], steps)
+    return out
+
+
+def chosen_compare_steps(run_dir: RunDir, phases, records, first, second) -> dict:
+    """The two snapshots compared around each spike: `first` / `second` are (A, B), "auto"
+    (`default_compare_steps`) or None (skip). A step without a snapshot is a RunDirError,
+    raised before any work."""
+    snaps = run_dir.snapshot_steps()
+    auto = default_compare_steps(phases, snaps, records)
+    out = {}
+    for key, given in (("first_spike", first), ("second_spike", second)):
+        if given == "auto":
+            out[key] = auto[key]
+        elif given is None:
+            out[key] = None
+        else:
+            a, b = (int(x) for x in given)
+            missing = [s for s in (a, b) if s not in snaps]
+            if missing:
+                raise RunDirError(
+                    f"{run_dir}: no snapshot for step {missing[0]} ({key.replace('_', ' ')} "
+                    f"comparison); snapshots: {snaps[:4]}...{snaps[-3:]}"
+                )
+            out[key] = (a, b)
     return out
 
 
@@ -198,8 +220,6 @@ def second_spike_example(task: TaskConfig, data: ProbeData, letter: str) -> Batc
 
 
 def _load(run_dir: RunDir, step: int):
-    from empirical.model import load_model
-
     path = run_dir.snapshot(step)
     if not path.exists():
         have = [s for s, _ in run_dir.snapshots()]

@@ -103,10 +103,10 @@ def run(argv: list[str]) -> int:
 
 
 def analyze_paper_run(run_dir: RunDir, args) -> int:
-    """The paper's analysis of a 2-layer assign_add run (empirical.analysis.report)."""
+    """The paper's analysis of a 2-layer assign_add run (empirical.analysis.run_analysis)."""
     run_dir.read_two_layer_config("analyze")  # before the output directory is made
     out = prepare_output_dir(args.out or run_dir.analysis_dir(args.step))  # before the work
-    from empirical.analysis.report import analyze_run  # torch: after every check
+    from empirical.analysis.run_analysis import analyze_run  # torch: after every check
 
     result = analyze_run(
         run_dir.path,

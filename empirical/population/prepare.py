@@ -77,7 +77,7 @@ def existing_spike(run: RunDir) -> dict | None:
 def analyse_member(run: RunDir) -> dict:
     """analysis.json of the member's final model, written as `analyze --no-dynamics
     --no-figures` without the spike comparisons writes it."""
-    from empirical.analysis.report import analyze_run
+    from empirical.analysis.run_analysis import analyze_run
 
     return analyze_run(run.path, dynamics=False, figures=False, first_spike_steps=None,
                        second_spike_steps=None, threads=None)  # fmt: skip

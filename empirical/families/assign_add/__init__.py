@@ -4,7 +4,7 @@ Its fields are TaskConfig's own (the paper's task, validated by `fields.py`); it
 designs (`design.py`), vectorised draws and training sampler (`draw.py`) and evaluation sets
 (`eval_sets.py`: `0var/ind` ... `curated/held_out_pairs`, the optional Figure 3 sets) are
 imported when used; its analysis is the paper's (`python -m empirical analyze`,
-empirical.analysis.report). Importing this package imports no torch.
+empirical.analysis.run_analysis). Importing this package imports no torch.
 """
 
 from __future__ import annotations

@@ -1,0 +1,464 @@
+"""summary.md of one run's analysis, written from analysis.json's content.
+
+    text = summary_markdown(result)   # result: what analyze_run writes to analysis.json
+
+One function per section, in the file's order: the accuracy at the analysed step, the
+Section-5 mechanism, the progress measures (ours and the authors', their crossings, the
+order of events, how the two definitions agree), the phase-2 plateau, the two spike
+comparisons, the second operand by variable, and the figures.
+"""
+
+from __future__ import annotations
+
+from empirical.analysis.authors import SUFFIX
+from empirical.analysis.progress import MEASURE_NAMES, MEASURES
+from empirical.stats import accuracy_interval, correct_count, format_accuracy
+
+# the paper's phase (Appendix B) in which each measure completes
+PAPER_PHASE = {
+    "ov2_mlp2_accuracy": "1 (rises sharply first)",
+    "probe_l1_var_from_num": "end of 1 / 2 (binding copied into numbers)",
+    "qk1_num_to_prev_var": "1-2 (binding)",
+    "attn_l1_num_to_prev": "1-2 (binding)",
+    "qk2_ov1_var_identity": "2 (80-99%), 3 (complete)",
+    "attn_l1_equal_to_operands": "2 (80-99%), 3 (complete)",
+    "attn_l2_equal_to_values": "2 (80-99%), 3 (complete)",
+}
+NEVER = 10**12  # sorts a measure that never stays above its threshold last
+
+
+def summary_markdown(result: dict) -> str:
+    """summary.md's text from analysis.json's content `result`."""
+    sections = (
+        _header,
+        _accuracy_section,
+        _mechanism_section,
+        _progress_section,
+        _definition_agreement_section,
+        _plateau_section,
+        _first_spike_section,
+        _second_spike_section,
+        _second_operand_section,
+        _figures_section,
+    )
+    lines = [line for section in sections for line in section(result)]
+    lines.append(f"Analysis took {result.get('seconds', 0):.1f} s.")
+    return "\n".join(lines) + "\n"
+
+
+# -- formatting -----------------------------------------------------------------------------
+
+
+def _fmt(x, pct: bool = False) -> str:
+    if x is None:
+        return "-"
+    return f"{100 * x:.1f}%" if pct else f"{x:.3f}"
+
+
+def _fmt_ci(acc, n: int | None) -> str:
+    """'97.2% [95.3, 98.3]': an accuracy over n sequences with its 95% Wilson interval."""
+    if acc is None or not n:
+        return _fmt(acc, True)
+    return format_accuracy(acc, accuracy_interval(correct_count(acc, n), n))
+
+
+def _yes_no(flag) -> str:
+    return "yes" if flag else "no"
+
+
+def _phase_of(step: int | None, phases: dict | None) -> str:
+    """The training phase (1, 2 or 3) at `step` from the detected spikes; "-" if unknown."""
+    if step is None or phases is None:
+        return "-"
+    first, second = phases.get("first_spike"), phases.get("second_spike")
+    if first is None or step < first["start_step"]:
+        return "1"
+    if second is None or step < second["start_step"]:
+        return "2"
+    return "3"
+
+
+def _by_stable_step(names, crossings: dict) -> list[str]:
+    """`names` in the order of the step from which each stays >= its threshold (never: last)."""
+    return sorted(
+        names,
+        key=lambda n: crossings[n]["stable"] if crossings[n]["stable"] is not None else NEVER,
+    )
+
+
+# -- the model at this step -------------------------------------------------------------------
+
+
+def _header(result: dict) -> list[str]:
+    return [
+        f"# Analysis of {result['run_dir']} at step {result['step']}",
+        "",
+        f"Checkpoint `{result['checkpoint']}`; probe data: {result['probe_data']['n_test']} "
+        f"sequences, {result['probe_data']['distribution']}. Definitions: docs/analysis.md.",
+        "",
+    ]
+
+
+def _accuracy_section(result: dict) -> list[str]:
+    acc = result.get("accuracy_at_step")
+    if not acc:
+        return []
+    ci = result.get("accuracy_at_step_ci95") or {}
+    lines = [
+        "## Accuracy at this step",
+        "",
+        "95% interval: Wilson score interval over the evaluation set's sequences "
+        "(empirical.stats).",
+        "",
+        "| set | accuracy | 95% interval | sequences |",
+        "| --- | --- | --- | --- |",
+    ]
+    for k, v in acc.items():
+        c = ci.get(k)
+        interval = f"{100 * c['ci95'][0]:.1f}-{100 * c['ci95'][1]:.1f}%" if c else "-"
+        lines.append(f"| {k} | {_fmt(v, True)} | {interval} | {c['n'] if c else '-'} |")
+    lines.append("")
+    return lines
+
+
+def _attention_rows(att: dict) -> list[str]:
+    lines = []
+    for k in ("0var", "1var", "2var"):
+        if k in att:
+            d = att[k]
+            var = d.get("l1_eq_to_variable_operands")
+            lines.append(
+                f"| `=` attention, {k}: layer 1 on positions L-3, L-2 (on variable operands) / "
+                f"layer 2 on the value positions | {_fmt(d['l1_eq_to_operand_positions'])}"
+                + (f" ({_fmt(var)})" if var is not None else "")
+                + f" / {_fmt(d['l2_eq_to_value_positions'])} |"
+            )
+    return lines
+
+
+def _mechanism_section(result: dict) -> list[str]:
+    m = result["model"]
+    n_test = result["probe_data"]["n_test"]
+    same = m["same_addition_cosine"]
+    iso = m["isolated_ov_mlp"]
+    pr = m["answer_probes"]
+    four = m["fourier"]
+    pref = m["qk1_positional_preference"]
+    ident = m["qk2_ov1_identity"]
+    qk1 = m["qk1_embeddings"]
+    lines = ["## Section 5: the mechanism", "", "| quantity | value |", "| --- | --- |"]
+    lines += _attention_rows(m["attention"]["summary"])
+    for k, d in m["ov_mlp_cosine"]["by_kind"].items():
+        lines.append(
+            f"| cos(MLP input, OV(W_E[x] + W_E[y])), {k}: matched / shuffled | "
+            f"{_fmt(d['matched']['mean'])} / {_fmt(d['shuffled']['mean'])} |"
+        )
+    return lines + [
+        f"| same addition, variable vs direct form: matched / mismatched cosine | "
+        f"{_fmt(same['matched']['mean'])} / {_fmt(same['mismatched']['mean'])} |",
+        f"| answer probe before the MLP (resid_mid), held-out accuracy [95% interval] | "
+        f"{_fmt_ci(pr['resid_mid']['test_acc'], n_test)} |",
+        f"| answer probe after the MLP (resid_post), held-out accuracy (model itself) | "
+        f"{_fmt_ci(pr['resid_post']['test_acc'], n_test)} "
+        f"({_fmt_ci(pr['model_test_acc'], n_test)}) |",
+        f"| isolated OV-MLP circuit, all p^2 pairs | {_fmt(iso['accuracy'], True)} "
+        f"(MLP only: {_fmt(iso['accuracy_mlp_only'], True)}) |",
+        f"| MLP neurons: mean R^2 of Gromov fit (active) / share R^2 >= 0.9 | "
+        f"{_fmt(four['r2_mean_active'])} / {_fmt(four['frac_r2_above_0.9'], True)} |",
+        f"| key frequencies (dominant for >= 5% of well-fitted neurons) | "
+        f"{four['key_frequencies']} |",
+        f"| best neuron (Figure 11): index, frequency, R^2 | {four['best_neuron']}, "
+        f"{four['best_neuron_freq']}, {_fmt(four['best_neuron_r2'])} |",
+        f"| layer 1: `=` prefers positions | {qk1['eq_top2_positions']} |",
+        f"| layer 1 (Fig. 6): numbers -> variables, mean score gap over other tokens / share "
+        f"of numbers whose top key token is a variable | {_fmt(qk1.get('num_to_var_gap'))} / "
+        f"{_fmt(qk1.get('num_top_key_is_var'), True)} |",
+        f"| layer 1 (Fig. 6): positions 0..L-5 -> variables, gap / share top key a variable | "
+        f"{_fmt(qk1.get('pos_to_var_gap'))} / {_fmt(qk1.get('pos_top_key_is_var'), True)} |",
+        f"| layer 1 (Fig. 6): position x position rises to the right, rank correlation with "
+        f"the key position (queries 2..L-5 / all) | {_fmt(qk1.get('pos_pos_rank_corr_region'))} "
+        f"/ {_fmt(qk1.get('pos_pos_rank_corr'))} |",
+        f"| layer 1: numbers prefer the previous position (Fig. 7a) | "
+        f"{_fmt(pref['fraction'], True)} |",
+        f"| layer 2 QK on OV'd variables: identity score / mean margin (Fig. 7b) | "
+        f"{_fmt(ident['identity_score'])} / {_fmt(ident['margin_mean'])} |",
+        "",
+    ]
+
+
+# -- progress measures (Appendix B) -----------------------------------------------------------
+
+
+def _detected_phases(phases: dict | None) -> list[str]:
+    if not phases:
+        return []
+    fs, ss = phases.get("first_spike"), phases.get("second_spike")
+    return [
+        f"Detected phases (empirical.train.phases): 0-var >= 90% at step "
+        f"{phases.get('zero_var_learned_step')}; first spike "
+        + (f"{fs['start_step']}-{fs['end_step']}" if fs else "none")
+        + "; second spike "
+        + (f"{ss['start_step']}-{ss['end_step']}" if ss else "none")
+        + ". Phase 1 ends where the first spike starts, phase 3 starts with the second.",
+        "",
+    ]
+
+
+def _measure_rows(result: dict, order: list[str], crossings: dict) -> list[str]:
+    """One row per measure: its threshold, ours and the authors' value at this step, both
+    crossings, the phase there and the paper's phase."""
+    values = result["model"]["progress_measures"]
+    phases = result.get("phases")
+
+    def cross(name):
+        c = crossings.get(name)
+        if not c:
+            return "-", None
+        first, stable = c["first"], c["stable"]
+        text = f"{first if first is not None else '-'} / {stable if stable is not None else '-'}"
+        return text, stable
+
+    lines = []
+    for name in order:
+        theirs = name + SUFFIX
+        ours_text, ours_stable = cross(name)
+        their_text, their_stable = cross(theirs)
+        lines.append(
+            f"| {name} | {MEASURES[name][0]:g} | {_fmt(values.get(name))} | "
+            f"{_fmt(values.get(theirs))} | {ours_text} | {their_text} | "
+            f"{_phase_of(ours_stable, phases)} / {_phase_of(their_stable, phases)} | "
+            f"{PAPER_PHASE[name]} |"
+        )
+    return lines
+
+
+def _order_of_events(dyn: dict) -> list[str]:
+    crossings = dyn["crossings"]
+    lines = []
+    for label, names in (
+        ("ours", list(MEASURE_NAMES)),
+        ("authors'", [n + SUFFIX for n in MEASURE_NAMES if n + SUFFIX in crossings]),
+    ):
+        if not names:
+            continue
+        names = _by_stable_step(names, crossings)
+        crossed = [n for n in names if crossings[n]["stable"] is not None]
+        never = [n for n in names if crossings[n]["stable"] is None]
+        text = (
+            f"Order of events, {label} definitions (by the step from which each stays >= "
+            "its threshold): "
+        )
+        text += " < ".join(crossed) if crossed else "no measure crossed its threshold"
+        if crossed and never:
+            text += "; never: " + ", ".join(never)
+        lines += [text + ".", ""]
+    return lines + [f"{len(dyn['steps'])} snapshots analysed in {dyn['seconds']:.1f} s.", ""]
+
+
+def _progress_section(result: dict) -> list[str]:
+    dyn = result.get("training_dynamics")
+    lines = ["## Progress measures (Appendix B)", ""]
+    lines += _detected_phases(result.get("phases"))
+    lines += [
+        "Each measure twice: ours (docs/analysis.md) and the authors' definition of it "
+        "(`@authors`, their progress_measures.py; empirical.analysis.authors). first: the first "
+        "snapshot at or above the threshold; stays: the first from which every later one is.",
+        "",
+        "| measure | threshold | ours at this step | authors' at this step | ours: first / "
+        "stays >= from | authors': first / stays >= from | phase there (ours / authors') | "
+        "paper's phase |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    crossings = dyn["crossings"] if dyn else {}
+    order = _by_stable_step(MEASURE_NAMES, crossings) if dyn else list(MEASURE_NAMES)
+    lines += _measure_rows(result, order, crossings)
+    lines.append("")
+    return lines + (_order_of_events(dyn) if dyn else [])
+
+
+def _definition_agreement_section(result: dict) -> list[str]:
+    agree = result.get("definition_agreement")
+    if not agree:
+        return []
+    lines = [
+        "### Ours vs the authors' definitions over the snapshots",
+        "",
+        "| measure | mean abs difference | largest (step: ours / authors') | snapshots "
+        "differing by > 0.05 |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, a in agree.items():
+        lines.append(
+            f"| {name} | {_fmt(a['mean_abs_diff'])} | {_fmt(a['max_abs_diff'])} "
+            f"({a['max_at_step']}: {_fmt(a['ours_there'])} / {_fmt(a['theirs_there'])}) | "
+            f"{_fmt(a['share_diff_above_0.05'], True)} |"
+        )
+    lines.append("")
+    return lines
+
+
+def _plateau_section(result: dict) -> list[str]:
+    plateau = result.get("phase2_plateau")
+    title = ["## Phase 2 plateau of the routing measures (Appendix B)", ""]
+    if not plateau:
+        if result.get("training_dynamics") and result.get("phases"):
+            return title + [
+                "Not measurable on this run: it needs both spikes detected and a snapshot "
+                "between the end of the first and the start of the second.",
+                "",
+            ]
+        return []
+    lines = title + [
+        f"Over the {plateau['n_snapshots']} snapshots from step {plateau['start']} (end of the "
+        f"first spike) to step {plateau['end']} (start of the second). The paper: these "
+        "measures plateau between 80% and 99% in phase 2.",
+        "",
+        "| measure | mean | min | max | all within 80-99% | mean within 80-99% |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, d in plateau["routing"].items():
+        lines.append(
+            f"| {name} | {_fmt(d['mean'], True)} | {_fmt(d['min'], True)} | "
+            f"{_fmt(d['max'], True)} | {_yes_no(d['within_80_99'])} | "
+            f"{_yes_no(d['mean_within_80_99'])} |"
+        )
+    lines.append("")
+    return lines
+
+
+# -- the spikes -----------------------------------------------------------------------------
+
+# the first spike's table: (label, key, format: 0 number, 1 percentage, 2 as is)
+FIRST_SPIKE_ROWS = (
+    ("layer-1 `=` attention on the variable operand", "l1_eq_on_variable_operand", 0),
+    ("layer-1 `=` attention on the number operand", "l1_eq_on_number_operand", 0),
+    ("share of sequences with more on the variable", "l1_eq_variable_above_number", 1),
+    ("variable matrix ebar W_QK^2 ebar^T: diagonal rows", "identity_authors", 1),
+    ("variable matrix: mean diagonal margin", "diag_margin_authors", 0),
+    ("our identity score (with `=` and numbers)", "identity_ours", 1),
+    ("accuracy on the 1-var probe sequences", "accuracy_1var", 1),
+    ("prediction on the example", "example_prediction", 2),
+)
+
+
+def _first_spike_section(result: dict) -> list[str]:
+    first = (result.get("spike_comparisons") or {}).get("first_spike")
+    if not first:
+        return []
+    a, b = first["steps"]
+    sa, sb = first["states"][str(a)], first["states"][str(b)]
+    lines = [
+        f"## First spike, step {a} vs {b} (Figure 8: first_spike_steps)",
+        "",
+        f"Example: `{first['example']['text']}` (answer {first['example']['answer']}); "
+        f"means over {sa['n_1var']} 1-var probe sequences.",
+        "",
+        f"| quantity | step {a} | step {b} |",
+        "| --- | --- | --- |",
+    ]
+    for label, key, kind in FIRST_SPIKE_ROWS:
+        if kind == 2:
+            lines.append(f"| {label} | {sa[key]} | {sb[key]} |")
+        else:
+            lines.append(f"| {label} | {_fmt(sa[key], bool(kind))} | {_fmt(sb[key], bool(kind))} |")
+    lines.append("")
+    return lines
+
+
+def _operand_attention_cell(x: dict | None, y: dict | None) -> str:
+    """One variable at one operand position, before -> after: layer-1 attention on it / share
+    below 1/4 / layer-2 attention on its number / accuracy."""
+    if x is None or y is None:
+        return "-"
+    return (
+        f"{_fmt(x['l1_eq_attention'])} -> {_fmt(y['l1_eq_attention'])} / "
+        f"{_fmt(x['share_below_quarter'], True)} -> "
+        f"{_fmt(y['share_below_quarter'], True)} / "
+        f"{_fmt(x['l2_eq_on_value'])} -> {_fmt(y['l2_eq_on_value'])} / "
+        f"{_fmt(x['accuracy'], True)} -> {_fmt(y['accuracy'], True)} "
+        f"(n {x['n']})"
+    )
+
+
+def _operand_attention_table(oa: dict, ob: dict, a: int, b: int) -> list[str]:
+    lines = [
+        "`=` on a variable operand, by variable and operand position, over the probe "
+        f"sequences, step {a} -> {b}: layer-1 attention on it / share of sequences "
+        "where that is below 1/4 (what fails attn_l1_equal_to_operands) / layer-2 "
+        "attention on its assigned number / accuracy:",
+        "",
+        "| variable | as first operand (L-3) | as second operand (L-2) |",
+        "| --- | --- | --- |",
+    ]
+    for v in sorted(oa["first"].keys() | oa["second"].keys()):
+        first, second = (
+            _operand_attention_cell(oa[side].get(v), ob[side].get(v))
+            for side in ("first", "second")
+        )
+        lines.append(f"| {v} | {first} | {second} |")
+    lines.append("")
+    return lines
+
+
+def _second_spike_section(result: dict) -> list[str]:
+    second = (result.get("spike_comparisons") or {}).get("second_spike")
+    if not second:
+        return []
+    a, b = second["steps"]
+    sa, sb = second["states"][str(a)], second["states"][str(b)]
+    r2 = set(second["restricted"])
+    lines = [
+        f"## Second spike, step {a} vs {b} (Figures 9c / 9d: second_spike_steps)",
+        "",
+        "Per variable as the second operand (position L-2): layer-1 `=` attention on L-2 "
+        "(9c), layer-2 `=` attention on its assigned number (9d), accuracy.",
+        "",
+        "| variable | never 2nd in training | layer-1 `=`->L-2 | layer-2 `=`->its number | "
+        "accuracy |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for v, pa in sa["per_variable"].items():
+        pb = sb["per_variable"].get(v)
+        if pb is None:
+            continue
+        lines.append(
+            f"| {v} | {_yes_no(v in r2)} | {_fmt(pa['l1_eq_to_second'])} -> "
+            f"{_fmt(pb['l1_eq_to_second'])} | {_fmt(pa['l2_eq_to_second_value'])} -> "
+            f"{_fmt(pb['l2_eq_to_second_value'])} | {_fmt(pa['accuracy'], True)} -> "
+            f"{_fmt(pb['accuracy'], True)} |"
+        )
+    lines.append("")
+    oa, ob = sa.get("operand_attention"), sb.get("operand_attention")
+    if oa and ob:
+        lines += _operand_attention_table(oa, ob, a, b)
+    return lines
+
+
+def _second_operand_section(result: dict) -> list[str]:
+    dyn = result.get("training_dynamics")
+    if not dyn:
+        return []
+    r2 = set(result["task"]["r2"])
+    lines = [
+        "## Second operand by variable (Figure 9), first / last snapshot",
+        "",
+        "| variable at L-2 | never 2nd in training | layer-1 `=`->L-2 | "
+        "layer-2 `=`->its value | accuracy |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for letter, sp in dyn["second_spike"].items():
+        lines.append(
+            f"| {letter} | {_yes_no(letter in r2)} | "
+            f"{_fmt(sp['l1_eq_to_second'][0])} -> {_fmt(sp['l1_eq_to_second'][-1])} | "
+            f"{_fmt(sp['l2_eq_to_second_value'][0])} -> "
+            f"{_fmt(sp['l2_eq_to_second_value'][-1])} | "
+            f"{_fmt(sp['accuracy'][0], True)} -> {_fmt(sp['accuracy'][-1], True)} |"
+        )
+    lines.append("")
+    return lines
+
+
+def _figures_section(result: dict) -> list[str]:
+    if not result.get("figures"):
+        return []
+    return ["## Figures", ""] + [f"- [{f}]({f})" for f in result["figures"]] + [""]
