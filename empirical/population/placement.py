@@ -19,9 +19,9 @@ import json
 from pathlib import Path
 
 from empirical.population.claims import member_checks
+from empirical.population.formatting import number, share_text
 from empirical.population.members import Member, population_fingerprint, read_analysis
 from empirical.population.prepare import existing_spike
-from empirical.population.report import number, share_text
 from empirical.population.statistics import percentile_of
 from empirical.rundir import RunDir, SweepDir
 
