@@ -169,7 +169,8 @@ def test_kill_9_of_the_holder_leaves_no_stale_lock(tmp_path, whole, capsys):
 @pytest.mark.slow  # two submitit processes (~15 s); the in-process job test below is quick
 def test_two_local_jobs_given_one_member_train_it_once(tmp_path):
     pytest.importorskip("submitit")
-    from empirical.sweep.cluster import ExecutorOptions, make_executor, train_job
+    from empirical.sweep.cluster import train_job
+    from empirical.sweep.executors import ExecutorOptions, make_executor
     from empirical.sweep.spec import SweepSpec, expand_members, load_sweep_config
 
     base, _ = load_sweep_config(SMOKE, CADENCE)

@@ -112,7 +112,8 @@ def run(argv: list[str]) -> int:
                 "evaluation step of the members)"
             )
     executor = executor_options(args)  # None: train here
-    from empirical.sweep.runner import default_sweep_dir, sweep_dir_lock  # torch: after the checks
+    from empirical.sweep.param_sweep import default_sweep_dir  # torch: after the checks
+    from empirical.sweep.runner import sweep_dir_lock
 
     out = Path(args.out) if args.out else default_sweep_dir(base)
     command = "python -m empirical sweep " + " ".join(shlex.quote(a) for a in argv)
@@ -132,7 +133,8 @@ def _merge(args) -> int:
         raise UsageError("--merge takes result files and --out only (no --config, overrides, "
                          "--summarize or --at-step)")  # fmt: skip
     from empirical.sweep.merge import figure_name, merge_results
-    from empirical.sweep.results import threshold_sentence, write_results
+    from empirical.sweep.results import write_results
+    from empirical.sweep.summary_md import threshold_sentence
 
     results = merge_results([Path(p) for p in args.merge])
     out = Path(args.out)
@@ -145,7 +147,7 @@ def _merge(args) -> int:
 
 
 def _sweep_and_report(args, base, spec, out: Path, command: str, executor) -> int:
-    from empirical.sweep.runner import run_sweep
+    from empirical.sweep.param_sweep import run_sweep
 
     outcome = run_sweep(
         base,
@@ -166,7 +168,7 @@ def _sweep_and_report(args, base, spec, out: Path, command: str, executor) -> in
         what = "finished members" if args.at_step is None else f"evaluations at step {args.at_step}"
         print(f"no {what} in {outcome.sweep_dir}", file=sys.stderr)
     elif args.format != "png" and outcome.results.get("points"):
-        from empirical.sweep.results import plot_sweep
+        from empirical.sweep.figure import plot_sweep
 
         fig = plot_sweep(outcome.results, outcome.sweep_dir / base.name, fmt=args.format)
         print(f"wrote {fig.saved_path}", file=sys.stderr)
