@@ -10,8 +10,9 @@ empirical.model.batched.BatchedModel by the shared training skeleton, each in a 
 directory), `spec` (SweepSpec, members, variants, batch keys), `runner` (run_members: the one
 runner of sweeps, grids and jobs), `param_sweep` (run_sweep), `grid` (run_grid), `metrics`,
 `thresholds`, `collect` and `results` (a sweep's rows, summary and files: `summary_md`,
-`figure`), `cluster` and `executors` (batches as jobs), `merge`. See docs/sweep.md. The public names are imported on first use
-(disentangled.lazy_exports): the sweep and grid configs load without torch.
+`figure`), `cluster` and `executors` (batches as jobs), `merge`. See docs/sweep.md. The public
+names are imported on first use (disentangled.lazy_exports): the sweep and grid configs load
+without torch.
 """
 
 from disentangled.lazy_exports import lazy_exports
