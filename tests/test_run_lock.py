@@ -31,10 +31,11 @@ from lock_holder import held_elsewhere
 from disentangled.command_line import UsageError
 from empirical.__main__ import main
 from empirical.evaluation import evaluate_run
+from empirical.load import load_run
 from empirical.metrics_log import read_metrics, scan_metrics
 from empirical.run_config import load_run_config
 from empirical.run_lock import WriterLockError, writer_lock, writer_locks
-from empirical.rundir import RunDir, SweepDir, load_run
+from empirical.rundir import RunDir, SweepDir
 from empirical.train.loop import train_run
 
 ROOT = Path(__file__).resolve().parents[1]
