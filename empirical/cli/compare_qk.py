@@ -63,6 +63,8 @@ def _windows(text: str) -> list[tuple[str, int, int]]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The comparison's options (which snapshots, the batch and frame of the comparison, G1's
+    form), then the one-step test's, then the output's."""
     ap = parser("compare-qk", "Theorem C.1's predicted layer-2 QK update vs the observed one.")
     ap.add_argument("run_dir", help="a run directory written by `python -m empirical train`")
     ap.add_argument("--out", help="output directory (default RUN_DIR/compare_qk)")
@@ -114,6 +116,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--prediction-size", type=int, default=65536,
         help="sequences of the sampled population (--prediction population; default 65536)",
     )  # fmt: skip
+    _add_one_step_arguments(ap)
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    ap.add_argument("--no-figures", action="store_true", help="numbers only")
+    ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")
+    add_format_argument(ap)
+    return ap
+
+
+def _add_one_step_arguments(ap: argparse.ArgumentParser) -> None:
+    """The one-step test's options: at which snapshot, which learning rates and step sizes,
+    on which data."""
     ap.add_argument("--no-one-step", action="store_true", help="skip the one-step test")
     ap.add_argument(
         "--one-step-at", type=int, help="snapshot of the one-step test (default: the last "
@@ -140,11 +153,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--eval-size", type=int, default=5000,
         help="sequences per evaluation set in the one-step test (default 5000; 0: all)",
     )  # fmt: skip
-    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    ap.add_argument("--no-figures", action="store_true", help="numbers only")
-    ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")
-    add_format_argument(ap)
-    return ap
 
 
 def run(argv: list[str]) -> int:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from empirical.cli.common import UsageError
 from empirical.sweep.executors import ExecutorOptions, check_slurm, require_submitit
@@ -52,6 +53,12 @@ def add_executor_arguments(ap: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also submit members claimed by a job that may still be running",
     )
+
+
+def failed_jobs(failed: dict[str, str]) -> int:
+    """One `error:` line naming the failed jobs (job id -> error); the exit status 1."""
+    print(f"error: {len(failed)} job(s) failed: {'; '.join(failed.values())}", file=sys.stderr)
+    return 1
 
 
 def executor_options(args: argparse.Namespace):

@@ -26,9 +26,10 @@ from empirical.cli.common import (
     add_format_argument,
     check_output_dir,
     command_main,
+    overrides_from_lists,
     parser,
 )
-from empirical.cli.executor import add_executor_arguments, executor_options
+from empirical.cli.executor import add_executor_arguments, executor_options, failed_jobs
 from empirical.figures import use_cli_backend
 from empirical.rundir import SweepDir
 
@@ -82,10 +83,7 @@ def run(argv: list[str]) -> int:
     use_cli_backend()
     if args.merge:
         return _merge(args)
-    if args.seeds is not None:  # `--seeds 0 1 train.steps=100`: the override is no seed
-        extra = [s for s in args.seeds if "=" in s]
-        args.seeds = [s for s in args.seeds if "=" not in s]
-        args.overrides = list(args.overrides) + extra
+    overrides_from_lists(args, ("seeds",))
     from empirical.sweep.spec import load_sweep_config, parse_param  # torch-free
 
     base, spec = load_sweep_config(args.config, args.overrides)
@@ -162,8 +160,7 @@ def _sweep_and_report(args, base, spec, out: Path, command: str, executor) -> in
     )
     failed = outcome.submission.failed if outcome.submission is not None else {}
     if failed:
-        print(f"error: {len(failed)} job(s) failed: {'; '.join(failed.values())}", file=sys.stderr)
-        return 1
+        return failed_jobs(failed)
     if args.summarize and not outcome.results["points"]:
         what = "finished members" if args.at_step is None else f"evaluations at step {args.at_step}"
         print(f"no {what} in {outcome.sweep_dir}", file=sys.stderr)
