@@ -50,6 +50,8 @@ from pathlib import Path
 from typing import Any
 
 from disentangled.command_line import UserError
+from empirical.config_io import ConfigError
+from empirical.metrics_log import read_metrics
 
 SNAPSHOT_RE = re.compile(r"step_(\d+)\.pt")
 
@@ -255,8 +257,6 @@ class RunDir:
         """The run's RunConfig, refusing a model of another depth than the paper's 2 layers
         (for `what`: an analysis written for the paper's model, whose measures name its
         layer 1 and layer 2)."""
-        from empirical.config_io import ConfigError
-
         cfg = self.read_config()
         if cfg.model.n_layers != 2:
             raise ConfigError(
@@ -276,8 +276,6 @@ class RunDir:
     def read_metrics(self) -> list[dict[str, Any]]:
         """metrics.jsonl's records ([] if absent), each checked to be a record of this run
         (a bad line is an error naming it and `python -m empirical repair`)."""
-        from empirical.metrics_log import read_metrics
-
         if not self.metrics.exists():
             return []
         return read_metrics(self.metrics, self.fingerprint())

@@ -24,6 +24,9 @@ at other steps than the paper's) counts as not holding.
 
 from __future__ import annotations
 
+import subprocess
+
+from empirical.paper_checks import paper_check_rows
 from empirical.population.members import Member, population_config, population_fingerprint
 from empirical.population.quantities import (
     COLLAPSED,
@@ -44,6 +47,7 @@ from empirical.population.statistics import (
     multi_bootstrap,
     share_interval,
 )
+from empirical.shared_paths import repo_root
 
 HOLD_SHARE = 0.9
 FAIL_SHARE = 0.1
@@ -105,8 +109,6 @@ def member_checks(member: Member, window: int = ROBUST_WINDOW) -> dict:
     """Everything one member contributes: {claim: (paper, outcome, quantity, value, kind)}
     over the paper checks, their robust-final versions and the theory claims, and its
     robust final accuracies, jumps and collapses."""
-    from empirical.paper_checks import paper_check_rows
-
     summary, analysis = member.summary, member.analysis or {}
     sizes = summary.get("eval_set_sizes") or {}
     robust = robust_final(member.records, sizes, window)
@@ -307,10 +309,6 @@ def _torch_version() -> str | None:
 def repository_commit() -> str | None:
     """The git commit of this checkout ('+dirty' when tracked files differ from it; None: not
     a git checkout, or git is absent)."""
-    import subprocess
-
-    from empirical.shared_paths import repo_root
-
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo_root(), capture_output=True,
                               text=True, timeout=10)  # fmt: skip

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from empirical.figures import OKABE_ITO, save_figure
 from empirical.sweep.summary_md import fmt_x
 from empirical.sweep.thresholds import numeric
 
@@ -40,7 +41,6 @@ def plot_sweep(results: dict, path: Path | None = None, *, fmt: str | None = Non
     `path` (png, pdf or svg: the suffix, or `fmt`) and closes it when a path is given."""
     import matplotlib.pyplot as plt
 
-    from empirical.figures import OKABE_ITO, save_figure
 
     blue, others = OKABE_ITO["blue"], ["orange", "green", "vermillion", "purple", "sky"]
     points = results["points"]

@@ -53,6 +53,7 @@ from empirical.train.engine import (
 from empirical.train.evaluate import SetEvaluator, evaluate_and_log, is_full_evaluation
 from empirical.train.schedule import learning_rate, schedule_of
 from empirical.train.state import save_training_state
+from empirical.train.tensorboard import log_record
 
 
 @dataclass
@@ -284,8 +285,6 @@ class TrainingSession:
                 train_loss, lr, self.elapsed_of(m), self.fingerprints[m], full=full,
             )  # fmt: skip
             if self.cfgs[m].train.tensorboard:  # the record as scalars, beside metrics.jsonl
-                from empirical.train.tensorboard import log_record
-
                 log_record(self.runs[m].path, self.last_records[m])
         if self.on_eval is not None:
             self.on_eval(at, self.last_records)
