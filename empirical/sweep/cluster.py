@@ -242,12 +242,7 @@ def submit_members(
         else 0
     )
     sub = Submission()
-    busy: dict[str, str] = {}
-    if not opts.force:
-        for m in members:
-            info = live_claim(out.member(m.dirname))
-            if info is not None:
-                busy[m.dirname] = str(info.get("job_id"))
+    busy = {} if opts.force else claimed_elsewhere(members, out)
     for dirname, job in busy.items():
         log(
             f"{dirname}: claimed by job {job}, which may still run "
@@ -275,8 +270,23 @@ def submit_members(
     for job, batch in zip(jobs, plan.batches, strict=True):
         log(f"job {job.job_id}: {len(batch)} members: {', '.join(batch)}")
     log(f"submitted {len(jobs)} {opts.kind} job(s); their logs: {sub.folder}")
-    if not opts.waits:
-        return sub
+    if opts.waits:
+        _wait_for(jobs, sub, log)
+    return sub
+
+
+def claimed_elsewhere(members: list[Member], out: SweepDir) -> dict[str, str]:
+    """{member: job id} of the members claimed by a job that may still be running."""
+    busy = {}
+    for m in members:
+        info = live_claim(out.member(m.dirname))
+        if info is not None:
+            busy[m.dirname] = str(info.get("job_id"))
+    return busy
+
+
+def _wait_for(jobs: list, sub: Submission, log: Callable[[str], None]) -> None:
+    """Each job's result (train_job's return) or its failure into `sub`; then `waited`."""
     for job in jobs:
         try:
             result = job.result()
@@ -291,4 +301,3 @@ def submit_members(
         for name in result.get("busy", []):
             log(f"job {job.job_id}: {name} was being written by another process: not trained")
     sub.waited = True
-    return sub

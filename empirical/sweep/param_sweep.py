@@ -109,17 +109,7 @@ def _run_sweep(
         say(f"metric {metric}: added to task.extra_eval_sets (built for every member)")
         base = with_sets
     members = expand_members(base, spec)
-
-    def announce(plan: RunOutcome) -> None:  # every member directory is checked by now
-        out.path.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(out.sweep_toml, sweep_to_toml(base, spec).encode())
-        say(
-            f"sweep {base.name}: {len(members)} members ({len(spec.values)} values x "
-            f"{len(spec.seeds)} seeds) in {out}: {len(plan.skipped)} finished "
-            f"(skipped), {len(plan.resumed)} resuming, {len(plan.fresh)} new; "
-            f"{len(plan.batches)} batch(es); metric {metric}"
-        )
-
+    announce = _announcer(base, spec, out, members, metric, say)
     sub = None
     if not train:
         ran = run_members(members, out, spec.max_batch, log=say, train=False)
@@ -141,31 +131,42 @@ def _run_sweep(
     else:
         weights = {m.dirname: MetricWeights(m.cfg) for m in members}
         ran = run_members(
-            members,
-            out,
-            spec.max_batch,
-            progress=progress,
-            log=say,
-            stop_at=stop_at,
+            members, out, spec.max_batch, progress=progress, log=say, stop_at=stop_at,
             labels=lambda m: _short_label(m, spec),
             metric=lambda m, acc: metric_value(metric, acc, weights[m.dirname]),
-            metric_name=metric,
-            announce=announce,
-        )
+            metric_name=metric, announce=announce,
+        )  # fmt: skip
     outcome = SweepOutcome(
-        out.path,
-        {},
-        skipped=ran.skipped,
-        stopped=ran.stopped,
-        resumed=ran.resumed,
-        fresh=ran.fresh,
-        batches=ran.batches,
-        stopped_early=ran.stopped_early,
-        submission=sub,
+        out.path, {}, skipped=ran.skipped, stopped=ran.stopped, resumed=ran.resumed,
+        fresh=ran.fresh, batches=ran.batches, stopped_early=ran.stopped_early, submission=sub,
         busy=ran.busy,
-    )
+    )  # fmt: skip
     outcome.results = _summarize(base, spec, members, out, metric, command, train, at_step, say)
     return outcome
+
+
+def _announcer(
+    base: RunConfig,
+    spec: SweepSpec,
+    out: SweepDir,
+    members: list[Member],
+    metric: str,
+    say: Callable[[str], None],
+) -> Callable[[RunOutcome], None]:
+    """What the sweep does once every member directory is checked (the plan) and before
+    anything trains: sweep.toml written, the plan said."""
+
+    def announce(plan: RunOutcome) -> None:
+        out.path.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(out.sweep_toml, sweep_to_toml(base, spec).encode())
+        say(
+            f"sweep {base.name}: {len(members)} members ({len(spec.values)} values x "
+            f"{len(spec.seeds)} seeds) in {out}: {len(plan.skipped)} finished "
+            f"(skipped), {len(plan.resumed)} resuming, {len(plan.fresh)} new; "
+            f"{len(plan.batches)} batch(es); metric {metric}"
+        )
+
+    return announce
 
 
 def _summarize(
