@@ -37,7 +37,7 @@ members = int(sys.argv[5])
 if what == "steps":
     from bench_threads import stream_of
     from empirical.run_config import load_run_config
-    from empirical.train.engine import BatchLearner, SingleLearner
+    from empirical.train.learners import BatchLearner, SingleLearner
     cfgs = [load_run_config(arg, ["train.device=cpu", f"seed={m}"]) for m in range(members)]
     if members == 1:
         learner = SingleLearner(cfgs[0], torch.device("cpu"))

@@ -7,7 +7,7 @@
 For every (members, compile mode, autocast, CUDA graph on/off: train.cuda_graph, which only
 acts on CUDA with compile none; where it does not act, "on" is timed as "off", once, and a
 line says so) it builds the real learner
-(empirical.train.engine.SingleLearner for 1 member, BatchLearner for more), the members'
+(empirical.train.learners.SingleLearner for 1 member, BatchLearner for more), the members'
 data streams, and times `steps` training steps after `warmup` steps (the warm-up includes
 torch.compile's compilation; its time is printed separately), synchronising the device only
 around the timed region, as the engine does (no host sync inside a step). Prints ms per step
@@ -41,7 +41,8 @@ from empirical.task import TrainingSampler, held_out_pairs  # noqa: E402
 from empirical.task.pairs import training_generator  # noqa: E402
 from empirical.train.batches import BatchStream  # noqa: E402
 from empirical.train.cuda_graph import graph_applies  # noqa: E402
-from empirical.train.engine import BatchLearner, SingleLearner, resolve_device  # noqa: E402
+from empirical.train.engine import resolve_device  # noqa: E402
+from empirical.train.learners import BatchLearner, SingleLearner  # noqa: E402
 
 
 def sync(device: torch.device) -> None:

@@ -106,7 +106,7 @@ def bench_local_jobs(cfgs, device_name: str, jobs: int, warmup: int, steps: int,
     import tempfile
 
     from empirical.config_io import to_dict
-    from empirical.sweep.cluster import require_submitit
+    from empirical.sweep.executors import require_submitit
 
     submitit = require_submitit()
     here = str(Path(__file__).resolve().parent)  # the jobs import this module by name

@@ -4,7 +4,7 @@ the counts give the same weights bit for bit.
     python benchmarks/bench_threads.py [--config configs/authors.toml] [--threads 1 2]
         [--repeats 12] [--steps 40]
 
-Times the engine's step (empirical.train.engine.SingleLearner: sampler, forward, backward,
+Times the engine's step (empirical.train.learners.SingleLearner: sampler, forward, backward,
 AdamW) in blocks of `--steps` steps, switching the thread count between blocks `--repeats`
 times (so that a machine's slow spells fall on every count), and prints the median and the
 minimum ms a step per count. Then trains a fresh model of the config for 20 steps on each count
@@ -28,7 +28,7 @@ from empirical.run_config import load_run_config  # noqa: E402
 from empirical.task import TrainingSampler, held_out_pairs  # noqa: E402
 from empirical.task.pairs import training_generator  # noqa: E402
 from empirical.train.batches import BatchStream  # noqa: E402
-from empirical.train.engine import SingleLearner  # noqa: E402
+from empirical.train.learners import SingleLearner  # noqa: E402
 
 
 def stream_of(cfg) -> BatchStream:

@@ -27,7 +27,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import empirical.train.engine as engine  # noqa: E402
+import empirical.train.learners as learners  # noqa: E402
 from empirical.model import load_checkpoint  # noqa: E402
 from empirical.run_config import load_run_config  # noqa: E402
 from empirical.rundir import RunDir  # noqa: E402
@@ -44,18 +44,18 @@ def optimizer_variant(name: str):
     if name == "default":
         yield
         return
-    original = engine._adamw
+    original = learners._adamw
 
     def fused(params, tc, device, graphed=False):
         return torch.optim.AdamW(
             params, lr=tc.lr, weight_decay=tc.weight_decay, betas=tc.betas, fused=True
         )
 
-    engine._adamw = fused
+    learners._adamw = fused
     try:
         yield
     finally:
-        engine._adamw = original
+        learners._adamw = original
 
 
 def train_variant(cfg, name: str, root: Path) -> dict:

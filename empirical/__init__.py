@@ -24,9 +24,8 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "empirical.load": ["load_analysis", "load_metrics", "load_summary"],
+        "empirical.load": ["load_analysis", "load_metrics", "load_run", "load_summary"],
         "empirical.model.checkpoint": ["load_model"],
-        "empirical.rundir": ["load_run"],
         "empirical.run_config": ["load_run_config"],
     },
 )

@@ -1,6 +1,8 @@
-"""A run's results as data: its metrics as a table, its summary and analysis as typed dicts.
+"""A run's model and results as data: the model with its tokenizer, its metrics as a table,
+its summary and analysis as typed dicts.
 
-    from empirical import load_metrics, load_summary, load_analysis
+    from empirical import load_run, load_metrics, load_summary, load_analysis
+    model, vocab = load_run("runs/authors/seed0")  # eval mode; step=N: a snapshot; device=
     df = load_metrics("runs/authors/seed0")       # pandas DataFrame, one row per evaluation
     df.plot(x="step", y=["acc/1var/ind", "acc/2var/both"])
     summary = load_summary("runs/authors/seed0")  # summary.json (RunSummary)
@@ -11,7 +13,8 @@
 column per number: `step`, `train_loss`, `lr`, `elapsed_s`, `full_eval`, `eval_n`, then
 `acc/<set>` and `loss/<set>` for every evaluation set. With pandas (the `analysis` extra:
 `pip install -e ".[analysis]"`) it is a DataFrame; without it, a list of dicts with the same
-keys (every row has every key; a number a record lacks is None). Nothing here imports torch.
+keys (every row has every key; a number a record lacks is None). Importing this module does
+not import torch (load_run imports the model when called).
 
 The summary and the analysis are the JSON files as written (plain dicts, so every key a
 newer writer adds is kept); RunSummary, Phases, Spike and RunAnalysis document their keys
@@ -22,9 +25,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from empirical.rundir import RunDir, RunDirError
+
+if TYPE_CHECKING:  # annotations only: the model imports torch
+    from empirical.model import AssignAddTransformer
+    from empirical.task.vocab import Vocabulary
 
 # the columns of load_metrics before the per-set ones, in this order
 METRIC_COLUMNS = ("step", "train_loss", "lr", "elapsed_s", "full_eval", "eval_n")
@@ -109,6 +116,43 @@ class RunAnalysis(TypedDict, total=False):
 
 def _run(run: str | os.PathLike | RunDir) -> RunDir:
     return run if isinstance(run, RunDir) else RunDir(run)
+
+
+def load_run(
+    run_dir: str | os.PathLike, step: int | None = None, device: Any = None
+) -> tuple[AssignAddTransformer, Vocabulary]:
+    """(model, vocab) of the run in `run_dir`: its latest weights (checkpoints/last.pt, else
+    the last snapshot) or, with `step`, the snapshot at that step; eval mode, on `device`
+    (default: the CPU). `vocab` is the task's tokenizer (`empirical.task.Vocabulary`), the
+    same as `model.vocab`:
+
+        model, vocab = load_run("runs/paper/seed0")
+        logits, cache = model.run_with_cache(model.to_tokens("c=1, b=17, a=42, b+19=?"))
+        logits[0, -1].argmax()     # the answer
+    """
+    from empirical.families import family_of  # on call: the model imports torch
+    from empirical.model import CheckpointError, load_model
+
+    run = RunDir(run_dir).require_run()
+    cfg = run.read_config()
+    task = cfg.task
+    path = run.model_path(step)
+    model = load_model(path, device)
+    if model.cfg.n_layers != cfg.model.n_layers:
+        raise CheckpointError(
+            f"checkpoint {path}: holds a {model.cfg.n_layers}-layer model, but the run's config "
+            f"has model.n_layers = {cfg.model.n_layers}"
+        )
+    vocab = family_of(task).vocabulary(task)
+    sizes = (vocab.d_vocab, vocab.n_classes, vocab.L)
+    if sizes != (model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx):
+        raise CheckpointError(
+            f"checkpoint {path}: model sizes (d_vocab, d_vocab_out, n_ctx) = "
+            f"{(model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx)} do not match the "
+            f"run's task ({task.family}: p={task.p}, K={task.K}, L={task.L}) which needs {sizes}"
+        )
+    model.attach_vocab(vocab)  # the family's text (a chain task's pointer assignments, ...)
+    return model, vocab
 
 
 def metrics_rows(run: str | os.PathLike | RunDir) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from disentangled.command_line import UserError
+from empirical.config_io import append_text, atomic_write_bytes
 
 
 class MetricsError(UserError, ValueError):
@@ -141,8 +142,6 @@ def read_metrics(path: str | os.PathLike, fingerprint: str | None = None) -> lis
 
 def append_metrics(path: str | os.PathLike, record: dict[str, Any]) -> None:
     """Append one record (a failed write leaves the log as it was: config_io.append_text)."""
-    from empirical.config_io import append_text
-
     append_text(path, json.dumps(record) + "\n")
 
 
@@ -152,8 +151,6 @@ def truncate_metrics(
     """Keep the records with step <= last_step (resuming from a checkpoint at last_step); a
     bad line is a MetricsError (nothing is rewritten), an incomplete last line is dropped.
     Returns how many records were dropped."""
-    from empirical.config_io import atomic_write_bytes
-
     path = Path(path)
     scan = scan_metrics(path, fingerprint)
     records = _checked(path, scan)

@@ -5,6 +5,7 @@
     records = run.read_metrics()         # metrics.jsonl, one record per evaluation
     step, path = run.snapshots()[-1]     # snapshots/step_XXXXXX.pt
     model_path = run.final_model()       # checkpoints/last.pt, else the last snapshot
+    # the model itself: empirical.load.load_run (also `from empirical import load_run`)
 
 A run directory holds:
 
@@ -46,13 +47,11 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from disentangled.command_line import UserError
-
-if TYPE_CHECKING:  # annotations only: the model and the task sit below this module
-    from empirical.model import AssignAddTransformer
-    from empirical.task.vocab import Vocabulary
+from empirical.config_io import ConfigError
+from empirical.metrics_log import read_metrics
 
 SNAPSHOT_RE = re.compile(r"step_(\d+)\.pt")
 
@@ -258,8 +257,6 @@ class RunDir:
         """The run's RunConfig, refusing a model of another depth than the paper's 2 layers
         (for `what`: an analysis written for the paper's model, whose measures name its
         layer 1 and layer 2)."""
-        from empirical.config_io import ConfigError
-
         cfg = self.read_config()
         if cfg.model.n_layers != 2:
             raise ConfigError(
@@ -279,8 +276,6 @@ class RunDir:
     def read_metrics(self) -> list[dict[str, Any]]:
         """metrics.jsonl's records ([] if absent), each checked to be a record of this run
         (a bad line is an error naming it and `python -m empirical repair`)."""
-        from empirical.metrics_log import read_metrics
-
         if not self.metrics.exists():
             return []
         return read_metrics(self.metrics, self.fingerprint())
@@ -379,43 +374,6 @@ class RunDir:
             return json.loads(self.imported.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise RunDirError(f"{self.imported}: unreadable ({exc})") from None
-
-
-def load_run(
-    run_dir: str | os.PathLike, step: int | None = None, device: Any = None
-) -> tuple[AssignAddTransformer, Vocabulary]:
-    """(model, vocab) of the run in `run_dir`: its latest weights (checkpoints/last.pt, else
-    the last snapshot) or, with `step`, the snapshot at that step; eval mode, on `device`
-    (default: the CPU). `vocab` is the task's tokenizer (`empirical.task.Vocabulary`), the
-    same as `model.vocab`:
-
-        model, vocab = load_run("runs/paper/seed0")
-        logits, cache = model.run_with_cache(model.to_tokens("c=1, b=17, a=42, b+19=?"))
-        logits[0, -1].argmax()     # the answer
-    """
-    from empirical.families import family_of
-    from empirical.model import CheckpointError, load_model
-
-    run = RunDir(run_dir).require_run()
-    cfg = run.read_config()
-    task = cfg.task
-    path = run.model_path(step)
-    model = load_model(path, device)
-    if model.cfg.n_layers != cfg.model.n_layers:
-        raise CheckpointError(
-            f"checkpoint {path}: holds a {model.cfg.n_layers}-layer model, but the run's config "
-            f"has model.n_layers = {cfg.model.n_layers}"
-        )
-    vocab = family_of(task).vocabulary(task)
-    sizes = (vocab.d_vocab, vocab.n_classes, vocab.L)
-    if sizes != (model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx):
-        raise CheckpointError(
-            f"checkpoint {path}: model sizes (d_vocab, d_vocab_out, n_ctx) = "
-            f"{(model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx)} do not match the "
-            f"run's task ({task.family}: p={task.p}, K={task.K}, L={task.L}) which needs {sizes}"
-        )
-    model.attach_vocab(vocab)  # the family's text (a chain task's pointer assignments, ...)
-    return model, vocab
 
 
 class RunDirError(UserError, FileNotFoundError):

@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         results = panel.dir / "results.json"
         if results.exists():
             res = json.loads(results.read_text())
-            from empirical.sweep.results import threshold_sentence, uncertainty_sentence
+            from empirical.sweep.summary_md import threshold_sentence, uncertainty_sentence
 
             say(f"{panel.name}: {len(res['members'])} finished members; {threshold_sentence(res)}")
             if uncertainty_sentence(res):

@@ -49,7 +49,7 @@ def fingerprints(case: str, steps: int = STEPS) -> dict[str, str]:
     from empirical.task import TrainingSampler, held_out_pairs
     from empirical.task.pairs import training_generator
     from empirical.train.batches import BatchStream
-    from empirical.train.engine import BatchLearner, SingleLearner
+    from empirical.train.learners import BatchLearner, SingleLearner
 
     path, overrides, members = CASES[case]
     base = load_run_config(ROOT / path, overrides)

@@ -78,7 +78,8 @@ def test_over_training_reads_every_snapshot_and_the_command_writes_both_figures(
         chain_attention_over_training,
         key_series,
     )
-    from empirical.rundir import RunDir, load_run
+    from empirical.load import load_run
+    from empirical.rundir import RunDir
 
     run = tiny_chain_run
     _, vocab = load_run(run)

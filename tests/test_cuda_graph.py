@@ -18,14 +18,10 @@ from empirical.metrics_log import read_metrics
 from empirical.run_config import load_run_config
 from empirical.sweep import train_batch
 from empirical.train.cuda_graph import graph_applies
-from empirical.train.engine import (
-    BatchLearner,
-    SingleLearner,
-    load_optimizer_state,
-    portable_optimizer_state,
-    restore_data_generator,
-)
+from empirical.train.engine import restore_data_generator
+from empirical.train.learners import BatchLearner, SingleLearner
 from empirical.train.loop import train_run
+from empirical.train.optim import load_optimizer_state, portable_optimizer_state
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke.toml"

@@ -118,7 +118,7 @@ def _batches(model_cfg: ModelConfig, members: int, steps: int):
 def _tiny_losses(*overrides: str, steps: int = 30) -> tuple[list[float], list[float]]:
     """Training losses of 30 steps of SingleLearner (seed 0) and of a BatchLearner of seeds 0
     and 3, on fixed random batches, one thread."""
-    from empirical.train.engine import BatchLearner, SingleLearner
+    from empirical.train.learners import BatchLearner, SingleLearner
 
     cpu = torch.device("cpu")
     with one_thread():
@@ -379,7 +379,7 @@ def test_a_model_file_of_another_depth_is_a_clear_error(tmp_path):
 def test_tied_middle_layers_share_one_attention_and_train_as_such(tmp_path):
     from empirical.model import save_model
     from empirical.model.fast import unique_param_names
-    from empirical.train.engine import BatchLearner, SingleLearner
+    from empirical.train.learners import BatchLearner, SingleLearner
 
     with pytest.raises(ConfigError, match="model.tied_layers: must be true or false"):
         ModelConfig(tied_layers="yes")

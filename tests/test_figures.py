@@ -301,8 +301,8 @@ def test_compare_qk_figures_as_pdf(run, tmp_path):
 
 
 def test_sweep_and_grid_figures():
+    from empirical.sweep.figure import plot_sweep
     from empirical.sweep.grid import plot_grid
-    from empirical.sweep.results import plot_sweep
 
     members = [{"x": x, "metric": m} for x, m in ((0.5, 0.4), (0.5, 0.5), (1.0, 0.99))]
     sweep = {

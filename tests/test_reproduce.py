@@ -181,7 +181,7 @@ def test_training_step_is_the_same_on_any_thread_count():
     from empirical.task import TrainingSampler, held_out_pairs
     from empirical.task.pairs import training_generator
     from empirical.train.batches import BatchStream
-    from empirical.train.engine import SingleLearner
+    from empirical.train.learners import SingleLearner
 
     cfg = load_run_config(ROOT / "configs" / "authors.toml", ["train.device=cpu"])
     sampler = TrainingSampler(cfg.task, held_out_pairs(cfg.task, cfg.seed), device="cpu")

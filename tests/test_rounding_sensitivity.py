@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import empirical.train.engine as engine
+import empirical.train.learners as learners
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "rounding_sensitivity.py"
 
@@ -22,9 +22,9 @@ def load_script():
 @pytest.mark.slow  # two short trainings, ~10 s: a benchmark's own check
 def test_default_and_fused_rows_and_the_factory_restored(capsys):
     script = load_script()
-    before = engine._adamw
+    before = learners._adamw
     assert script.main(["--steps", "20", "--threads", "1", "task.eval_size=100"]) == 0
-    assert engine._adamw is before
+    assert learners._adamw is before
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     default = next(r for r in rows if r.startswith("| default |"))
     fused = next(r for r in rows if r.startswith("| fused |"))

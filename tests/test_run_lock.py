@@ -31,10 +31,11 @@ from lock_holder import held_elsewhere
 from disentangled.command_line import UsageError
 from empirical.__main__ import main
 from empirical.evaluation import evaluate_run
+from empirical.load import load_run
 from empirical.metrics_log import read_metrics, scan_metrics
 from empirical.run_config import load_run_config
 from empirical.run_lock import WriterLockError, writer_lock, writer_locks
-from empirical.rundir import RunDir, SweepDir, load_run
+from empirical.rundir import RunDir, SweepDir
 from empirical.train.loop import train_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -169,7 +170,8 @@ def test_kill_9_of_the_holder_leaves_no_stale_lock(tmp_path, whole, capsys):
 @pytest.mark.slow  # two submitit processes (~15 s); the in-process job test below is quick
 def test_two_local_jobs_given_one_member_train_it_once(tmp_path):
     pytest.importorskip("submitit")
-    from empirical.sweep.cluster import ExecutorOptions, make_executor, train_job
+    from empirical.sweep.cluster import train_job
+    from empirical.sweep.executors import ExecutorOptions, make_executor
     from empirical.sweep.spec import SweepSpec, expand_members, load_sweep_config
 
     base, _ = load_sweep_config(SMOKE, CADENCE)

@@ -15,7 +15,8 @@ from empirical.metrics_log import read_metrics
 from empirical.model.batched import BatchedModel
 from empirical.run_config import load_run_config
 from empirical.sweep import find_threshold, run_sweep, train_batch
-from empirical.sweep.results import MetricWeights, metric_value, summarize, write_results
+from empirical.sweep.metrics import MetricWeights, metric_value
+from empirical.sweep.results import summarize, write_results
 from empirical.sweep.runner import plan_batches
 from empirical.sweep.spec import SweepSpec, expand_members, parse_param
 from empirical.task import TrainingSampler, held_out_pairs, is_held, load_eval_sets

@@ -14,7 +14,7 @@ from empirical.cli.sweep import main as sweep_main
 from empirical.cli.sweep import run as sweep_cli
 from empirical.metrics_log import read_metrics
 from empirical.rundir import SweepDir
-from empirical.sweep.runner import run_sweep
+from empirical.sweep.param_sweep import run_sweep
 from empirical.sweep.spec import SweepSpec, load_sweep_config
 
 ROOT = Path(__file__).resolve().parents[1]

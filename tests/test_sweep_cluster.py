@@ -16,14 +16,8 @@ from empirical.cli.sweep import main as sweep_main
 from empirical.metrics_log import read_metrics
 from empirical.rundir import RunDir, SweepDir
 from empirical.sweep import run_sweep
-from empirical.sweep.cluster import (
-    ExecutorOptions,
-    claim,
-    live_claim,
-    make_executor,
-    release,
-    submit_members,
-)
+from empirical.sweep.cluster import claim, live_claim, release, submit_members
+from empirical.sweep.executors import ExecutorOptions, make_executor
 from empirical.sweep.grid import GridSpec, run_grid
 from empirical.sweep.spec import SweepSpec, expand_members, load_sweep_config
 

@@ -15,17 +15,16 @@ import pytest
 from empirical.config_io import ConfigError
 from empirical.run_config import load_run_config
 from empirical.sweep import run_sweep
-from empirical.sweep.results import (
+from empirical.sweep.metrics import (
     MetricWeights,
     check_metric,
     metric_value,
     pair_weight,
-    summarize,
-    uncertainty_sentence,
     with_metric_sets,
-    write_results,
 )
+from empirical.sweep.results import summarize, write_results
 from empirical.sweep.spec import SweepSpec, expand_members, load_sweep_config
+from empirical.sweep.summary_md import uncertainty_sentence
 from empirical.task import TaskConfig, held_out_pairs
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -348,7 +348,8 @@ def test_chain_config_trains_the_same_under_another_name_and_loads_with_pointer_
     """configs/chain.toml is a 3-layer chain run; docs/chain.md's seeds were trained from a
     copy that differed only in `name`: no random stream reads it. load_run gives a model
     whose to_tokens reads the chain family's text (pointer assignments)."""
-    from empirical.rundir import RunDir, load_run
+    from empirical.load import load_run
+    from empirical.rundir import RunDir
     from empirical.train.loop import train_run
 
     tiny = ["train.steps=4", "task.eval_size=40", "train.eval_every=2", "train.eval_subsample=0",

@@ -27,6 +27,7 @@ __all__ = [
     "UsageError",
     "UserError",
     "command_main",
+    "overrides_from_lists",
     "parser",
     "positive_int",
     "prepare_output_dir",
@@ -65,6 +66,16 @@ def config_field(name: str) -> str | None:
 def command_main(run: Callable[[list[str]], int | None], argv: list[str] | None) -> int:
     """`run(argv)` under the error contract (for calling a command from Python or a test)."""
     return run_main(run, argv)
+
+
+def overrides_from_lists(args, names: tuple[str, ...]) -> None:
+    """The `KEY=VALUE` words given after list options (`--seeds 0 1 train.steps=100`) moved
+    from those lists to `args.overrides`, in the order given."""
+    for name in names:
+        values = getattr(args, name)
+        if values is not None:
+            args.overrides = list(args.overrides) + [v for v in values if "=" in v]
+            setattr(args, name, [v for v in values if "=" not in v])
 
 
 def positive_int(flag: str, value: int, minimum: int = 1) -> int:

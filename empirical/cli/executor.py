@@ -1,11 +1,13 @@
 """The options `sweep` and `grid` share to run their batches as jobs on many machines
-(empirical.sweep.cluster, through submitit; docs/sweep.md, "Many machines")."""
+(empirical.sweep.executors and .cluster, through submitit; docs/sweep.md, "Many machines")."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from empirical.cli.common import UsageError
+from empirical.sweep.executors import ExecutorOptions, check_slurm, require_submitit
 
 
 def add_executor_arguments(ap: argparse.ArgumentParser) -> None:
@@ -53,11 +55,15 @@ def add_executor_arguments(ap: argparse.ArgumentParser) -> None:
     )
 
 
+def failed_jobs(failed: dict[str, str]) -> int:
+    """One `error:` line naming the failed jobs (job id -> error); the exit status 1."""
+    print(f"error: {len(failed)} job(s) failed: {'; '.join(failed.values())}", file=sys.stderr)
+    return 1
+
+
 def executor_options(args: argparse.Namespace):
     """The ExecutorOptions the arguments ask for (None: train in this process). Checked
     before anything is trained or submitted; needs submitit only when --executor is given."""
-    from empirical.sweep.cluster import ExecutorOptions, require_submitit
-
     if args.executor is None:
         given = [
             flag
@@ -93,7 +99,5 @@ def executor_options(args: argparse.Namespace):
         raise UsageError(f"--members-per-job {args.members_per_job}: must be >= 1")
     require_submitit()
     if opts.kind == "slurm":
-        from empirical.sweep.cluster import check_slurm
-
         check_slurm()
     return opts

@@ -12,18 +12,17 @@ See docs/sweep.md ('Grids').
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
 from empirical.cli.common import (
-    UsageError,
     add_format_argument,
     check_output_dir,
     command_main,
     parser,
 )
-from empirical.cli.executor import add_executor_arguments, executor_options
+from empirical.cli.executor import add_executor_arguments, executor_options, failed_jobs
+from empirical.cli.grid_options import grid_config_of
 from empirical.figures import use_cli_backend
 from empirical.rundir import SweepDir
 
@@ -52,31 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     use_cli_backend()
-    for name in ("seeds", "only"):  # `--seeds 0 1 train.steps=100`: the override is no seed
-        values = getattr(args, name)
-        if values is not None:
-            args.overrides = list(args.overrides) + [v for v in values if "=" in v]
-            setattr(args, name, [v for v in values if "=" not in v])
-    from empirical.sweep.grid import load_grid_config  # torch-free
-
-    base, spec = load_grid_config(args.config, args.overrides)
-    if args.seeds is not None:
-        try:
-            spec.seeds = [int(s) for s in args.seeds]
-        except ValueError:
-            raise UsageError(f"--seeds {' '.join(args.seeds)}: seeds are integers") from None
-    if args.only is not None:
-        unknown = [v for v in args.only if v not in spec.variants]
-        if unknown:
-            raise UsageError(
-                f"--only: unknown variant(s) {', '.join(unknown)}; the config has "
-                f"{', '.join(spec.variants)}"
-            )
-        spec = dataclasses.replace(
-            spec, variants={k: v for k, v in spec.variants.items() if k in args.only}
-        )
-    if args.max_batch is not None:
-        spec = dataclasses.replace(spec, max_batch=args.max_batch)  # validated again
+    base, spec = grid_config_of(args)
     executor = executor_options(args)  # None: train here
     from empirical.sweep.runner import sweep_dir_lock  # torch: after the checks
 
@@ -100,9 +75,7 @@ def _grid_and_report(args, base, spec, out: Path, executor) -> int:
         executor=executor,
     )
     if results.get("failed_jobs"):
-        failed = results["failed_jobs"]
-        print(f"error: {len(failed)} job(s) failed: {'; '.join(failed.values())}", file=sys.stderr)
-        return 1
+        return failed_jobs(results["failed_jobs"])
     if not results:
         if args.summarize:
             print(f"no member directories in {out}", file=sys.stderr)

@@ -27,9 +27,10 @@ from empirical.cli.common import (
     add_format_argument,
     check_output_dir,
     command_main,
+    overrides_from_lists,
     parser,
 )
-from empirical.cli.executor import add_executor_arguments, executor_options
+from empirical.cli.executor import add_executor_arguments, executor_options, failed_jobs
 from empirical.figures import use_cli_backend
 from empirical.rundir import SweepDir
 
@@ -83,10 +84,7 @@ def run(argv: list[str]) -> int:
     use_cli_backend()
     if args.merge:
         return _merge(args)
-    if args.seeds is not None:  # `--seeds 0 1 train.steps=100`: the override is no seed
-        extra = [s for s in args.seeds if "=" in s]
-        args.seeds = [s for s in args.seeds if "=" not in s]
-        args.overrides = list(args.overrides) + extra
+    overrides_from_lists(args, ("seeds",))
     from empirical.sweep.spec import load_sweep_config, parse_param  # torch-free
 
     base, spec = load_sweep_config(args.config, args.overrides)
@@ -111,7 +109,8 @@ def run(argv: list[str]) -> int:
                 "evaluation step of the members)"
             )
     executor = executor_options(args)  # None: train here
-    from empirical.sweep.runner import default_sweep_dir, sweep_dir_lock  # torch: after the checks
+    from empirical.sweep.param_sweep import default_sweep_dir  # torch: after the checks
+    from empirical.sweep.runner import sweep_dir_lock
 
     out = Path(args.out) if args.out else default_sweep_dir(base)
     command = "python -m empirical sweep " + " ".join(shlex.quote(a) for a in argv)
@@ -131,7 +130,8 @@ def _merge(args) -> int:
         raise UsageError("--merge takes result files and --out only (no --config, overrides, "
                          "--summarize or --at-step)")  # fmt: skip
     from empirical.sweep.merge import figure_name, merge_results
-    from empirical.sweep.results import threshold_sentence, write_results
+    from empirical.sweep.results import write_results
+    from empirical.sweep.summary_md import threshold_sentence
 
     results = merge_results([Path(p) for p in args.merge])
     out = Path(args.out)
@@ -144,7 +144,7 @@ def _merge(args) -> int:
 
 
 def _sweep_and_report(args, base, spec, out: Path, command: str, executor) -> int:
-    from empirical.sweep.runner import run_sweep
+    from empirical.sweep.param_sweep import run_sweep
 
     outcome = run_sweep(
         base,
@@ -159,13 +159,12 @@ def _sweep_and_report(args, base, spec, out: Path, command: str, executor) -> in
     )
     failed = outcome.submission.failed if outcome.submission is not None else {}
     if failed:
-        print(f"error: {len(failed)} job(s) failed: {'; '.join(failed.values())}", file=sys.stderr)
-        return 1
+        return failed_jobs(failed)
     if args.summarize and not outcome.results["points"]:
         what = "finished members" if args.at_step is None else f"evaluations at step {args.at_step}"
         print(f"no {what} in {outcome.sweep_dir}", file=sys.stderr)
     elif args.format != "png" and outcome.results.get("points"):
-        from empirical.sweep.results import plot_sweep
+        from empirical.sweep.figure import plot_sweep
 
         fig = plot_sweep(outcome.results, outcome.sweep_dir / base.name, fmt=args.format)
         print(f"wrote {fig.saved_path}", file=sys.stderr)

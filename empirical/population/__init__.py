@@ -12,7 +12,8 @@ One module per job:
   robust final accuracy, late collapses, the first spike's theory-vs-run cosines);
 - `prepare`: the analysis and first-spike compare-qk a member needs, where missing;
 - `claims`: the counts, intervals and verdicts (`verdict`: the stated rule);
-- `figures`, `report`: the figures, claims.md and the files;
+- `figures`, `report`: the figures, claims.md and the files (`formatting`: how the reports
+  write numbers);
 - `compare`: populations against each other (log-rank, Fisher);
 - `pipeline`: a population directory to its claims (the command's library side);
 - `placement`: a single run placed in its published population (report.md's section).

@@ -24,6 +24,9 @@ at other steps than the paper's) counts as not holding.
 
 from __future__ import annotations
 
+import subprocess
+
+from empirical.paper_checks import paper_check_rows
 from empirical.population.members import Member, population_config, population_fingerprint
 from empirical.population.quantities import (
     COLLAPSED,
@@ -44,6 +47,7 @@ from empirical.population.statistics import (
     multi_bootstrap,
     share_interval,
 )
+from empirical.shared_paths import repo_root
 
 HOLD_SHARE = 0.9
 FAIL_SHARE = 0.1
@@ -105,8 +109,6 @@ def member_checks(member: Member, window: int = ROBUST_WINDOW) -> dict:
     """Everything one member contributes: {claim: (paper, outcome, quantity, value, kind)}
     over the paper checks, their robust-final versions and the theory claims, and its
     robust final accuracies, jumps and collapses."""
-    from empirical.paper_checks import paper_check_rows
-
     summary, analysis = member.summary, member.analysis or {}
     sizes = summary.get("eval_set_sizes") or {}
     robust = robust_final(member.records, sizes, window)
@@ -146,10 +148,72 @@ def population_claims(
         raise ValueError("population_claims: no member")
     members = sorted(members, key=lambda m: m.seed)
     per = [member_checks(m, window) for m in members]
-    n = len(members)
+    sets = list(members[0].records[-1]["acc"])
+    final, final_last, final_stats = final_accuracies(members, per, sets)
+    by_set, events = collapses_by_set(members, per, sets)
+    return {
+        **provenance(members, name=name, variant=variant, overrides=overrides),
+        "not_counted": list(not_counted or []),
+        "rule": RULE,
+        "final_window": window,
+        "definitions": _definitions(window),
+        "claims": claim_entries(per),
+        "jumps": jumps_over(members, per),
+        "final": final,
+        "final_last": final_last,
+        "final_stats": final_stats,
+        "collapses": {"by_set": by_set, "events": events},
+        "theory": theory_over(members),
+        "theory_claims": list(THEORY_CLAIMS.values()),
+        "not_analysed": {m.name: "; ".join(m.notes) or "no analysis.json" for m in members
+                         if m.analysis is None},  # fmt: skip
+    }
 
+
+def provenance(members: list[Member], *, name: str, variant: str, overrides) -> dict:
+    """Which population this is (config, variant, fingerprint), where and with what it ran
+    (devices, torch, commit) and its members."""
+    devices: dict[str, int] = {}
+    for m in members:
+        d = m.summary.get("device_name") or m.summary.get("device") or "unknown"
+        devices[d] = devices.get(d, 0) + 1
+    cfg = members[0].config
+    return {
+        "config": name,
+        "variant": variant,
+        "overrides": list(overrides or []),
+        "config_fingerprint": population_fingerprint(cfg),
+        "population_config": population_config(cfg),
+        "device": ", ".join(devices) if len(devices) > 1 else next(iter(devices)),
+        "devices": devices,
+        "torch": _torch_version(),
+        "commit": repository_commit(),
+        "members": len(members),
+        "member_names": [m.name for m in members],
+        "seeds": [m.seed for m in members],
+        "steps": cfg.train.steps,
+    }
+
+
+def _definitions(window: int) -> dict:
+    return {
+        "robust_final": f"mean of the evaluations at steps s with last - {window} < s <= last",
+        "jump": "the step each spike's largest rise between two evaluations ends at "
+        "(empirical.train.phases); members without one are censored at their last step",
+        "collapse": f"a set that reached >= {REACHED:.0%} and later fell below {COLLAPSED:.0%}",
+        "intervals": "shares: Wilson 95%; continuous quantities: multi-bootstrap 95% over "
+        "members and, for accuracies, evaluation sequences",
+        "theory": "cosine of Theorem C.1's G1 with the layer-2 QK update across the first "
+        "spike's snapshot interval (compare-qk, headline frame), against its "
+        "sign-randomised null (95%)",
+    }
+
+
+def claim_entries(per: list[dict]) -> list[dict]:
+    """Every claim any member measures (member_checks' results `per`), counted over the
+    members: paper checks in paper_check_rows' order, then robust and theory claims."""
     order: list[str] = []
-    for p in per:  # claims in paper_check_rows' order, robust and theory claims after
+    for p in per:
         for claim in p["checks"]:
             if claim not in order:
                 order.append(claim)
@@ -162,7 +226,12 @@ def population_claims(
         outcomes = [r[1] if r is not None and r[1] not in ("-",) else None for r in rows]
         values = [r[3] if r is not None else None for r in rows]
         claims.append(_claim_entry(claim, first[0], first[4], outcomes, values, first[2]))
+    return claims
 
+
+def jumps_over(members: list[Member], per: list[dict]) -> dict:
+    """Each spike's jump step per member, its Kaplan-Meier survival (members without the
+    jump censored at their last step) and summary, beside the paper's run's."""
     last_steps = [m.final_step for m in members]
     jumps: dict = {"paper": {k: v[1] for k, v in PAPER_JUMPS.items()},
                    "paper_interval": {k: list(v) for k, v in PAPER_JUMPS.items()},
@@ -173,8 +242,12 @@ def population_claims(
         jumps[f"{which}_without"] = sum(s is None for s in steps)
         jumps[f"{which}_survival"] = kaplan_meier(steps, last_steps).to_dict()
         jumps[f"{which}_summary"] = multi_bootstrap(steps)
+    return jumps
 
-    sets = list(members[0].records[-1]["acc"])
+
+def final_accuracies(members: list[Member], per: list[dict], sets: list[str]):
+    """(robust final accuracy per set and member, last-step accuracy per set and member,
+    their statistics per set)."""
     final, final_last, final_stats = {}, {}, {}
     for s in sets:
         robust = [p["robust"].get(s, {}).get("acc") for p in per]
@@ -191,7 +264,11 @@ def population_claims(
                                        for a in last]),
             "n_evals": [p["robust"].get(s, {}).get("n_evals") for p in per],
         }  # fmt: skip
+    return final, final_last, final_stats
 
+
+def collapses_by_set(members: list[Member], per: list[dict], sets: list[str]):
+    """(per set: how many members collapsed late, which, at what steps; every collapse)."""
     falls = {s: [] for s in sets}
     for m, p in zip(members, per, strict=True):
         for c in p["collapses"]:
@@ -204,66 +281,21 @@ def population_claims(
             "members": hit,
             "collapse_steps": [r["collapse_step"] for r in rows],
         }
+    return by_set, [c for s in falls.values() for c in s]
 
+
+def theory_over(members: list[Member]) -> dict:
+    """The first spike's theory-vs-run cosines and their nulls per member, with summaries."""
     theory = {
-        "cos_whole": [m.spike.get("cos_whole") if m.spike else None for m in members],
-        "cos_barv": [m.spike.get("cos_barv") if m.spike else None for m in members],
-        "null_whole": [m.spike.get("null_whole") if m.spike else None for m in members],
-        "null_barv": [m.spike.get("null_barv") if m.spike else None for m in members],
-        "updates": [m.spike.get("updates") if m.spike else None for m in members],
-        "frame": next((m.spike["frame"] for m in members if m.spike), None),
-        "not_measured": {m.name: "; ".join(m.notes) or "no first spike" for m in members
-                         if not m.spike},  # fmt: skip
+        key: [m.spike.get(key) if m.spike else None for m in members]
+        for key in ("cos_whole", "cos_barv", "null_whole", "null_barv", "updates")
     }
+    theory["frame"] = next((m.spike["frame"] for m in members if m.spike), None)
+    theory["not_measured"] = {m.name: "; ".join(m.notes) or "no first spike" for m in members
+                              if not m.spike}  # fmt: skip
     for key in ("cos_whole", "cos_barv", "null_whole", "null_barv"):
         theory[f"{key}_summary"] = multi_bootstrap(theory[key])
-
-    devices: dict[str, int] = {}
-    for m in members:
-        d = m.summary.get("device_name") or m.summary.get("device") or "unknown"
-        devices[d] = devices.get(d, 0) + 1
-    cfg = members[0].config
-    return {
-        "config": name,
-        "variant": variant,
-        "overrides": list(overrides or []),
-        "config_fingerprint": population_fingerprint(cfg),
-        "population_config": population_config(cfg),
-        "device": ", ".join(devices) if len(devices) > 1 else next(iter(devices)),
-        "devices": devices,
-        "torch": _torch_version(),
-        "commit": repository_commit(),
-        "members": n,
-        "member_names": [m.name for m in members],
-        "seeds": [m.seed for m in members],
-        "steps": cfg.train.steps,
-        "not_counted": list(not_counted or []),
-        "rule": RULE,
-        "final_window": window,
-        "definitions": {
-            "robust_final": f"mean of the evaluations at steps s with last - {window} < s <= "
-            "last",
-            "jump": "the step each spike's largest rise between two evaluations ends at "
-            "(empirical.train.phases); members without one are censored at their last step",
-            "collapse": f"a set that reached >= {REACHED:.0%} and later fell below "
-            f"{COLLAPSED:.0%}",
-            "intervals": "shares: Wilson 95%; continuous quantities: multi-bootstrap 95% over "
-            "members and, for accuracies, evaluation sequences",
-            "theory": "cosine of Theorem C.1's G1 with the layer-2 QK update across the first "
-            "spike's snapshot interval (compare-qk, headline frame), against its "
-            "sign-randomised null (95%)",
-        },
-        "claims": claims,
-        "jumps": jumps,
-        "final": final,
-        "final_last": final_last,
-        "final_stats": final_stats,
-        "collapses": {"by_set": by_set, "events": [c for s in falls.values() for c in s]},
-        "theory": theory,
-        "theory_claims": list(THEORY_CLAIMS.values()),
-        "not_analysed": {m.name: "; ".join(m.notes) or "no analysis.json" for m in members
-                         if m.analysis is None},  # fmt: skip
-    }
+    return theory
 
 
 def _torch_version() -> str | None:
@@ -277,10 +309,6 @@ def _torch_version() -> str | None:
 def repository_commit() -> str | None:
     """The git commit of this checkout ('+dirty' when tracked files differ from it; None: not
     a git checkout, or git is absent)."""
-    import subprocess
-
-    from empirical.shared_paths import repo_root
-
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo_root(), capture_output=True,
                               text=True, timeout=10)  # fmt: skip

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from disentangled.command_line import UserError
+from empirical.config_io import fingerprint_of, non_default_fields, to_dict
 from empirical.rundir import RunDir
 
 
@@ -49,8 +50,6 @@ def population_config(cfg, full: bool = False) -> dict[str, Any]:
     """A RunConfig as the plain dict of its non-default fields (`full`: of every field)
     without the seed, the name and the execution fields: what every member of one population
     shares."""
-    from empirical.config_io import non_default_fields, to_dict
-
     data = to_dict(cfg) if full else non_default_fields(cfg)
     data.pop("seed", None)
     data.pop("name", None)
@@ -65,8 +64,6 @@ def population_config(cfg, full: bool = False) -> dict[str, Any]:
 def population_fingerprint(cfg) -> str:
     """sha256 of `population_config(cfg)`: equal for every run of one population, whatever its
     seed (how a run finds its published population: empirical.population.placement)."""
-    from empirical.config_io import fingerprint_of
-
     return fingerprint_of(population_config(cfg))
 
 

@@ -19,11 +19,18 @@ import json
 from pathlib import Path
 
 from empirical.population.claims import member_checks
-from empirical.population.members import Member, population_fingerprint, read_analysis
+from empirical.population.formatting import number, share_text
+from empirical.population.members import (
+    Member,
+    dict_differences,
+    population_config,
+    population_fingerprint,
+    read_analysis,
+)
 from empirical.population.prepare import existing_spike
-from empirical.population.report import number, share_text
 from empirical.population.statistics import percentile_of
 from empirical.rundir import RunDir, SweepDir
+from empirical.shared_paths import repo_root
 
 TITLE = "## This run in its population"
 TAIL_PERCENTILE = 5.0  # a value at or below the 5th (or at or above the 95th) percentile ...
@@ -32,16 +39,12 @@ MINORITY = 0.1  # ... or an outcome shared by at most this share of the members:
 
 def published_dir() -> Path:
     """docs/results/populations/ of this repository."""
-    from empirical.shared_paths import repo_root
-
     return repo_root() / "docs" / "results" / "populations"
 
 
 def _shown(path: Path) -> Path:
     """`path` relative to the repository where it lies inside it (no machine paths in a
     report)."""
-    from empirical.shared_paths import repo_root
-
     try:
         return path.resolve().relative_to(repo_root())
     except ValueError:
@@ -147,8 +150,6 @@ def placement_table(rows: list[dict], who: str = "this run") -> list[str]:
 def paper_run_entry(run_dir, claims: dict) -> dict:
     """claims.json's `paper_run`: the paper's run (or any run) placed in a population that
     need not be of its config: {"run_dir", "same_config", "differences", "rows"}."""
-    from empirical.population.members import dict_differences, population_config
-
     run = RunDir(run_dir).require_run()
     cfg = run.read_config()
     same = population_fingerprint(cfg) == claims["config_fingerprint"]

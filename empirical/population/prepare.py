@@ -19,12 +19,16 @@ analysis, with a note.
 
 from __future__ import annotations
 
+import json
+import multiprocessing
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from disentangled.command_line import UserError
 from empirical.population.members import Member, read_analysis
 from empirical.population.quantities import spike_numbers
+from empirical.run_lock import writer_lock
 from empirical.rundir import RunDir
 
 
@@ -54,8 +58,6 @@ def _newer(path: Path, run: RunDir) -> bool:
 
 
 def _read_json(path: Path) -> dict | None:
-    import json
-
     try:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
@@ -102,8 +104,6 @@ def prepare_member(path, analysis: bool = True, theory: bool = True) -> tuple:
     """(analysis.json content or None, spike numbers or None, notes) of one finished member,
     computing what is missing under the member's writer lock. Module-level: it runs in the
     worker processes of prepare_members."""
-    from empirical.run_lock import writer_lock
-
     run = RunDir(path)
     notes: list[str] = []
     found = read_analysis(run) if analysis else None
@@ -159,9 +159,6 @@ def prepare_members(
             results.append(prepare_member(p, analysis, theory))
             say(f"  {members[i].name}: prepared ({i + 1}/{len(paths)})")
     else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(min(jobs, len(paths)), mp_context=ctx,
                                  initializer=_worker_init) as pool:  # fmt: skip

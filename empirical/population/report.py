@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 
 from empirical.config_io import atomic_write_bytes
+from empirical.population.formatting import pct, share_text, summary_text
+from empirical.population.placement import placement_table
 from empirical.rundir import SweepDir
 
 FIGURES = {
@@ -20,40 +22,25 @@ FIGURES = {
 }
 
 
-def pct(x) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def share_text(entry: dict) -> str:
-    """'87.5% [52.9, 97.8]' of a count entry (share and its Wilson interval)."""
-    if not entry.get("of"):
-        return "-"
-    lo, hi = entry["ci95"]
-    return f"{100 * entry['share']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
-
-
-def number(x, quantity: str = "") -> str:
-    if x is None:
-        return "-"
-    if "step" in quantity:
-        return f"{x:.0f}"
-    if "accuracy" in quantity:
-        return f"{100 * x:.2f}%"
-    return f"{x:.3f}"
-
-
-def summary_text(s: dict | None, quantity: str = "") -> str:
-    """'mean [lo, hi] (min-max, n)' of a multi_bootstrap result."""
-    if not s:
-        return "-"
-    lo, hi = s["ci95"]
-    return (f"{number(s['mean'], quantity)} [{number(lo, quantity)}, {number(hi, quantity)}] "
-            f"({number(s['min'], quantity)} to {number(s['max'], quantity)}, n = {s['n']})")
-
-
 def claims_markdown(claims: dict, fmt: str = "png") -> str:
+    """claims.md: the header and verdict rule, then one section each for the claims, the
+    jumps, the final accuracy, the late collapses, the paper's run (when placed), the members
+    and the figures."""
+    out = _header(claims)
+    out += _claim_sections(claims, fmt)
+    out += _jumps_section(claims["jumps"], fmt)
+    out += _final_section(claims, fmt)
+    out += _collapses_section(claims["collapses"])
+    if claims.get("paper_run"):
+        out += _paper_run_section(claims["paper_run"])
+    out += _members_section(claims)
+    out += ["", "## Figures", ""]
+    out += [f"- [{stem}.{fmt}]({stem}.{fmt}): {what}" for stem, what in FIGURES.items()]
+    return "\n".join(out) + "\n"
+
+
+def _header(claims: dict) -> list[str]:
     n = claims["members"]
-    window = claims.get("final_window", 2000)
     out = [f"# Population claims: {claims['config']} ({n} members)", ""]
     out += [
         f"Made by `python -m empirical claims`. Variant `{claims['variant']}` "
@@ -71,6 +58,12 @@ def claims_markdown(claims: dict, fmt: str = "png") -> str:
         rows = ", ".join(f"{r['member']} ({r['status']}, step {r['step']})"
                          for r in claims["not_counted"])  # fmt: skip
         out += [f"Not counted: {rows}.", ""]
+    return out
+
+
+def _claim_sections(claims: dict, fmt: str) -> list[str]:
+    """One table per kind of claim (paper checks, robust final, theory), with its notes."""
+    window = claims.get("final_window", 2000)
     heading = {
         "paper": ("## Paper checks", "Each member judged by `empirical.paper_checks` (the "
                   "definitions of report.md) at its last evaluation."),
@@ -84,6 +77,7 @@ def claims_markdown(claims: dict, fmt: str = "png") -> str:
                    f"{claims['theory'].get('frame') or 'dual'} frame) is above that update's "
                    "sign-randomised null (95%): 'no' is 'the update is at the null'."),
     }  # fmt: skip
+    out = []
     for kind, (title, text) in heading.items():
         rows = [c for c in claims["claims"] if c["kind"] == kind]
         if not rows:
@@ -101,24 +95,29 @@ def claims_markdown(claims: dict, fmt: str = "png") -> str:
             out += ["", "Without analysis.json (its checks not counted for them): "
                     + "; ".join(f"{k} ({v})" for k, v in claims["not_analysed"].items()) + "."]
         if kind == "theory":
-            th = claims["theory"]
-            out += ["", f"Cosines over the measured members: whole block "
-                    f"{summary_text(th['cos_whole_summary'])} against a null of "
-                    f"{summary_text(th['null_whole_summary'])}; bar_v block "
-                    f"{summary_text(th['cos_barv_summary'])} against "
-                    f"{summary_text(th['null_barv_summary'])}."]  # fmt: skip
-            if th["not_measured"]:
-                out.append("Not measured: " + "; ".join(f"{k} ({v})" for k, v in
-                                                        th["not_measured"].items()) + ".")
-            out += ["", f"![theory](theory.{fmt})"]
+            out += _theory_notes(claims["theory"], fmt)
         out.append("")
+    return out
 
-    jumps = claims["jumps"]
-    out += ["## Jumps", "", "The step each spike's largest rise between two evaluations ends at; "
-            "a member without the jump is censored at its last step (Kaplan-Meier median: "
-            "the step by which half the members are estimated past it).", "",
-            "| spike | members with the jump | Kaplan-Meier median | mean over members with it "
-            "[95% CI] (min to max, n) | the paper's run |", "| --- | --- | --- | --- | --- |"]
+
+def _theory_notes(th: dict, fmt: str) -> list[str]:
+    out = ["", f"Cosines over the measured members: whole block "
+           f"{summary_text(th['cos_whole_summary'])} against a null of "
+           f"{summary_text(th['null_whole_summary'])}; bar_v block "
+           f"{summary_text(th['cos_barv_summary'])} against "
+           f"{summary_text(th['null_barv_summary'])}."]  # fmt: skip
+    if th["not_measured"]:
+        out.append("Not measured: " + "; ".join(f"{k} ({v})" for k, v in
+                                                th["not_measured"].items()) + ".")
+    return out + ["", f"![theory](theory.{fmt})"]
+
+
+def _jumps_section(jumps: dict, fmt: str) -> list[str]:
+    out = ["## Jumps", "", "The step each spike's largest rise between two evaluations ends at; "
+           "a member without the jump is censored at its last step (Kaplan-Meier median: "
+           "the step by which half the members are estimated past it).", "",
+           "| spike | members with the jump | Kaplan-Meier median | mean over members with it "
+           "[95% CI] (min to max, n) | the paper's run |", "| --- | --- | --- | --- | --- |"]
     for key in ("first", "second"):
         surv = jumps[f"{key}_survival"]
         have = len(jumps[key]) - jumps[f"{key}_without"]
@@ -127,14 +126,17 @@ def claims_markdown(claims: dict, fmt: str = "png") -> str:
             f"| {key} | {have} of {len(jumps[key])} | {surv['median'] or 'not reached'} | "
             f"{summary_text(jumps[f'{key}_summary'], 'step')} | {lo} -> {hi} |"
         )
-    out += ["", f"![jumps](jumps.{fmt})", "", f"![survival](survival.{fmt})", ""]
+    return out + ["", f"![jumps](jumps.{fmt})", "", f"![survival](survival.{fmt})", ""]
 
-    out += ["## Final accuracy per set", "",
-            f"Robust final: the mean over the evaluations of the last {window} steps; beside it "
-            "the value at the last step. Means over members with their multi-bootstrap 95% "
-            "interval; how many members are at >= 99% by either reading.", "",
-            "| set | robust final | at the last step | >= 99% (robust) | >= 99% (last step) |",
-            "| --- | --- | --- | --- | --- |"]  # fmt: skip
+
+def _final_section(claims: dict, fmt: str) -> list[str]:
+    window = claims.get("final_window", 2000)
+    out = ["## Final accuracy per set", "",
+           f"Robust final: the mean over the evaluations of the last {window} steps; beside it "
+           "the value at the last step. Means over members with their multi-bootstrap 95% "
+           "interval; how many members are at >= 99% by either reading.", "",
+           "| set | robust final | at the last step | >= 99% (robust) | >= 99% (last step) |",
+           "| --- | --- | --- | --- | --- |"]  # fmt: skip
     for s, st in claims["final_stats"].items():
         r, last = st["robust_at_least_99"], st["last_at_least_99"]
         out.append(
@@ -142,50 +144,51 @@ def claims_markdown(claims: dict, fmt: str = "png") -> str:
             f"{summary_text(st['last'], 'accuracy')} | {r['holds']} of {r['of']} | "
             f"{last['holds']} of {last['of']} |"
         )
-    out += ["", f"![final](final.{fmt})", ""]
+    return out + ["", f"![final](final.{fmt})", ""]
 
-    col = claims["collapses"]
-    out += ["## Late collapses", "", "A set that reached >= 99% and later fell below 95% "
-            "(evaluations of the metrics log).", ""]
+
+def _collapses_section(col: dict) -> list[str]:
+    out = ["## Late collapses", "", "A set that reached >= 99% and later fell below 95% "
+           "(evaluations of the metrics log).", ""]
     hit = {s: e for s, e in col["by_set"].items() if e["holds"]}
     if not hit:
-        out += ["None in any member.", ""]
-    else:
-        out += ["| set | members with a collapse | share [95% CI] | fell at steps |",
-                "| --- | --- | --- | --- |"]
-        for s, e in hit.items():
-            steps = ", ".join(map(str, sorted(e["collapse_steps"])))
-            out.append(f"| {s} | {e['holds']} of {e['of']} ({', '.join(e['members'])}) | "
-                       f"{share_text(e)} | {steps} |")
-        out += ["", "| member | set | >= 99% from | below 95% at | lowest | back at 99% |",
-                "| --- | --- | --- | --- | --- | --- |"]
-        for ev in col["events"]:
-            out.append(f"| {ev['member']} | {ev['set']} | {ev['reached_step']} | "
-                       f"{ev['collapse_step']} | {pct(ev['lowest'])} | "
-                       f"{ev['recovered_step'] or 'not by the end'} |")
-        out.append("")
+        return out + ["None in any member.", ""]
+    out += ["| set | members with a collapse | share [95% CI] | fell at steps |",
+            "| --- | --- | --- | --- |"]
+    for s, e in hit.items():
+        steps = ", ".join(map(str, sorted(e["collapse_steps"])))
+        out.append(f"| {s} | {e['holds']} of {e['of']} ({', '.join(e['members'])}) | "
+                   f"{share_text(e)} | {steps} |")
+    out += ["", "| member | set | >= 99% from | below 95% at | lowest | back at 99% |",
+            "| --- | --- | --- | --- | --- | --- |"]
+    for ev in col["events"]:
+        out.append(f"| {ev['member']} | {ev['set']} | {ev['reached_step']} | "
+                   f"{ev['collapse_step']} | {pct(ev['lowest'])} | "
+                   f"{ev['recovered_step'] or 'not by the end'} |")
+    out.append("")
+    return out
 
-    if claims.get("paper_run"):
-        from empirical.population.placement import placement_table
 
-        pr = claims["paper_run"]
-        config = ("the population's config" if pr["same_config"] else "another config ("
-                  + "; ".join(pr["differences"][:3]) + ")")  # fmt: skip
-        out += ["## The paper's run in this population", "",
-                f"`{pr['run_dir']}`, a run of {config}, judged by the same checks and placed "
-                "among the members; by the verdict rule alone it is one draw.", "",
-                *placement_table(pr["rows"], "the paper's run"), ""]  # fmt: skip
-    out += ["## Members", "", "| member | seed | first jump | second jump | paper checks held |",
-            "| --- | --- | --- | --- | --- |"]
+def _paper_run_section(pr: dict) -> list[str]:
+    config = ("the population's config" if pr["same_config"] else "another config ("
+              + "; ".join(pr["differences"][:3]) + ")")  # fmt: skip
+    return ["## The paper's run in this population", "",
+            f"`{pr['run_dir']}`, a run of {config}, judged by the same checks and placed "
+            "among the members; by the verdict rule alone it is one draw.", "",
+            *placement_table(pr["rows"], "the paper's run"), ""]  # fmt: skip
+
+
+def _members_section(claims: dict) -> list[str]:
+    jumps = claims["jumps"]
+    out = ["## Members", "", "| member | seed | first jump | second jump | paper checks held |",
+           "| --- | --- | --- | --- | --- |"]
     paper = [c for c in claims["claims"] if c["kind"] == "paper"]
     for i, name in enumerate(claims["member_names"]):
         held = sum(c["outcomes"][i] == "yes" for c in paper)
         measured = sum(c["outcomes"][i] is not None for c in paper)
         out.append(f"| {name} | {claims['seeds'][i]} | {jumps['first'][i] or 'none'} | "
                    f"{jumps['second'][i] or 'none'} | {held} of {measured} |")
-    out += ["", "## Figures", ""]
-    out += [f"- [{stem}.{fmt}]({stem}.{fmt}): {what}" for stem, what in FIGURES.items()]
-    return "\n".join(out) + "\n"
+    return out
 
 
 def write_claims(claims: dict, out_dir, fmt: str = "png", figures: bool = True) -> list[Path]:

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from empirical.stats import accuracy_interval
+
 CONFIDENCE = 0.95
 BOOTSTRAP_DRAWS = 10_000
 BOOTSTRAP_SEED = 35  # issue #35: the draws are fixed, so the same files give the same interval
@@ -40,8 +42,6 @@ BOOTSTRAP_SEED = 35  # issue #35: the draws are fixed, so the same files give th
 
 def share_interval(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
     """Wilson interval of a share k / n (None when n = 0)."""
-    from empirical.stats import accuracy_interval
-
     if n == 0:
         return None
     return accuracy_interval(int(k), int(n), confidence, "wilson")

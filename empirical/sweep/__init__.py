@@ -8,9 +8,11 @@
 Modules: `trainer` (train_batch: members trained together as one
 empirical.model.batched.BatchedModel by the shared training skeleton, each in a standard run
 directory), `spec` (SweepSpec, members, variants, batch keys), `runner` (run_members: the one
-runner of sweeps and grids; run_sweep), `grid` (run_grid), `results` (metrics, thresholds,
-summary, figure). See docs/sweep.md. The public names are imported on first use
-(disentangled.lazy_exports): the sweep and grid configs load without torch.
+runner of sweeps, grids and jobs), `param_sweep` (run_sweep), `grid` (run_grid), `metrics`,
+`thresholds`, `collect` and `results` (a sweep's rows, summary and files: `summary_md`,
+`figure`), `cluster` and `executors` (batches as jobs), `merge`. See docs/sweep.md. The public
+names are imported on first use (disentangled.lazy_exports): the sweep and grid configs load
+without torch.
 """
 
 from disentangled.lazy_exports import lazy_exports
@@ -33,9 +35,11 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "empirical.model.batched": ["BatchedModel"],  # re-exported for compatibility
-        "empirical.sweep.results": ["find_threshold", "metric_value"],
-        "empirical.sweep.runner": ["SweepError", "SweepOutcome", "run_sweep"],
+        "empirical.sweep.metrics": ["metric_value"],
+        "empirical.sweep.param_sweep": ["SweepOutcome", "run_sweep"],
+        "empirical.sweep.runner": ["SweepError"],
         "empirical.sweep.spec": ["Member", "SweepSpec", "expand_members", "load_sweep_config"],
+        "empirical.sweep.thresholds": ["find_threshold"],
         "empirical.sweep.trainer": ["train_batch"],
     },
 )

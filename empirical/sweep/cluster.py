@@ -29,7 +29,8 @@ re-submitting after a job died resumes its members from their last checkpoint.
 
 The summary gathered afterwards (`--summarize`, or at once when the submitter waits for the
 jobs: always for the local executor, with `--wait` for SLURM) is the in-process run's: the
-same member directories, summarized by the same code.
+same member directories, summarized by the same code. The options and the executor they
+make: empirical.sweep.executors.
 """
 
 from __future__ import annotations
@@ -43,115 +44,16 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from disentangled.command_line import UsageError
 from empirical.config_io import atomic_write_bytes
 from empirical.run_lock import writer_locks
 from empirical.rundir import RunDir, SweepDir
+from empirical.sweep.executors import ExecutorOptions, make_executor, require_submitit
+from empirical.sweep.metrics import MetricWeights, metric_value
+from empirical.sweep.runner import run_members
 from empirical.sweep.spec import Member
 
-EXECUTORS = ("local", "slurm")
 LOWEST_SET = "lowest set"  # the grid's progress metric: the lowest accuracy of any set
-
-
-@dataclass
-class ExecutorOptions:
-    """How to run a sweep's or a grid's batches as jobs (see the module docstring)."""
-
-    kind: str  # "local" or "slurm"
-    members_per_job: int = 0  # at most this many members per job (0: the sweep's max_batch)
-    partition: str = ""  # SLURM partition (empty: the cluster's default)
-    time_min: int = 240  # wall-clock limit per job, minutes
-    gpus_per_job: int | None = None  # None: 1 on SLURM; local: every GPU of this machine
-    cpus_per_job: int = 2
-    mem_gb: float | None = None  # None: the partition's default
-    slurm_args: list[str] = field(default_factory=list)  # extra sbatch KEY=VALUE parameters
-    wait: bool = False  # SLURM: wait for the jobs and summarize (the local executor always does)
-    force: bool = False  # also submit members claimed by a job that may still run
-
-    def __post_init__(self) -> None:
-        if self.kind not in EXECUTORS:
-            raise UsageError(f"--executor {self.kind!r}: use one of {', '.join(EXECUTORS)}")
-        for name, flag, low in (
-            ("members_per_job", "--members-per-job", 0),
-            ("time_min", "--job-time", 1),
-            ("cpus_per_job", "--cpus-per-job", 1),
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise UsageError(f"{flag} {value!r}: must be an integer >= {low}")
-        if self.gpus_per_job is not None and self.gpus_per_job < 0:
-            raise UsageError(f"--gpus-per-job {self.gpus_per_job}: must be >= 0")
-        for arg in self.slurm_args:
-            if "=" not in arg:
-                raise UsageError(f"--slurm-arg {arg!r}: write KEY=VALUE (e.g. account=myproject)")
-        if self.kind == "local" and (self.partition or self.slurm_args):
-            raise UsageError("--slurm-partition / --slurm-arg apply to --executor slurm only")
-
-    @property
-    def waits(self) -> bool:
-        return self.kind == "local" or self.wait
-
-
-def require_submitit():
-    """The submitit module, or a UsageError saying how to install it."""
-    try:
-        import submitit
-    except ImportError:
-        raise UsageError(
-            "--executor needs submitit, an optional dependency: pip install -e '.[cluster]' "
-            "(or pip install submitit)"
-        ) from None
-    return submitit
-
-
-def check_slurm() -> None:
-    """A UsageError unless SLURM's commands are on this machine's PATH."""
-    missing = [c for c in ("sbatch", "srun") if not shutil.which(c)]
-    if missing:
-        raise UsageError(
-            f"--executor slurm: {' and '.join(missing)} not found: submit from a SLURM login "
-            "node (or use --executor local on this machine)"
-        )
-
-
-def _local_gpus() -> int:
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
-def make_executor(opts: ExecutorOptions, folder: Path, name: str = "sweep"):
-    """A configured submitit executor writing its files under `folder`."""
-    submitit = require_submitit()
-    if opts.kind == "local":
-        executor = submitit.LocalExecutor(folder=folder)
-        gpus = _local_gpus() if opts.gpus_per_job is None else opts.gpus_per_job
-        # every local job sees GPUs 0..gpus-1 (they share them); 0 hides the GPUs
-        executor.update_parameters(timeout_min=opts.time_min, gpus_per_node=gpus)
-        return executor
-    check_slurm()
-    try:
-        executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
-    except RuntimeError as exc:  # submitit: no srun
-        raise UsageError(f"--executor slurm: {exc}") from None
-    params: dict[str, Any] = {
-        "name": name,
-        "timeout_min": opts.time_min,
-        "nodes": 1,
-        "tasks_per_node": 1,
-        "cpus_per_task": opts.cpus_per_job,
-        "gpus_per_node": 1 if opts.gpus_per_job is None else opts.gpus_per_job,
-    }
-    if opts.partition:
-        params["slurm_partition"] = opts.partition
-    if opts.mem_gb:
-        params["mem_gb"] = opts.mem_gb
-    if opts.slurm_args:
-        params["slurm_additional_parameters"] = dict(a.split("=", 1) for a in opts.slurm_args)
-    executor.update_parameters(**params)
-    return executor
 
 
 # ------------------------------------------------------------------------------ claims
@@ -249,8 +151,6 @@ def _job_metric(name: str | None) -> Callable[[Member, dict], float] | None:
         return None
     if name == LOWEST_SET:
         return lambda _m, acc: min(acc.values())
-    from empirical.sweep.results import MetricWeights, metric_value
-
     weights: dict[str, MetricWeights] = {}
 
     def value(m: Member, acc: dict) -> float:
@@ -269,8 +169,6 @@ def train_job(sweep_dir: str, members: list[Member], metric: str | None = None) 
     before it writes anything (its claims included); a member another process writes
     (another job given it too, a `train --resume` of it) is left to that process: listed in
     `busy`, never trained twice."""
-    from empirical.sweep.runner import run_members
-
     out = SweepDir(sweep_dir)
     job_id = _job_id()
     with writer_locks([out.member(m.dirname) for m in members], skip_busy=True) as elsewhere:
@@ -337,8 +235,6 @@ def submit_members(
 ) -> Submission:
     """Plan the members' batches (at most opts.members_per_job, and max_batch, members
     each), submit one job per batch, and wait for them when opts.waits."""
-    from empirical.sweep.runner import run_members
-
     require_submitit()
     per_job = (
         min(n for n in (opts.members_per_job, max_batch) if n)
@@ -346,12 +242,7 @@ def submit_members(
         else 0
     )
     sub = Submission()
-    busy: dict[str, str] = {}
-    if not opts.force:
-        for m in members:
-            info = live_claim(out.member(m.dirname))
-            if info is not None:
-                busy[m.dirname] = str(info.get("job_id"))
+    busy = {} if opts.force else claimed_elsewhere(members, out)
     for dirname, job in busy.items():
         log(
             f"{dirname}: claimed by job {job}, which may still run "
@@ -379,8 +270,23 @@ def submit_members(
     for job, batch in zip(jobs, plan.batches, strict=True):
         log(f"job {job.job_id}: {len(batch)} members: {', '.join(batch)}")
     log(f"submitted {len(jobs)} {opts.kind} job(s); their logs: {sub.folder}")
-    if not opts.waits:
-        return sub
+    if opts.waits:
+        _wait_for(jobs, sub, log)
+    return sub
+
+
+def claimed_elsewhere(members: list[Member], out: SweepDir) -> dict[str, str]:
+    """{member: job id} of the members claimed by a job that may still be running."""
+    busy = {}
+    for m in members:
+        info = live_claim(out.member(m.dirname))
+        if info is not None:
+            busy[m.dirname] = str(info.get("job_id"))
+    return busy
+
+
+def _wait_for(jobs: list, sub: Submission, log: Callable[[str], None]) -> None:
+    """Each job's result (train_job's return) or its failure into `sub`; then `waited`."""
     for job in jobs:
         try:
             result = job.result()
@@ -395,4 +301,3 @@ def submit_members(
         for name in result.get("busy", []):
             log(f"job {job.job_id}: {name} was being written by another process: not trained")
     sub.waited = True
-    return sub

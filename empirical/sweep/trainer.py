@@ -25,13 +25,8 @@ from pathlib import Path
 from empirical.run_config import RunConfig
 from empirical.rundir import RunDir
 from empirical.sweep.spec import batch_key
-from empirical.train.engine import (
-    BatchLearner,
-    Trainee,
-    TrainingError,
-    checkpoint_step,
-    resolve_device,
-)
+from empirical.train.engine import Trainee, TrainingError, checkpoint_step, resolve_device
+from empirical.train.learners import BatchLearner
 from empirical.train.session import run_training
 
 

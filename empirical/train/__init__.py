@@ -7,7 +7,8 @@
     detect_phases(records)                            # the spikes of a metrics log
 
 Modules: `loop` (train_run, resume and its checks), `session` (the phases of a training
-session), `engine` (model, optimiser, device), `evaluate` (the evaluation sets' accuracy),
+session), `engine` (the skeleton's pieces: checks, loss windows, divergence, device),
+`learners` (model, forward, optimiser step), `evaluate` (the evaluation sets' accuracy),
 `phases` (spike detection), `summary` (summary.json, Figure 2), `plots`, `tensorboard`
 (train.tensorboard = true), `state`, `schedule`, `optim`, `batches`, `breakdown`,
 `cuda_graph`. See docs/training.md. The public names are imported on first use

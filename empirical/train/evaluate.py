@@ -5,13 +5,22 @@ overhead of the fast forward dominates), optionally on a fixed random subsample 
     evaluator = SetEvaluator(sets, batch_size=4096, subsample=1000, seed=0)
     acc, loss, n = evaluator.evaluate(model)               # every sequence of every set
     acc, loss, n = evaluator.evaluate(model, full=False)   # <= 1000 sequences per set
+    record = evaluate_and_log(model, evaluator, run.metrics, step, train_loss, lr, elapsed)
+
+Evaluations (train.eval_every) are full (every sequence of every set) at step 0, at every
+multiple of train.full_eval_every and at the end; in between, with train.eval_subsample > 0,
+they read a fixed random subsample of that many sequences per set, and the metrics record
+says so (`eval_n`: sequences per set), so every accuracy comes with its binomial interval.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
+from empirical.metrics_log import append_metrics
 from empirical.task.pairs import derive_seed
 
 
@@ -103,3 +112,34 @@ def evaluate_sets(model, sets: dict, batch_size: int = 4096) -> tuple[dict, dict
     """({name: accuracy}, {name: loss}) over every sequence of every evaluation set."""
     acc, loss, _ = SetEvaluator(sets, batch_size).evaluate(model)
     return acc, loss
+
+
+def is_full_evaluation(tc, step: int) -> bool:
+    """Whether the evaluation at `step` reads every sequence of every set (see the module
+    docstring): always without train.eval_subsample."""
+    if not tc.eval_subsample or step in (0, tc.steps):
+        return True
+    return step % tc.full_eval_every == 0
+
+
+def evaluate_and_log(
+    model, evaluator: SetEvaluator, metrics_path, step, train_loss, lr, elapsed,
+    fingerprint=None, full: bool = True,
+):  # fmt: skip
+    """Evaluate every set (all of it, or the evaluator's subsample) and append one record to
+    metrics.jsonl (with the run's config `fingerprint`, if given); returns the record."""
+    acc, loss, n = evaluator.evaluate(model, full=full)
+    record = {
+        "step": step,
+        "train_loss": None if train_loss is None or math.isnan(train_loss) else train_loss,
+        "lr": lr,
+        "elapsed_s": round(elapsed, 3),
+        "acc": acc,
+        "loss": loss,
+    }
+    if not full:
+        record["eval_n"] = n
+    if fingerprint:
+        record["fingerprint"] = fingerprint
+    append_metrics(metrics_path, record)
+    return record

@@ -4,10 +4,10 @@
     result = train_run(cfg, run_dir, resume=True)    # continue from checkpoints/last.pt
 
 The run directory's files are named by empirical.rundir.RunDir; the loop itself is the shared
-skeleton of empirical.train.engine with a `SingleLearner`. A resume may change how long and
-where the run goes (RESUMABLE_CHANGES) and, as a recovery after a divergence, the settings in
-RECOVERY_CHANGES; every start and resume is recorded in the run's config_history.jsonl with
-what it changed.
+skeleton of empirical.train.engine with a `SingleLearner` (empirical.train.learners). A resume
+may change how long and where the run goes (RESUMABLE_CHANGES) and, as a recovery after a
+divergence, the settings in RECOVERY_CHANGES; every start and resume is recorded in the run's
+config_history.jsonl with what it changed.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from empirical.run_config import (
 from empirical.run_lock import writer_lock
 from empirical.rundir import RunDir
 from empirical.train.engine import (
-    SingleLearner,
     Trainee,
     TrainingError,
     checkpoint_step,
@@ -40,7 +39,9 @@ from empirical.train.engine import (
     record_history,
     resolve_device,
 )
-from empirical.train.session import evaluate_and_log, run_training
+from empirical.train.evaluate import evaluate_and_log
+from empirical.train.learners import SingleLearner
+from empirical.train.session import run_training
 
 __all__ = [
     "check_run_dir_writable",

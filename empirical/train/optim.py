@@ -13,6 +13,10 @@ state (`member_param_group` gives that run's param group).
 Members that share lr and weight decay are trained with torch's own AdamW instead
 (bit-identical to a single run on CPU); this class is what lets a sweep batch members that
 differ in `train.lr` or `train.weight_decay`.
+
+An optimiser's state for a checkpoint is device-free (`portable_optimizer_state`: a CUDA run's
+checkpoint resumes on a CPU and back), and loads keeping the optimiser's own device flags
+(`load_optimizer_state`).
 """
 
 from __future__ import annotations
@@ -105,3 +109,34 @@ class MemberAdamW(torch.optim.Optimizer):
                 denom = (state["exp_avg_sq"].sqrt() / bias_correction2_sqrt).add_(eps)
                 p.sub_(self._per_member(step_sizes, p) * (state["exp_avg"] / denom))
         return loss
+
+
+_DEVICE_FLAGS = ("fused", "capturable", "foreach")
+
+
+def portable_optimizer_state(state: dict) -> dict:
+    """An optimiser state_dict as a CPU run's AdamW holds it: the learning rate a float, no
+    fused / capturable / foreach flags (they say how this device ran it, and a checkpoint
+    written on CUDA must resume on a CPU and back)."""
+    defaults = {"fused": None, "capturable": False, "foreach": None}
+    groups = []
+    for group in state["param_groups"]:
+        group = dict(group)
+        if isinstance(group.get("lr"), torch.Tensor):
+            group["lr"] = float(group["lr"])
+        for flag in _DEVICE_FLAGS:
+            if flag in group:
+                group[flag] = defaults[flag]
+        groups.append(group)
+    return {"state": state["state"], "param_groups": groups}
+
+
+def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict) -> None:
+    """`optimizer.load_state_dict(state)`, keeping the optimiser's own device flags (so its
+    step counters land where its kernels read them: on the GPU for fused AdamW)."""
+    own = optimizer.param_groups
+    groups = []
+    for i, group in enumerate(state["param_groups"]):
+        mine = own[min(i, len(own) - 1)]
+        groups.append({**group, **{f: mine[f] for f in _DEVICE_FLAGS if f in mine}})
+    optimizer.load_state_dict({"state": state["state"], "param_groups": groups})

@@ -12,6 +12,9 @@ import matplotlib.pyplot as plt
 
 from empirical.families import panel_of, panel_title
 from empirical.figures import OKABE_ITO, save_figure
+from empirical.phase_marks import draw_phase_marks
+from empirical.plain_names import legend_label
+from empirical.stats import wilson_band
 from empirical.train.phases import Phases
 
 # one colour per split, the same in every panel; one panel per number of variable operands
@@ -66,10 +69,6 @@ def plot_training_curves(
     uniform guess (1/p), drawn as a line. The phases are marked as every figure marks them
     (empirical.phase_marks: the jumps). Returns the Figure; writes it to `path` (then closes
     it) if given."""
-    from empirical.phase_marks import draw_phase_marks
-    from empirical.plain_names import legend_label
-    from empirical.stats import wilson_band
-
     names = sorted({n for r in records for n in r["acc"]})
     panels = _panels(names) or [("", [])]
     fig, axes = plt.subplots(
@@ -136,8 +135,6 @@ def plot_runs(
     over training steps), each run's detected spikes (the phase detector's largest jumps)
     marked on its curve. runs: (label, metrics records, phases). Returns the Figure; writes it
     to `path` (then closes it) if given."""
-    from empirical.plain_names import legend_label
-
     palette = [OKABE_ITO[c] for c in ("black", "orange", "sky", "green", "vermillion", "purple")]
     fig, axes = plt.subplots(
         len(sets), 1, figsize=(10, 2.9 * len(sets) + 0.8), sharex=True, layout="constrained"

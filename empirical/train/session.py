@@ -13,16 +13,12 @@
 5. `train` - the step loop, with the evaluations, snapshots and checkpoints of the schedule;
 6. `finish` - summary.json and training_curves.png of every member that trained on.
 
-Evaluations (train.eval_every) are full (every sequence of every set) at step 0, at every
-multiple of train.full_eval_every and at the end; in between, with train.eval_subsample > 0,
-they read a fixed random subsample of that many sequences per set, and the metrics record
-says so (`eval_n`: sequences per set), so every accuracy comes with its binomial interval.
+Evaluations (train.eval_every) are full or subsampled: empirical.train.evaluate.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import signal
 import statistics
 import threading
@@ -34,7 +30,7 @@ import torch
 from tqdm.auto import tqdm
 
 from empirical.config_io import atomic_write_bytes, config_to_toml
-from empirical.metrics_log import append_metrics, read_metrics, truncate_metrics
+from empirical.metrics_log import read_metrics, truncate_metrics
 from empirical.model import save_model
 from empirical.run_config import config_fingerprint
 from empirical.run_lock import writer_locks
@@ -47,16 +43,17 @@ from empirical.train.engine import (
     LossWindows,
     Trainee,
     TrainingError,
-    _write_stopped,
     checkpoint_step,
     exploding,
     preflight,
     remove_stale_temporaries,
     restore_data_generator,
+    write_stopped,
 )
-from empirical.train.evaluate import SetEvaluator
+from empirical.train.evaluate import SetEvaluator, evaluate_and_log, is_full_evaluation
 from empirical.train.schedule import learning_rate, schedule_of
 from empirical.train.state import save_training_state
+from empirical.train.tensorboard import log_record
 
 
 @dataclass
@@ -68,37 +65,6 @@ class SessionResult:
     stopped: list[str | None]  # each member's stop reason (None: it trained on)
     elapsed: list[float]
     finished: bool  # reached train.steps (not stopped early by stop_at)
-
-
-def is_full_evaluation(tc, step: int) -> bool:
-    """Whether the evaluation at `step` reads every sequence of every set (see the module
-    docstring): always without train.eval_subsample."""
-    if not tc.eval_subsample or step in (0, tc.steps):
-        return True
-    return step % tc.full_eval_every == 0
-
-
-def evaluate_and_log(
-    model, evaluator: SetEvaluator, metrics_path, step, train_loss, lr, elapsed,
-    fingerprint=None, full: bool = True,
-):  # fmt: skip
-    """Evaluate every set (all of it, or the evaluator's subsample) and append one record to
-    metrics.jsonl (with the run's config `fingerprint`, if given); returns the record."""
-    acc, loss, n = evaluator.evaluate(model, full=full)
-    record = {
-        "step": step,
-        "train_loss": None if train_loss is None or math.isnan(train_loss) else train_loss,
-        "lr": lr,
-        "elapsed_s": round(elapsed, 3),
-        "acc": acc,
-        "loss": loss,
-    }
-    if not full:
-        record["eval_n"] = n
-    if fingerprint:
-        record["fingerprint"] = fingerprint
-    append_metrics(metrics_path, record)
-    return record
 
 
 class TrainingSession:
@@ -319,8 +285,6 @@ class TrainingSession:
                 train_loss, lr, self.elapsed_of(m), self.fingerprints[m], full=full,
             )  # fmt: skip
             if self.cfgs[m].train.tensorboard:  # the record as scalars, beside metrics.jsonl
-                from empirical.train.tensorboard import log_record
-
                 log_record(self.runs[m].path, self.last_records[m])
         if self.on_eval is not None:
             self.on_eval(at, self.last_records)
@@ -391,7 +355,7 @@ class TrainingSession:
     def stop_member(self, m: int, at: int, loss: float, why: str) -> None:
         self.alive[m] = False
         lr = self.lr_of(m, max(at - 1, 0))
-        self.stopped[m] = _write_stopped(self.runs[m], at, loss, lr, why)
+        self.stopped[m] = write_stopped(self.runs[m], at, loss, lr, why)
         self.bar.write(f"{self.labels[m]}: {why} at step {at}: stopped")
 
     def check_finite(self) -> None:

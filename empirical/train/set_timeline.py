@@ -17,6 +17,7 @@ spike.
 
 from __future__ import annotations
 
+from empirical.phase_marks import step_text
 from empirical.train.phases import Rise, first_crossing, steepest_rise
 
 __all__ = ["format_timeline", "set_timeline"]
@@ -67,8 +68,6 @@ def set_timeline(
 
 def format_timeline(timeline: dict[str, dict]) -> list[str]:
     """A markdown table: set, first step at >= 90% / 99%, final accuracy, the spikes."""
-    from empirical.phase_marks import step_text
-
     def step(s):
         return "not reached" if s is None else step_text(s)
 

@@ -15,6 +15,7 @@ import torch
 
 from empirical.config_io import to_dict
 from empirical.model import CheckpointError, load_checkpoint, save_model
+from empirical.run_config import config_fingerprint
 
 
 def save_training_state(
@@ -32,8 +33,6 @@ def save_training_state(
     config and its fingerprint (empirical.run_config.config_fingerprint), the elapsed time and
     the running training-loss sums (`loss_windows`, see empirical.train.engine.LossWindows)
     that the metrics of the next evaluations depend on."""
-    from empirical.run_config import config_fingerprint
-
     extra = {
         "step": int(step),
         "config_fingerprint": config_fingerprint(run_config),

@@ -7,6 +7,7 @@ interval [low, high] over the set's `eval_set_sizes` sequences (empirical.stats)
 from __future__ import annotations
 
 import json
+import platform
 from pathlib import Path
 
 import torch
@@ -15,6 +16,7 @@ from empirical.config_io import atomic_write_bytes, to_dict
 from empirical.families import family_of
 from empirical.figures import figure_path
 from empirical.rundir import RunDir
+from empirical.stats import accuracy_intervals
 from empirical.train.phases import detect_phases
 from empirical.train.plots import plot_training_curves
 from empirical.train.set_timeline import set_timeline
@@ -56,8 +58,6 @@ def write_summary(
     summary. `sizes` (sequences per evaluation set, for the intervals) default to the run's
     eval_sets.pt. `session`: where the last training session's time went (steps, step mode,
     seconds of setup, training steps, evaluations, snapshots and checkpoints)."""
-    from empirical.stats import accuracy_intervals
-
     run = RunDir(run_dir)
     records = run.read_metrics() if records is None else records
     sizes = eval_set_sizes(run.path) if sizes is None else dict(sizes)
@@ -119,6 +119,5 @@ def _device_name(device) -> str | None:
     device = torch.device(device)
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    import platform
 
     return f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"

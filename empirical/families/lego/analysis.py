@@ -105,7 +105,8 @@ def association_attention(model, vocab, tokens: torch.Tensor) -> dict[str, dict]
 @torch.no_grad()
 def association_over_training(run_dir, tokens: torch.Tensor) -> dict:
     """`association_attention` at every snapshot of the run: {"steps", "tables"}."""
-    from empirical.rundir import RunDir, load_run
+    from empirical.load import load_run
+    from empirical.rundir import RunDir
 
     run = RunDir(run_dir).require_run()
     steps, tables = [], []

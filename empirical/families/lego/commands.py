@@ -61,7 +61,7 @@ def analyze_lego(run_dir: RunDir, args) -> int:
         association_over_training,
         plot_association,
     )
-    from empirical.rundir import load_run
+    from empirical.load import load_run
     from empirical.task import load_eval_sets
 
     t0 = time.perf_counter()

@@ -154,7 +154,8 @@ def plot_chain_attention(table: dict[str, list], path=None, title: str = "", *, 
 def chain_attention_over_training(run_dir, tokens: torch.Tensor) -> dict:
     """`chain_attention` at every snapshot of the run: {"steps": [...], "tables": [...]}, so
     the order in which the layers' attention forms can be read against the accuracy."""
-    from empirical.rundir import RunDir, load_run
+    from empirical.load import load_run
+    from empirical.rundir import RunDir
 
     run = RunDir(run_dir).require_run()
     steps, tables = [], []

@@ -129,7 +129,8 @@ def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: 
         chain_patching,
         plot_chain_patching,
     )
-    from empirical.rundir import RunDir, load_run
+    from empirical.load import load_run
+    from empirical.rundir import RunDir
     from empirical.task import load_eval_sets
 
     t0 = time.perf_counter()

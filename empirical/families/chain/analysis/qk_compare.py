@@ -174,7 +174,8 @@ def compare_chain_run(run_dir, config: ChainCompareConfig | None = None) -> dict
     """Every number of the comparison (module docstring) for the run in `run_dir`."""
     from empirical.compare_qk.updates import decay_factor, undecayed_update
     from empirical.families.chain.analysis.attention import chain_attention, key_series
-    from empirical.rundir import RunDir, load_run
+    from empirical.load import load_run
+    from empirical.rundir import RunDir
     from empirical.task import load_eval_sets
 
     cfg = config or ChainCompareConfig()

@@ -39,7 +39,7 @@ def open_chain_run(args, command: str):
     family = run_dir.read_config().task.family
     if family != "chain":
         raise UsageError(f"{run_dir}: task.family = {family!r}; {command} reads chain runs")
-    from empirical.rundir import load_run  # torch: after the checks
+    from empirical.load import load_run  # torch: after the checks
     from empirical.task import load_eval_sets
     sets = load_eval_sets(run_dir.eval_sets)
     if args.set not in sets:
