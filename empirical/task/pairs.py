@@ -7,11 +7,14 @@ import hashlib
 import json
 import os
 import random
+from typing import TYPE_CHECKING
 
 import torch
 
 from empirical.config_io import ConfigError
-from empirical.task.config import TaskConfig
+
+if TYPE_CHECKING:  # the config module reads training-pair files with this one
+    from empirical.task.config import TaskConfig
 
 
 def derive_seed(seed: int, *tags: object) -> int:
@@ -218,7 +221,7 @@ def is_held(
     "unordered" (the default for an integer p): (x, y) is held out if {x, y} is;
     "ordered": if (x, y) itself is a row of `held`.
     """
-    if isinstance(p, TaskConfig):
+    if not isinstance(p, int):  # a TaskConfig
         form = p.held_out_form if form is None else form
         p = p.p
     ranks = ordered_ranks(held.cpu(), p, form or "unordered").to(pairs.device)
