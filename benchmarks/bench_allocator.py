@@ -36,7 +36,7 @@ what, arg, steps, blas = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.arg
 members = int(sys.argv[5])
 if what == "steps":
     from bench_threads import stream_of
-    from empirical.run_config import load_run_config
+    from empirical.config.run import load_run_config
     from empirical.train.learners import BatchLearner, SingleLearner
     cfgs = [load_run_config(arg, ["train.device=cpu", f"seed={m}"]) for m in range(members)]
     if members == 1:
@@ -63,7 +63,7 @@ if what == "steps":
            "sys": (r1.ru_stime - r0.ru_stime) / steps * 1e3, "hash": digest.hexdigest()[:16]}
 else:
     from threadpoolctl import threadpool_limits
-    from empirical.compare_qk import Options, compare_run
+    from empirical.bridge.compare_qk import Options, compare_run
     r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     with threadpool_limits(limits=blas or None, user_api="blas"):
         compare_run(arg, Options(progress=False))

@@ -40,11 +40,11 @@ def main() -> None:
     ap.add_argument("--no-figures", action="store_true")
     args = ap.parse_args()
 
-    from empirical.figures import use_cli_backend
+    from empirical.analysis.figures import use_cli_backend
 
     use_cli_backend()
     torch.set_num_threads(args.threads)
-    from empirical.compare_qk import Options, compare_run, write_outputs
+    from empirical.bridge.compare_qk import Options, compare_run, write_outputs
 
     opts = Options(
         steps=args.steps, every=args.every, one_step=not args.no_one_step,

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import torch
 
+from empirical.config.run import load_run_config
 from empirical.model import AssignAddTransformer
-from empirical.run_config import load_run_config
 
 AUTHORS = Path(__file__).resolve().parents[1] / "configs" / "authors.toml"
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from empirical.evaluation import evaluate_all_steps
-from empirical.import_run import import_checkpoints
+from empirical.runs.evaluation import evaluate_all_steps
+from empirical.runs.import_run import import_checkpoints
 from empirical.shared_paths import authors_checkpoints
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -34,11 +34,11 @@ def main() -> None:
     ap.add_argument("--out", help="output directory (default: a temporary one)")
     args = ap.parse_args()
 
-    from empirical.figures import use_cli_backend
+    from empirical.analysis.figures import use_cli_backend
 
     use_cli_backend()
     torch.set_num_threads(args.threads)
-    from empirical.ladder import LadderOptions, run_ladder, write_outputs
+    from empirical.bridge.ladder import LadderOptions, run_ladder, write_outputs
 
     load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     log = io.StringIO()

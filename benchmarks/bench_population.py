@@ -1,5 +1,5 @@
 """Throughput of a population's training as `grid` and `claims` train it: N members (seeds
-0..N-1) of one variant of a population config as one batched model (empirical.sweep's
+0..N-1) of one variant of a population config as one batched model (empirical.experiments.sweep's
 train_batch), with the config's evaluations, snapshots and checkpoints, in member-steps/s.
 
     python benchmarks/bench_population.py --n 8 --steps 200            # a CPU row
@@ -46,8 +46,8 @@ def bench(config: str, variant: str, n: int, steps: int, overrides: list[str],
     """Train N members of `variant` for `steps` steps into `out`; the timings."""
     import torch
 
-    from empirical.sweep.grid import expand_grid, load_grid_config
-    from empirical.sweep.trainer import train_batch
+    from empirical.experiments.sweep.grid import expand_grid, load_grid_config
+    from empirical.experiments.sweep.trainer import train_batch
     from empirical.train.engine import resolve_device
 
     base, spec = load_grid_config(config, [*overrides, f"train.steps={steps}"])

@@ -1,4 +1,4 @@
-"""Throughput of batched multi-model training (empirical.sweep) against sequential runs.
+"""Throughput of batched multi-model training (empirical.experiments.sweep) against sequential runs.
 
     python benchmarks/bench_sweep.py                       # N = 8, configs/paper.toml, CPU
     python benchmarks/bench_sweep.py --n 32 --device cuda  # the GPU comparison
@@ -15,7 +15,7 @@ after the other as SingleLearners. Batches are drawn train.sample_chunk steps at
 a time (override it: train.sample_chunk=10 on a GPU). Members differ in seed and
 task.held_out_fraction, as in a pair-fraction sweep. Reports member-steps per second.
 
---local-jobs J adds the local-executor mode (empirical.sweep.cluster, submitit): the N
+--local-jobs J adds the local-executor mode (empirical.experiments.sweep.cluster, submitit): the N
 members split into J batched models, each timed in its own process, all at once (J jobs of
 `sweep --executor local --members-per-job N/J`); its rate is the N x steps member-steps over
 the span from the first job's timed start to the last job's end (process start-up and
@@ -79,8 +79,8 @@ def bench_job(
     sync_dir). Module-level: submitit pickles it by reference."""
     import uuid
 
-    from empirical.config_io import from_dict
-    from empirical.run_config import RunConfig
+    from empirical.config.io import from_dict
+    from empirical.config.run import RunConfig
     from empirical.train.loop import resolve_device
 
     if threads:
@@ -105,8 +105,8 @@ def bench_local_jobs(cfgs, device_name: str, jobs: int, warmup: int, steps: int,
     import os
     import tempfile
 
-    from empirical.config_io import to_dict
-    from empirical.sweep.executors import require_submitit
+    from empirical.config.io import to_dict
+    from empirical.experiments.sweep.executors import require_submitit
 
     submitit = require_submitit()
     here = str(Path(__file__).resolve().parent)  # the jobs import this module by name
@@ -163,7 +163,7 @@ def main(argv=None) -> int:
     )
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from empirical.run_config import load_run_config
+    from empirical.config.run import load_run_config
     from empirical.train.loop import resolve_device
 
     if args.threads:

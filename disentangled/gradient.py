@@ -62,7 +62,7 @@ def weighted_expectation(
     """(sum over chunks of chunk_value(W, chunk), and its gradient in W when `need_grad`), one
     chunk at a time: each chunk's value is differentiated on its own (bounded memory) and the
     gradients are summed. The one population expectation of the theorem's model, for the
-    simulator here and for the transformer that writes it (empirical.theorem_model)."""
+    simulator here and for the transformer that writes it (empirical.bridge.theorem_model)."""
     value = torch.zeros((), dtype=torch.float64)
     grad = torch.zeros_like(W) if need_grad else None
     for chunk in chunks:

@@ -42,8 +42,8 @@ def fourier_mlp_conv(h_numbers: torch.Tensor, p: int) -> torch.Tensor:
 
 def fourier_mlp_weights(p: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(A [p, 4p], B [4p, p]) with F(h) = (h A)^2 B: the complex Fourier MLP of eq. (2) as a
-    quadratic MLP, h the p number coordinates (the weights empirical.theorem_model writes into
-    the transformer's MLP). With z_k = c_k + i s_k, c_k = sum_m cos(2 pi k m / p) h_m,
+    quadratic MLP, h the p number coordinates (the weights empirical.bridge.theorem_model
+    writes into the transformer's MLP). With z_k = c_k + i s_k, c_k = sum_m cos(2 pi k m / p) h_m,
     s_k = sum_m sin(2 pi k m / p) h_m: Re(w^-ky z_k^2) = cos(2 pi k y / p) (c_k^2 - s_k^2) +
     sin(2 pi k y / p) 2 c_k s_k, and 2 c_k s_k = ((c_k + s_k)^2 - (c_k - s_k)^2) / 2, so 4
     neurons per frequency (pre-activations c_k, s_k, c_k + s_k, c_k - s_k) square and B

@@ -24,8 +24,8 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "empirical.load": ["load_analysis", "load_metrics", "load_run", "load_summary"],
+        "empirical.runs.load": ["load_analysis", "load_metrics", "load_run", "load_summary"],
         "empirical.model.checkpoint": ["load_model"],
-        "empirical.run_config": ["load_run_config"],
+        "empirical.config.run": ["load_run_config"],
     },
 )

@@ -58,7 +58,7 @@ def _dispatch(argv: list[str]) -> int:
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
         raise UsageError(f"unknown command {name!r}; allowed: {', '.join(COMMANDS)}")
-    importlib.import_module("empirical.figures").use_cli_backend()  # Agg: figures to files
+    importlib.import_module("empirical.analysis.figures").use_cli_backend()  # Agg: figures to files
     if name in KEEP_FREED_MEMORY:
         importlib.import_module("empirical.allocator").retain_freed_memory()  # fewer page faults
     module = importlib.import_module(COMMANDS[name][0])

@@ -44,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from empirical.rundir import RunDir, SweepDir  # noqa: E402  (light: no torch)
+from empirical.runs.rundir import RunDir, SweepDir  # noqa: E402  (light: no torch)
 
 PANELS = {
     "two_var_frequency": ROOT / "configs" / "fig3_two_var_frequency_paper.toml",
@@ -295,7 +295,10 @@ def main(argv: list[str] | None = None) -> int:
         results = panel.dir / "results.json"
         if results.exists():
             res = json.loads(results.read_text())
-            from empirical.sweep.summary_md import threshold_sentence, uncertainty_sentence
+            from empirical.experiments.sweep.summary_md import (
+                threshold_sentence,
+                uncertainty_sentence,
+            )
 
             say(f"{panel.name}: {len(res['members'])} finished members; {threshold_sentence(res)}")
             if uncertainty_sentence(res):

@@ -12,7 +12,7 @@
 # 3. alone on the GPU: the main job, `python -m empirical reproduce --no-authors` on its
 #    default config with train.sample_chunk=100, timed per stage in its report.md (16 cores:
 #    the theory tests, the theory report and our compare-qk each in a process of its own,
-#    empirical.reproduce.background_workers),
+#    empirical.experiments.reproduce.background_workers),
 # 4. packs every small result file (no weights) into $OUT/results.tar.gz.
 #
 # Rehearsed on a CPU with tiny sizes (tests/test_gpu_session_script.py, slow):

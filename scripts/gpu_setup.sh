@@ -34,7 +34,7 @@ python3 - <<'PY' || { say "import check failed"; exit 4; }
 import importlib.metadata
 import threadpoolctl  # noqa: F401  (reproduce's background processes limit their BLAS with it)
 import torch
-import empirical.reproduce, empirical.sweep.grid, empirical.sweep.param_sweep, empirical.train.learners  # noqa: F401
+import empirical.experiments.reproduce, empirical.experiments.sweep.grid, empirical.experiments.sweep.param_sweep, empirical.train.learners  # noqa: F401
 print("python ok: torch", torch.__version__, "| TL", importlib.metadata.version("transformer-lens"), "|",
       torch.cuda.get_device_name() if torch.cuda.is_available() else "NO CUDA", "|", torch.get_num_threads(), "threads")
 PY

@@ -16,7 +16,7 @@ or, instead of dying (tests/test_run_lock.py: a writer that is reliably alive):
                             writer lock included), until the file $LAUNCHER_RELEASE exists
 
 The process kills itself with a real SIGKILL (no cleanup, no `finally`); nothing in the library
-knows about it: the hooks wrap os.replace and empirical.config_io.append_text from outside.
+knows about it: the hooks wrap os.replace and empirical.config.io.append_text from outside.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def install(moment: str, n: int) -> None:
     os.replace = replace
 
     if moment == "metrics-append":
-        import empirical.config_io as config_io
+        import empirical.config.io as config_io
 
         real_append = config_io.append_text
 

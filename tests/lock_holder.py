@@ -5,7 +5,7 @@ tests/test_run_lock.py and tests/test_bad_inputs.py).
         ...                                  # this process is refused: "... by PID <pid> ..."
 
 The child is forked from the test process (no interpreter start: milliseconds), takes the
-lock with empirical.run_lock.writer_lock, says so through a pipe and waits until the test
+lock with empirical.runs.lock.writer_lock, says so through a pipe and waits until the test
 closes its end; `kill()` instead ends it with SIGKILL, as a crash would (no release).
 """
 
@@ -56,7 +56,7 @@ def held_elsewhere(
             os.close(ready_r)
             os.close(release_w)
             os.environ.update(env or {})
-            from empirical.run_lock import writer_lock
+            from empirical.runs.lock import writer_lock
 
             with writer_lock(Path(directory)):
                 os.write(ready_w, b"1")

@@ -62,7 +62,7 @@ def rise(jump_end: int | None) -> dict | None:
 
 def write_member(run: Path, cfg, seed: int, curve=var_curve, first=FIRST, second=SECOND) -> None:
     """One finished member: config.toml, metrics.jsonl and summary.json."""
-    from empirical.config_io import save_config
+    from empirical.config.io import save_config
 
     run.mkdir(parents=True, exist_ok=True)
     save_config(cfg, run / "config.toml")
@@ -87,7 +87,7 @@ def write_member(run: Path, cfg, seed: int, curve=var_curve, first=FIRST, second
 
 def write_population(tmp: Path) -> tuple[Path, Path]:
     """(grid config, population directory) of the synthetic population."""
-    from empirical.sweep.grid import expand_grid, load_grid_config
+    from empirical.experiments.sweep.grid import expand_grid, load_grid_config
 
     config = grid_config(tmp)
     out = tmp / "pop"

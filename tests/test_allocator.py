@@ -65,7 +65,7 @@ def test_only_the_commands_it_speeds_up_keep_freed_memory(monkeypatch, capsys):
     import empirical.__main__ as entry
 
     applied: list[str] = []
-    monkeypatch.setattr("empirical.figures.use_cli_backend", lambda: None)
+    monkeypatch.setattr("empirical.analysis.figures.use_cli_backend", lambda: None)
     monkeypatch.setattr(
         "empirical.allocator.retain_freed_memory", lambda: applied.append(command) or True
     )
@@ -83,7 +83,7 @@ sys.path.insert(0, "benchmarks")
 from empirical.allocator import retain_freed_memory
 print(retain_freed_memory())
 from bench_threads import stream_of, weights_after
-from empirical.run_config import load_run_config
+from empirical.config.run import load_run_config
 cfg = load_run_config("configs/authors.toml", ["train.device=cpu"])
 stream = stream_of(cfg)
 weights = weights_after(cfg, [stream.next() for _ in range(40)], threads=1)

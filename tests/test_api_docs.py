@@ -65,10 +65,10 @@ def test_every_top_level_name_has_an_example():
 def _logged_run(path: Path) -> Path:
     """A run directory with a config and a two-record metrics log (the second subsampled),
     written as the trainer writes them; no training."""
-    from empirical.config_io import save_config
-    from empirical.metrics_log import append_metrics
-    from empirical.run_config import config_fingerprint, load_run_config
-    from empirical.rundir import RunDir
+    from empirical.config.io import save_config
+    from empirical.config.run import config_fingerprint, load_run_config
+    from empirical.runs.metrics_log import append_metrics
+    from empirical.runs.rundir import RunDir
 
     cfg = load_run_config(ROOT / "configs" / "smoke.toml")
     run = RunDir(path)
@@ -105,7 +105,7 @@ def test_load_metrics_flattens_every_record(tmp_path, monkeypatch):
 
 def test_summary_and_analysis_missing_name_the_command_that_writes_them(tmp_path):
     from empirical import load_analysis, load_metrics, load_summary
-    from empirical.rundir import RunDirError
+    from empirical.runs.rundir import RunDirError
 
     run = _logged_run(tmp_path / "run")
     with pytest.raises(RunDirError, match="no summary"):

@@ -40,15 +40,15 @@ TINY = ["task.eval_size=200", "train.steps=40"]
 def trained(tmp_path_factory):
     """Two finished smoke runs (seed 0 and seed 1), 40 steps, checkpoints and snapshots at
     0, 20, 40 (trained once per module, copied per test)."""
-    from empirical.run_config import load_run_config
+    from empirical.config.run import load_run_config
     from empirical.train.loop import train_run
 
     base = tmp_path_factory.mktemp("trained")
     for seed in (0, 1):
         cfg = load_run_config(SMOKE, [*TINY, f"seed={seed}"])
         train_run(cfg, base / f"seed{seed}", progress=False)
-    from empirical.sweep import run_sweep
-    from empirical.sweep.spec import SweepSpec
+    from empirical.experiments.sweep import run_sweep
+    from empirical.experiments.sweep.spec import SweepSpec
 
     spec = SweepSpec(param="train.lr", values=[0.001], seeds=[0])
     cfg = load_run_config(SMOKE, TINY)
@@ -271,7 +271,7 @@ SWEEP = "sweep --no-progress --config {smoke} --param train.lr=0.001 --out {tmp}
     TINY
 )
 NONUTF8 = b'name = "smoke"\n# \xff\xfe not UTF-8\n'
-BUSY = "is being written by PID"  # the refusal of a second writer (empirical.run_lock)
+BUSY = "is being written by PID"  # the refusal of a second writer (empirical.runs.lock)
 
 CASES = [
     # -- python -m empirical: the entry point

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from empirical.config.run import load_run_config
 from empirical.families.chain.analysis.attention import chain_attention, chain_structure
 from empirical.model import AssignAddTransformer
-from empirical.run_config import load_run_config
 from empirical.task import Vocabulary
 
 TEXT = "a=17,e=3,b=a,d=b,d+5=?"  # d -> b -> a -> 17 (3 hops), e=3 a distractor
@@ -78,8 +78,8 @@ def test_over_training_reads_every_snapshot_and_the_command_writes_both_figures(
         chain_attention_over_training,
         key_series,
     )
-    from empirical.load import load_run
-    from empirical.rundir import RunDir
+    from empirical.runs.load import load_run
+    from empirical.runs.rundir import RunDir
 
     run = tiny_chain_run
     _, vocab = load_run(run)

@@ -12,8 +12,8 @@ import torch
 
 
 def _chain_model(d_model: int = 128, n_layers: int = 3):
+    from empirical.config.run import load_run_config
     from empirical.model import AssignAddTransformer
-    from empirical.run_config import load_run_config
     from empirical.task.vocab import Vocabulary
 
     cfg = load_run_config(
@@ -24,7 +24,7 @@ def _chain_model(d_model: int = 128, n_layers: int = 3):
 
 @pytest.mark.parametrize("hop", ["last", "middle"])
 def test_a_label_space_matrix_goes_through_the_models_vectors_and_back(hop):
-    from empirical.compare_qk.metrics import cosine
+    from empirical.bridge.compare_qk.metrics import cosine
     from empirical.families.chain.analysis.qk_coords import hop_blocks, layer_coordinates
 
     model, vocab = _chain_model()
@@ -137,8 +137,8 @@ def test_order_test_and_maxima_read_the_formation_steps():
 
 
 def _fake_run(tmp_path, name, overrides, snapshots=0, config="configs/chain.toml"):
-    from empirical.config_io import save_config
-    from empirical.run_config import load_run_config
+    from empirical.config.io import save_config
+    from empirical.config.run import load_run_config
 
     run = tmp_path / name
     run.mkdir()

@@ -10,9 +10,9 @@ import json
 import pytest
 import torch
 
+from empirical.config.run import load_run_config
 from empirical.families.chain.analysis.patching import chain_patching, corrupt, resolve_label
 from empirical.model import AssignAddTransformer
-from empirical.run_config import load_run_config
 from empirical.task import Vocabulary, build_eval_set
 
 
@@ -64,7 +64,7 @@ def test_patching_identities_hold_for_any_model(n_layers):
 @pytest.mark.slow  # trains a run (~10 s); the measures themselves: the tests above
 def test_command_writes_json_and_figure(tiny_chain_run, tmp_path, capsys):
     from empirical.__main__ import main
-    from empirical.rundir import RunDir
+    from empirical.runs.rundir import RunDir
     from empirical.train.loop import train_run
 
     run = tiny_chain_run

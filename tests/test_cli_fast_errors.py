@@ -111,9 +111,9 @@ def test_configs_validate_without_torch():
     load without torch (empirical.model.config builds its torch tables on first use)."""
     code = (
         "import sys\n"
-        "from empirical.run_config import load_run_config\n"
-        "from empirical.sweep.grid import load_grid_config\n"
-        "from empirical.sweep.spec import load_sweep_config\n"
+        "from empirical.config.run import load_run_config\n"
+        "from empirical.experiments.sweep.grid import load_grid_config\n"
+        "from empirical.experiments.sweep.spec import load_sweep_config\n"
         "cfg = load_run_config('configs/authors.toml', ['train.steps=10'])\n"
         "load_grid_config('configs/explore_generalization.toml')\n"
         "load_sweep_config('configs/sweep_pairs.toml')\n"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.compare_qk import (
+from empirical.bridge.compare_qk import (
     barv_block,
     coordinates,
     cosine,
@@ -21,10 +21,10 @@ from empirical.compare_qk import (
     sign_agreement,
     theorem_w,
 )
-from empirical.compare_qk.coords import col_labels, row_labels
-from empirical.compare_qk.metrics import attenuation_entries, subblock_cosines
-from empirical.compare_qk.observe import Weights, layer2_attention, loss_of
-from empirical.compare_qk.prediction import ab_from_beta
+from empirical.bridge.compare_qk.coords import col_labels, row_labels
+from empirical.bridge.compare_qk.metrics import attenuation_entries, subblock_cosines
+from empirical.bridge.compare_qk.observe import Weights, layer2_attention, loss_of
+from empirical.bridge.compare_qk.prediction import ab_from_beta
 from empirical.model import AssignAddTransformer, ModelConfig
 from empirical.task import TaskConfig
 
@@ -307,7 +307,7 @@ def test_factored_change_is_the_first_order_change_of_the_product():
 def test_layer1_measures_on_a_hand_built_first_layer():
     """Numbers attend to the previous token and `=` to the two operands: the measures must
     read 1 (and 1/2 for the coefficient of ebar_v in `=`, which splits its attention)."""
-    from empirical.compare_qk.observe import embedding_measures, layer1_measures
+    from empirical.bridge.compare_qk.observe import embedding_measures, layer1_measures
 
     model, basis = orthonormal_model()
     V = P + K + 3
@@ -334,7 +334,7 @@ def test_layer1_measures_on_a_hand_built_first_layer():
     assert e["ebar_vs_embeddings_max_abs_cos"] < 1e-10
     assert e["key_vectors_condition_number"] == pytest.approx(1.0)
     assert e["numbers_effective_rank_99"] == P  # orthonormal: every direction counts
-    from empirical.compare_qk.observe import effective_rank
+    from empirical.bridge.compare_qk.observe import effective_rank
 
     low = np.outer(np.arange(1, 6), np.ones(8)) + 1e-9 * np.eye(5, 8)
     assert effective_rank(low) == 1
@@ -363,7 +363,7 @@ def test_parallel_co_occurring_labels_share_a_row_of_the_orth_frame():
 def test_oracle_routing_matches_a_patched_attention_pattern():
     """The ideal-routing accuracy equals the model's accuracy with `=`'s layer-2 pattern
     patched (TransformerLens hook) to 1/2 on each value position."""
-    from empirical.compare_qk.observe import oracle_routing_accuracy
+    from empirical.bridge.compare_qk.observe import oracle_routing_accuracy
 
     model = random_model(seed=6, p=11, k=3)
     task = small_task(11, 3)
@@ -396,8 +396,8 @@ def test_one_step_accuracies_in_one_pass_equal_each_models_own_forward():
     forward, chunked or not."""
     import copy
 
-    from empirical.compare_qk.coords import set_qk, theorem_w
-    from empirical.compare_qk.one_step import _correct_each
+    from empirical.bridge.compare_qk.coords import set_qk, theorem_w
+    from empirical.bridge.compare_qk.one_step import _correct_each
 
     model = random_model(seed=3, dtype="float32")
     sets = {

@@ -11,19 +11,19 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.compare_qk import one_var_batch
-from empirical.compare_qk.coords import Coordinates, col_labels, row_labels
-from empirical.compare_qk.frames import DEFAULT_FRAME, EXACT, FRAMES, Frames
-from empirical.compare_qk.metrics import (
+from empirical.bridge.compare_qk import one_var_batch
+from empirical.bridge.compare_qk.coords import Coordinates, col_labels, row_labels
+from empirical.bridge.compare_qk.frames import DEFAULT_FRAME, EXACT, FRAMES, Frames
+from empirical.bridge.compare_qk.metrics import (
     cosine,
     null_cos95,
     sign_null95,
     subblock,
     subblock_cosines,
 )
-from empirical.compare_qk.options import Options
-from empirical.compare_qk.prediction import PopulationG1, make_predictor, prediction_kind
-from empirical.compare_qk.updates import decay_factor, score_attribution, undecayed_update
+from empirical.bridge.compare_qk.options import Options
+from empirical.bridge.compare_qk.prediction import PopulationG1, make_predictor, prediction_kind
+from empirical.bridge.compare_qk.updates import decay_factor, score_attribution, undecayed_update
 from empirical.task import TaskConfig, held_out_pairs
 
 P, K, L, D = 11, 4, 16, 48

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.compare_qk import Options, compare_run, write_outputs
-from empirical.metrics_log import read_metrics
-from empirical.run_config import load_run_config
+from empirical.bridge.compare_qk import Options, compare_run, write_outputs
+from empirical.config.run import load_run_config
+from empirical.runs.metrics_log import read_metrics
 from empirical.train.loop import train_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +86,7 @@ def test_pipeline_end_to_end(run_dir, tmp_path):
             assert 0 <= a[key] <= 1
         assert 0 <= a["embeddings"]["ebar"]["max_abs_cos"] <= 1
     # the snapshot change is the change of the merged matrix between the two snapshots
-    from empirical.compare_qk import coordinates, cosine, theorem_w
+    from empirical.bridge.compare_qk import coordinates, cosine, theorem_w
     from empirical.model import load_model
 
     m0, m20 = (load_model(run_dir / "snapshots" / f"step_{s:06d}.pt") for s in (0, 20))
@@ -244,9 +244,9 @@ def test_snapshots_analysed_ahead_give_the_same_result(run_dir, monkeypatch):
     and blocks as without it. A snapshot rewritten since (another mtime) is analysed again."""
     import os
 
-    from empirical.compare_qk.follow import SnapshotInputs, follow_snapshots
-    from empirical.compare_qk.outputs import jsonable
-    from empirical.rundir import RunDir
+    from empirical.bridge.compare_qk.follow import SnapshotInputs, follow_snapshots
+    from empirical.bridge.compare_qk.outputs import jsonable
+    from empirical.runs.rundir import RunDir
 
     opts = Options(
         batch_size=256, one_step=False, progress=False, prediction_size=4096, null_draws=50

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.compare_qk import cosine, g1_block, one_var_batch
-from empirical.compare_qk.coords import col_labels, row_labels
-from empirical.compare_qk.metrics import TERMS, theorem_terms
-from empirical.compare_qk.observe import Weights, gradients, layer1, split_gradients
-from empirical.compare_qk.prediction import PopulationG1, ab_from_beta, closed_form_applies
-from empirical.compare_qk.windows import (
+from empirical.bridge.compare_qk import cosine, g1_block, one_var_batch
+from empirical.bridge.compare_qk.coords import col_labels, row_labels
+from empirical.bridge.compare_qk.metrics import TERMS, theorem_terms
+from empirical.bridge.compare_qk.observe import Weights, gradients, layer1, split_gradients
+from empirical.bridge.compare_qk.prediction import PopulationG1, ab_from_beta, closed_form_applies
+from empirical.bridge.compare_qk.windows import (
     default_windows,
     in_window,
     parse_windows,

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from disentangled.command_line import UserError
-from empirical.metrics_log import read_metrics
-from empirical.run_config import load_run_config
-from empirical.sweep import train_batch
+from empirical.config.run import load_run_config
+from empirical.experiments.sweep import train_batch
+from empirical.runs.metrics_log import read_metrics
 from empirical.train.cuda_graph import graph_applies
 from empirical.train.engine import restore_data_generator
 from empirical.train.learners import BatchLearner, SingleLearner

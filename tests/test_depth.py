@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from empirical.config_io import ConfigError, from_dict
+from empirical.config.io import ConfigError, from_dict
+from empirical.config.run import load_run_config
 from empirical.model import AssignAddTransformer, CheckpointError, ModelConfig, load_model
 from empirical.model.batched import BatchedModel
 from empirical.model.checkpoint import checkpoint_dict, model_from_checkpoint
 from empirical.model.fast import PARAM_NAMES, fast_forward, member_weights, param_names
-from empirical.run_config import load_run_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke.toml"
@@ -307,9 +307,9 @@ def _smoke3(*overrides: str):
 
 def test_three_layer_run_trains_resumes_and_loads(tmp_path, monkeypatch):
     from empirical import load_run
-    from empirical.metrics_log import read_metrics
-    from empirical.rundir import RunDir
-    from empirical.sweep import train_batch
+    from empirical.experiments.sweep import train_batch
+    from empirical.runs.metrics_log import read_metrics
+    from empirical.runs.rundir import RunDir
     from empirical.train import summary
     from empirical.train.loop import train_run
 
@@ -351,7 +351,7 @@ def test_three_layer_run_trains_resumes_and_loads(tmp_path, monkeypatch):
 
 def test_a_model_file_of_another_depth_is_a_clear_error(tmp_path):
     from empirical.model import save_model
-    from empirical.rundir import RunDir
+    from empirical.runs.rundir import RunDir
     from empirical.train.engine import check_resumable, initial_weights
 
     cfg3 = ModelConfig.for_task(11, 3, 8, d_model=8, d_mlp=12, n_layers=3)

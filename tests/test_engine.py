@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from empirical.metrics_log import read_metrics
-from empirical.run_config import load_run_config
-from empirical.rundir import RunDir
-from empirical.sweep import train_batch
+from empirical.config.run import load_run_config
+from empirical.experiments.sweep import train_batch
+from empirical.runs.metrics_log import read_metrics
+from empirical.runs.rundir import RunDir
 from empirical.train.engine import exploding, remove_stale_temporaries
 from empirical.train.loop import TrainingError, train_run
 from empirical.train.state import load_training_state
@@ -130,7 +130,7 @@ def test_stale_temporaries_are_removed_on_the_next_start(tmp_path):
 def test_init_from_replaces_the_seeded_init(tmp_path):
     import torch
 
-    from empirical.config_io import ConfigError
+    from empirical.config.io import ConfigError
     from empirical.model import CheckpointError, load_model
 
     source = smoke("train.steps=20", "train.snapshot_every=20")
@@ -152,7 +152,7 @@ def test_init_from_replaces_the_seeded_init(tmp_path):
 def test_a_new_config_field_at_its_default_keeps_every_fingerprint():
     import dataclasses
 
-    from empirical.run_config import TrainConfig, config_fingerprint
+    from empirical.config.run import TrainConfig, config_fingerprint
 
     cfg = smoke()
     extended = dataclasses.make_dataclass(

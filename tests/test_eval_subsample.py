@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from empirical.config_io import ConfigError
-from empirical.metrics_log import read_metrics
+from empirical.config.io import ConfigError
+from empirical.config.run import load_run_config
 from empirical.model import load_model
-from empirical.run_config import load_run_config
-from empirical.rundir import RunDir
+from empirical.runs.metrics_log import read_metrics
+from empirical.runs.rundir import RunDir
 from empirical.train.evaluate import SetEvaluator, evaluate_sets, subsample_rows
 from empirical.train.loop import train_run
 

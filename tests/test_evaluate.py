@@ -10,11 +10,11 @@ import torch
 
 from disentangled.command_line import UsageError
 from empirical.__main__ import main as empirical_main
-from empirical.config_io import config_to_toml
-from empirical.evaluation import evaluate_all_steps, evaluate_run, has_training_log
+from empirical.config.io import config_to_toml
+from empirical.config.run import load_run_config
 from empirical.model import AssignAddTransformer, save_model
-from empirical.run_config import load_run_config
-from empirical.rundir import RunDir, RunDirError
+from empirical.runs.evaluation import evaluate_all_steps, evaluate_run, has_training_log
+from empirical.runs.rundir import RunDir, RunDirError
 from empirical.task import build_eval_sets, load_eval_sets, save_eval_sets
 from empirical.train.evaluate import evaluate_sets
 

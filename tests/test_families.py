@@ -81,7 +81,7 @@ def test_every_family_offers_the_interface(name):
 
 
 def test_the_registry_answers_an_unknown_family_with_the_allowed_names():
-    from empirical.config_io import ConfigError
+    from empirical.config.io import ConfigError
     from empirical.task import TaskConfig
 
     with pytest.raises(ConfigError, match="task.family = 'nope' is not allowed: must be one of"):

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from empirical.config_io import ConfigError
+from empirical.config.io import ConfigError
+from empirical.config.run import load_run_config
 from empirical.families import family_of
-from empirical.run_config import load_run_config
 from empirical.task import (
     TaskConfig,
     build_eval_set,

@@ -18,9 +18,9 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from empirical.figures import FORMATS, figure_path, save_figure
-from empirical.run_config import load_run_config
-from empirical.rundir import RunDir
+from empirical.analysis.figures import FORMATS, figure_path, save_figure
+from empirical.config.run import load_run_config
+from empirical.runs.rundir import RunDir
 from empirical.train.loop import train_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,7 +139,11 @@ def test_importing_every_module_keeps_the_backend_threads_and_warnings():
     modules = our_modules()
     for name in ("theory.report", "disentangled.plotting", "empirical.analysis.plots"):
         assert name in modules
-    for name in ("empirical.compare_qk.plots", "empirical.train.plots", "empirical.sweep.grid"):
+    for name in (
+        "empirical.bridge.compare_qk.plots",
+        "empirical.train.plots",
+        "empirical.experiments.sweep.grid",
+    ):
         assert name in modules
     assert len(modules) > 90 and not any(".test_" in m or "__main__" in m for m in modules)
     stdin = json.dumps([modules, other_libraries()])
@@ -154,7 +158,7 @@ def test_the_cli_selects_agg_unless_mplbackend_says_otherwise():
     code = (
         "import matplotlib\n"
         "matplotlib.use('svg')\n"
-        "from empirical.figures import use_cli_backend\n"
+        "from empirical.analysis.figures import use_cli_backend\n"
         "use_cli_backend()\n"
         "print(matplotlib.get_backend().lower())\n"
     )
@@ -206,7 +210,9 @@ def test_training_curves_figure(run, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []  # no path: nothing written
     panels = fig.axes[:-1]  # one per number of variable operands, then the loss
     assert [ax.get_title(loc="left") for ax in panels][:3] == [
-        "0 variables (both operands numbers)", "1 variable operand", "2 variable operands"
+        "0 variables (both operands numbers)",
+        "1 variable operand",
+        "2 variable operands",
     ]
     labels = [label for ax in panels for label in ax.get_legend_handles_labels()[1]]
     assert "chance (9.1%)" in labels
@@ -285,7 +291,7 @@ def test_analysis_plot_functions_return_figures_without_saving(run, tmp_path, mo
 
 @pytest.mark.slow  # the whole comparison again, as PDF (PNG: test_compare_qk_pipeline)
 def test_compare_qk_figures_as_pdf(run, tmp_path):
-    from empirical.compare_qk import Options, compare_run, write_outputs
+    from empirical.bridge.compare_qk import Options, compare_run, write_outputs
 
     rd, cfg = run
     opts = Options(
@@ -301,8 +307,8 @@ def test_compare_qk_figures_as_pdf(run, tmp_path):
 
 
 def test_sweep_and_grid_figures():
-    from empirical.sweep.figure import plot_sweep
-    from empirical.sweep.grid import plot_grid
+    from empirical.experiments.sweep.figure import plot_sweep
+    from empirical.experiments.sweep.grid import plot_grid
 
     members = [{"x": x, "metric": m} for x, m in ((0.5, 0.4), (0.5, 0.5), (1.0, 0.99))]
     sweep = {
@@ -333,7 +339,7 @@ def test_sweep_and_grid_figures():
 
 
 def test_sweep_and_grid_figures_save_in_each_format(tmp_path):
-    from empirical.sweep.grid import plot_grid
+    from empirical.experiments.sweep.grid import plot_grid
 
     grid = {
         "name": "g",

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from empirical.cli.grid import main as grid_main
-from empirical.config_io import ConfigError
-from empirical.sweep.grid import GridSpec, expand_grid, load_grid_config
+from empirical.config.io import ConfigError
+from empirical.experiments.sweep.grid import GridSpec, expand_grid, load_grid_config
 from empirical.train.summary import first_step_all_above
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,8 +41,8 @@ def test_grid_trains_every_variant_in_one_batch_and_tabulates(tmp_path, capsys):
     table = (out / "grid.md").read_text()
     assert "| wd01 | 20 |" in table and "`ratio2`: task.ratio_2var_to_0var=2.0" in table
     # the first step at >= 90% per set: from each member's metrics, as set_timeline finds it
-    from empirical.rundir import RunDir
-    from empirical.train.set_timeline import set_timeline
+    from empirical.analysis.set_timeline import set_timeline
+    from empirical.runs.rundir import RunDir
 
     member = next(r for r in results["members"] if r["member"] == "wd01_seed0")
     records = RunDir(out / "members" / "wd01_seed0").read_metrics()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from empirical.config_io import ConfigError
+from empirical.config.io import ConfigError
 from empirical.model import AssignAddTransformer, ModelConfig
 from empirical.model.batched import BatchedModel
 from empirical.model.fast import fast_forward, member_weights
@@ -80,7 +80,7 @@ def test_batched_members_with_two_heads_equal_each_model():
 
 
 def test_one_head_analyses_refuse_two_heads():
-    from empirical.compare_qk.observe import Weights
+    from empirical.bridge.compare_qk.observe import Weights
 
     model = _model()
     one_head = "single attention head per block; this model has model.n_heads = 2"

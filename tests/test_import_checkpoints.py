@@ -20,8 +20,8 @@ import torch
 
 from disentangled.command_line import UsageError
 from empirical.__main__ import main as empirical_main
-from empirical.config_io import ConfigError
-from empirical.import_run import import_checkpoints
+from empirical.config.io import ConfigError
+from empirical.config.run import load_run_config
 from empirical.model import CheckpointError, load_model
 from empirical.model.tl_import import (
     convert_tl_state_dict,
@@ -32,8 +32,8 @@ from empirical.model.tl_import import (
     their_to_our_ids,
     tl_reference_forward,
 )
-from empirical.run_config import load_run_config
-from empirical.rundir import RunDir
+from empirical.runs.import_run import import_checkpoints
+from empirical.runs.rundir import RunDir
 from empirical.shared_paths import authors_dir, where_to_point
 from empirical.task import build_eval_set, held_out_pairs, sample_training_batch
 from empirical.task.pairs import ordered_ranks, training_generator

@@ -1,6 +1,6 @@
-"""The assumption ladder (empirical/ladder/) on a tiny trained run: the last rung's gradient is
-compare-qk's observed cross-entropy gradient, every rung changes exactly one named piece,
-every rung's forward is its model's own hooked forward, and the CLI's outputs."""
+"""The assumption ladder (empirical/bridge/ladder/) on a tiny trained run: the last rung's
+gradient is compare-qk's observed cross-entropy gradient, every rung changes exactly one named
+piece, every rung's forward is its model's own hooked forward, and the CLI's outputs."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from empirical.compare_qk.observe import Weights, gradients, layer1, one_var_batch
-from empirical.ladder import PIECES, LadderOptions, run_ladder, write_outputs
-from empirical.ladder.forward import Forward, hooked_logits, routing_pattern
-from empirical.ladder.rungs import build_rungs
-from empirical.ladder.weights import build_model
-from empirical.run_config import load_run_config
+from empirical.bridge.compare_qk.observe import Weights, gradients, layer1, one_var_batch
+from empirical.bridge.ladder import PIECES, LadderOptions, run_ladder, write_outputs
+from empirical.bridge.ladder.forward import Forward, hooked_logits, routing_pattern
+from empirical.bridge.ladder.rungs import build_rungs
+from empirical.bridge.ladder.weights import build_model
+from empirical.config.run import load_run_config
 from empirical.task import held_out_pairs
 from empirical.train.loop import train_run
 
@@ -46,7 +46,7 @@ def ladder_result(tiny_run):
 def test_last_rung_is_compare_qk_gradient(tiny_run, ladder_result):
     """The 'trained' rung's -dL/dW_QK equals compare-qk's grad_ce on the same batch."""
     from empirical.model import load_model
-    from empirical.rundir import RunDir
+    from empirical.runs.rundir import RunDir
 
     path, cfg = tiny_run
     task = cfg.task
@@ -91,7 +91,7 @@ def test_routing_rungs_need_the_hook(tiny_run):
     """The theorem's routing is what the hooked forward runs (without the hook the readout
     rung's logits differ), and it writes ebar only onto bound numbers and the query."""
     from empirical.model import load_model
-    from empirical.rundir import RunDir
+    from empirical.runs.rundir import RunDir
 
     path, cfg = tiny_run
     task = cfg.task
@@ -117,9 +117,9 @@ def test_routing_rungs_need_the_hook(tiny_run):
 def test_last_rung_on_the_papers_run():
     """At step 5 301 of the paper's run (imported at runs/authors): the 'trained' rung's
     gradient is compare-qk's cross-entropy gradient to 1e-6 (512 sequences)."""
-    from empirical.ladder.forward import qk_gradient
+    from empirical.bridge.ladder.forward import qk_gradient
     from empirical.model import load_model
-    from empirical.rundir import RunDir
+    from empirical.runs.rundir import RunDir
     from empirical.shared_paths import authors_checkpoints, repo_root
 
     run = repo_root() / "runs" / "authors"
@@ -145,7 +145,7 @@ def test_last_rung_on_the_papers_run():
 
 
 def test_cli_grid_default_is_the_pipelines():
+    from empirical.bridge.ladder.snapshot_ladder import DEFAULT_GRID
     from empirical.cli.ladder import DEFAULT_GRID as cli_grid
-    from empirical.ladder.snapshot_ladder import DEFAULT_GRID
 
     assert cli_grid == DEFAULT_GRID

@@ -1,4 +1,4 @@
-"""The dynamics ladder (empirical.ladder_dynamics, `python -m empirical ladder-dynamics`):
+"""The dynamics ladder (empirical.bridge.ladder_dynamics, `python -m empirical ladder-dynamics`):
 the baseline's first SGD update is lr x the simulator's exact population gradient, one step
 composes from the simulator's step size, every variant trains exactly its released pieces,
 bad inputs are one `error:` line, and a tiny run writes its outputs. Default-suite cases use
@@ -14,8 +14,7 @@ import pytest
 import torch
 
 from empirical.__main__ import main as empirical_main
-from empirical.config_io import ConfigError, load_config
-from empirical.ladder_dynamics import (
+from empirical.bridge.ladder_dynamics import (
     RELEASES,
     Context,
     DynamicsConfig,
@@ -24,10 +23,11 @@ from empirical.ladder_dynamics import (
     ladder_variants,
     train_run,
 )
-from empirical.ladder_dynamics.config import TheoremSection
-from empirical.ladder_dynamics.trainer import make_optimizer
-from empirical.ladder_dynamics.variants import PARAMETERS
-from empirical.theorem_model import build_theorem_model
+from empirical.bridge.ladder_dynamics.config import TheoremSection
+from empirical.bridge.ladder_dynamics.trainer import make_optimizer
+from empirical.bridge.ladder_dynamics.variants import PARAMETERS
+from empirical.bridge.theorem_model import build_theorem_model
+from empirical.config.io import ConfigError, load_config
 
 SMALL = TheoremSection(p=3, K=2, beta=2.0, xi=1.0)
 
@@ -156,7 +156,7 @@ def test_default_size_one_step():
 def test_task_release_applies_the_authors_rules_to_the_training_data():
     """r1 never first, r2 never second, held-out value pairs: exactly the sequences the rules
     exclude get weight 0, read from the tokens; evaluation stays on the whole population."""
-    from empirical.ladder_dynamics.restrict import held_out_pairs, operand_values
+    from empirical.bridge.ladder_dynamics.restrict import held_out_pairs, operand_values
 
     th = dataclasses.replace(SMALL, operand_order="mixed")
     cfg = _cfg(theorem=th, releases=["mix", "task"], task=dataclasses.replace(

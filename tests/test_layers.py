@@ -14,34 +14,46 @@ LAYERS = [
     ["theory"],
     [
         "empirical.allocator",
-        "empirical.config_io",
-        "empirical.config_types",
-        "empirical.figures",
-        "empirical.phase_marks",
+        "empirical.config.io",
+        "empirical.config.field_types",
+        "empirical.analysis.figures",
+        "empirical.analysis.phase_marks",
+        "empirical.analysis.phases",
         "empirical.stats",
-        "empirical.metrics_log",
-        "empirical.paper_checks",
+        "empirical.runs.metrics_log",
+        "empirical.experiments.paper_checks",
         "empirical.shared_paths",
+        # the packages that only group their modules (their __init__ imports nothing)
+        "empirical.config",
+        "empirical.bridge",
+        "empirical.experiments",
+        "empirical.runs",
     ],
     # the task and its families (the registry, each family's fields, vocabulary, sampler and
     # evaluation sets): TaskConfig collects the families' fields, the families draw Batches
     ["empirical.task", "empirical.families"],
-    ["empirical.plain_names"],  # the sets' plain names are their families'
+    # the sets' plain names are their families'; a set's timeline names its phases
+    ["empirical.analysis.plain_names", "empirical.analysis.set_timeline"],
     ["empirical.model"],
-    ["empirical.run_config"],
-    ["empirical.rundir"],
-    ["empirical.run_lock"],
+    ["empirical.config.run"],
+    ["empirical.runs.rundir"],
+    ["empirical.runs.lock"],
     ["empirical.train"],
-    ["empirical.load"],
-    ["empirical.sweep", "empirical.evaluation", "empirical.import_run", "empirical.repair"],
+    ["empirical.runs.load"],
+    [
+        "empirical.experiments.sweep",
+        "empirical.runs.evaluation",
+        "empirical.runs.import_run",
+        "empirical.runs.repair",
+    ],
     ["empirical.analysis"],
-    ["empirical.compare_qk"],
+    ["empirical.bridge.compare_qk"],
     ["empirical.families.analysis"],  # the analyses a family adds (<family>/analysis...)
-    ["empirical.population"],
-    ["empirical.theorem_model"],
-    ["empirical.ladder", "empirical.ladder_dynamics"],
-    ["empirical.scheduling", "empirical.reproduce_report"],
-    ["empirical.reproduce"],
+    ["empirical.experiments.population"],
+    ["empirical.bridge.theorem_model"],
+    ["empirical.bridge.ladder", "empirical.bridge.ladder_dynamics"],
+    ["empirical.experiments.scheduling", "empirical.experiments.reproduce_report"],
+    ["empirical.experiments.reproduce"],
     # the commands a family adds (<family>/commands/...) are commands like the others
     ["empirical.cli", "empirical.__main__", "empirical.families.commands"],
 ]
@@ -60,6 +72,9 @@ def unit_of(module: str) -> str | None:
         return parts[0]
     if parts[1:2] == ["families"] and len(parts) > 3 and parts[3] in FAMILY_ROLES:
         return f"empirical.families.{parts[3]}"  # a family's analyses or commands
+    for n in range(len(parts), 1, -1):  # the longest listed unit that holds the module
+        if (prefix := ".".join(parts[:n])) in LEVEL:
+            return prefix
     return "empirical" if len(parts) == 1 else f"empirical.{parts[1]}"
 
 
@@ -101,7 +116,10 @@ def test_every_library_import_points_down():
 
 
 def test_the_layer_check_can_fail():
-    assert LEVEL["empirical.cli"] > LEVEL["empirical.reproduce"] > LEVEL["empirical.train"]
+    assert LEVEL["empirical.cli"] > LEVEL["empirical.experiments.reproduce"]
+    assert LEVEL["empirical.experiments.reproduce"] > LEVEL["empirical.train"]
+    assert unit_of("empirical.analysis.phases") == "empirical.analysis.phases"
+    assert unit_of("empirical.analysis.fourier") == "empirical.analysis"
     assert unit_of("empirical.cli.analyze") == "empirical.cli"
     assert unit_of("numpy") is None
     assert unit_of("empirical.families.chain.draw") == "empirical.families"

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from transformer_lens import ActivationCache, FactoredMatrix
 
-from empirical.config_io import ConfigError, from_dict, to_dict
+from empirical.config.io import ConfigError, from_dict, to_dict
 from empirical.model import AssignAddTransformer, ModelConfig
 
 P, K, L = 97, 5, 16

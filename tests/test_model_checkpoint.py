@@ -174,9 +174,9 @@ SMOKE = Path(__file__).resolve().parents[1] / "configs" / "smoke.toml"
 
 def _fake_run(tmp_path, steps=(0, 20)):
     """A run directory as the trainer leaves it: config.toml, snapshots, checkpoints/last.pt."""
-    from empirical.config_io import save_config
-    from empirical.run_config import load_run_config
-    from empirical.rundir import RunDir
+    from empirical.config.io import save_config
+    from empirical.config.run import load_run_config
+    from empirical.runs.rundir import RunDir
 
     cfg = load_run_config(SMOKE)
     run = RunDir(tmp_path / "run")
@@ -191,7 +191,7 @@ def _fake_run(tmp_path, steps=(0, 20)):
 
 def test_load_run_latest_and_snapshot(tmp_path):
     from empirical import load_run
-    from empirical.rundir import RunDirError
+    from empirical.runs.rundir import RunDirError
     from empirical.task import Vocabulary
 
     run, task, models = _fake_run(tmp_path)
@@ -212,7 +212,7 @@ def test_load_run_latest_and_snapshot(tmp_path):
 def test_atomic_writes_respect_the_umask(tmp_path, umask, mode):
     import os
 
-    from empirical.config_io import atomic_write_bytes, save_config
+    from empirical.config.io import atomic_write_bytes, save_config
 
     old = os.umask(umask)
     try:

@@ -13,7 +13,7 @@ import pytest
 from population_fixture import grid_config, write_member, write_population
 
 from empirical.cli.claims import main
-from empirical.population.statistics import share_interval
+from empirical.experiments.population.statistics import share_interval
 
 
 def claims_of(out, variant="ours") -> dict:
@@ -126,7 +126,7 @@ def test_the_same_files_give_the_same_claims(population, tmp_path):
 
 
 def test_two_variants_are_compared(tmp_path):
-    from empirical.sweep.grid import expand_grid, load_grid_config
+    from empirical.experiments.sweep.grid import expand_grid, load_grid_config
 
     config = grid_config(tmp_path)
     config.write_text(config.read_text() + 'late = ["train.lr=0.002"]\n')
@@ -213,7 +213,7 @@ def test_plot_functions_return_figures_and_save_in_any_format(population, tmp_pa
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
-    from empirical.population import figures
+    from empirical.experiments.population import figures
 
     c = population[2]
     before = set(tmp_path.iterdir())

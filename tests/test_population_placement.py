@@ -12,14 +12,18 @@ import pytest
 from population_fixture import write_member, write_population
 
 from empirical.cli.claims import main
-from empirical.population.members import population_fingerprint
-from empirical.population.placement import find_population, place_run, population_section
+from empirical.experiments.population.members import population_fingerprint
+from empirical.experiments.population.placement import (
+    find_population,
+    place_run,
+    population_section,
+)
 
 
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
     """(folder of published populations, a member config of the population)."""
-    from empirical.sweep.grid import expand_grid, load_grid_config
+    from empirical.experiments.sweep.grid import expand_grid, load_grid_config
 
     tmp = tmp_path_factory.mktemp("published")
     config, out = write_population(tmp)
@@ -104,7 +108,7 @@ def test_a_run_of_another_config_gets_one_line(published, tmp_path):
 
 def test_claims_places_the_papers_run(tmp_path):
     """`claims --paper-run DIR`: the run placed in the population, in claims.json and .md."""
-    from empirical.sweep.grid import expand_grid, load_grid_config
+    from empirical.experiments.sweep.grid import expand_grid, load_grid_config
 
     config, out = write_population(tmp_path)
     base, spec = load_grid_config(config)

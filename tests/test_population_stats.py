@@ -1,5 +1,5 @@
-"""The statistics of empirical.population: known values, worked by hand or by formula here
-(not by the code under test)."""
+"""The statistics of empirical.experiments.population: known values, worked by hand or by
+formula here (not by the code under test)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from empirical.population.claims import count, verdict
-from empirical.population.statistics import (
+from empirical.experiments.population.claims import count, verdict
+from empirical.experiments.population.statistics import (
     fisher_exact,
     kaplan_meier,
     logrank,

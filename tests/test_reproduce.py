@@ -1,5 +1,5 @@
 """The one-command reproduction, end to end on the smoke config (theory stages skipped: they
-have their own tests under theory/), and where its stages run (empirical.scheduling)."""
+have their own tests under theory/), and where its stages run (empirical.experiments.scheduling)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from empirical.paper_checks import paper_check_rows
-from empirical.reproduce import reproduce
-from empirical.run_config import load_run_config
+from empirical.config.run import load_run_config
+from empirical.experiments.paper_checks import paper_check_rows
+from empirical.experiments.reproduce import reproduce
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,8 +23,8 @@ def test_reproduce_smoke_writes_report_linking_figures_and_both_runs(tmp_path, m
     paper's run asked for from a folder that is not there: skipped, with a note); the report
     with the paper's run beside ours; a second call, as on a 16-core machine (each
     independent stage its own process), resumes."""
-    from empirical.reproduce_report import render_report
-    from empirical.rundir import RunDir
+    from empirical.experiments.reproduce_report import render_report
+    from empirical.runs.rundir import RunDir
 
     cfg = load_run_config(ROOT / "configs" / "smoke.toml", ["task.eval_size=200", "train.steps=40"])
     report = reproduce(
@@ -56,7 +56,7 @@ def test_reproduce_smoke_writes_report_linking_figures_and_both_runs(tmp_path, m
     assert "the paper's run" not in alone
 
     # a second call resumes instead of retraining; with 16 cores, 4 background processes
-    monkeypatch.setattr("empirical.reproduce.os.cpu_count", lambda: 16)
+    monkeypatch.setattr("empirical.experiments.reproduce.os.cpu_count", lambda: 16)
     again = reproduce(
         cfg, tmp_path, skip_theory=True, progress=False, authors=tmp_path / "absent"
     ).read_text()
@@ -97,8 +97,8 @@ class _RecordingSubmit:
 def test_background_processes_by_core_count(tmp_path, cores, workers, tasks):
     """On 2-3 cores the theory and the paper's run are one background task; from 5 cores on
     (a GPU machine has 16) each is its own, so the theory's two stages run side by side."""
-    from empirical.reproduce import _start_independent
-    from empirical.scheduling import background_workers, worker_threads
+    from empirical.experiments.reproduce import _start_independent
+    from empirical.experiments.scheduling import background_workers, worker_threads
 
     assert background_workers(cores) == workers
     assert worker_threads(cores) == (3 if cores == 16 else 1)
@@ -114,10 +114,10 @@ def test_training_widens_to_every_core_once_the_background_is_done(monkeypatch):
     no background never widens."""
     import torch
 
-    from empirical.scheduling import ThreadWidening
+    from empirical.experiments.scheduling import ThreadWidening
 
     cfg = load_run_config(ROOT / "configs" / "smoke.toml", ["train.device=cpu"])
-    monkeypatch.setattr("empirical.scheduling.os.cpu_count", lambda: 2)
+    monkeypatch.setattr("empirical.experiments.scheduling.os.cpu_count", lambda: 2)
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -134,7 +134,7 @@ def test_training_widens_to_every_core_once_the_background_is_done(monkeypatch):
         never = ThreadWidening(cfg, None)  # no background process
         never(100, [])
         assert torch.get_num_threads() == 1 and never.note() == ""
-        monkeypatch.setattr("empirical.scheduling.os.cpu_count", lambda: 1)
+        monkeypatch.setattr("empirical.experiments.scheduling.os.cpu_count", lambda: 1)
         alone = ThreadWidening(cfg, lambda: True)
         alone(100, [])
         assert torch.get_num_threads() == 1 and alone.note() == ""
@@ -157,9 +157,9 @@ def test_a_background_process_runs_on_worker_threads_for_torch_and_the_blas(monk
     import scipy.linalg  # noqa: F401  (its OpenBLAS loaded, as in compare-qk)
     import torch
 
-    from empirical.scheduling import in_background_process
+    from empirical.experiments.scheduling import in_background_process
 
-    monkeypatch.setattr("empirical.scheduling.os.cpu_count", lambda: 2)
+    monkeypatch.setattr("empirical.experiments.scheduling.os.cpu_count", lambda: 2)
     kept = []  # (this test process's allocator is left alone: tests/test_allocator.py)
     monkeypatch.setattr("empirical.allocator.retain_freed_memory", lambda: kept.append(1))
     before_torch, before_blas = _thread_counts()
@@ -228,7 +228,7 @@ def test_following_runs_on_idle_cpu_time_and_restores_the_policy():
     it) and the process's scheduling is as before afterwards."""
     import os
 
-    from empirical.scheduling import idle_priority
+    from empirical.experiments.scheduling import idle_priority
 
     if not hasattr(os, "SCHED_IDLE"):
         pytest.skip("no SCHED_IDLE here (not Linux): the lowest nice level is used instead")
@@ -242,7 +242,7 @@ def test_following_runs_on_idle_cpu_time_and_restores_the_policy():
 # and evaluation do: tqdm's lock is a multiprocessing semaphore, registered with the resource
 # tracker that the spawned process shares with the command
 LEAK_PROBE = """
-from empirical.scheduling import BackgroundProcesses
+from empirical.experiments.scheduling import BackgroundProcesses
 
 
 def stage():

@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from empirical.__main__ import main
-from empirical.config_io import append_text, atomic_write_bytes
-from empirical.metrics_log import read_metrics, scan_metrics
-from empirical.run_config import config_fingerprint, load_run_config, task_fingerprint
-from empirical.rundir import RunDir
+from empirical.config.io import append_text, atomic_write_bytes
+from empirical.config.run import config_fingerprint, load_run_config, task_fingerprint
+from empirical.runs.metrics_log import read_metrics, scan_metrics
+from empirical.runs.rundir import RunDir
 from empirical.task import load_eval_sets
 from empirical.train.loop import train_run
 from empirical.train.state import load_training_state
@@ -179,7 +179,7 @@ def test_a_torn_last_metrics_line_is_dropped_with_a_note(tmp_path, whole, capsys
 def test_a_bad_line_that_is_not_the_last_is_an_error(tmp_path):
     path = tmp_path / "metrics.jsonl"
     path.write_text('{"step": 0, "acc": {}}\n{"step": 5, "ac\n{"step": 10, "acc": {}}\n')
-    from empirical.metrics_log import MetricsError
+    from empirical.runs.metrics_log import MetricsError
 
     with pytest.raises(MetricsError, match="line 2 is not JSON"):
         read_metrics(path)

@@ -1,4 +1,4 @@
-"""One writer per run directory (empirical.run_lock), with real concurrent processes: a second
+"""One writer per run directory (empirical.runs.lock), with real concurrent processes: a second
 training or a resume beside a live one is refused with one line naming the holder and writes
 nothing, the first run ends as an undisturbed run; readers work beside a writer; `kill -9`
 of the holder leaves no stale lock; two local-executor jobs given one member train it once;
@@ -30,12 +30,12 @@ from lock_holder import held_elsewhere
 
 from disentangled.command_line import UsageError
 from empirical.__main__ import main
-from empirical.evaluation import evaluate_run
-from empirical.load import load_run
-from empirical.metrics_log import read_metrics, scan_metrics
-from empirical.run_config import load_run_config
-from empirical.run_lock import WriterLockError, writer_lock, writer_locks
-from empirical.rundir import RunDir, SweepDir
+from empirical.config.run import load_run_config
+from empirical.runs.evaluation import evaluate_run
+from empirical.runs.load import load_run
+from empirical.runs.lock import WriterLockError, writer_lock, writer_locks
+from empirical.runs.metrics_log import read_metrics, scan_metrics
+from empirical.runs.rundir import RunDir, SweepDir
 from empirical.train.loop import train_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -170,9 +170,9 @@ def test_kill_9_of_the_holder_leaves_no_stale_lock(tmp_path, whole, capsys):
 @pytest.mark.slow  # two submitit processes (~15 s); the in-process job test below is quick
 def test_two_local_jobs_given_one_member_train_it_once(tmp_path):
     pytest.importorskip("submitit")
-    from empirical.sweep.cluster import train_job
-    from empirical.sweep.executors import ExecutorOptions, make_executor
-    from empirical.sweep.spec import SweepSpec, expand_members, load_sweep_config
+    from empirical.experiments.sweep.cluster import train_job
+    from empirical.experiments.sweep.executors import ExecutorOptions, make_executor
+    from empirical.experiments.sweep.spec import SweepSpec, expand_members, load_sweep_config
 
     base, _ = load_sweep_config(SMOKE, CADENCE)
     (member,) = expand_members(base, SweepSpec(param="pair_fraction", values=[1.0], seeds=[0]))
@@ -192,9 +192,9 @@ def test_two_local_jobs_given_one_member_train_it_once(tmp_path):
 
 
 def test_a_job_leaves_a_member_another_process_writes(tmp_path):
-    from empirical.sweep.cluster import train_job
-    from empirical.sweep.runner import run_members
-    from empirical.sweep.spec import SweepSpec, expand_members, load_sweep_config
+    from empirical.experiments.sweep.cluster import train_job
+    from empirical.experiments.sweep.runner import run_members
+    from empirical.experiments.sweep.spec import SweepSpec, expand_members, load_sweep_config
 
     base, _ = load_sweep_config(SMOKE, [*CADENCE, "train.steps=20"])
     members = expand_members(base, SweepSpec(param="pair_fraction", values=[1.0, 0.5], seeds=[0]))
@@ -258,7 +258,7 @@ def test_a_killed_holders_file_is_not_named_as_the_holder(tmp_path):
 def test_without_flock_the_directory_is_written_unlocked_with_one_warning(
     tmp_path, monkeypatch, capsys
 ):
-    import empirical.run_lock as run_lock
+    import empirical.runs.lock as run_lock
 
     def no_flock(fd, op):
         raise OSError(errno.ENOLCK, "No locks available")

@@ -12,10 +12,10 @@ import pytest
 
 from empirical.cli.sweep import main as sweep_main
 from empirical.cli.sweep import run as sweep_cli
-from empirical.metrics_log import read_metrics
-from empirical.rundir import SweepDir
-from empirical.sweep.param_sweep import run_sweep
-from empirical.sweep.spec import SweepSpec, load_sweep_config
+from empirical.experiments.sweep.param_sweep import run_sweep
+from empirical.experiments.sweep.spec import SweepSpec, load_sweep_config
+from empirical.runs.metrics_log import read_metrics
+from empirical.runs.rundir import SweepDir
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke.toml"

@@ -1,4 +1,4 @@
-"""Sweeps and grids as jobs (empirical.sweep.cluster, submitit): two local jobs in two
+"""Sweeps and grids as jobs (empirical.experiments.sweep.cluster, submitit): two local jobs in two
 processes give the in-process sweep's results; claims, re-submission, SLURM parameters, and a
 clear error without submitit."""
 
@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from empirical.cli.sweep import main as sweep_main
-from empirical.metrics_log import read_metrics
-from empirical.rundir import RunDir, SweepDir
-from empirical.sweep import run_sweep
-from empirical.sweep.cluster import claim, live_claim, release, submit_members
-from empirical.sweep.executors import ExecutorOptions, make_executor
-from empirical.sweep.grid import GridSpec, run_grid
-from empirical.sweep.spec import SweepSpec, expand_members, load_sweep_config
+from empirical.experiments.sweep import run_sweep
+from empirical.experiments.sweep.cluster import claim, live_claim, release, submit_members
+from empirical.experiments.sweep.executors import ExecutorOptions, make_executor
+from empirical.experiments.sweep.grid import GridSpec, run_grid
+from empirical.experiments.sweep.spec import SweepSpec, expand_members, load_sweep_config
+from empirical.runs.metrics_log import read_metrics
+from empirical.runs.rundir import RunDir, SweepDir
 
 pytest.importorskip("submitit")
 

@@ -12,19 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from empirical.config_io import ConfigError
-from empirical.run_config import load_run_config
-from empirical.sweep import run_sweep
-from empirical.sweep.metrics import (
+from empirical.config.io import ConfigError
+from empirical.config.run import load_run_config
+from empirical.experiments.sweep import run_sweep
+from empirical.experiments.sweep.metrics import (
     MetricWeights,
     check_metric,
     metric_value,
     pair_weight,
     with_metric_sets,
 )
-from empirical.sweep.results import summarize, write_results
-from empirical.sweep.spec import SweepSpec, expand_members, load_sweep_config
-from empirical.sweep.summary_md import uncertainty_sentence
+from empirical.experiments.sweep.results import summarize, write_results
+from empirical.experiments.sweep.spec import SweepSpec, expand_members, load_sweep_config
+from empirical.experiments.sweep.summary_md import uncertainty_sentence
 from empirical.task import TaskConfig, held_out_pairs
 
 ROOT = Path(__file__).resolve().parents[1]

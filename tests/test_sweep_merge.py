@@ -10,7 +10,7 @@ import pytest
 
 from disentangled.command_line import UserError
 from empirical.cli.sweep import main as sweep_main
-from empirical.sweep.merge import merge_results
+from empirical.experiments.sweep.merge import merge_results
 
 
 def _results(path: Path, seed: int, accs: dict[float, float], metric="m/x") -> Path:

@@ -15,9 +15,9 @@ from collections import Counter
 import pytest
 import torch
 
-from empirical.config_io import ConfigError, non_default_fields
+from empirical.config.io import ConfigError, non_default_fields
+from empirical.config.run import load_run_config
 from empirical.families.chain.draw import ChainSampler
-from empirical.run_config import load_run_config
 from empirical.task import (
     TaskConfig,
     TrainingSampler,
@@ -348,8 +348,8 @@ def test_chain_config_trains_the_same_under_another_name_and_loads_with_pointer_
     """configs/chain.toml is a 3-layer chain run; docs/chain.md's seeds were trained from a
     copy that differed only in `name`: no random stream reads it. load_run gives a model
     whose to_tokens reads the chain family's text (pointer assignments)."""
-    from empirical.load import load_run
-    from empirical.rundir import RunDir
+    from empirical.runs.load import load_run
+    from empirical.runs.rundir import RunDir
     from empirical.train.loop import train_run
 
     tiny = ["train.steps=4", "task.eval_size=40", "train.eval_every=2", "train.eval_subsample=0",

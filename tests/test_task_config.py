@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from empirical.config_io import ConfigError, load_config, save_config
+from empirical.config.io import ConfigError, load_config, save_config
 from empirical.task import TaskConfig
 
 

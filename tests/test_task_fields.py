@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from authors_task import AUTHORS
 
-from empirical.config_io import ConfigError, load_config, save_config
+from empirical.config.io import ConfigError, load_config, save_config
 from empirical.task import EXTRA_EVAL_SET_NAMES, TaskConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,7 +163,7 @@ def test_edge_settings_of_the_new_fields():
 
 
 def test_authors_toml_loads_and_matches_the_documented_run():
-    from empirical.run_config import load_run_config
+    from empirical.config.run import load_run_config
 
     cfg = load_run_config(ROOT / "configs" / "authors.toml")
     t = cfg.task

@@ -13,7 +13,7 @@ import pytest
 import torch
 from authors_task import AUTHORS, AUTHORS_PAIRS_FILE
 
-from empirical.config_io import ConfigError
+from empirical.config.io import ConfigError
 from empirical.families.assign_add.design import _Ctx
 from empirical.families.assign_add.draw import support_size
 from empirical.families.assign_add.eval_sets import _design

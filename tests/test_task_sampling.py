@@ -9,7 +9,7 @@ import pytest
 import torch
 from test_task_helpers import ref_parse_text, ref_parse_tokens
 
-from empirical.config_io import ConfigError
+from empirical.config.io import ConfigError
 from empirical.task import (
     Batch,
     TaskConfig,

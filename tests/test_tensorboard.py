@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from empirical.__main__ import main
-from empirical.rundir import RunDir
+from empirical.runs.rundir import RunDir
 from empirical.train import tensorboard
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Theorem C.1's model as a real AssignAddTransformer (empirical.theorem_model), float64.
+"""Theorem C.1's model as a real AssignAddTransformer (empirical.bridge.theorem_model), float64.
 
 The model's own forward and backward, over the theorem's whole population as token
 sequences, against `disentangled` (exact population gradient, dynamics) and `theory`
@@ -17,11 +17,7 @@ from disentangled.fast import chunk_forward
 from disentangled.gradient import g1, population_gradient, population_loss
 from disentangled.model import fourier_mlp, initial_W
 from disentangled.population import compact_slice, population_size
-from empirical.config_io import ConfigError
-from empirical.model import AssignAddTransformer, ModelConfig, load_model, save_model
-from empirical.model.batched import BatchedModel
-from empirical.model.config import activation
-from empirical.theorem_model import (
+from empirical.bridge.theorem_model import (
     Layout,
     TheoremModelConfig,
     augmented_inputs,
@@ -37,6 +33,10 @@ from empirical.theorem_model import (
     theorem_gradient,
     theorem_population,
 )
+from empirical.config.io import ConfigError
+from empirical.model import AssignAddTransformer, ModelConfig, load_model, save_model
+from empirical.model.batched import BatchedModel
+from empirical.model.config import activation
 
 SMALL = TheoremModelConfig(p=3, K=2, beta=2.0, xi=3.0)
 

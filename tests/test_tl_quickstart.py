@@ -50,10 +50,10 @@ def _check(value, expected: str) -> None:
 def paper_run(tmp_path_factory):
     """A run directory with the paper's task (p=97, K=5, L=16) holding the exact circuit."""
     from empirical.analysis.reference import reference_model
-    from empirical.config_io import save_config
+    from empirical.config.io import save_config
+    from empirical.config.run import load_run_config
     from empirical.model import save_model
-    from empirical.run_config import load_run_config
-    from empirical.rundir import RunDir
+    from empirical.runs.rundir import RunDir
 
     cfg = load_run_config(None)
     model = reference_model(cfg.task)

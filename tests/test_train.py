@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from empirical.config_io import ConfigError
-from empirical.metrics_log import read_metrics
+from empirical.config.io import ConfigError
+from empirical.config.run import load_run_config
 from empirical.model import load_model
-from empirical.run_config import load_run_config
+from empirical.runs.metrics_log import read_metrics
 from empirical.train.loop import TrainingError, train_run
 from empirical.train.state import load_training_state
 

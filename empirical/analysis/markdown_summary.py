@@ -194,7 +194,7 @@ def _detected_phases(phases: dict | None) -> list[str]:
         return []
     fs, ss = phases.get("first_spike"), phases.get("second_spike")
     return [
-        f"Detected phases (empirical.train.phases): 0-var >= 90% at step "
+        f"Detected phases (empirical.analysis.phases): 0-var >= 90% at step "
         f"{phases.get('zero_var_learned_step')}; first spike "
         + (f"{fs['start_step']}-{fs['end_step']}" if fs else "none")
         + "; second spike "

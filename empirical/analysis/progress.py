@@ -30,7 +30,7 @@ from empirical.analysis.probe_data import ProbeData
 from empirical.analysis.probes import train_linear_probe
 from empirical.analysis.qk import qk1_num_to_prev_var, qk2_ov1_var_identity
 from empirical.model import load_model
-from empirical.rundir import RunDir, RunDirError
+from empirical.runs.rundir import RunDir, RunDirError
 from empirical.task import Batch, TaskConfig
 
 # name -> (threshold, one-line definition)

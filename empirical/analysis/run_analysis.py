@@ -33,6 +33,7 @@ from empirical.analysis.analysis_json import analysis_json
 from empirical.analysis.common import torch_threads
 from empirical.analysis.markdown_summary import summary_markdown
 from empirical.analysis.model_analysis import analyze_model
+from empirical.analysis.phases import detect_phases
 from empirical.analysis.probe_data import ProbeData, make_probe_data
 from empirical.analysis.progress import phase2_levels, progress_over_training
 from empirical.analysis.run_figures import write_figures, write_spike_figures
@@ -41,11 +42,10 @@ from empirical.analysis.spikes import (
     compare_first_spike,
     compare_second_spike,
 )
-from empirical.config_io import atomic_write_bytes
+from empirical.config.io import atomic_write_bytes
 from empirical.model import load_checkpoint, model_from_checkpoint
-from empirical.rundir import RunDir
+from empirical.runs.rundir import RunDir
 from empirical.task import Vocabulary
-from empirical.train.phases import detect_phases
 
 
 @dataclass
@@ -58,7 +58,7 @@ class CheckedInputs:
     held_out: object  # the run's held-out pairs (None: no evaluation sets)
     set_sizes: dict[str, int]
     records: list[dict]
-    phases: object  # empirical.train.phases.Phases, None without a metrics log
+    phases: object  # empirical.analysis.phases.Phases, None without a metrics log
     compare: dict  # {"first_spike": (A, B) | None, "second_spike": ...}
 
 

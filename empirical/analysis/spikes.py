@@ -24,7 +24,7 @@ variable (b by default) as the second operand.
 
 Default steps (`default_compare_steps`): the paper's steps where the run has those snapshots
 inside the detected spikes (the authors' run), else snapshots around the detected spikes
-(empirical.train.phases): the first spike's largest one-evaluation jump, the second spike's
+(empirical.analysis.phases): the first spike's largest one-evaluation jump, the second spike's
 rise from its onset to the end of its window.
 """
 
@@ -36,14 +36,14 @@ import torch
 
 from empirical.analysis.authors import diagonal_margin, qk2_ov1_var_matrix_authors
 from empirical.analysis.common import light_forward
+from empirical.analysis.phases import RESTRICTED_SETS, mean_series
 from empirical.analysis.probe_data import ProbeData
 from empirical.analysis.progress import _second_spike
 from empirical.analysis.qk import qk2_ov1_identity
 from empirical.model import load_model
-from empirical.rundir import RunDir, RunDirError
+from empirical.runs.rundir import RunDir, RunDirError
 from empirical.task import Batch, TaskConfig, Vocabulary
 from empirical.task.vocab import TokenizeError
-from empirical.train.phases import RESTRICTED_SETS, mean_series
 
 # the paper authors' example of Figure 8 (checkpoint_add_restricted_early_analysis.py)
 PAPER_FIGURE8_EXAMPLE = "pad pad a 40 pad j 18 pad pad pad k 9 + a 27 ="

@@ -16,6 +16,7 @@ import importlib
 import sys
 from pathlib import Path
 
+from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
     UsageError,
     add_format_argument,
@@ -25,8 +26,7 @@ from empirical.cli.common import (
     prepare_output_dir,
 )
 from empirical.families import family_of
-from empirical.figures import use_cli_backend
-from empirical.rundir import RunDir
+from empirical.runs.rundir import RunDir
 
 
 def _steps(text: str):

@@ -22,6 +22,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
     add_format_argument,
     check_output_dir,
@@ -31,7 +32,6 @@ from empirical.cli.common import (
 )
 from empirical.cli.executor import add_executor_arguments, executor_options, failed_jobs
 from empirical.cli.grid_options import grid_config_of
-from empirical.figures import use_cli_backend
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,7 +93,7 @@ def run(argv: list[str]) -> int:
     positive_int("--jobs", args.jobs)
     positive_int("--final-window", args.final_window)
     if args.paper_run is not None:
-        from empirical.rundir import RunDir
+        from empirical.runs.rundir import RunDir
 
         RunDir(args.paper_run).require_run()  # before any training
     executor = executor_options(args)  # None: train here
@@ -112,9 +112,9 @@ def _log(text: str) -> None:
 def _train(args, base, spec, out: Path, executor) -> int | None:
     """The grid's training of every unfinished member; an exit status to return now (jobs
     not waited for, failed jobs), or None to go on to the claims."""
-    from empirical.rundir import SweepDir
-    from empirical.sweep.grid import run_grid
-    from empirical.sweep.runner import sweep_dir_lock  # torch: after the checks
+    from empirical.experiments.sweep.grid import run_grid
+    from empirical.experiments.sweep.runner import sweep_dir_lock  # torch: after the checks
+    from empirical.runs.rundir import SweepDir
 
     with sweep_dir_lock(SweepDir(out), train=True):
         check_output_dir(out, "--out")  # before any training
@@ -130,9 +130,9 @@ def _train(args, base, spec, out: Path, executor) -> int | None:
 
 
 def _summarize(args, base, spec, out: Path) -> int:
-    from empirical.population.pipeline import summarize_population
-    from empirical.rundir import SweepDir
-    from empirical.sweep.runner import sweep_dir_lock
+    from empirical.experiments.population.pipeline import summarize_population
+    from empirical.experiments.sweep.runner import sweep_dir_lock
+    from empirical.runs.rundir import SweepDir
 
     with sweep_dir_lock(SweepDir(out), train=False):
         done = summarize_population(

@@ -53,8 +53,8 @@ def parser(prog: str, description: str) -> OneLineParser:
 def config_field(name: str) -> str | None:
     """The dotted RunConfig field that flag name `name` (`steps`, `train.steps`, `eval-size`)
     names, or None."""
-    from empirical.config_io import field_paths
-    from empirical.run_config import RunConfig
+    from empirical.config.io import field_paths
+    from empirical.config.run import RunConfig
 
     name = name.replace("-", "_")
     for path in field_paths(RunConfig):
@@ -87,6 +87,6 @@ def positive_int(flag: str, value: int, minimum: int = 1) -> int:
 
 def add_format_argument(ap, help: str = "figure file format: png (default), pdf or svg") -> None:
     """`--format png|pdf|svg`: the file format of a command's figures."""
-    from empirical.figures import FORMATS
+    from empirical.analysis.figures import FORMATS
 
     ap.add_argument("--format", choices=FORMATS, default="png", help=help)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
     add_format_argument,
     command_main,
@@ -25,10 +26,9 @@ from empirical.cli.common import (
     positive_int,
     prepare_output_dir,
 )
-from empirical.figures import use_cli_backend
-from empirical.rundir import RunDir
+from empirical.runs.rundir import RunDir
 
-# empirical.compare_qk.frames' FRAMES and DEFAULT_FRAME (tested equal), kept here so that
+# empirical.bridge.compare_qk.frames' FRAMES and DEFAULT_FRAME (tested equal), kept here so that
 # parsing the arguments does not import the comparison (torch, sympy)
 FRAMES = ("dual", "score", "orth", "raw")
 DEFAULT_FRAME = "dual"
@@ -54,7 +54,7 @@ def _floats(text: str) -> tuple[float, ...]:
 
 
 def _windows(text: str) -> list[tuple[str, int, int]]:
-    from empirical.compare_qk.windows import parse_windows
+    from empirical.bridge.compare_qk.windows import parse_windows
 
     try:
         return parse_windows(text)
@@ -169,7 +169,7 @@ def run(argv: list[str]) -> int:
     out = prepare_output_dir(args.out or run_dir.compare_qk_dir)  # before minutes of work
     import torch  # after every check
 
-    from empirical.compare_qk import Options, compare_run, write_outputs
+    from empirical.bridge.compare_qk import Options, compare_run, write_outputs
 
     if args.threads:
         torch.set_num_threads(args.threads)

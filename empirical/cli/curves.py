@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 
+from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
     UsageError,
     add_format_argument,
@@ -17,7 +18,6 @@ from empirical.cli.common import (
     command_main,
     parser,
 )
-from empirical.figures import use_cli_backend
 
 
 def run(argv: list[str]) -> int:
@@ -31,8 +31,8 @@ def run(argv: list[str]) -> int:
     ap.add_argument("--out", required=True, help="figure file (png, pdf or svg)")
     add_format_argument(ap)
     args = ap.parse_args(argv)
-    from empirical.rundir import RunDir
-    from empirical.train.phases import detect_phases
+    from empirical.analysis.phases import detect_phases
+    from empirical.runs.rundir import RunDir
     from empirical.train.plots import plot_runs
 
     if args.labels is not None and len(args.labels) != len(args.run_dirs):

@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from empirical.rundir import RunDir
+    from empirical.runs.rundir import RunDir
 
     if args.batch_size is not None and args.batch_size < 1:
         raise UsageError(f"--batch-size {args.batch_size}: must be an integer >= 1")
@@ -58,7 +58,7 @@ def run(argv: list[str]) -> int:
         run_dir.model_path(args.step)  # the step exists (an error listing the steps otherwise)
     import torch
 
-    from empirical.evaluation import (
+    from empirical.runs.evaluation import (
         DEFAULT_BATCH_SIZE,
         evaluate_all_steps,
         evaluate_run,

@@ -1,5 +1,6 @@
 """The options `sweep` and `grid` share to run their batches as jobs on many machines
-(empirical.sweep.executors and .cluster, through submitit; docs/sweep.md, "Many machines")."""
+(empirical.experiments.sweep.executors and .cluster, through submitit; docs/sweep.md, "Many
+machines")."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import argparse
 import sys
 
 from empirical.cli.common import UsageError
-from empirical.sweep.executors import ExecutorOptions, check_slurm, require_submitit
+from empirical.experiments.sweep.executors import ExecutorOptions, check_slurm, require_submitit
 
 
 def add_executor_arguments(ap: argparse.ArgumentParser) -> None:

@@ -15,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
     add_format_argument,
     check_output_dir,
@@ -23,8 +24,7 @@ from empirical.cli.common import (
 )
 from empirical.cli.executor import add_executor_arguments, executor_options, failed_jobs
 from empirical.cli.grid_options import grid_config_of
-from empirical.figures import use_cli_backend
-from empirical.rundir import SweepDir
+from empirical.runs.rundir import SweepDir
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,7 +53,7 @@ def run(argv: list[str]) -> int:
     use_cli_backend()
     base, spec = grid_config_of(args)
     executor = executor_options(args)  # None: train here
-    from empirical.sweep.runner import sweep_dir_lock  # torch: after the checks
+    from empirical.experiments.sweep.runner import sweep_dir_lock  # torch: after the checks
 
     out = Path(args.out) if args.out else Path("runs") / "grid" / base.name
     # the grid directory's writer lock, held to the last file written (runner.sweep_dir_lock)
@@ -63,7 +63,7 @@ def run(argv: list[str]) -> int:
 
 
 def _grid_and_report(args, base, spec, out: Path, executor) -> int:
-    from empirical.sweep.grid import run_grid
+    from empirical.experiments.sweep.grid import run_grid
 
     results = run_grid(
         base,
@@ -81,7 +81,7 @@ def _grid_and_report(args, base, spec, out: Path, executor) -> int:
             print(f"no member directories in {out}", file=sys.stderr)
         return 0
     if args.format != "png":
-        from empirical.sweep.grid import plot_grid
+        from empirical.experiments.sweep.grid import plot_grid
 
         fig = plot_grid(results, out / "grid", fmt=args.format)
         print(f"wrote {fig.saved_path}", file=sys.stderr)

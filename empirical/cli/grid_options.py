@@ -14,7 +14,7 @@ def grid_config_of(args: argparse.Namespace):
     and `--only` and cut into batches of `--max-batch` members; UsageError for a seed that is
     no integer or an unknown variant."""
     overrides_from_lists(args, ("seeds", "only"))
-    from empirical.sweep.grid import load_grid_config  # torch-free
+    from empirical.experiments.sweep.grid import load_grid_config  # torch-free
 
     base, spec = load_grid_config(args.config, args.overrides)
     if args.seeds is not None:

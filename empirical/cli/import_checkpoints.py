@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: list[str]) -> int:
     args = build_parser().parse_intermixed_args(argv)
     from empirical.cli.common import UsageError
-    from empirical.run_config import load_run_config
+    from empirical.config.run import load_run_config
 
     if args.threads < 0:
         raise UsageError(f"--threads {args.threads}: must be an integer >= 0 (0: torch default)")
@@ -67,7 +67,7 @@ def run(argv: list[str]) -> int:
         raise UsageError(f"{src}: {what} (give the folder of checkpoint_step_N.pth files)")
     import torch
 
-    from empirical.import_run import import_checkpoints
+    from empirical.runs.import_run import import_checkpoints
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 
+from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
     add_format_argument,
     command_main,
@@ -21,8 +22,7 @@ from empirical.cli.common import (
     positive_int,
     prepare_output_dir,
 )
-from empirical.figures import use_cli_backend
-from empirical.rundir import RunDir
+from empirical.runs.rundir import RunDir
 
 DEFAULT_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)  # snapshot_ladder.DEFAULT_GRID (tested equal)
 
@@ -73,8 +73,8 @@ def run(argv: list[str]) -> int:
     positive_int("--threads", args.threads, 0)
     import torch  # after every argument check
 
-    from empirical.ladder import LadderOptions, run_ladder, write_outputs
-    from empirical.ladder.snapshot_ladder import choose_step
+    from empirical.bridge.ladder import LadderOptions, run_ladder, write_outputs
+    from empirical.bridge.ladder.snapshot_ladder import choose_step
 
     opts = LadderOptions(
         step=args.step, batch_size=args.batch_size, prediction_size=args.prediction_size,

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import sys
 
+from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import add_format_argument, command_main, parser, prepare_output_dir
-from empirical.figures import use_cli_backend
 
 
 def build_parser():
@@ -39,13 +39,13 @@ def build_parser():
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     use_cli_backend()
-    from empirical.config_io import load_config
-    from empirical.ladder_dynamics.config import DynamicsConfig
+    from empirical.bridge.ladder_dynamics.config import DynamicsConfig
+    from empirical.config.io import load_config
 
     cfg = load_config(DynamicsConfig, args.config, args.overrides)  # ConfigError: one line
     out = prepare_output_dir(args.out)
 
-    from empirical.ladder_dynamics import run_ladder_dynamics, write_outputs
+    from empirical.bridge.ladder_dynamics import run_ladder_dynamics, write_outputs
 
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)

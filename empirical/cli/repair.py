@@ -7,9 +7,9 @@ Examples:
 metrics.jsonl with bad lines: every valid line is kept, the others dropped, and it says how
 many and which (the file as it was: metrics.jsonl.bak). metrics.jsonl missing: rebuilt from
 the snapshots and the checkpoint (training losses unknown). --rebuild-eval-sets: eval_sets.pt
-built again from the run's config. See empirical/repair.py and docs/robustness.md.
+built again from the run's config. See empirical/runs/repair.py and docs/robustness.md.
 
-It holds the run directory's writer lock (empirical.run_lock): a run that another process
+It holds the run directory's writer lock (empirical.runs.lock): a run that another process
 is writing (training, resuming) is refused with one line naming that process.
 """
 
@@ -34,9 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from empirical.repair import rebuild_eval_sets, repair_metrics
-    from empirical.run_lock import writer_lock
-    from empirical.rundir import RunDir
+    from empirical.runs.lock import writer_lock
+    from empirical.runs.repair import rebuild_eval_sets, repair_metrics
+    from empirical.runs.rundir import RunDir
 
     run_dir = RunDir(args.run_dir).require_run()
     with writer_lock(run_dir, "RUN_DIR"):  # a run being trained is not repaired beside it

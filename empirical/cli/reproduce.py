@@ -29,8 +29,8 @@ def run(argv: list[str]) -> int:
     ap.add_argument("--no-authors", action="store_true", help="skip the paper's own run")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
-    from empirical.reproduce import reproduce
-    from empirical.run_config import load_run_config
+    from empirical.config.run import load_run_config
+    from empirical.experiments.reproduce import reproduce
     from empirical.shared_paths import authors_checkpoints
 
     config = args.config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)

@@ -20,7 +20,8 @@ import dataclasses
 import sys
 
 from empirical.cli.common import UsageError, command_main, config_field, parser
-from empirical.config_io import (
+from empirical.config.field_types import MUST, integer
+from empirical.config.io import (
     ConfigError,
     apply_overrides,
     config_class,
@@ -28,7 +29,6 @@ from empirical.config_io import (
     read_config_file,
     to_dict,
 )
-from empirical.config_types import MUST, integer
 from empirical.families import all_families, family_of
 from empirical.task.config import TaskConfig
 

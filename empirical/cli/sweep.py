@@ -22,6 +22,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
     UsageError,
     add_format_argument,
@@ -31,8 +32,7 @@ from empirical.cli.common import (
     parser,
 )
 from empirical.cli.executor import add_executor_arguments, executor_options, failed_jobs
-from empirical.figures import use_cli_backend
-from empirical.rundir import SweepDir
+from empirical.runs.rundir import SweepDir
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         metavar="RESULTS_JSON",
         help="no training: pool the members of these results.json files of one sweep (e.g. "
-        "seeds trained on different machines) into --out (empirical/sweep/merge.py)",
+        "seeds trained on different machines) into --out (empirical/experiments/sweep/merge.py)",
     )
     add_format_argument(ap)
     add_executor_arguments(ap)
@@ -85,7 +85,7 @@ def run(argv: list[str]) -> int:
     if args.merge:
         return _merge(args)
     overrides_from_lists(args, ("seeds",))
-    from empirical.sweep.spec import load_sweep_config, parse_param  # torch-free
+    from empirical.experiments.sweep.spec import load_sweep_config, parse_param  # torch-free
 
     base, spec = load_sweep_config(args.config, args.overrides)
     changes: dict = {}
@@ -109,8 +109,8 @@ def run(argv: list[str]) -> int:
                 "evaluation step of the members)"
             )
     executor = executor_options(args)  # None: train here
-    from empirical.sweep.param_sweep import default_sweep_dir  # torch: after the checks
-    from empirical.sweep.runner import sweep_dir_lock
+    from empirical.experiments.sweep.param_sweep import default_sweep_dir  # torch: after the checks
+    from empirical.experiments.sweep.runner import sweep_dir_lock
 
     out = Path(args.out) if args.out else default_sweep_dir(base)
     command = "python -m empirical sweep " + " ".join(shlex.quote(a) for a in argv)
@@ -129,9 +129,9 @@ def _merge(args) -> int:
     if args.config or args.overrides or args.summarize or args.at_step is not None:
         raise UsageError("--merge takes result files and --out only (no --config, overrides, "
                          "--summarize or --at-step)")  # fmt: skip
-    from empirical.sweep.merge import figure_name, merge_results
-    from empirical.sweep.results import write_results
-    from empirical.sweep.summary_md import threshold_sentence
+    from empirical.experiments.sweep.merge import figure_name, merge_results
+    from empirical.experiments.sweep.results import write_results
+    from empirical.experiments.sweep.summary_md import threshold_sentence
 
     results = merge_results([Path(p) for p in args.merge])
     out = Path(args.out)
@@ -144,7 +144,7 @@ def _merge(args) -> int:
 
 
 def _sweep_and_report(args, base, spec, out: Path, command: str, executor) -> int:
-    from empirical.sweep.param_sweep import run_sweep
+    from empirical.experiments.sweep.param_sweep import run_sweep
 
     outcome = run_sweep(
         base,
@@ -164,7 +164,7 @@ def _sweep_and_report(args, base, spec, out: Path, command: str, executor) -> in
         what = "finished members" if args.at_step is None else f"evaluations at step {args.at_step}"
         print(f"no {what} in {outcome.sweep_dir}", file=sys.stderr)
     elif args.format != "png" and outcome.results.get("points"):
-        from empirical.sweep.figure import plot_sweep
+        from empirical.experiments.sweep.figure import plot_sweep
 
         fig = plot_sweep(outcome.results, outcome.sweep_dir / base.name, fmt=args.format)
         print(f"wrote {fig.saved_path}", file=sys.stderr)

@@ -10,7 +10,7 @@ Examples:
     python -m empirical train --resume runs/authors/seed0 train.lr=0.0005     # a recovery
 
 One writer per run directory: the command holds the writer lock of every run directory it
-trains (empirical.run_lock) from before its first check to its end; a directory another
+trains (empirical.runs.lock) from before its first check to its end; a directory another
 process writes is refused with one line naming that process.
 """
 
@@ -21,17 +21,17 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import UsageError, add_format_argument, command_main, parser
-from empirical.config_io import ConfigError, apply_overrides, from_dict, to_dict
-from empirical.figures import use_cli_backend
-from empirical.run_config import (
+from empirical.config.io import ConfigError, apply_overrides, from_dict, to_dict
+from empirical.config.run import (
     RECOVERY_CHANGES,
     RESUMABLE_CHANGES,
     RunConfig,
     load_run_config,
 )
-from empirical.run_lock import writer_lock, writer_locks
-from empirical.rundir import RunDir
+from empirical.runs.lock import writer_lock, writer_locks
+from empirical.runs.rundir import RunDir
 
 # the main config: the paper authors' own configuration (configs/paper.toml is our earlier
 # reconstruction from the paper's text; README, "Which config")

@@ -4,7 +4,7 @@ Examples:
     python -m empirical unlock runs/smoke/seed0      # a run directory
     python -m empirical unlock runs/sweep/smoke      # a sweep directory (or a member's)
 
-A writer's lock (empirical.run_lock) is a flock, which ends with its process however it ends:
+A writer's lock (empirical.runs.lock) is a flock, which ends with its process however it ends:
 a killed writer leaves its `writer.lock` file behind, unlocked and harmless (the next writer
 takes it at once). This removes that file; while a process holds the lock it is refused with
 one line naming that process. `--force` is kept for old scripts and changes nothing: the OS
@@ -29,8 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from empirical.run_lock import WriterLockError, writer_lock
-    from empirical.rundir import RunDir
+    from empirical.runs.lock import WriterLockError, writer_lock
+    from empirical.runs.rundir import RunDir
 
     directory = Path(args.directory)
     lock_file = directory / RunDir.WRITER_LOCK

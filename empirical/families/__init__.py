@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 
-from empirical.config_io import ConfigError
+from empirical.config.io import ConfigError
 from empirical.families.base import Family
 
 __all__ = [

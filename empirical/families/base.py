@@ -34,14 +34,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from empirical.config_io import ConfigError
+from empirical.config.io import ConfigError
 
 __all__ = ["Family", "PhaseSets", "require_defaults", "same_value"]
 
 
 @dataclass(frozen=True)
 class PhaseSets:
-    """The sets the phase detector (empirical.train.phases) reads: the 0-var series (its
+    """The sets the phase detector (empirical.analysis.phases) reads: the 0-var series (its
     learning ends phase 1), the series whose rise is the first spike, and the series whose
     rise is the second. The paper's by default."""
 

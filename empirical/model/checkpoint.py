@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from disentangled.command_line import UserError
-from empirical.config_io import ConfigError, atomic_write_bytes, from_dict, load_failure, to_dict
+from empirical.config.io import ConfigError, atomic_write_bytes, from_dict, load_failure, to_dict
 from empirical.model.config import DTYPES, ModelConfig
 from empirical.model.fast import depth_of, tied_source
 from empirical.model.transformer import AssignAddTransformer

@@ -19,8 +19,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from empirical.config_io import ConfigError, config_class
-from empirical.config_types import COLON, checked, choice, fail, integer, number
+from empirical.config.field_types import COLON, checked, choice, fail, integer, number
+from empirical.config.io import ConfigError, config_class
 
 if TYPE_CHECKING:
     import torch
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 # ACTIVATIONS are built on first use (`__getattr__` below); validation reads these names
 DTYPE_NAMES = ("float32", "float64")
 # the MLP's activation by `model.act_fn`: ReLU (the paper's model) or x^2 (the quadratic MLP
-# that writes Theorem C.1's Fourier MLP exactly, empirical.theorem_model)
+# that writes Theorem C.1's Fourier MLP exactly, empirical.bridge.theorem_model)
 ACTIVATION_NAMES = ("relu", "quadratic")
 N_LAYERS = (2, 4)  # the allowed model.n_layers, inclusive
 
@@ -109,7 +109,7 @@ class ModelConfig:
     init_std: std of every weight's normal init (None: TransformerLens's `0.8 / sqrt(d_model)`,
     i.e. 0.0707 at d_model = 128). dtype: parameters'.
     act_fn: the MLP's activation, "relu" (the paper's) or "quadratic" (x^2: Theorem C.1's
-    Fourier MLP written exactly, empirical.theorem_model); one lookup, `activation(act_fn)`.
+    Fourier MLP written exactly, empirical.bridge.theorem_model); one lookup, `activation(act_fn)`.
     d_vocab / d_vocab_out / n_ctx: input vocabulary, output classes, context length; None until
     filled from the task by `with_task` (p + K + 3, p, L).
 

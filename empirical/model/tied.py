@@ -17,7 +17,7 @@ import dataclasses
 
 import torch
 
-from empirical.config_io import ConfigError
+from empirical.config.io import ConfigError
 from empirical.model.config import N_LAYERS
 from empirical.model.transformer import AssignAddTransformer
 

@@ -124,7 +124,7 @@ def read_tl_state_dict(path: str | os.PathLike, data: bytes | None = None) -> di
         source = io.BytesIO(data) if data is not None else path
         sd = torch.load(source, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many kinds for a bad file
-        from empirical.config_io import load_failure
+        from empirical.config.io import load_failure
 
         raise CheckpointError(
             f"{path}: cannot be read as a torch.save file of tensors ({load_failure(exc)})"

@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from empirical.config_io import config_class
-from empirical.config_types import MUST, Flag, choice, integer, names, number, text
+from empirical.config.field_types import MUST, Flag, choice, integer, names, number, text
+from empirical.config.io import config_class
 from empirical.families import DEFAULT_FAMILY, all_families, family
 from empirical.families.assign_add.fields import (
     ASSIGNMENT_COUNTS,
@@ -114,7 +114,7 @@ class TaskConfig(*_EXTENSIONS, PaperTask):
                 other.check_unused(self)
 
     def config_omitted(self) -> tuple[str, ...]:
-        """The fields its TOML leaves out (config_io.to_dict): the other families' fields
+        """The fields its TOML leaves out (empirical.config.io.to_dict): the other families' fields
         that keep their defaults (they say nothing; a family added later changes no saved
         config)."""
         chosen = family(self.family)

@@ -16,7 +16,7 @@ import os
 import torch
 
 from disentangled.command_line import UserError
-from empirical.config_io import atomic_write_bytes, fingerprint_of, non_default_fields, to_dict
+from empirical.config.io import atomic_write_bytes, fingerprint_of, non_default_fields, to_dict
 from empirical.families import family_of
 from empirical.task.batch import FIELDS, Batch
 from empirical.task.config import TaskConfig
@@ -149,7 +149,7 @@ def load_eval_sets(path: str | os.PathLike, device="cpu") -> EvalSets:
     except FileNotFoundError:
         raise
     except Exception as exc:  # any unreadable file: one clear message
-        from empirical.config_io import load_failure
+        from empirical.config.io import load_failure
 
         raise EvalSetsError(
             f"{path}: not an evaluation-set file (corrupt or truncated: {load_failure(exc)})"

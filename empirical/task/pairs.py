@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from empirical.config_io import ConfigError
+from empirical.config.io import ConfigError
 
 if TYPE_CHECKING:  # the config module reads training-pair files with this one
     from empirical.task.config import TaskConfig

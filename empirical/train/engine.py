@@ -45,11 +45,11 @@ from pathlib import Path
 import torch
 
 from disentangled.command_line import UserError
-from empirical.config_io import append_text, atomic_write_bytes
-from empirical.metrics_log import read_metrics
+from empirical.config.io import append_text, atomic_write_bytes
+from empirical.config.run import RunConfig, config_fingerprint
 from empirical.model import AssignAddTransformer, CheckpointError, load_model
-from empirical.run_config import RunConfig, config_fingerprint
-from empirical.rundir import RunDir
+from empirical.runs.metrics_log import read_metrics
+from empirical.runs.rundir import RunDir
 from empirical.task.pairs import derive_seed
 from empirical.train.state import load_training_state
 

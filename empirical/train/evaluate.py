@@ -20,7 +20,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from empirical.metrics_log import append_metrics
+from empirical.runs.metrics_log import append_metrics
 from empirical.task.pairs import derive_seed
 
 

@@ -21,9 +21,9 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from empirical.config.run import RunConfig
 from empirical.model import AssignAddTransformer
 from empirical.model.batched import BatchedModel
-from empirical.run_config import RunConfig
 from empirical.train.cuda_graph import GraphedStep, graph_applies
 from empirical.train.engine import TrainingError, initial_weights
 from empirical.train.optim import MemberAdamW, load_optimizer_state, portable_optimizer_state

@@ -3,7 +3,7 @@
     result = train_run(cfg, run_dir)                 # fresh run (refuses a directory in use)
     result = train_run(cfg, run_dir, resume=True)    # continue from checkpoints/last.pt
 
-The run directory's files are named by empirical.rundir.RunDir; the loop itself is the shared
+The run directory's files are named by empirical.runs.rundir.RunDir; the loop itself is the shared
 skeleton of empirical.train.engine with a `SingleLearner` (empirical.train.learners). A resume
 may change how long and where the run goes (RESUMABLE_CHANGES) and, as a recovery after a
 divergence, the settings in RECOVERY_CHANGES; every start and resume is recorded in the run's
@@ -21,16 +21,16 @@ from pathlib import Path
 import torch
 
 from disentangled.command_line import UsageError, check_output_dir, check_writable_dir
-from empirical.config_io import ConfigError, config_to_toml, to_dict
-from empirical.run_config import (
+from empirical.config.io import ConfigError, config_to_toml, to_dict
+from empirical.config.run import (
     RECOVERY_CHANGES,
     RESUMABLE_CHANGES,
     RunConfig,
     TrainConfig,
     load_run_config,
 )
-from empirical.run_lock import writer_lock
-from empirical.rundir import RunDir
+from empirical.runs.lock import writer_lock
+from empirical.runs.rundir import RunDir
 from empirical.train.engine import (
     Trainee,
     TrainingError,
@@ -196,7 +196,7 @@ def train_run(
 
     Every check of the directory (config, checkpoint, metrics log, evaluation sets) comes
     before anything is written to it, and all of it under the directory's writer lock
-    (empirical.run_lock: another process writing it is refused; re-entrant, so a caller that
+    (empirical.runs.lock: another process writing it is refused; re-entrant, so a caller that
     holds the lock already just nests)."""
     run = RunDir(run_dir)
     with writer_lock(run):

@@ -10,12 +10,12 @@ import os
 
 import matplotlib.pyplot as plt
 
+from empirical.analysis.figures import OKABE_ITO, save_figure
+from empirical.analysis.phase_marks import draw_phase_marks
+from empirical.analysis.phases import Phases
+from empirical.analysis.plain_names import legend_label
 from empirical.families import panel_of, panel_title
-from empirical.figures import OKABE_ITO, save_figure
-from empirical.phase_marks import draw_phase_marks
-from empirical.plain_names import legend_label
 from empirical.stats import wilson_band
-from empirical.train.phases import Phases
 
 # one colour per split, the same in every panel; one panel per number of variable operands
 SPLIT_COLORS = {
@@ -67,8 +67,8 @@ def plot_training_curves(
     brackets. sizes: sequences per evaluation set: each curve gets a shaded 95% Wilson
     interval (what the finite set leaves uncertain; empirical.stats). chance: accuracy of a
     uniform guess (1/p), drawn as a line. The phases are marked as every figure marks them
-    (empirical.phase_marks: the jumps). Returns the Figure; writes it to `path` (then closes
-    it) if given."""
+    (empirical.analysis.phase_marks: the jumps). Returns the Figure; writes it to `path` (then
+    closes it) if given."""
     names = sorted({n for r in records for n in r["acc"]})
     panels = _panels(names) or [("", [])]
     fig, axes = plt.subplots(

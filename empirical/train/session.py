@@ -29,12 +29,12 @@ from dataclasses import dataclass
 import torch
 from tqdm.auto import tqdm
 
-from empirical.config_io import atomic_write_bytes, config_to_toml
-from empirical.metrics_log import read_metrics, truncate_metrics
+from empirical.config.io import atomic_write_bytes, config_to_toml
+from empirical.config.run import config_fingerprint
 from empirical.model import save_model
-from empirical.run_config import config_fingerprint
-from empirical.run_lock import writer_locks
-from empirical.rundir import RunDir
+from empirical.runs.lock import writer_locks
+from empirical.runs.metrics_log import read_metrics, truncate_metrics
+from empirical.runs.rundir import RunDir
 from empirical.task import build_eval_sets, run_training_sampler, training_generator
 from empirical.task import save_eval_sets as _save_eval_sets
 from empirical.train.batches import BatchStream
@@ -409,7 +409,7 @@ def run_training(
     checkpoint step (0: fresh) to train.steps, phase by phase (the module docstring).
     rebuild_eval_sets: build and save eval_sets.pt again instead of loading it.
 
-    Every member's directory is held under its writer lock (empirical.run_lock) for the
+    Every member's directory is held under its writer lock (empirical.runs.lock) for the
     session: another process writing one of them is refused before anything is written.
     stop_at: end after that step (as if killed right after it). on_eval(step, records): after
     each evaluation. labels / metric(m, acc): the progress bar's per-member text and value.

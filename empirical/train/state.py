@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
-from empirical.config_io import to_dict
+from empirical.config.io import to_dict
+from empirical.config.run import config_fingerprint
 from empirical.model import CheckpointError, load_checkpoint, save_model
-from empirical.run_config import config_fingerprint
 
 
 def save_training_state(
@@ -30,7 +30,7 @@ def save_training_state(
 ) -> None:
     """Write everything a resume needs, atomically: the model, `optimizer_state` (an
     optimiser's state_dict), the data generator's and torch's RNG states, the step, the run
-    config and its fingerprint (empirical.run_config.config_fingerprint), the elapsed time and
+    config and its fingerprint (empirical.config.run.config_fingerprint), the elapsed time and
     the running training-loss sums (`loss_windows`, see empirical.train.engine.LossWindows)
     that the metrics of the next evaluations depend on."""
     extra = {

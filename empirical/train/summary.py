@@ -12,14 +12,14 @@ from pathlib import Path
 
 import torch
 
-from empirical.config_io import atomic_write_bytes, to_dict
+from empirical.analysis.figures import figure_path
+from empirical.analysis.phases import detect_phases
+from empirical.analysis.set_timeline import set_timeline
+from empirical.config.io import atomic_write_bytes, to_dict
 from empirical.families import family_of
-from empirical.figures import figure_path
-from empirical.rundir import RunDir
+from empirical.runs.rundir import RunDir
 from empirical.stats import accuracy_intervals
-from empirical.train.phases import detect_phases
 from empirical.train.plots import plot_training_curves
-from empirical.train.set_timeline import set_timeline
 
 TARGET = 0.99
 

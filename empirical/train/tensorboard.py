@@ -24,7 +24,7 @@ import os
 from collections import OrderedDict
 from pathlib import Path
 
-from empirical.config_io import ConfigError
+from empirical.config.io import ConfigError
 
 MAX_OPEN = 16  # writers kept open at once (a sweep has one run directory per member)
 _writers: OrderedDict[Path, object] = OrderedDict()

@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
+from empirical.analysis.figures import DIVERGING
 from empirical.analysis.plots.style import (
     AFTER,
     BEFORE,
@@ -15,7 +16,6 @@ from empirical.analysis.plots.style import (
     label_matrix_axes,
     save,
 )
-from empirical.figures import DIVERGING
 
 
 def _pattern_panel(ax, pattern, labels, value_positions, title):

@@ -1,7 +1,7 @@
 """What every figure of the analysis shares: resolution, colours, saving, phase marks and
 the labels of a matrix's axes.
 
-Colour maps: viridis / cividis for magnitudes, RdBu for signed values (empirical.figures);
+Colour maps: viridis / cividis for magnitudes, RdBu for signed values (empirical.analysis.figures);
 line colours from Okabe & Ito's colour-blind-safe palette, none of them yellow on white.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from empirical.figures import OKABE_ITO, SEQUENTIAL, save_figure
-from empirical.phase_marks import draw_phase_marks
+from empirical.analysis.figures import OKABE_ITO, SEQUENTIAL, save_figure
+from empirical.analysis.phase_marks import draw_phase_marks
 
 DPI = 110
 C = OKABE_ITO
@@ -27,7 +27,7 @@ def save(fig, path, fmt=None):
 
 
 def phase_marks(ax, phases, label: bool = True):
-    """The phases' jumps, as every figure marks them (empirical.phase_marks)."""
+    """The phases' jumps, as every figure marks them (empirical.analysis.phase_marks)."""
     draw_phase_marks(ax, phases, label=label)
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from empirical.config_io import ConfigError
+from empirical.config.io import ConfigError
 from empirical.task.pairs import check_held_out, diagonal_values, ordered_ranks
 
 if TYPE_CHECKING:

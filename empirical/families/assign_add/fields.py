@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import string
 
-from empirical.config_io import ConfigError
+from empirical.config.io import ConfigError
 
 LETTERS = string.ascii_lowercase
 MAX_P = 4096

@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from empirical.config_io import ConfigError
-from empirical.config_types import MUST, choice, integer, names
+from empirical.config.field_types import MUST, choice, integer, names
+from empirical.config.io import ConfigError
 
 CHAIN_ORDERS = ("random", "targets_first")
 

@@ -19,8 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from empirical.config_io import ConfigError
-from empirical.config_types import choice, integer, names, number
+from empirical.config.field_types import choice, integer, names, number
+from empirical.config.io import ConfigError
 from empirical.families.base import Family, PhaseSets, require_defaults
 
 __all__ = ["FAMILY", "Lego", "LegoFields"]

@@ -105,8 +105,8 @@ def association_attention(model, vocab, tokens: torch.Tensor) -> dict[str, dict]
 @torch.no_grad()
 def association_over_training(run_dir, tokens: torch.Tensor) -> dict:
     """`association_attention` at every snapshot of the run: {"steps", "tables"}."""
-    from empirical.load import load_run
-    from empirical.rundir import RunDir
+    from empirical.runs.load import load_run
+    from empirical.runs.rundir import RunDir
 
     run = RunDir(run_dir).require_run()
     steps, tables = [], []
@@ -125,7 +125,7 @@ def plot_association(table: dict, history: dict | None, path=None, title: str = 
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from empirical.figures import OKABE_ITO, save_figure
+    from empirical.analysis.figures import OKABE_ITO, save_figure
 
     colors = [OKABE_ITO[c] for c in ("blue", "orange", "green", "vermillion", "purple")]
     n_layers = len(next(iter(table.values()))["mean"])

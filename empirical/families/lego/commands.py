@@ -13,7 +13,7 @@ import sys
 import time
 
 from empirical.cli.common import UsageError, prepare_output_dir
-from empirical.rundir import RunDir
+from empirical.runs.rundir import RunDir
 
 N_SEQUENCES = 300
 
@@ -55,13 +55,13 @@ def analyze_lego(run_dir: RunDir, args) -> int:
     out = prepare_output_dir(args.out or run_dir.analysis_dir(args.step))
     import torch  # after every check
 
-    from empirical.config_io import atomic_write_bytes
+    from empirical.config.io import atomic_write_bytes
     from empirical.families.lego.analysis import (
         association_attention,
         association_over_training,
         plot_association,
     )
-    from empirical.load import load_run
+    from empirical.runs.load import load_run
     from empirical.task import load_eval_sets
 
     t0 = time.perf_counter()

@@ -125,7 +125,7 @@ def plot_chain_attention(table: dict[str, list], path=None, title: str = "", *, 
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from empirical.figures import OKABE_ITO, save_figure
+    from empirical.analysis.figures import OKABE_ITO, save_figure
 
     measures = [m for m in table if m != "uniform"]
     n_layers = len(table["uniform"])
@@ -154,8 +154,8 @@ def plot_chain_attention(table: dict[str, list], path=None, title: str = "", *, 
 def chain_attention_over_training(run_dir, tokens: torch.Tensor) -> dict:
     """`chain_attention` at every snapshot of the run: {"steps": [...], "tables": [...]}, so
     the order in which the layers' attention forms can be read against the accuracy."""
-    from empirical.load import load_run
-    from empirical.rundir import RunDir
+    from empirical.runs.load import load_run
+    from empirical.runs.rundir import RunDir
 
     run = RunDir(run_dir).require_run()
     steps, tables = [], []
@@ -193,7 +193,7 @@ def formation_steps(steps: list[int], series: dict[str, list], fraction: float =
     snapshot to its peak (None where it never rises). The order of these steps is the
     order in which the construction's hops are learned (spec/chain.md, question 3: the
     last hop's memory before the middle hop's), at the snapshots' resolution."""
-    from empirical.train.phases import first_crossing
+    from empirical.analysis.phases import first_crossing
 
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction = {fraction!r} must be in (0, 1]")
@@ -216,7 +216,7 @@ def plot_chain_attention_over_training(history: dict, path=None, title: str = ""
     """The key measures (`key_series`) over the snapshots' steps."""
     import matplotlib.pyplot as plt
 
-    from empirical.figures import OKABE_ITO, save_figure
+    from empirical.analysis.figures import OKABE_ITO, save_figure
 
     colors = [OKABE_ITO[c] for c in ("blue", "orange", "green", "vermillion", "purple", "sky")]
     fig, ax = plt.subplots(figsize=(10, 4.8), layout="constrained")

@@ -115,7 +115,7 @@ def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: 
     """The chain report of a run (see the module docstring) on `n` sequences of `set_name`
     (default: chain/1var_h2 where the run has it, else its 1-var set of the most hops);
     returns the payload."""
-    from empirical.config_io import ConfigError, atomic_write_bytes
+    from empirical.config.io import ConfigError, atomic_write_bytes
     from empirical.families.chain.analysis.attention import (
         chain_attention,
         chain_attention_over_training,
@@ -129,8 +129,8 @@ def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: 
         chain_patching,
         plot_chain_patching,
     )
-    from empirical.load import load_run
-    from empirical.rundir import RunDir
+    from empirical.runs.load import load_run
+    from empirical.runs.rundir import RunDir
     from empirical.task import load_eval_sets
 
     t0 = time.perf_counter()

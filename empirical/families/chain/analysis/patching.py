@@ -161,7 +161,7 @@ def plot_chain_patching(results: list[dict], path=None, title: str = "", *, fmt=
     (columns), the restored share of the logit difference written in each cell."""
     import matplotlib.pyplot as plt
 
-    from empirical.figures import save_figure
+    from empirical.analysis.figures import save_figure
 
     fig, axes = plt.subplots(1, len(results), figsize=(6.2 * len(results), 4.2),
                              layout="constrained", squeeze=False)  # fmt: skip

@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from empirical.compare_qk.coords import theorem_w
-from empirical.compare_qk.frames import READ, Frames, check_frame
-from empirical.compare_qk.metrics import (
+from empirical.bridge.compare_qk.coords import theorem_w
+from empirical.bridge.compare_qk.frames import READ, Frames, check_frame
+from empirical.bridge.compare_qk.metrics import (
     barv_block,
     cosine,
     null_cos95,
@@ -172,10 +172,10 @@ def _snapshot(model, vocab, blocks, all_tokens, all_labels, step) -> tuple[dict,
 
 def compare_chain_run(run_dir, config: ChainCompareConfig | None = None) -> dict:
     """Every number of the comparison (module docstring) for the run in `run_dir`."""
-    from empirical.compare_qk.updates import decay_factor, undecayed_update
+    from empirical.bridge.compare_qk.updates import decay_factor, undecayed_update
     from empirical.families.chain.analysis.attention import chain_attention, key_series
-    from empirical.load import load_run
-    from empirical.rundir import RunDir
+    from empirical.runs.load import load_run
+    from empirical.runs.rundir import RunDir
     from empirical.task import load_eval_sets
 
     cfg = config or ChainCompareConfig()

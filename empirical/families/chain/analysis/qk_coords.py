@@ -35,7 +35,7 @@ from torch import Tensor
 
 from disentangled.basis import Basis
 from disentangled.chain_population import ChainChunk
-from empirical.compare_qk.coords import (
+from empirical.bridge.compare_qk.coords import (
     Coordinates,
     col_labels,
     labelled_coordinates,

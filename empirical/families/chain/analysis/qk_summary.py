@@ -145,7 +145,7 @@ def plot_chain_compare(res: dict, path, fmt: str | None = None):
     (attention, half rise) as vertical lines."""
     import matplotlib.pyplot as plt
 
-    from empirical.figures import save_figure
+    from empirical.analysis.figures import save_figure
 
     fig, axes = plt.subplots(3, 1, figsize=(9, 10), sharex=True)
     ends = [w["end"] for w in res["windows"]]

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from empirical.cli.common import prepare_output_dir
-from empirical.rundir import RunDir
+from empirical.runs.rundir import RunDir
 
 
 def analyze_chain(run_dir: RunDir, args) -> int:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import sys
 
+from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import UsageError, command_main, parser
-from empirical.figures import use_cli_backend
 
 
 def chain_run_arguments(ap) -> None:
@@ -33,13 +33,13 @@ def open_chain_run(args, command: str):
     value a UsageError naming it."""
     if args.n < 1:
         raise UsageError(f"--n {args.n}: give a number of sequences >= 1")
-    from empirical.rundir import RunDir
+    from empirical.runs.rundir import RunDir
 
     run_dir = RunDir(args.run_dir).require_run()
     family = run_dir.read_config().task.family
     if family != "chain":
         raise UsageError(f"{run_dir}: task.family = {family!r}; {command} reads chain runs")
-    from empirical.load import load_run  # torch: after the checks
+    from empirical.runs.load import load_run  # torch: after the checks
     from empirical.task import load_eval_sets
     sets = load_eval_sets(run_dir.eval_sets)
     if args.set not in sets:
@@ -60,7 +60,7 @@ def run(argv: list[str]) -> int:
     run_dir, sets, model, vocab = open_chain_run(args, "chain-attention")
     import torch
 
-    from empirical.config_io import atomic_write_bytes
+    from empirical.config.io import atomic_write_bytes
     from empirical.families.chain.analysis.attention import chain_attention, plot_chain_attention
 
     with torch.no_grad():

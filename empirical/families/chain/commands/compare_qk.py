@@ -20,7 +20,8 @@ import sys
 
 from empirical.cli.common import UsageError, command_main, parser, prepare_output_dir
 
-FRAMES = ("dual", "score", "orth", "raw")  # empirical.compare_qk.frames.FRAMES (no torch here)
+# empirical.bridge.compare_qk.frames.FRAMES (no torch here)
+FRAMES = ("dual", "score", "orth", "raw")
 
 
 def run(argv: list[str]) -> int:
@@ -57,7 +58,7 @@ def run(argv: list[str]) -> int:
     sets = tuple(s.strip() for s in args.sets.split(",") if s.strip())
     if not sets:
         raise UsageError("--sets: give at least one evaluation set")
-    from empirical.rundir import RunDir
+    from empirical.runs.rundir import RunDir
 
     run_dir = RunDir(args.run_dir).require_run()
     cfg = run_dir.read_config()
@@ -84,10 +85,10 @@ def run(argv: list[str]) -> int:
         raise UsageError(f"set {','.join(missing)}: the run's sets are {', '.join(have)}")
     out = prepare_output_dir(args.out or run_dir.analysis_dir() / "chain_compare_qk")
 
-    from empirical.config_io import atomic_write_bytes
+    from empirical.analysis.figures import use_cli_backend
+    from empirical.config.io import atomic_write_bytes
     from empirical.families.chain.analysis.qk_compare import ChainCompareConfig, compare_chain_run
     from empirical.families.chain.analysis.qk_summary import plot_chain_compare, summary_markdown
-    from empirical.figures import use_cli_backend
 
     res = compare_chain_run(
         run_dir.path,

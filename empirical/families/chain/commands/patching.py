@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import sys
 
+from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import command_main, parser
 from empirical.families.chain.commands.attention import chain_run_arguments, open_chain_run
-from empirical.figures import use_cli_backend
 
 
 def run(argv: list[str]) -> int:
@@ -26,7 +26,7 @@ def run(argv: list[str]) -> int:
     ap.add_argument("--seed", type=int, default=0, help="the number corruption's draws")
     args = ap.parse_args(argv)
     run_dir, sets, model, vocab = open_chain_run(args, "chain-patching")
-    from empirical.config_io import atomic_write_bytes
+    from empirical.config.io import atomic_write_bytes
     from empirical.families.chain.analysis.patching import (
         CORRUPTIONS,
         chain_patching,

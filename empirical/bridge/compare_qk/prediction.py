@@ -1,0 +1,315 @@
+"""The theory's prediction in the comparison's coordinates: the closed-form G1 of theory/, the
+theorem's model on a sampled population (`PopulationG1`), and the predictor a comparison's
+options choose between them (`make_predictor`).
+
+`theory.g1_closed_form` derives (sympy) every entry class of G1 as a rational function of
+(a, b, p, K); here it is evaluated at *measured* softmax weights a (per operand slot) and b
+(per other position) and restricted to the labelled block of `coords` (rows `=`, `pos{L-1}`,
+`bar_v{u}`; columns `n{m}`, `v{u}`, `=`, `+`, `pad`, `pos{t}`, `bar_v{u}`):
+
+    G1 = gamma [ (e_= + pi_T + ebar_mean) rho^T
+                 + (1-2b)/(2K^2) sum_v ebar_v (K ebar_v - sum_u ebar_u)^T
+                 - a/K^2 sum_v ebar_v (K e_v - sum_u e_u)^T ],   gamma = 4ab(1-1/p).
+
+The closed form assumes 2a + (L-2) b = 1 (softmax over L positions, two of them operands);
+`ab_from_beta`/`beta_from_ab` convert, and measured weights satisfy it by construction.
+
+Layout. The theorem packs the K assignments into slots (0,1), .., (2K-2, 2K-1) and pads the
+rest of 0..L-5; the real task places 1..max_assignments assignments at random places. With
+`layout="averaged"` (default) the columns pos0..pos{L-5} of the prediction are replaced by
+their mean: the expectation of G1 when each of those positions is equally likely to hold a
+number slot, a variable slot or a pad (G1 is linear in the population). `layout="packed"`
+keeps the theorem's columns.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import numpy as np
+import sympy as sp
+import torch
+
+from disentangled.command_line import UsageError
+from empirical.bridge.compare_qk.coords import col_labels, row_labels
+from empirical.bridge.compare_qk.observe import one_var_batch
+from empirical.bridge.compare_qk.options import Options
+
+LAYOUTS = ("averaged", "packed")
+ORDERS = ("fixed", "mixed")
+
+
+def ab_from_beta(beta: float, L: int = 16) -> tuple[float, float]:
+    from theory.symbols import ab_numeric
+
+    return ab_numeric(beta, L)
+
+
+def beta_from_ab(a: float, b: float) -> float:
+    """The beta of W^0 with these softmax weights: a / b = e^beta."""
+    return math.log(a / b)
+
+
+@cache
+def _entry_fn(order: str, L: int, row: tuple, col: tuple, same: bool):
+    from theory.g1_closed_form import entry
+    from theory.symbols import K, a, b, p
+
+    return sp.lambdify((a, b, p, K), entry("1var", order, L, row, col, same), "math")
+
+
+def g1_block(
+    a: float,
+    b: float,
+    p: int,
+    K: int,
+    L: int = 16,
+    order: str = "fixed",
+    layout: str = "averaged",
+    rows: list[str] | None = None,
+    cols: list[str] | None = None,
+) -> np.ndarray:
+    """G1[rows, cols] of the theory at softmax weights (a, b), float64.
+
+    rows / cols default to the comparison's labels (`coords.row_labels`, `coords.col_labels`).
+    order: 'fixed' (number operand at L-3, variable at L-2: the theorem's default) or
+    'mixed' (each order half the time). a, b: the attention weight per operand position and
+    per other position (2a + (L-2) b = 1)."""
+    from theory.g1_closed_form import entry_key, query_row_labels, validate
+
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if not (0 < a < 0.5 and 0 < b < 1):
+        raise ValueError(f"need 0 < a < 1/2 and 0 < b < 1, got a={a}, b={b}")
+    if abs(2 * a + (L - 2) * b - 1) > 1e-6:
+        raise ValueError(f"the closed form needs 2a + (L-2)b = 1; got {2 * a + (L - 2) * b}")
+    validate(p, K, L)
+    rows = row_labels(K, L) if rows is None else rows
+    cols = col_labels(p, K, L) if cols is None else cols
+    queryable = set(query_row_labels(rows, L))
+    G = np.zeros((len(rows), len(cols)))
+    for i, rl in enumerate(rows):
+        if rl not in queryable:
+            continue
+        for j, cl in enumerate(cols):
+            G[i, j] = _entry_fn(order, L, *entry_key(rl, cl, K, L))(a, b, p, K)
+    if layout == "averaged":
+        region = [j for j, c in enumerate(cols) if c.startswith("pos") and int(c[3:]) < L - 4]
+        if region:
+            G[:, region] = G[:, region].mean(axis=1, keepdims=True)
+    return G
+
+
+def gamma(a: float, b: float, p: int) -> float:
+    """gamma = 4ab(1 - 1/p), the overall scale of G1 (theory/statement.py)."""
+    return 4 * a * b * (1 - 1 / p)
+
+
+# -- the theorem's G1 on a sampled population ---------------------------------------------------
+
+PREDICTIONS = ("auto", "closed", "population")
+
+
+def closed_form_applies(K: int, L: int) -> bool:
+    """Whether the closed form exists: the theorem assigns all K variables in 2K slots of the
+    L - 4 assignment positions (K <= 6 for L = 16; the paper authors' run has K = 12)."""
+    return 1 <= K and 2 * K <= L - 4
+
+
+class PopulationG1:
+    """G1 of the theorem's model (orthonormal embeddings, augmented inputs, Gromov's MLP, W^0
+    with softmax weights a per operand position and b elsewhere) on a *sampled* population of
+    1-var sequences instead of the theorem's "all K variables assigned" population.
+
+    The closed form of `theory/` needs all K variables assigned in 2K slots, impossible when
+    2K > L - 4 (the paper authors' run: K = 12, 1..6 assignments per sequence). The
+    definition it evaluates still applies to any population (theory/g1_closed_form.py):
+
+        G1 = E[ x_T r^T ],   r = sum_t sigma_t (g_t - gbar) x_t,   gbar = sum_t sigma_t g_t,
+        g_t = 2 h_{y* - m_t} - 2 (1/p) sum_m h_m   at a key carrying the number m_t (else 0),
+        h_m = sum_t sigma_t [x_t carries e_m],
+
+    with x_T = e_= + pi_T + ebar_v (v the variable operand) and x_t the augmented input at t
+    (an assigned number carries ebar of its variable; the query is a key of itself). Given the
+    sequences (tokens, labels, variable operand) this is exact per sequence; the expectation
+    is the mean over the sample (Monte Carlo over values, layouts and variables). On the
+    theorem's own population it equals the closed form (tested). Rows: `=`, pos{L-1},
+    bar_v{u}; columns: `coords.col_labels`.
+    """
+
+    def __init__(self, tokens, labels, var_operand, p: int, K: int, L: int):
+        self.p, self.K, self.L = p, K, L
+        tokens = torch.as_tensor(tokens, dtype=torch.long)
+        self.N = int(tokens.shape[0])
+        if tokens.shape[1] != L:
+            raise ValueError(f"sequences of length {tokens.shape[1]}, expected L = {L}")
+        self.tokens, self.labels = tokens, torch.as_tensor(labels, dtype=torch.long)
+        self.var = torch.as_tensor(var_operand, dtype=torch.long)
+        if (self.var < 0).any() or (self.var >= K).any():
+            raise ValueError("every sequence needs one variable operand (1-var data)")
+        cols = col_labels(p, K, L)
+        self.cols = cols
+        D = len(cols)
+        self.D = D
+        # the column of each position's token, of its position, and of its ebar (D: none)
+        tok_col = tokens.clone()  # numbers 0..p-1 and variables p..p+K-1 are the first columns
+        plus, eq, pad = p + K, p + K + 1, p + K + 2
+        name = {plus: "+", eq: "=", pad: "pad"}
+        for t, lab in name.items():
+            tok_col[tokens == t] = cols.index(lab)
+        pos_col = torch.tensor([cols.index(f"pos{t}") for t in range(L)]).expand(self.N, L)
+        bar0 = cols.index("bar_v0")
+        ebar_col = torch.full_like(tokens, D)
+        prev = torch.cat([torch.full_like(tokens[:, :1], -1), tokens[:, :-1]], dim=1)
+        assigned = (tokens < p) & (prev >= p) & (prev < p + K)
+        assigned[:, L - 4 :] = False
+        ebar_col[assigned] = bar0 + (prev[assigned] - p)
+        ebar_col[:, L - 1] = bar0 + self.var  # the query carries ebar_v and is its own key
+        self._terms = self._monomial_terms(tokens, tok_col, pos_col, ebar_col)
+
+    def _monomial_terms(self, tokens, tok_col, pos_col, ebar_col) -> dict:
+        """G1 is a polynomial in (a, b): with sigma = a A + b B (A: the two operand positions,
+        B: the others), h, S and g are linear in (a, b), gbar quadratic and each weight
+        c_t = sigma_t g_t - sigma_t gbar a sum of the monomials a^2, ab, b^2 (from
+        sigma_t g_t) and a^3, a^2 b, a b^2, b^3 (from sigma_t gbar). The [K + 1, D] sums of
+        each monomial's weights are computed once; `block` only combines them."""
+        p, K, L, N, D = self.p, self.K, self.L, self.N, self.D
+        is_num = tokens < p
+        A = torch.zeros(N, L, dtype=torch.float64)
+        A[:, L - 3 : L - 1] = 1.0
+        B = 1.0 - A
+        num = torch.where(is_num, tokens, 0)
+        idx = (self.labels[:, None] - num) % p
+
+        def g_of(part):
+            w = torch.where(is_num, part, torch.zeros_like(part))
+            h = torch.zeros(N, p, dtype=torch.float64).scatter_add_(1, num, w)
+            g = 2 * h.gather(1, idx) - 2 * h.sum(1, keepdim=True) / p
+            return torch.where(is_num, g, torch.zeros_like(g))
+
+        gA, gB = g_of(A), g_of(B)
+        X = (A * gA).sum(1, keepdim=True)
+        Y = (A * gB + B * gA).sum(1, keepdim=True)
+        Z = (B * gB).sum(1, keepdim=True)
+        weights = {
+            (2, 0): A * gA,
+            (1, 1): A * gB + B * gA,
+            (0, 2): B * gB,
+            (3, 0): -A * X,
+            (2, 1): -(A * Y + B * X),
+            (1, 2): -(A * Z + B * Y),
+            (0, 3): -B * Z,
+        }
+        rows_v = self.var[:, None].expand(N, L)
+        rows_all = torch.full((N, L), K)
+        flat = [
+            (row * (D + 1) + col).reshape(-1)
+            for col in (tok_col, pos_col, ebar_col)
+            for row in (rows_v, rows_all)
+        ]
+        C = torch.stack([c.reshape(-1) for c in weights.values()], dim=1)  # [N L, 7]
+        acc = torch.zeros((K + 1) * (D + 1), len(weights), dtype=torch.float64)
+        for f in flat:
+            acc.index_add_(0, f, C)
+        acc = acc.view(K + 1, D + 1, len(weights))[:, :D] / N
+        return {key: acc[:, :, k].numpy().copy() for k, key in enumerate(weights)}
+
+    @classmethod
+    def from_batch(cls, batch, p: int, K: int, L: int) -> PopulationG1:
+        ov = batch.operand_vars
+        if ((ov >= 0).sum(1) != 1).any():
+            raise ValueError("PopulationG1 needs 1-var sequences (one variable operand each)")
+        var = ov.max(dim=1).values
+        return cls(batch.tokens, batch.labels, var, p, K, L)
+
+    def block(self, a: float, b: float, rows: list[str] | None = None, layout: str = "averaged"):
+        """G1[rows, cols] at softmax weights (a, b) (2a + (L-2) b = 1), float64 numpy."""
+        K, L = self.K, self.L
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+        if not (0 < a < 0.5 and 0 < b < 1):
+            raise ValueError(f"need 0 < a < 1/2 and 0 < b < 1, got a={a}, b={b}")
+        rows = row_labels(K, L) if rows is None else rows
+        acc = sum(a**i * b**j * M for (i, j), M in self._terms.items())
+        G = np.zeros((len(rows), self.D))
+        for i, rl in enumerate(rows):
+            if rl in ("=", f"pos{L - 1}"):
+                G[i] = acc[K]
+            elif rl.startswith("bar_v"):
+                G[i] = acc[int(rl[5:])]
+        if layout == "averaged":
+            region = [j for j, cl in enumerate(self.cols)
+                      if cl.startswith("pos") and int(cl[3:]) < L - 4]  # fmt: skip
+            G[:, region] = G[:, region].mean(axis=1, keepdims=True)
+        return G
+
+
+# -- G1 for a comparison's options ------------------------------------------------------------
+
+
+def closed_predictor(task, opts: Options, order: str | None = None):
+    """(a, b) -> the closed-form G1 block (theory/), for the task's p, K, L."""
+    order = opts.order if order is None else order
+
+    def predict(a, b):
+        return g1_block(a, b, task.p, task.K, task.L, order, opts.layout)
+
+    predict.kind = "closed"
+    return predict
+
+
+def population_predictor(task, opts: Options, order: str | None = None, held_out=None):
+    """(a, b) -> G1 of the theorem's model on opts.prediction_size sampled 1-var sequences of
+    the comparison's distribution (opts.distribution in `order`, default opts.order; with
+    'train' the run's restrictions and its held-out pairs `held_out`), a sample of its own
+    (not the comparison batch)."""
+    order = opts.order if order is None else order
+    batch = one_var_batch(
+        task, opts.prediction_size, opts.seed, order, opts.distribution, held_out,
+        opts.all_assigned, stream="compare-qk/prediction",
+    )  # fmt: skip
+    pop = PopulationG1.from_batch(batch, task.p, task.K, task.L)
+
+    def predict(a, b):
+        return pop.block(a, b, layout=opts.layout)
+
+    predict.kind = "population"
+    predict.order, predict.distribution = order, opts.distribution
+    return predict
+
+
+def prediction_kind(task, opts: Options) -> str:
+    """'closed' or 'population' for opts.prediction. 'auto': the closed form where it exists
+    and describes the comparison's distribution (K <= 6 and --distribution unrestricted: the
+    closed form knows no r1, r2 or held-out pairs), else the sampled population."""
+    if opts.prediction not in PREDICTIONS:
+        raise UsageError(f"--prediction must be one of {PREDICTIONS}, got {opts.prediction!r}")
+    exists = closed_form_applies(task.K, task.L)
+    if opts.prediction == "auto":
+        return "closed" if exists and opts.distribution == "unrestricted" else "population"
+    if opts.prediction == "closed" and not exists:
+        raise UsageError(
+            f"--prediction closed: the closed form assigns all K = {task.K} variables in "
+            f"2K slots of the L - 4 = {task.L - 4} assignment positions, impossible here; use "
+            "--prediction population (or auto)"
+        )
+    if opts.prediction == "closed" and opts.distribution != "unrestricted":
+        raise UsageError(
+            "--prediction closed: the closed form is G1 of the theorem's unrestricted "
+            "population, not of the run's training distribution (the default --distribution "
+            "train); add --distribution unrestricted, or use --prediction population (or auto)"
+        )
+    return opts.prediction
+
+
+def make_predictor(task, opts: Options, order: str | None = None, held_out=None):
+    """(a, b) -> G1 of the comparison's distribution (`prediction_kind`) in `order`."""
+    if prediction_kind(task, opts) == "closed":
+        predict = closed_predictor(task, opts, order)
+        predict.order = opts.order if order is None else order
+        predict.distribution = "unrestricted"
+        return predict
+    return population_predictor(task, opts, order, held_out)

@@ -1,0 +1,61 @@
+"""The dynamics ladder's variants: which pieces of the theorem's model train, with which
+optimiser, on which data.
+
+The baseline trains only layer 2's score matrix (stored W_Q = sqrt(d_head) W, W_K = I and
+frozen: plain SGD on W_Q is then exactly gradient descent on the theorem's W, the
+simulator's dynamics) with plain SGD on the theorem's 1-var population. Each release frees
+one constraint, starting from the theorem's own value of the released piece:
+
+    ov          layer 2's W_V, W_O trainable (from the theorem's W_OV)
+    mlp         the MLP's W_in, W_out and the unembedding W_U trainable (from F and xi)
+    layer1      layer 1's W_Q, W_K, W_V, W_O trainable (from the hand-set routing)
+    embeddings  W_E and W_pos trainable (from the orthonormal ones)
+    adamw       torch.optim.AdamW instead of SGD (the authors' betas and weight decay)
+    mix         the authors' 0/1/2-var mix and mixed operand order instead of 1-var data
+    task        the authors' task rules on the training data (r1/r2 restrictions, held-out
+                value pairs; restrict.py), on the theorem's layouts
+
+`ladder_variants(releases)` lists the baseline, every release alone, and the cumulative ladder
+(the first k releases together, k >= 2), each as (name, releases).
+"""
+
+from __future__ import annotations
+
+from empirical.bridge.ladder_dynamics.config import RELEASES
+
+DESCRIPTIONS = {
+    "ov": "layer-2 W_V, W_O trainable (from the theorem's W_OV)",
+    "mlp": "MLP W_in, W_out and unembedding W_U trainable (from F, xi)",
+    "layer1": "layer-1 W_Q, W_K, W_V, W_O trainable (from the hand-set routing)",
+    "embeddings": "W_E, W_pos trainable (from the orthonormal ones)",
+    "adamw": "AdamW instead of plain SGD",
+    "mix": "the authors' 0/1/2-var mix (12/20/10 of 42), mixed operand order",
+    "task": "the authors' task rules in training: r1/r2 restrictions, held-out value pairs",
+}
+# parameters each piece release makes trainable (the model's parameter names)
+PARAMETERS = {
+    "qk": ("blocks.1.attn.W_Q",),
+    "ov": ("blocks.1.attn.W_V", "blocks.1.attn.W_O"),
+    "mlp": ("blocks.1.mlp.W_in", "blocks.1.mlp.W_out", "unembed.W_U"),
+    "layer1": tuple(f"blocks.0.attn.W_{x}" for x in "QKVO"),
+    "embeddings": ("embed.W_E", "pos_embed.W_pos"),
+}
+assert set(DESCRIPTIONS) == set(RELEASES)
+
+
+def variant_name(releases: tuple[str, ...]) -> str:
+    return "+".join(releases) if releases else "baseline"
+
+
+def ladder_variants(releases: list[str] | tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:
+    """[(name, releases)]: the baseline, each release alone, then the cumulative ladder."""
+    out = [("baseline", ())]
+    out += [(r, (r,)) for r in releases]
+    out += [(variant_name(tuple(releases[:k])), tuple(releases[:k]))
+            for k in range(2, len(releases) + 1)]  # fmt: skip
+    return out
+
+
+def trainable_names(releases: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """{group: parameter names} that train under `releases` ("qk" always)."""
+    return {g: PARAMETERS[g] for g in ("qk", *releases) if g in PARAMETERS}

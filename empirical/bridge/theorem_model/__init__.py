@@ -1,0 +1,57 @@
+"""Theorem C.1's simplified model as a real `AssignAddTransformer` (float64), its population
+as token sequences, and its layer-2 key-query gradients by autograd. See docs/theorem_model.md.
+
+    from empirical.bridge.theorem_model import TheoremModelConfig, build_theorem_model
+    cfg = TheoremModelConfig(p=5, K=3, beta=4.0, xi=10.0)
+    model = build_theorem_model(cfg)
+    pop = theorem_population(cfg, "1var")
+    loss, G = theorem_gradient(model, pop, Layout(cfg).dim)     # dL/dW in the theorem's basis
+"""
+
+from disentangled.model import fourier_mlp_weights
+from empirical.bridge.theorem_model.config import TheoremModelConfig
+from empirical.bridge.theorem_model.construct import (
+    build_theorem_model,
+    model_config,
+    routing_leak,
+    routing_targets,
+    score_matrix,
+    set_score_matrix,
+)
+from empirical.bridge.theorem_model.coords import theorem_coordinates
+from empirical.bridge.theorem_model.gradient import (
+    gradient_descent,
+    merged_gradient,
+    model_g1,
+    per_sequence_loss,
+    population_accuracy,
+    theorem_gradient,
+)
+from empirical.bridge.theorem_model.layout import Layout
+from empirical.bridge.theorem_model.token_population import (
+    TokenPopulation,
+    augmented_inputs,
+    theorem_population,
+)
+
+__all__ = [
+    "Layout",
+    "TheoremModelConfig",
+    "TokenPopulation",
+    "augmented_inputs",
+    "build_theorem_model",
+    "fourier_mlp_weights",
+    "gradient_descent",
+    "merged_gradient",
+    "model_config",
+    "model_g1",
+    "per_sequence_loss",
+    "population_accuracy",
+    "routing_leak",
+    "routing_targets",
+    "score_matrix",
+    "set_score_matrix",
+    "theorem_gradient",
+    "theorem_coordinates",
+    "theorem_population",
+]

@@ -1,0 +1,163 @@
+"""Theorem C.1's simplified model written into `AssignAddTransformer` itself (float64).
+
+    model = build_theorem_model(TheoremModelConfig(p=5, K=3, beta=4.0))
+    logits, cache = model.run_with_cache(tokens)        # an ordinary hooked model
+
+Every weight is set by hand (layout: `empirical.bridge.theorem_model.layout`; d_head = d_model,
+so each W_Q W_K^T and W_V W_O is stored as (matrix, identity)):
+
+- embeddings: W_E[id] = e_{token label}, W_pos[t] = pi_{theorem position of t}: orthonormal.
+- layer 1 (block 0), the routing: scores depend on positions only, routing_scale on the
+  routed keys and 0 on the others. An assigned number (theorem position 2j+1, j < K) attends
+  1/2 to itself and 1/2 to its variable (2j); the query (`=`) 1/2 to each operand; every
+  other position to the `+` at sequence position 0. OV: e_{v_u} -> 2 ebar_u (= 2 bar_v{u}),
+  everything else -> 0. So an assigned number gets exactly ebar of its variable, the query
+  ebar_v1 + ebar_v2 over its variable operands (2 ebar_v when v1 = v2, none for 0-var), and
+  nothing else is written: the layer-1 residual is the augmented input of eq. (1), up to the
+  softmax leak (`routing_leak`, < 1e-16 at the default routing_scale 40). (One head must
+  average, hence the factor 2 and the weights 1/2: the query needs the sum of two copies.)
+- layer 2 (block 1): the score matrix W = W_Q W_K^T / sqrt(d_head) is W^0 = beta e_= (pi_{L-3}
+  + pi_{L-2})^T in the basis block (`set_score_matrix`); OV: basis vector i -> coordinate
+  dim + i (the theorem's W_OV, every basis vector to a fresh orthonormal vector).
+- MLP (block 1, act_fn "quadratic"): F(h)_y = (1/p) Re sum_k w^-ky z_k^2, z_k = c_k + i s_k,
+  c_k = sum_m cos(2 pi k m / p) h_m, s_k = sum_m sin(2 pi k m / p) h_m, h_m = <u_m, resid>:
+      Re(w^-ky z_k^2) = cos(2 pi k y / p) (c_k^2 - s_k^2) + sin(2 pi k y / p) 2 c_k s_k,
+      2 c_k s_k = ((c_k + s_k)^2 - (c_k - s_k)^2) / 2,
+  so 4 neurons per frequency (pre-activations c_k, s_k, c_k + s_k, c_k - s_k; d_mlp = 4p)
+  square and W_out combines them into F's output coordinates 2 dim + y.
+- unembedding: W_U[2 dim + y, y] = xi, 0 elsewhere: logits = xi F, read from F's subspace
+  only (the residual also carries x_T and the attention output).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from disentangled.model import fourier_mlp_weights, initial_W
+from empirical.bridge.theorem_model.config import TheoremModelConfig
+from empirical.bridge.theorem_model.layout import Layout
+from empirical.model import AssignAddTransformer, ModelConfig
+
+DTYPE = torch.float64
+
+
+def model_config(cfg: TheoremModelConfig) -> ModelConfig:
+    """The ModelConfig of the theorem's model: d_model = d_head = 2 dim + p, d_mlp = 4p,
+    quadratic activation, float64."""
+    lay = Layout(cfg)
+    d = lay.d_model
+    return ModelConfig.for_task(
+        cfg.p, cfg.K, cfg.L, d_model=d, d_head=d, d_mlp=4 * cfg.p, dtype="float64",
+        act_fn="quadratic",
+    )  # fmt: skip
+
+
+def routing_targets(cfg: TheoremModelConfig) -> list[list[int]]:
+    """targets[t]: the sequence positions that sequence position t attends to in layer 1."""
+    lay = Layout(cfg)
+    theta_of, seq_of = lay.theorem_position, lay.sequence_position
+    L, K = cfg.L, cfg.K
+    out = []
+    for t in range(L):
+        theta = theta_of[t]
+        if theta < 2 * K and theta % 2 == 1:  # assigned number: itself and its variable
+            out.append([seq_of[theta - 1], t])
+        elif theta == L - 1:  # the query: both operands
+            out.append([seq_of[L - 3], seq_of[L - 2]])
+        else:  # nothing to copy: the `+` sink at sequence position 0
+            out.append([0])
+    return out
+
+
+def routing_scores(cfg: TheoremModelConfig) -> Tensor:
+    """Layer-1 score table [query t, key s] over sequence positions (before the causal mask)."""
+    S = torch.zeros((cfg.L, cfg.L), dtype=DTYPE)
+    for t, keys in enumerate(routing_targets(cfg)):
+        S[t, keys] = cfg.routing_scale
+    return S
+
+
+def routing_leak(cfg: TheoremModelConfig) -> float:
+    """Largest layer-1 attention weight that falls outside the routed keys, over positions:
+    (number of other keys) e^-s / (routed + others e^-s), computed without cancellation."""
+    worst = 0.0
+    for t, keys in enumerate(routing_targets(cfg)):
+        others = (t + 1) - len(keys)
+        e = math.exp(-cfg.routing_scale)
+        worst = max(worst, others * e / (len(keys) + others * e))
+    return worst
+
+
+def score_matrix(model: AssignAddTransformer, layer: int = 1) -> Tensor:
+    """The score matrix W = W_Q W_K^T / sqrt(d_head) of block `layer` in the residual's
+    coordinates, [d_model, d_model]; its [:dim, :dim] block is the theorem's W."""
+    attn = model.blocks[layer].attn
+    M = attn.W_Q[0].detach() @ attn.W_K[0].detach().T
+    return M / model.cfg.attn_scale
+
+
+@torch.no_grad()
+def set_score_matrix(model: AssignAddTransformer, W_basis: Tensor, layer: int = 1) -> None:
+    """Write the theorem's W ([dim, dim], basis coordinates) as block `layer`'s score matrix:
+    W_Q = sqrt(d_head) W (zero outside the basis block), W_K = I, so W_Q W_K^T / sqrt(d_head)
+    = W exactly."""
+    attn = model.blocks[layer].attn
+    d = attn.W_Q.shape[1]
+    dim = W_basis.shape[0]
+    WQ = torch.zeros((d, d), dtype=DTYPE)
+    WQ[:dim, :dim] = W_basis.to(DTYPE) * model.cfg.attn_scale
+    attn.W_Q[0].copy_(WQ)
+    attn.W_K[0].copy_(torch.eye(d, dtype=DTYPE))
+
+
+@torch.no_grad()
+def build_theorem_model(cfg: TheoremModelConfig, W: Tensor | None = None) -> AssignAddTransformer:
+    """Theorem C.1's model as an AssignAddTransformer (module docstring); layer 2's score
+    matrix is W^0 = beta e_= (pi_{L-3} + pi_{L-2})^T, or `W` ([dim, dim], basis coordinates)."""
+    lay = Layout(cfg)
+    basis, dim, d, p = lay.basis, lay.dim, lay.d_model, cfg.p
+    model = AssignAddTransformer(model_config(cfg), seed=0)
+    for param in model.parameters():
+        param.zero_()
+    eye = torch.eye(d, dtype=DTYPE)
+
+    for vid, label in enumerate(lay.token_labels):
+        model.W_E[vid, basis.index(label)] = 1.0
+    for t, theta in enumerate(lay.theorem_position):
+        model.W_pos[t, basis.pos(theta)] = 1.0
+
+    l1 = model.blocks[0].attn
+    S = routing_scores(cfg)
+    pos_index = [basis.pos(theta) for theta in lay.theorem_position]
+    WQ1 = torch.zeros((d, d), dtype=DTYPE)
+    WQ1[np_index(pos_index, pos_index)] = S * model.cfg.attn_scale
+    l1.W_Q[0].copy_(WQ1)
+    l1.W_K[0].copy_(eye)
+    for u in range(cfg.K):
+        l1.W_V[0, basis.v(u), basis.bar_v(u)] = 2.0
+    l1.W_O[0].copy_(eye)
+
+    l2 = model.blocks[1].attn
+    sim = cfg.sim_config()
+    set_score_matrix(model, initial_W(sim) if W is None else W)
+    for i in range(dim):
+        l2.W_V[0, i, lay.ov_offset + i] = 1.0
+    l2.W_O[0].copy_(eye)
+
+    A, B = fourier_mlp_weights(p)
+    numbers_out = [lay.ov_offset + basis.n(m) for m in range(p)]  # u_m
+    model.W_in[numbers_out] = A
+    model.W_out[:, lay.f_offset : lay.f_offset + p] = B
+    model.W_U[lay.f_offset : lay.f_offset + p] = cfg.xi * torch.eye(p, dtype=DTYPE)
+    model.eval()
+    return model
+
+
+def np_index(rows: list[int], cols: list[int]) -> tuple[Tensor, Tensor]:
+    """Advanced index of the [rows x cols] sub-block (for assignment into a matrix)."""
+    r = torch.tensor(rows, dtype=torch.long)
+    c = torch.tensor(cols, dtype=torch.long)
+    return r[:, None], c[None, :]

@@ -1,0 +1,219 @@
+"""`RunConfig`: everything one training run needs, as one typed dataclass.
+
+    [task]   the assign-and-add task (empirical.task.TaskConfig)
+    [model]  the architecture (empirical.model.ModelConfig; vocabulary sizes come from the task)
+    [train]  optimiser, schedule, evaluation and checkpoint cadence (TrainConfig)
+    seed     seeds the model init, the data stream, the held-out pairs and the evaluation sets
+
+Load with `load_run_config("configs/paper.toml", ["train.steps=2000", "seed=1"])`; the run
+directory keeps the resolved config as `config.toml`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import field
+from typing import Literal
+
+from empirical.config.field_types import MUST, Flag, checked, fail, integer, number, text
+from empirical.config.io import (
+    ConfigError,
+    config_class,
+    fingerprint_of,
+    load_config,
+    non_default_fields,
+)
+from empirical.families import family_of
+from empirical.model import ModelConfig
+from empirical.task import TaskConfig
+
+
+# both fingerprints are here; task_fingerprint (empirical.task.eval_sets) imports torch, so it
+# is imported on use: the configs validate without torch (a bad config is answered at once)
+def __getattr__(name: str):
+    if name == "task_fingerprint":
+        from empirical.task.eval_sets import task_fingerprint
+
+        return task_fingerprint
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+AUTOCAST = ("none", "bf16")
+DEVICE_RE = re.compile(r"auto|cpu|cuda(:\d+)?")
+COMPILE_MODES = ("none", "default", "reduce-overhead", "max-autotune")
+
+
+def allowed_choice(said: str | None, *allowed: str):
+    """One of `allowed`: "{field} = 'x': allowed 'a', 'b'" (or `said` after "allowed")."""
+
+    def check(value):
+        if not isinstance(value, str) or value not in allowed:
+            raise fail(f": allowed {said or ', '.join(map(repr, allowed))}")
+        return value
+
+    return checked(str, check)
+
+
+def _betas(value):
+    ok = isinstance(value, (list, tuple)) and len(value) == 2
+    if not ok or not all(isinstance(b, (int, float)) and not isinstance(b, bool)
+                         and 0 <= b < 1 for b in value):  # fmt: skip
+        raise fail("must be two numbers in [0, 1)")
+    return tuple(float(b) for b in value)
+
+
+def _device(value):
+    if not isinstance(value, str) or not DEVICE_RE.fullmatch(value):
+        raise fail(": allowed 'auto', 'cpu', 'cuda' or 'cuda:N' (N an integer >= 0)")
+    return value
+
+
+def _run_name(value):
+    if not isinstance(value, str) or not value or "/" in value:
+        raise fail("must be a non-empty name without '/'")
+    return value
+
+
+betas_type = checked(tuple[float, float], _betas)
+device_name = checked(str, _device)
+run_name = checked(str, _run_name)
+
+
+@config_class("train")
+class TrainConfig:
+    """AdamW on on-the-fly batches (paper Section 3; the numbers are ours, see task.md)."""
+
+    steps: integer(1, wording=MUST) = 20_000
+    batch_size: integer(1, wording=MUST) = 512
+    lr: number(0, None, lo_open=True, message="must be a finite number > 0") = 3e-3
+    # (spec's reading 1e-3; see weight_decay)
+    weight_decay: number(0, None, message="must be a finite number >= 0") = 0.1
+    # spec's reading 1.0: var-restricted sets then stay below 60%
+    # in 20k steps; with lr 3e-3 and cosine decay every set reaches >= 99% on CPU seeds 0-2
+    # (docs/training_search.md)
+    betas: betas_type = (0.9, 0.98)
+    warmup_steps: integer(0, wording=MUST) = 0  # linear warm-up of the learning rate from 0
+    warmup_from: integer(0, wording=MUST) = 0  # the warm-up's first step: 0, or the step a
+    # `--resume` that set train.warmup_steps (a recovery warm-up after a divergence) continued
+    # from
+    lr_schedule: allowed_choice("'constant' or 'cosine'", "constant", "cosine") = "cosine"
+    # after the warm-up: "constant" or "cosine" (to 0 at steps)
+    grad_clip: number(0, None, lo_open=True, message="must be > 0 or unset") | None = None
+    # max global grad norm (None: no clipping)
+    divergence_factor: number(0, None, message="must be a finite number >= 0 (0: off)") = 10.0
+    # a checkpoint whose window's mean training loss is above
+    # this many times the running median of the earlier windows AND above ln(p) (worse than
+    # chance) counts as diverged: it is not written and the run stops (0: only non-finite)
+    autocast: allowed_choice(None, *AUTOCAST) = "none"  # "bf16": forward and loss under
+    # bfloat16 autocast (the authors' runs used bf16 autocast on CUDA); weights and optimiser
+    # stay float32
+    init_from: text() = ""  # a model file (a snapshot, a checkpoint, an imported run's snapshot)
+    # whose weights replace the seeded initialisation ("": the seeded TransformerLens init);
+    # e.g. the authors' step-1 weights, to separate their init from their data stream
+    compile: allowed_choice(None, *COMPILE_MODES) = "none"  # torch.compile the training
+    # forward + loss: "none", "default", "reduce-overhead" (CUDA graphs; GPU only) or
+    # "max-autotune"
+    cuda_graph: Flag = True  # on CUDA (with compile = "none"): capture the whole training step
+    # (forward, backward, fused AdamW) in one CUDA graph and replay it: one launch a step
+    # instead of a few hundred (empirical/train/cuda_graph.py). Ignored on the CPU
+    eval_every: integer(1, wording=MUST) = 250  # evaluate every set every this many steps
+    eval_subsample: integer(0, wording=MUST) = 0  # > 0: the evaluations between full ones
+    # read a fixed random subsample of this many sequences per set (metrics records say so:
+    # eval_n); 0: every evaluation reads every sequence
+    full_eval_every: int = 1000  # with eval_subsample: every sequence of every set at the
+    # multiples of this many steps (a multiple of eval_every), at step 0 and at the end
+    checkpoint_every: integer(1, wording=MUST) = 1000  # resumable checkpoint (model +
+    # optimiser + RNG) cadence
+    snapshot_every: integer(0, wording=MUST) = 250  # weights-only snapshot (0: none)
+    eval_batch_size: integer(1, wording=MUST) = 4096
+    sample_chunk: integer(1, wording=MUST) = 1  # draw this many steps' batches per call:
+    # fewer small kernel launches on a GPU; on the CPU the same data as 1, on CUDA another
+    # stream of the same distribution. steps and checkpoint_every must be multiples of it
+    device: device_name = "auto"  # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...
+    threads: integer(0, wording=MUST) = 1  # torch CPU threads (0: torch's default). 1 is
+    # fastest on our 2-core machines: `python benchmarks/bench_train.py` measured 20 ms/step
+    # with 1 thread and 120-500 ms/step with 2 (small ops pay for waking the second thread)
+    tensorboard: Flag = False  # also write every metrics record as TensorBoard scalars
+    # (event files in the run directory, beside metrics.jsonl; empirical/train/tensorboard.py;
+    # needs the `tensorboard` extra: pip install -e ".[tensorboard]")
+
+    def __post_init__(self) -> None:
+        """The fields together (each alone is checked by its type)."""
+        for name in ("checkpoint_every", "steps"):
+            if getattr(self, name) % self.sample_chunk:
+                raise ConfigError(
+                    f"train.{name} = {getattr(self, name)} must be a multiple of "
+                    f"train.sample_chunk = {self.sample_chunk} (checkpoints fall on chunk "
+                    "boundaries, so a resumed or extended run draws the same data)"
+                )
+        full = self.full_eval_every
+        if self.eval_subsample and (
+            isinstance(full, bool) or not isinstance(full, int) or full < 1
+            or full % self.eval_every
+        ):  # fmt: skip
+            raise ConfigError(
+                f"train.full_eval_every = {full!r} must be a positive multiple of "
+                f"train.eval_every = {self.eval_every} when train.eval_subsample is set"
+            )
+        self.betas = (float(self.betas[0]), float(self.betas[1]))
+        factor = self.divergence_factor
+        if factor and factor <= 1:
+            raise ConfigError(
+                f"train.divergence_factor = {factor!r}: must be > 1 (a loss above the running "
+                "median is normal), or 0 to turn the check off"
+            )
+
+
+@config_class()
+class RunConfig:
+    """One training run: task, model, training, and the seed that fixes all randomness."""
+
+    name: run_name = "paper"
+    seed: integer(0, wording=MUST) = 0
+    task: TaskConfig = field(default_factory=TaskConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    kind: Literal["run"] = "run"
+
+    def __post_init__(self) -> None:
+        self.built_model_config()  # a model size that conflicts with the task is an error
+
+    def built_model_config(self) -> ModelConfig:
+        """The model config with its vocabulary and context sizes filled in from the task
+        (its family's token layout: values, variables, length)."""
+        return self.model.with_task(*family_of(self.task).layout(self.task))
+
+
+def load_run_config(path=None, overrides: list[str] | None = None) -> RunConfig:
+    """RunConfig defaults, then the TOML/JSON file at `path`, then dotted overrides."""
+    return load_config(RunConfig, path, overrides)
+
+
+# -- what a run directory holds is checked against its config --------------------------------
+
+# fields a resumed run (or a resumed sweep member) may change: how long, where, how fast
+RESUMABLE_CHANGES = frozenset(
+    {"steps", "device", "threads", "eval_batch_size", "compile", "cuda_graph", "tensorboard"}
+)
+# fields `train --resume` may also change, explicitly, to recover from a divergence
+RECOVERY_CHANGES = frozenset(
+    {"lr", "grad_clip", "warmup_steps", "warmup_from", "divergence_factor"}
+)
+
+
+# [train] fields that say how a run is executed, not which run it is: a resume may change
+# them, or (sample_chunk) they give the very data on the CPU and another realization of the
+# same distribution on CUDA, as train.device does
+NOT_FINGERPRINTED = RESUMABLE_CHANGES | RECOVERY_CHANGES | {"sample_chunk"}
+
+
+def config_fingerprint(cfg: RunConfig) -> str:
+    """The identity of a run: sha256 of its config (seed included) without the [train]
+    fields of NOT_FINGERPRINTED (what a resume may change, and sample_chunk). Every checkpoint,
+    snapshot and metrics record a run writes carries it; one carrying another fingerprint
+    comes from another run. (Its evaluation sets carry the `task_fingerprint` of its [task]
+    table and seed, which is all they depend on.)"""
+    data = non_default_fields(cfg)
+    for name in NOT_FINGERPRINTED:
+        data.get("train", {}).pop(name, None)
+    return fingerprint_of(data)

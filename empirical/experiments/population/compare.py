@@ -1,0 +1,95 @@
+"""Two or more populations (variants of one grid config) against each other: the log-rank test
+of their jump steps and Fisher's exact test of each claim's counts.
+
+    cmp = compare_populations({"ours": claims_a, "paper_init": claims_b})
+    cmp["pairs"][0]["jumps"]["first"]["pvalue"]    # 'their init learns 8/8, ours 5/8' as a p
+    write_comparison(cmp, {"ours": claims_a, ...}, "runs/population/NAME/claims")
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import combinations
+from pathlib import Path
+
+from empirical.config.io import atomic_write_bytes
+from empirical.experiments.population.statistics import fisher_exact, logrank
+from empirical.runs.rundir import SweepDir
+
+
+def compare_populations(populations: dict[str, dict]) -> dict:
+    """{"variants", "members", "pairs": [{"a", "b", "jumps": {first, second: log-rank},
+    "claims": [{"claim", "a": [k, n], "b": [k, n], "fisher_p"}]}]} for every pair of
+    populations (claims.json contents, by variant name)."""
+    pairs = []
+    for a, b in combinations(populations, 2):
+        ca, cb = populations[a], populations[b]
+        jumps = {
+            key: logrank(ca["jumps"][key], ca["jumps"]["last_step"], cb["jumps"][key],
+                         cb["jumps"]["last_step"])
+            for key in ("first", "second")
+        }  # fmt: skip
+        by_claim = {c["claim"]: c for c in cb["claims"]}
+        rows = []
+        for c in ca["claims"]:
+            d = by_claim.get(c["claim"])
+            if d is None:
+                continue
+            rows.append({
+                "claim": c["claim"],
+                "a": [c["holds"], c["of"]],
+                "b": [d["holds"], d["of"]],
+                "fisher_p": fisher_exact(c["holds"], c["of"], d["holds"], d["of"]),
+            })  # fmt: skip
+        pairs.append({"a": a, "b": b, "jumps": jumps, "claims": rows})
+    return {
+        "variants": list(populations),
+        "members": {k: v["members"] for k, v in populations.items()},
+        "tests": "jump steps: log-rank, two-sided, members without a jump censored at their "
+        "last step; claims: Fisher's exact test of the counts, two-sided",
+        "pairs": pairs,
+    }
+
+
+def _p(p) -> str:
+    return "-" if p is None else f"{p:.3g}"
+
+
+def comparison_markdown(cmp: dict, fmt: str = "png") -> str:
+    out = ["# Populations compared: " + ", ".join(cmp["variants"]), ""]
+    out += [", ".join(f"`{k}`: {n} members" for k, n in cmp["members"].items()) + ". "
+            + cmp["tests"] + ".", ""]  # fmt: skip
+    for pair in cmp["pairs"]:
+        a, b = pair["a"], pair["b"]
+        out += [f"## {a} vs {b}", "", "| jump | members with it | log-rank p |",
+                "| --- | --- | --- |"]
+        for key, t in pair["jumps"].items():
+            (ea, eb), (na, nb) = t["events"], t["n"]
+            out.append(f"| {key} | {a} {ea} of {na}, {b} {eb} of {nb} | {_p(t['pvalue'])} |")
+        out += ["", f"| claim | {a} | {b} | Fisher p |", "| --- | --- | --- | --- |"]
+        for r in pair["claims"]:
+            out.append(f"| {r['claim']} | {r['a'][0]} of {r['a'][1]} | {r['b'][0]} of "
+                       f"{r['b'][1]} | {_p(r['fisher_p'])} |")
+        out.append("")
+    out += [f"![survival](survival.{fmt})", ""]
+    return "\n".join(out)
+
+
+def write_comparison(cmp: dict, populations: dict[str, dict], out_dir, fmt: str = "png",
+                     figures: bool = True):  # fmt: skip
+    """comparison.json, comparison.md and survival.png (every population's Kaplan-Meier
+    curves, the first pair's log-rank p in the titles) in out_dir/comparison."""
+    from empirical.experiments.population.figures import plot_survival
+
+    out = Path(out_dir) / SweepDir.COMPARISON
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "comparison.json", out / "comparison.md"]
+    atomic_write_bytes(paths[0], json.dumps(cmp, indent=1).encode())
+    atomic_write_bytes(paths[1], comparison_markdown(cmp, fmt).encode())
+    if not figures:
+        return paths
+    first = cmp["pairs"][0]["jumps"] if cmp["pairs"] else {}
+    pvalues = {k: v["pvalue"] for k, v in first.items()}
+    fig = plot_survival(list(populations.items()), out / "survival", fmt, pvalues=pvalues)
+    paths.append(fig.saved_path)
+    return paths

@@ -1,0 +1,203 @@
+"""Reading a population: the member run directories of one config, each checked to be a run
+of that config (seed aside) and read once.
+
+    key = population_config(cfg)                 # the config without seed, name, execution
+    population_fingerprint(cfg)                  # sha256 of it: which population a run is of
+    status = member_status(RunDir(d), steps=40000)   # "finished", "unfinished", ...
+    member = read_member(RunDir(d), key)         # Member: summary, metrics, analysis, ...
+
+A member is a standard run directory (a grid member: `members/<variant>_seed<S>`). It counts
+in the population's statistics once it is finished: its summary.json is at the config's
+`train.steps`. What is an error (one `error:` line, exit 2, via UserError): a member whose
+config differs from the population's in anything but the seed, the name and how it was
+executed (device, threads, compile, ...: `EXECUTION_FIELDS`); a finished member without
+metrics.jsonl (or with a summary.json that is not JSON); a population without a finished
+member.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from disentangled.command_line import UserError
+from empirical.config.io import fingerprint_of, non_default_fields, to_dict
+from empirical.runs.rundir import RunDir
+
+
+class PopulationError(UserError):
+    """A population that cannot be summarised as asked: the message names the member or the
+    variant and what to do."""
+
+
+# [train] fields that say how a member was executed, not which run it is (a population may be
+# trained on several machines): run_config.RESUMABLE_CHANGES without `steps` (a population at
+# 2 000 steps is not the one at 40 000), and sample_chunk
+EXECUTION_FIELDS = (
+    "device",
+    "threads",
+    "eval_batch_size",
+    "compile",
+    "cuda_graph",
+    "tensorboard",
+    "sample_chunk",
+)
+
+
+def population_config(cfg, full: bool = False) -> dict[str, Any]:
+    """A RunConfig as the plain dict of its non-default fields (`full`: of every field)
+    without the seed, the name and the execution fields: what every member of one population
+    shares."""
+    data = to_dict(cfg) if full else non_default_fields(cfg)
+    data.pop("seed", None)
+    data.pop("name", None)
+    train = data.get("train", {})
+    for name in EXECUTION_FIELDS:
+        train.pop(name, None)
+    if not train:
+        data.pop("train", None)
+    return data
+
+
+def population_fingerprint(cfg) -> str:
+    """sha256 of `population_config(cfg)`: equal for every run of one population, whatever its
+    seed (how a run finds its published population: empirical.experiments.population.placement)."""
+    return fingerprint_of(population_config(cfg))
+
+
+def _flat(d: dict, prefix: str = "") -> dict[str, Any]:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def dict_differences(found: dict, expected: dict) -> list[str]:
+    """config_differences of two population_config dicts (a field absent from one is at its
+    default there)."""
+    a, b = _flat(found), _flat(expected)
+    missing = "(default)"
+    return [f"{key} = {a.get(key, missing)!r} (the population's: {b.get(key, missing)!r})"
+            for key in sorted(set(a) | set(b)) if a.get(key, missing) != b.get(key, missing)]
+
+
+def config_differences(found, expected) -> list[str]:
+    """'train.lr = 0.003 (the population's: 0.001)' for every field in which two RunConfigs
+    differ, the seed, the name and the execution fields aside."""
+    a = _flat(population_config(found, full=True))
+    b = _flat(population_config(expected, full=True))
+    missing = "(not set)"
+    return [f"{key} = {a.get(key, missing)!r} (the population's: {b.get(key, missing)!r})"
+            for key in sorted(set(a) | set(b)) if a.get(key, missing) != b.get(key, missing)]
+
+
+FINISHED, UNFINISHED, STOPPED, MISSING = "finished", "unfinished", "stopped", "missing"
+
+
+def member_status(run: RunDir, steps: int) -> tuple[str, int]:
+    """(status, last evaluated step) of a member directory: "missing" (no run there),
+    "stopped" (a non-finite loss stopped it: stopped.json), "finished" (summary.json at
+    `steps` or later) or "unfinished"."""
+    if not run.is_run():
+        return MISSING, 0
+    stop = run.read_stopped()
+    if stop is not None:
+        return STOPPED, int(stop.get("step", 0) or 0)
+    summary = _read_json(run.summary) if run.summary.exists() else None
+    if summary is not None and int(summary.get("final_step", 0) or 0) >= steps:
+        return FINISHED, int(summary["final_step"])
+    last = 0
+    if run.metrics.exists():
+        lines = [ln for ln in run.metrics.read_text().splitlines() if ln.strip()]
+        if lines:
+            try:
+                last = int(json.loads(lines[-1]).get("step", 0))
+            except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
+                last = 0
+    return UNFINISHED, last
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise PopulationError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except OSError as exc:
+        raise PopulationError(f"{path}: unreadable ({exc.strerror or exc})") from None
+    if not isinstance(data, dict):
+        raise PopulationError(f"{path}: expected a JSON object")
+    return data
+
+
+def check_config(run: RunDir, expected, variant: str):
+    """The member's RunConfig, or a PopulationError naming the fields in which it differs from
+    the population's config `expected` (a RunConfig of the population)."""
+    cfg = run.read_config()
+    if population_config(cfg) != population_config(expected):
+        diff = config_differences(cfg, expected) or ["fields at their defaults"]
+        shown = "; ".join(diff[:3]) + (f"; and {len(diff) - 3} more" if len(diff) > 3 else "")
+        raise PopulationError(
+            f"{run.path}: a run of another config than population {variant!r} ({shown}): a "
+            "population is one config and its seeds; give it its own --out or variant"
+        )
+    return cfg
+
+
+@dataclass
+class Member:
+    """One finished member of a population, read once."""
+
+    name: str  # its directory name (`ours_seed3`)
+    seed: int
+    path: Path
+    config: Any  # its RunConfig
+    summary: dict
+    records: list[dict]
+    analysis: dict | None = None  # analysis.json's content (None: not analysed)
+    spike: dict | None = None  # the first spike's theory-vs-run numbers (compare-qk)
+    notes: list[str] = field(default_factory=list)  # why something is missing
+
+    @property
+    def final_step(self) -> int:
+        return int(self.summary.get("final_step", self.records[-1]["step"] if self.records else 0))
+
+
+def read_member(run: RunDir, expected, variant: str) -> Member:
+    """A finished member directory as a Member (analysis and spike numbers filled in by
+    empirical.experiments.population.prepare): its config checked against the population's, its
+    summary.json and metrics.jsonl read."""
+    cfg = check_config(run, expected, variant)
+    if not run.summary.exists():
+        raise PopulationError(f"{run.path}: no {RunDir.SUMMARY}: the member has not finished")
+    summary = _read_json(run.summary)
+    if not run.metrics.exists():
+        raise PopulationError(
+            f"{run.metrics}: missing: a member without metrics cannot be counted (jumps, "
+            "robust final accuracy and collapses are read from it); retrain the member or "
+            "remove its directory"
+        )
+    records = run.read_metrics()
+    if not records:
+        raise PopulationError(f"{run.metrics}: empty: a member without metrics cannot be counted")
+    return Member(run.name, int(cfg.seed), run.path, cfg, summary, records)
+
+
+def read_analysis(run: RunDir) -> dict | None:
+    """analysis.json of the member's final model (None: absent or older than the model)."""
+    path = run.analysis_dir() / RunDir.ANALYSIS_JSON
+    if not path.exists():
+        return None
+    try:
+        if path.stat().st_mtime < run.final_model().stat().st_mtime:
+            return None
+    except (OSError, UserError):
+        return None
+    try:
+        return _read_json(path)
+    except PopulationError:
+        return None  # unreadable: analysed again

@@ -1,0 +1,171 @@
+"""What each member needs before its claims can be counted, done where it is missing: the
+analysis that paper_check_rows reads (analysis.json, `analyze` without the snapshot dynamics
+and without figures) and compare-qk across the first spike only (the snapshots between the
+last one before its jump and the first one after it).
+
+    analysis, spike, notes = prepare_member(run_dir)   # one member (kept where up to date)
+    prepare_members(members, jobs=4)                   # all of them, in 4 processes
+
+Outputs go where the commands put them: `analysis/analysis.json` (and summary.md) as
+`python -m empirical analyze RUN --no-dynamics --no-figures --first-spike-steps off
+--second-spike-steps off` writes them, and `compare_qk_spike1/` (compare_qk.json, blocks.npz,
+summary.md) as `python -m empirical compare-qk RUN --steps ... --windows spike1=LO:HI
+--no-one-step --no-figures --out RUN/compare_qk_spike1` does. An output newer than the
+member's final model is kept; a full `compare_qk/compare_qk.json` with a `spike1` window is
+used as it is. Each member's files are written under its writer lock (empirical.runs.lock): a
+member that another process writes (or that cannot be written here) is left out of the
+analysis, with a note.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from disentangled.command_line import UserError
+from empirical.experiments.population.members import Member, read_analysis
+from empirical.experiments.population.quantities import spike_numbers
+from empirical.runs.lock import writer_lock
+from empirical.runs.rundir import RunDir
+
+
+def spike_window(summary: dict, snapshot_steps: list[int]) -> tuple[list[int], tuple] | str:
+    """(snapshot steps to analyse, ("spike1", lo, hi)) for compare-qk across the first spike:
+    lo the last snapshot at or before its jump's start, hi the first at or after its end,
+    the steps every snapshot in [lo, hi) (each analysed with its successor: the updates that
+    make up the window). A string says why there is none."""
+    rise = (summary.get("phases") or {}).get("first_spike")
+    if not rise:
+        return "no first spike detected"
+    a = rise.get("jump_start_step", rise["start_step"])
+    b = rise.get("jump_end_step", rise["end_step"])
+    before = [s for s in snapshot_steps if s <= a]
+    after = [s for s in snapshot_steps if s >= b]
+    if not before or not after:
+        return f"no snapshots on both sides of the first spike's jump ({a} -> {b})"
+    lo, hi = before[-1], after[0]
+    return [s for s in snapshot_steps if lo <= s < hi], ("spike1", lo, hi)
+
+
+def _newer(path: Path, run: RunDir) -> bool:
+    try:
+        return path.exists() and path.stat().st_mtime >= run.final_model().stat().st_mtime
+    except (OSError, UserError):
+        return False
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def existing_spike(run: RunDir) -> dict | None:
+    """The first spike's numbers from an up-to-date compare-qk output of the member: the full
+    `compare_qk/` of `python -m empirical compare-qk`, else `compare_qk_spike1/`."""
+    for folder in (run.compare_qk_dir, run.compare_qk_spike1_dir):
+        path = folder / RunDir.COMPARE_QK_JSON
+        if _newer(path, run):
+            found = spike_numbers(_read_json(path))
+            if found is not None:
+                return found
+    return None
+
+
+def analyse_member(run: RunDir) -> dict:
+    """analysis.json of the member's final model, written as `analyze --no-dynamics
+    --no-figures` without the spike comparisons writes it."""
+    from empirical.analysis.run_analysis import analyze_run
+
+    return analyze_run(run.path, dynamics=False, figures=False, first_spike_steps=None,
+                       second_spike_steps=None, threads=None)  # fmt: skip
+
+
+def compare_spike(run: RunDir, summary: dict) -> dict | str:
+    """compare-qk of the member across its first spike (written to compare_qk_spike1/);
+    returns its spike numbers, or why there are none."""
+    from empirical.bridge.compare_qk import Options, compare_run, write_outputs
+
+    plan = spike_window(summary, run.snapshot_steps())
+    if isinstance(plan, str):
+        return plan
+    steps, window = plan
+    opts = Options(steps=steps, windows=[window], one_step=False, progress=False)
+    result = compare_run(run.path, opts)
+    write_outputs(result, run.compare_qk_spike1_dir, figures=False)
+    return spike_numbers(result) or "compare-qk found no update across the first spike"
+
+
+def prepare_member(path, analysis: bool = True, theory: bool = True) -> tuple:
+    """(analysis.json content or None, spike numbers or None, notes) of one finished member,
+    computing what is missing under the member's writer lock. Module-level: it runs in the
+    worker processes of prepare_members."""
+    run = RunDir(path)
+    notes: list[str] = []
+    found = read_analysis(run) if analysis else None
+    spike = existing_spike(run) if theory else None
+    need_analysis = analysis and found is None
+    need_spike = theory and spike is None
+    if not (need_analysis or need_spike):
+        return found, spike, notes
+    summary = _read_json(run.summary) or {}
+    try:
+        with writer_lock(run):
+            if need_analysis:
+                try:
+                    found = analyse_member(run)
+                except UserError as exc:
+                    notes.append(f"analysis failed: {exc}")
+            if need_spike:
+                try:
+                    got = compare_spike(run, summary)
+                except UserError as exc:
+                    got = f"compare-qk failed: {exc}"
+                if isinstance(got, str):
+                    notes.append(got)
+                else:
+                    spike = got
+    except UserError as exc:  # another writer holds it, or it cannot be written here
+        notes.append(f"not analysed: {exc}")
+    return found, spike, notes
+
+
+def _worker_init() -> None:  # one torch thread per process: the processes share the cores
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def prepare_members(
+    members: list[Member],
+    jobs: int = 1,
+    analysis: bool = True,
+    theory: bool = True,
+    log: Callable[[str], None] | None = None,
+) -> None:
+    """Fill in each member's analysis, spike numbers and notes (prepare_member), in `jobs`
+    processes (1: in this one)."""
+    say = log or (lambda _text: None)
+    if not members or not (analysis or theory):
+        return
+    paths = [str(m.path) for m in members]
+    if jobs <= 1:
+        results = []
+        for i, p in enumerate(paths):
+            results.append(prepare_member(p, analysis, theory))
+            say(f"  {members[i].name}: prepared ({i + 1}/{len(paths)})")
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(min(jobs, len(paths)), mp_context=ctx,
+                                 initializer=_worker_init) as pool:  # fmt: skip
+            futures = [pool.submit(prepare_member, p, analysis, theory) for p in paths]
+            results = []
+            for i, f in enumerate(futures):
+                results.append(f.result())
+                say(f"  {members[i].name}: prepared ({i + 1}/{len(paths)})")
+    for m, (found, spike, notes) in zip(members, results, strict=True):
+        m.analysis, m.spike, m.notes = found, spike, list(notes)

@@ -1,0 +1,344 @@
+"""The whole paper in one command: its stages, what each runs and writes, and in which order.
+
+    python -m empirical reproduce                      # configs/authors.toml, seed 0
+    python -m empirical reproduce --config configs/paper.toml   # our reconstruction
+    python -m empirical reproduce train.steps=2000     # dotted overrides, as for `train`
+
+The stages, in this order (each a function below), and what each writes under runs/<name>/:
+
+1. theory tests (theory_tests_stage): `pytest theory`, a subprocess; writes nothing.
+2. theory report (theory_report_stage): `python -m theory report`, a subprocess;
+   theory_report.md (in runs/<name>/).
+3. the paper's run (paper_run_stages): the authors' checkpoints imported and evaluated at
+   every step, then analysed and compared with the theory; authors_checkpoints/ (snapshots,
+   metrics.jsonl, summary.json, training_curves.png, analysis/, compare_qk/).
+4. train (_our_run_stages): our training of the config, resumed from its checkpoint;
+   seed<N>/ (config.toml, checkpoints/, snapshots/, metrics.jsonl, summary.json, Figure 2).
+5. analyze and compare-qk of our run (analyze_stage, compare_qk_stage or, beside the
+   training, following_compare_qk_stage); seed<N>/analysis/, seed<N>/compare_qk/.
+6. report: report.md (empirical.experiments.reproduce_report), the stages and the paper checks.
+
+In order where the stages run one after the other; with `parallel` the theory's and the
+paper's run's stages run in background processes beside our training and our compare-qk
+follows the training there (empirical.experiments.scheduling). A stage that already finished is not
+redone: training resumes from its checkpoint, the imported run is kept, and an analysis whose
+output is newer than its model is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from disentangled.command_line import UserError
+from empirical.experiments.reproduce_report import Stage, render_report
+from empirical.experiments.scheduling import (
+    BackgroundProcesses,
+    ThreadWidening,
+    background_workers,
+    follow_training,
+    say,
+    subprocess_env,
+)
+from empirical.runs.lock import writer_lock
+from empirical.runs.rundir import RunDir, RunDirError
+from empirical.shared_paths import repo_root
+
+ROOT = repo_root()
+AUTHORS_CONFIG = ROOT / "configs" / "authors.toml"
+PAPER_RUN = "authors_checkpoints"  # the folder of the paper's run under runs/<name>/
+
+
+def _subprocess_stage(stage: Stage, argv: list[str]) -> None:
+    """argv as a subprocess (its threads: scheduling.subprocess_env)."""
+    t = time.perf_counter()
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, env=subprocess_env())
+    stage.seconds = time.perf_counter() - t
+    lines = [line for line in proc.stdout.splitlines() + proc.stderr.splitlines() if line.strip()]
+    stage.detail = lines[-1] if lines else ""
+    stage.status = "ok" if proc.returncode == 0 else f"failed (exit {proc.returncode})"
+
+
+def _library_stage(stage: Stage, fn) -> None:
+    """Run one stage in-process; a UserError (e.g. no snapshots) marks it failed, with why."""
+    t = time.perf_counter()
+    try:
+        fn()
+        stage.status = "ok"
+    except UserError as exc:
+        stage.status, stage.detail = "failed", str(exc)
+    stage.seconds = time.perf_counter() - t
+
+
+def _up_to_date(output: Path, model: Path) -> bool:
+    """Whether a stage's output exists and is newer than the model it was made from."""
+    return output.exists() and output.stat().st_mtime >= model.stat().st_mtime
+
+
+def _stage(stages: list[Stage], name: str) -> Stage:
+    """A new stage, announced and appended to `stages`."""
+    st = Stage(name)
+    stages.append(st)
+    say(f"stage: {name}")
+    return st
+
+
+def analyze_stage(run: RunDir, root: Path, progress: bool, label: str = "") -> Stage:
+    """`analyze` of one run directory (kept if newer than its final model)."""
+    from empirical.analysis.run_analysis import analyze_run
+
+    st = _stage([], f"{label}analyze")
+    if _up_to_date(run.analysis_dir() / RunDir.ANALYSIS_JSON, run.final_model()):
+        st.status, st.detail = "ok", "kept (newer than the final model)"
+    else:
+        _library_stage(st, lambda: analyze_run(run.path, progress=progress))
+    st.links.append(str(run.analysis_dir().relative_to(root) / RunDir.SUMMARY_MD))
+    return st
+
+
+def compare_qk_stage(
+    run: RunDir, root: Path, progress: bool, label: str = "", done: dict | None = None
+) -> Stage:
+    """`compare-qk` of one run directory (kept if newer than its final model). `done`:
+    snapshot analyses made ahead (following_compare_qk_stage)."""
+    from empirical.bridge.compare_qk import Options, compare_run, write_outputs
+
+    st = _stage([], f"{label}compare-qk")
+    if _compare_qk_up_to_date(run):
+        st.status, st.detail = "ok", "kept (newer than the final model)"
+    else:
+        _library_stage(
+            st,
+            lambda: write_outputs(
+                compare_run(run.path, Options(progress=progress), done=done), run.compare_qk_dir
+            ),
+        )
+    st.links.append(str(run.compare_qk_dir.relative_to(root) / RunDir.SUMMARY_MD))
+    return st
+
+
+def _compare_qk_up_to_date(run: RunDir) -> bool:
+    return _up_to_date(run.compare_qk_dir / RunDir.COMPARE_QK_JSON, run.final_model())
+
+
+def following_compare_qk_stage(run: RunDir, root: Path, stop) -> Stage:
+    """Our run's compare-qk in a background process: while the training runs, each snapshot
+    that has a successor is analysed as it appears (scheduling.follow_training, on idle CPU
+    time); once `stop` is set (the training has ended), compare_qk_stage with those analyses,
+    which does only the rest (the last snapshot, the windows, the one-step test, the
+    outputs). The same outputs as compare_qk_stage alone (tests/test_compare_qk_pipeline.py)."""
+    try:
+        kept = _compare_qk_up_to_date(run)  # a finished run, compared already: nothing to follow
+    except RunDirError:  # no model yet: the training has not written one
+        kept = False
+    done = {} if kept else follow_training(run, stop)
+    st = compare_qk_stage(run, root, False, done=done)
+    if done:
+        st.detail = (st.detail + "; " if st.detail else "") + (
+            f"{len(done)} snapshot(s) analysed ahead, while the training ran (not in this time)"
+        )
+    return st
+
+
+def _analysis_stages(
+    run: RunDir, root: Path, stages: list[Stage], progress: bool, label: str = ""
+) -> None:
+    """analyze and compare-qk of one run directory, one after the other."""
+    stages.append(analyze_stage(run, root, progress, label))
+    stages.append(compare_qk_stage(run, root, progress, label))
+
+
+def theory_tests_stage(root: Path) -> list[Stage]:
+    """`pytest theory`, a subprocess (one stage, in a list)."""
+    stages: list[Stage] = []
+    st = _stage(stages, "theory tests")
+    _subprocess_stage(
+        st, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "theory"]
+    )
+    return stages
+
+
+def theory_report_stage(root: Path) -> list[Stage]:
+    """The theory report (root/theory_report.md), a subprocess (one stage, in a list)."""
+    stages: list[Stage] = []
+    st = _stage(stages, "theory report")
+    report = root / "theory_report.md"
+    _subprocess_stage(st, [sys.executable, "-m", "theory", "report", "--out", str(report)])
+    st.links.append(report.name)
+    return stages
+
+
+def theory_stages(root: Path) -> list[Stage]:
+    """`pytest theory` and the theory report (root/theory_report.md), one after the other."""
+    return theory_tests_stage(root) + theory_report_stage(root)
+
+
+def paper_run_stages(authors: Path | None, root: Path, progress: bool) -> list[Stage]:
+    """The paper authors' run: imported from the checkpoints folder `authors` into
+    root/authors_checkpoints (skipped, with a note, where it is absent or None), evaluated at
+    every step, analysed and compared with the theory; each part kept where done."""
+    from empirical.runs.evaluation import evaluate_all_steps
+    from empirical.runs.import_run import import_checkpoints
+
+    theirs = RunDir(root / PAPER_RUN)
+    stages: list[Stage] = []
+    st = _stage(stages, "the paper's run: import + evaluate")
+    if authors is None:
+        st.status, st.detail = "skipped", "not asked for (--authors DIR)"
+        return stages
+    if not Path(authors).is_dir():
+        st.status = "skipped"
+        st.detail = (
+            f"no checkpoints folder at {authors} (give --authors DIR: the authors' "
+            "checkpoint_step_N.pth files)"
+        )
+        return stages
+    t = time.perf_counter()
+    try:
+        if not theirs.imported.exists():
+            import_checkpoints(authors, AUTHORS_CONFIG, theirs.path, overwrite=True)
+        if not theirs.summary.exists():
+            evaluate_all_steps(theirs, progress=progress)
+        st.status = "ok"
+        st.links.append(str(theirs.training_curves.relative_to(root)))
+    except UserError as exc:
+        st.status, st.detail = "failed", str(exc)
+    st.seconds = time.perf_counter() - t
+    if st.status == "ok":
+        _analysis_stages(theirs, root, stages, progress, "the paper's run: ")
+    return stages
+
+
+def _our_run_stages(
+    cfg, run: RunDir, root: Path, progress: bool, background=None, background_done=None
+) -> list[Stage]:
+    """Our training of `cfg` in `run` (resumed where it has a checkpoint), analysed; with
+    `background` (scheduling.BackgroundProcesses), its compare-qk there
+    (following_compare_qk_stage: from when a worker is free it analyses the snapshots as the
+    training writes them; `background.stop`, set here when the training ends, tells it to
+    finish) while this process analyses. `background_done()`: whether the background stages
+    have finished; from the first evaluation after they have, a CPU training runs on every
+    core (scheduling.ThreadWidening)."""
+    from empirical.train.loop import train_run
+
+    stages: list[Stage] = []
+    st = _stage(stages, "train")
+    t = time.perf_counter()
+    resume = run.last_checkpoint.exists()
+    widen = ThreadWidening(cfg, background_done)
+    compared = None
+    if background is not None:  # our compare-qk follows the snapshots once the worker is free
+        compared = background.submit(following_compare_qk_stage, run, root, background.stop)
+    try:
+        result = train_run(cfg, run.path, resume=resume, progress=progress, on_eval=widen)
+    finally:
+        widen.restore()
+        if background is not None:
+            background.stop.set()
+    st.seconds, st.status = time.perf_counter() - t, "ok"
+    st.detail = (
+        f"{cfg.name} seed {cfg.seed}: {result.step} steps"
+        + (" (resumed)" if resume else "")
+        + widen.note()
+    )
+    st.links.append(str(run.training_curves.relative_to(root)))
+    if background is None:
+        _analysis_stages(run, root, stages, progress)
+        return stages
+    stages.append(analyze_stage(run, root, progress))
+    stages.append(compared.get())
+    return stages
+
+
+def _independent_stages(root: Path, skip_theory: bool, authors: Path | None, progress: bool):
+    """The stages that do not need our training: the theory's and the paper's run's."""
+    theory = [] if skip_theory else theory_stages(root)
+    return theory, paper_run_stages(authors, root, progress)
+
+
+def _start_independent(submit, workers: int, root: Path, skip_theory: bool, authors):
+    """Submit the independent stages (`submit(fn, *args)`: BackgroundProcesses.submit);
+    returns (wait, done): wait() waits for them and gives (theory stages, paper's run
+    stages), done() says whether they have finished. With 4 workers each stage is its own
+    task (scheduling.background_workers)."""
+    if workers < 4:
+        job = submit(_independent_stages, root, skip_theory, authors, False)
+        return job.get, job.ready
+    theory_jobs = (
+        []
+        if skip_theory
+        else [submit(fn, root) for fn in (theory_tests_stage, theory_report_stage)]
+    )
+    paper = submit(paper_run_stages, authors, root, False)
+
+    def wait():
+        return [st for job in theory_jobs for st in job.get()], paper.get()
+
+    def done():
+        return all(job.ready() for job in [*theory_jobs, paper])
+
+    return wait, done
+
+
+def reproduce(
+    cfg,
+    runs_root: Path,
+    skip_theory: bool = False,
+    progress: bool = True,
+    authors: Path | None = None,
+    parallel: bool | None = None,
+) -> Path:
+    """Run every stage for `cfg` (a RunConfig); returns the path of the report.
+
+    Stages: the theory tests and report; the paper authors' own run, imported from the
+    checkpoints folder `authors` (skipped, with a note, where it is absent or None), evaluated
+    at every step and analysed; our training of `cfg`, analysed; report.md with this run's and
+    the paper's run's paper checks side by side.
+
+    `parallel` (default: on a machine with 2 or more CPU cores): the theory and paper's-run
+    stages run in a second process while this one trains (on one thread while they run, on
+    every core once they are done: scheduling.ThreadWidening; README, Benchmarks), and our
+    run's compare-qk there while this one analyses (in a third process where there are 3 or
+    more cores, so that it need not wait for the theory); their results are the same as when
+    run one after the other.
+
+    Our run directory's writer lock (empirical.runs.lock) is taken first and held to the end:
+    a second `reproduce` or a `train` of the same run is refused before anything is written.
+    The paper's run directory is locked by the import and evaluation that write it
+    (import_checkpoints, evaluate_all_steps), in whichever process runs them."""
+    run = RunDir(Path(runs_root) / cfg.name / f"seed{cfg.seed}")
+    with writer_lock(run, "--runs-root"):
+        return _reproduce(cfg, run, skip_theory, progress, authors, parallel)
+
+
+def _reproduce(cfg, run: RunDir, skip_theory, progress, authors, parallel) -> Path:
+    root = run.path.parent
+    theirs = RunDir(root / PAPER_RUN)
+    root.mkdir(parents=True, exist_ok=True)
+    if parallel is None:
+        parallel = (os.cpu_count() or 1) >= 2
+    t_all = time.perf_counter()
+    if parallel and (authors is not None or not skip_theory):
+        # more cores: compare-qk of our run need not wait for the theory, and the theory's
+        # two stages and the paper's run need not wait for each other (background_workers)
+        workers = background_workers(os.cpu_count() or 1)
+        with BackgroundProcesses(workers) as background:
+            wait, done = _start_independent(background.submit, workers, root, skip_theory, authors)
+            say(f"theory and the paper's run: in {workers} more process(es), beside the training")
+            ours = _our_run_stages(cfg, run, root, progress, background, done)
+            theory, paper = wait()  # an error there is raised here
+    else:
+        theory, paper = _independent_stages(root, skip_theory, authors, progress)
+        ours = _our_run_stages(cfg, run, root, progress)
+    if skip_theory:
+        theory = [Stage("theory tests", "skipped"), Stage("theory report", "skipped")]
+
+    stages = theory + paper + ours
+    path = root / "report.md"
+    paper_run = theirs if theirs.summary.exists() else None
+    path.write_text(render_report(cfg, root, run.path, stages, paper_run))
+    say(f"wrote {path} ({time.perf_counter() - t_all:.0f} s; stage times in its table)")
+    return path

@@ -1,0 +1,303 @@
+"""Sweeps and grids on many machines: one job per batch of members, through submitit.
+
+    python -m empirical sweep --config C --executor slurm --slurm-partition gpu \\
+        --members-per-job 20 --gpus-per-job 1 --job-time 60
+    python -m empirical sweep --config C --summarize        # when the jobs have finished
+    python -m empirical sweep --config C --executor local --members-per-job 10   # this machine
+
+The submitting process plans exactly what the in-process runner would (`run_members`:
+finished members skipped, interrupted ones resumed from their checkpoint, the rest grouped
+into batches of at most N members with the same batch key and start step), writes the
+sweep's own files (sweep.toml; results.json, summary.md and the figure only when it
+summarizes), and submits one job per batch. A job (`train_job`, a module-level function, so
+submitit pickles it by reference) runs `run_members` on its members alone: it classifies them
+again (a member finished meanwhile is skipped), trains them as one batched model, and writes
+only their member directories (each checkpoint atomic, per member). Two jobs never write the
+same file: every member belongs to one job, the summary files to the submitter, and
+submitit's own files (jobs/<submission>/) are named by job id.
+
+A job takes the writer lock of each of its members (empirical.runs.lock: flock, released by
+the OS when the job dies) before it writes anything: that lock is the guard, so a member is
+never trained by two processes at once; a member whose lock another process holds is left
+to it (the job's `busy`). A job also claims its members with `running.json` in each member
+directory (job id, host, pid) and removes it when it ends: the claims tell a new submission
+which members a job may still be training (the submitter plans without taking the members'
+locks). A new submission skips members claimed by a job that may still run (a local job
+whose process is gone, or a SLURM job that `squeue` no longer lists, is not running) unless
+`force` is set; so re-submitting while jobs still run trains only the rest, and
+re-submitting after a job died resumes its members from their last checkpoint.
+
+The summary gathered afterwards (`--summarize`, or at once when the submitter waits for the
+jobs: always for the local executor, with `--wait` for SLURM) is the in-process run's: the
+same member directories, summarized by the same code. The options and the executor they
+make: empirical.experiments.sweep.executors.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from empirical.config.io import atomic_write_bytes
+from empirical.experiments.sweep.executors import ExecutorOptions, make_executor, require_submitit
+from empirical.experiments.sweep.metrics import MetricWeights, metric_value
+from empirical.experiments.sweep.runner import run_members
+from empirical.experiments.sweep.spec import Member
+from empirical.runs.lock import writer_locks
+from empirical.runs.rundir import RunDir, SweepDir
+
+LOWEST_SET = "lowest set"  # the grid's progress metric: the lowest accuracy of any set
+
+
+# ------------------------------------------------------------------------------ claims
+def _job_id() -> str:
+    for var in ("SLURM_ARRAY_JOB_ID", "SLURM_JOB_ID"):
+        if os.environ.get(var):
+            task = os.environ.get("SLURM_ARRAY_TASK_ID")
+            return (
+                f"{os.environ[var]}_{task}"
+                if var == "SLURM_ARRAY_JOB_ID" and task
+                else (os.environ[var])
+            )
+    return f"local-{os.getpid()}"
+
+
+def claim(run: RunDir, job_id: str) -> dict:
+    """Write the member's running.json for this job (atomically); returns what it holds."""
+    info = {
+        "job_id": job_id,
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    run.path.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(run.running, json.dumps(info, indent=2).encode())
+    return info
+
+
+def release(run: RunDir, info: dict) -> None:
+    """Remove the member's running.json if it is still this job's claim."""
+    current = read_claim(run)
+    if (
+        current is not None
+        and current.get("pid") == info["pid"]
+        and (current.get("host") == info["host"])
+    ):
+        run.running.unlink(missing_ok=True)
+
+
+def read_claim(run: RunDir) -> dict | None:
+    if not run.running.exists():
+        return None
+    try:
+        return json.loads(run.running.read_text())
+    except (OSError, ValueError):
+        return {"job_id": "?", "unreadable": True}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _slurm_job_running(job_id: str) -> bool | None:
+    """Whether SLURM still lists the job (None: cannot tell, no squeue)."""
+    if not shutil.which("squeue"):
+        return None
+    try:
+        out = subprocess.run(
+            ["squeue", "-h", "-j", str(job_id), "-o", "%T"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:  # an unknown (long finished) job id is an error for squeue
+        return False
+    return bool(out.stdout.strip())
+
+
+def live_claim(run: RunDir) -> dict | None:
+    """The member's claim if its job may still be running (None: no claim, or a stale one)."""
+    info = read_claim(run)
+    if info is None:
+        return None
+    if info.get("host") == socket.gethostname() and isinstance(info.get("pid"), int):
+        return info if _pid_alive(info["pid"]) else None
+    if info.get("slurm_job_id"):
+        running = _slurm_job_running(info["slurm_job_id"])
+        if running is False:
+            return None
+    return info
+
+
+# ------------------------------------------------------------------------------ the job
+def _job_metric(name: str | None) -> Callable[[Member, dict], float] | None:
+    if name is None:
+        return None
+    if name == LOWEST_SET:
+        return lambda _m, acc: min(acc.values())
+    weights: dict[str, MetricWeights] = {}
+
+    def value(m: Member, acc: dict) -> float:
+        if m.dirname not in weights:
+            weights[m.dirname] = MetricWeights(m.cfg)
+        return metric_value(name, acc, weights[m.dirname])
+
+    return value
+
+
+def train_job(sweep_dir: str, members: list[Member], metric: str | None = None) -> dict:
+    """What one job runs: train these members (one batch of the plan) in their member
+    directories under sweep_dir, nothing else. Returns what it did (for the submitter).
+
+    The job holds the writer lock of each of its members (empirical.runs.lock), all taken
+    before it writes anything (its claims included); a member another process writes
+    (another job given it too, a `train --resume` of it) is left to that process: listed in
+    `busy`, never trained twice."""
+    out = SweepDir(sweep_dir)
+    job_id = _job_id()
+    with writer_locks([out.member(m.dirname) for m in members], skip_busy=True) as elsewhere:
+        busy = [m.dirname for m in members if out.member(m.dirname).path in elsewhere]
+        for name in busy:
+            print(f"{name}: not trained by this job: {elsewhere[out.member(name).path]}")
+        mine = [m for m in members if m.dirname not in busy]
+        claims = [(out.member(m.dirname), claim(out.member(m.dirname), job_id)) for m in mine]
+        try:
+            ran = run_members(
+                mine,
+                out,
+                max_batch=len(mine),
+                progress=False,
+                log=lambda text: print(text, flush=True),
+                metric=_job_metric(metric),
+                metric_name=metric or "",
+            )
+        finally:
+            for run, info in claims:
+                release(run, info)
+    return {
+        "job_id": job_id,
+        "host": socket.gethostname(),
+        "members": [m.dirname for m in members],
+        "busy": busy,
+        "skipped": ran.skipped,
+        "resumed": ran.resumed,
+        "fresh": ran.fresh,
+        "stopped": ran.stopped,
+        "timings": ran.timings,
+        "stopped_early": ran.stopped_early,
+    }
+
+
+# ------------------------------------------------------------------------------ submitting
+@dataclass
+class Submission:
+    """What `submit_members` did."""
+
+    skipped: list[str] = field(default_factory=list)  # finished before
+    stopped: list[str] = field(default_factory=list)  # diverged earlier (stopped.json)
+    resumed: list[str] = field(default_factory=list)  # submitted, from a checkpoint
+    fresh: list[str] = field(default_factory=list)  # submitted, from step 0
+    busy: dict[str, str] = field(default_factory=dict)  # claimed by a live job: its id
+    batches: list[list[str]] = field(default_factory=list)  # one per job
+    jobs: list[str] = field(default_factory=list)  # job ids
+    folder: Path | None = None  # submitit's files for this submission
+    waited: bool = False
+    results: list[dict] = field(default_factory=list)  # train_job's return, per finished job
+    failed: dict[str, str] = field(default_factory=dict)  # job id -> error (and its log)
+    timings: list[dict] = field(default_factory=list)
+
+
+def submit_members(
+    members: list[Member],
+    out: SweepDir,
+    max_batch: int,
+    opts: ExecutorOptions,
+    *,
+    log: Callable[[str], None] = print,
+    metric: str | None = None,
+    name: str = "sweep",
+) -> Submission:
+    """Plan the members' batches (at most opts.members_per_job, and max_batch, members
+    each), submit one job per batch, and wait for them when opts.waits."""
+    require_submitit()
+    per_job = (
+        min(n for n in (opts.members_per_job, max_batch) if n)
+        if (opts.members_per_job or max_batch)
+        else 0
+    )
+    sub = Submission()
+    busy = {} if opts.force else claimed_elsewhere(members, out)
+    for dirname, job in busy.items():
+        log(
+            f"{dirname}: claimed by job {job}, which may still run "
+            f"({out.member(dirname).running}): not submitted; --force submits it anyway"
+        )
+    todo = [m for m in members if m.dirname not in busy]
+    plan = run_members(todo, out, per_job, train=False, log=log)
+    sub.skipped, sub.stopped, sub.busy = plan.skipped, plan.stopped, busy
+    sub.resumed, sub.fresh, sub.batches = plan.resumed, plan.fresh, plan.batches
+    if not plan.batches:
+        log("nothing to submit: every member is finished, stopped or claimed")
+        sub.waited = opts.waits
+        return sub
+    by_name = {m.dirname: m for m in todo}
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
+    sub.folder = out.jobs_dir / f"{stamp}-{os.getpid()}"
+    executor = make_executor(opts, sub.folder, name)
+    target = str(out.path.resolve())
+    with executor.batch():
+        jobs = [
+            executor.submit(train_job, target, [by_name[n] for n in batch], metric)
+            for batch in plan.batches
+        ]
+    sub.jobs = [str(j.job_id) for j in jobs]
+    for job, batch in zip(jobs, plan.batches, strict=True):
+        log(f"job {job.job_id}: {len(batch)} members: {', '.join(batch)}")
+    log(f"submitted {len(jobs)} {opts.kind} job(s); their logs: {sub.folder}")
+    if opts.waits:
+        _wait_for(jobs, sub, log)
+    return sub
+
+
+def claimed_elsewhere(members: list[Member], out: SweepDir) -> dict[str, str]:
+    """{member: job id} of the members claimed by a job that may still be running."""
+    busy = {}
+    for m in members:
+        info = live_claim(out.member(m.dirname))
+        if info is not None:
+            busy[m.dirname] = str(info.get("job_id"))
+    return busy
+
+
+def _wait_for(jobs: list, sub: Submission, log: Callable[[str], None]) -> None:
+    """Each job's result (train_job's return) or its failure into `sub`; then `waited`."""
+    for job in jobs:
+        try:
+            result = job.result()
+        except Exception as exc:  # a failed job: its members stay resumable
+            paths = getattr(job, "paths", None)
+            where = f" (log: {paths.stderr})" if paths is not None else ""
+            sub.failed[str(job.job_id)] = f"{type(exc).__name__}: {exc}".splitlines()[0] + where
+            log(f"job {job.job_id} failed{where}")
+            continue
+        sub.results.append(result)
+        sub.timings += result["timings"]
+        for name in result.get("busy", []):
+            log(f"job {job.job_id}: {name} was being written by another process: not trained")
+    sub.waited = True

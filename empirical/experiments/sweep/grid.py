@@ -1,0 +1,394 @@
+"""Many named configs x seeds trained at once: the exploration tool behind issue #5's search.
+
+A grid config is a run config plus a `[grid]` table of named variants, each a list of
+run-config overrides applied to the base:
+
+    [grid]
+    seeds = [0, 1]
+    max_batch = 0
+    [grid.variants]
+    spec = []
+    disjoint_wd01 = ['task.r2=["b", "c"]', "train.weight_decay=0.1"]
+
+Every (variant, seed) is a member, trained as in a sweep (`train_batch`: members that share
+the architecture and the [train] settings other than lr and weight decay share one batched
+model; each member directory is a standard run directory; a second call skips finished
+members and resumes the rest). The results are every evaluation set's final accuracy per
+member and per variant (mean, min and max over seeds), the first step at which every set
+reached the target, in `grid.json`, `grid.md` and a heatmap `grid.png`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+
+from empirical.analysis.phases import detect_phases
+from empirical.analysis.set_timeline import set_timeline
+from empirical.config.field_types import MUST, integer, number
+from empirical.config.io import (
+    ConfigError,
+    atomic_write_bytes,
+    config_class,
+    from_dict,
+)
+from empirical.config.run import RunConfig
+from empirical.experiments.sweep.spec import Member, expand_variants, load_config_with_table
+from empirical.runs.rundir import SweepDir
+
+# the runner and the training summary import torch: imported where used, so that a grid
+# config is loaded and checked (load_grid_config) without torch
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+@config_class("grid")
+class GridSpec:
+    """The `[grid]` table: variant name -> overrides, seeds, batch limit, target."""
+
+    variants: dict[str, Any] = field(default_factory=dict)
+    seeds: list[Any] = field(default_factory=lambda: [0])
+    max_batch: integer(0, wording=MUST) = 0
+    target: number(0, 1, lo_open=True) = 0.99
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.variants, dict) or not self.variants:
+            raise ConfigError("grid.variants: give at least one variant (name = [overrides])")
+        for name, overrides in self.variants.items():
+            if not _NAME.match(name):
+                raise ConfigError(
+                    f"grid.variants: name {name!r}: use letters, digits, '_', '.', '+', '-'"
+                )
+            if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
+                raise ConfigError(
+                    f"grid.variants.{name} = {overrides!r} must be a list of override strings "
+                    "such as ['train.weight_decay=0.1']"
+                )
+        seeds = list(self.seeds)
+        if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
+            raise ConfigError(f"grid.seeds = {self.seeds!r} must be a non-empty list of ints >= 0")
+        if len(set(seeds)) != len(seeds):
+            raise ConfigError(f"grid.seeds = {seeds} repeats a seed")
+        self.seeds = seeds
+
+
+def load_grid_config(path, overrides: list[str] | None = None) -> tuple[RunConfig, GridSpec]:
+    """(base run config, grid spec) from a grid config file and run-config overrides."""
+    base, table = load_config_with_table(path, "grid", overrides)
+    if table is None:
+        raise ConfigError(f"{path}: no [grid] table (see docs/sweep.md, 'Grids')")
+    return base, from_dict(GridSpec, table, prefix="grid.")
+
+
+def expand_grid(base: RunConfig, spec: GridSpec) -> list[Member]:
+    """One Member per (variant, seed), validated before anything trains."""
+    return expand_variants(base, spec.variants, spec.seeds)
+
+
+def run_grid(
+    base: RunConfig,
+    spec: GridSpec,
+    out_dir: str | Path,
+    *,
+    progress: bool = True,
+    log: Callable[[str], None] | None = print,
+    train: bool = True,
+    executor=None,
+) -> dict:
+    """Train every unfinished member, then write grid.json, grid.md and grid.png.
+    train=False: only (re)write them from the member directories. executor
+    (cluster.ExecutorOptions): train each batch as a job; the files are written when the jobs
+    are waited for (else: {} is returned; gather them later with train=False). The grid
+    directory's files are written under its writer lock, the members' under theirs
+    (runner.sweep_dir_lock, runner.run_members)."""
+    from empirical.experiments.sweep.runner import sweep_dir_lock
+
+    out = SweepDir(out_dir)
+    with sweep_dir_lock(out, train):
+        return _run_grid(base, spec, out, progress=progress, log=log, train=train,
+                         executor=executor)  # fmt: skip
+
+
+def _run_grid(
+    base: RunConfig,
+    spec: GridSpec,
+    out: SweepDir,
+    *,
+    progress: bool,
+    log: Callable[[str], None] | None,
+    train: bool,
+    executor,
+) -> dict:
+    from empirical.experiments.sweep.runner import run_members
+
+    say = log or (lambda _text: None)
+    members = expand_grid(base, spec)
+    timings: list[dict] = []
+    failed: dict[str, str] = {}
+
+    def announce(plan) -> None:  # every member directory is checked by now
+        out.path.mkdir(parents=True, exist_ok=True)
+        say(
+            f"grid {base.name}: {len(spec.variants)} variants x {len(spec.seeds)} seeds = "
+            f"{len(members)} members in {out}; {len(plan.skipped) + len(plan.stopped)} done "
+            f"or stopped, {len(plan.batches)} batch(es) to train"
+        )
+
+    if not train or executor is not None:
+        plan = run_members(members, out, spec.max_batch, log=say, train=False)
+    if train:
+        if executor is not None:
+            announce(plan)
+            from empirical.experiments.sweep.cluster import LOWEST_SET, submit_members
+
+            sub = submit_members(
+                members, out, spec.max_batch, executor, log=say, metric=LOWEST_SET,
+                name=base.name,
+            )  # fmt: skip
+            if not sub.waited:
+                say(
+                    "when the jobs have finished, gather the tables: the same command with "
+                    "--summarize instead of --executor"
+                )
+                return {}
+            timings = sub.timings
+            failed = sub.failed
+        else:
+            timings = run_members(
+                members,
+                out,
+                spec.max_batch,
+                progress=progress,
+                log=say,
+                metric=lambda _m, acc: min(acc.values()),
+                metric_name="lowest set",
+                announce=announce,
+            ).timings
+    elif not out.members_dir.exists():
+        return {}
+    elif out.grid_json.exists():  # --summarize keeps the timings of the run that trained
+        try:
+            timings = json.loads(out.grid_json.read_text()).get("batch_timings", [])
+        except (json.JSONDecodeError, OSError):
+            timings = []
+    results = collect_grid(members, spec, out.path)
+    results["batch_timings"] = timings
+    if failed:  # jobs that failed (their members stay resumable)
+        results["failed_jobs"] = failed
+    paths = write_grid(results, out.path)
+    say(f"wrote {', '.join(map(str, paths))}")
+    return results
+
+
+def collect_grid(members: list[Member], spec: GridSpec, out_dir: Path) -> dict:
+    from empirical.train.summary import first_step_all_above
+
+    rows = []
+    for m in members:
+        run = SweepDir(out_dir).member(m.dirname)
+        stop = run.read_stopped()
+        records = run.read_metrics()
+        last = records[-1] if records else None
+        phases = detect_phases(records).to_dict() if records else {}
+        rows.append(
+            {
+                "member": m.dirname,
+                "variant": m.value,
+                "seed": m.seed,
+                "step": last["step"] if last else 0,
+                "finished": bool(last) and last["step"] == m.cfg.train.steps and stop is None,
+                "stopped": stop["reason"] if stop else None,
+                "final_acc": last["acc"] if last else {},
+                "first_step_all_above_target": first_step_all_above(records, spec.target),
+                "first_spike": _jump(phases.get("first_spike")),
+                "second_spike": _jump(phases.get("second_spike")),
+                "first_90": {name: t["first_90"] for name, t in set_timeline(records).items()},
+            }
+        )
+    sets = sorted({k for r in rows for k in r["final_acc"]}, key=_set_order)
+    variants = []
+    for name, overrides in spec.variants.items():
+        mine = [r for r in rows if r["variant"] == name and r["final_acc"]]
+        acc = {}
+        for s in sets:
+            vals = [r["final_acc"][s] for r in mine if s in r["final_acc"]]
+            if vals:
+                acc[s] = {"mean": sum(vals) / len(vals), "min": min(vals), "max": max(vals)}
+        variants.append(
+            {
+                "variant": name,
+                "overrides": overrides,
+                "members": [r["member"] for r in mine],
+                "steps": sorted({r["step"] for r in mine}),
+                "acc": acc,
+                "min_set_mean": min((a["mean"] for a in acc.values()), default=math.nan),
+                "first_spike": _spread([r["first_spike"] for r in mine]),
+                "second_spike": _spread([r["second_spike"] for r in mine]),
+                "first_90": {
+                    s: _spread([r.get("first_90", {}).get(s) for r in mine]) for s in sets
+                },
+            }
+        )
+    return {
+        "name": members[0].cfg.name.split(".")[0] if members else "grid",
+        "target": spec.target,
+        "seeds": spec.seeds,
+        "sets": sets,
+        "variants": variants,
+        "members": rows,
+    }
+
+
+def _jump(rise: dict | None) -> int | None:
+    """The step a detected spike's largest jump ends at (None: no spike detected)."""
+    return None if not rise else rise.get("jump_end_step", rise.get("end_step"))
+
+
+def _spread(steps: list[int | None]) -> dict:
+    """Mean, sd, min, max over the members where a spike was detected, and how many had one."""
+    found = [s for s in steps if s is not None]
+    if not found:
+        return {"n": 0, "of": len(steps)}
+    mean = sum(found) / len(found)
+    sd = (sum((s - mean) ** 2 for s in found) / (len(found) - 1)) ** 0.5 if len(found) > 1 else 0.0
+    return {"n": len(found), "of": len(steps), "mean": mean, "sd": sd, "min": min(found),
+            "max": max(found), "steps": found}  # fmt: skip
+
+
+def _spread_text(s: dict) -> str:
+    if not s.get("n"):
+        return f"none ({s.get('n', 0)}/{s.get('of', 0)})"
+    return f"{s['mean']:.0f} ({s['sd']:.0f}) [{s['min']}-{s['max']}], {s['n']}/{s['of']}"
+
+
+def _median_text(s: dict) -> str:
+    if not s.get("n"):
+        return f"not reached (0/{s.get('of', 0)})"
+    found = sorted(s["steps"])
+    mid = len(found) // 2
+    median = found[mid] if len(found) % 2 else (found[mid - 1] + found[mid]) / 2
+    return f"{median:.0f} [{s['min']}-{s['max']}], {s['n']}/{s['of']}"
+
+
+def _set_order(name: str) -> tuple:
+    from empirical.task import EVAL_SET_NAMES
+
+    return (EVAL_SET_NAMES.index(name), name) if name in EVAL_SET_NAMES else (999, name)
+
+
+def _pct(x: float) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}"
+
+
+def grid_markdown(results: dict) -> str:
+    sets = results["sets"]
+    lines = [
+        f"# Grid: final accuracy (%) per evaluation set, mean over seeds {results['seeds']}",
+        "",
+        "min over seeds in parentheses; 'all >= target' is each member's first evaluated step "
+        f"with every set >= {100 * results['target']:g}%.",
+        "",
+        "| variant | steps | " + " | ".join(sets) + " | all >= target |",
+        "| --- | --- | " + " | ".join("---" for _ in sets) + " | --- |",
+    ]
+    by_variant = {}
+    for r in results["members"]:
+        by_variant.setdefault(r["variant"], []).append(r)
+    for v in results["variants"]:
+        cells = []
+        for s in sets:
+            a = v["acc"].get(s)
+            cells.append("-" if a is None else f"{_pct(a['mean'])} ({_pct(a['min'])})")
+        firsts = [str(r["first_step_all_above_target"]) for r in by_variant.get(v["variant"], [])]
+        steps = ",".join(map(str, v["steps"])) or "0"
+        lines.append(
+            f"| {v['variant']} | {steps} | " + " | ".join(cells) + f" | {', '.join(firsts)} |"
+        )
+    lines += [
+        "",
+        "## Phase changes (empirical.analysis.phases): step each spike's largest jump ends at",
+        "",
+        "| variant | first spike: mean (sd) [min-max], members with one | second spike |",
+        "| --- | --- | --- |",
+    ]
+    for v in results["variants"]:
+        cells = [_spread_text(v.get(key) or {}) for key in ("first_spike", "second_spike")]
+        lines.append(f"| {v['variant']} | {cells[0]} | {cells[1]} |")
+    lines += [
+        "",
+        "## First evaluated step at >= 90% per set (summary.json's set_timeline):",
+        "median over the members that reached it [min-max], members that reached it",
+        "",
+        "| variant | " + " | ".join(sets) + " |",
+        "| --- | " + " | ".join("---" for _ in sets) + " |",
+    ]
+    for v in results["variants"]:
+        firsts = v.get("first_90") or {}
+        cells = [_median_text(firsts.get(s) or {}) for s in sets]
+        lines.append(f"| {v['variant']} | " + " | ".join(cells) + " |")
+    lines += ["", "## Variants", ""]
+    for v in results["variants"]:
+        lines.append(f"- `{v['variant']}`: {' '.join(v['overrides']) or '(the base config)'}")
+    stopped = [r for r in results["members"] if r["stopped"]]
+    if stopped:
+        lines += ["", "## Stopped members", ""]
+        lines += [f"- {r['member']}: {r['stopped']}" for r in stopped]
+    return "\n".join(lines) + "\n"
+
+
+def plot_grid(results: dict, path: Path | None = None, *, fmt: str | None = None):
+    """Heat map of the final accuracy (%) per variant and evaluation set, mean over seeds.
+    Returns the Figure; writes it to `path` (png, pdf or svg: the suffix, or `fmt`) and
+    closes it when a path is given."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from empirical.analysis.figures import save_figure
+
+    sets, variants = results["sets"], results["variants"]
+    data = np.array(
+        [[v["acc"].get(s, {}).get("mean", np.nan) * 100 for s in sets] for v in variants]
+    )
+    fig, ax = plt.subplots(
+        figsize=(3.5 + 0.9 * len(sets), 3.0 + 0.45 * len(variants)), layout="constrained"
+    )
+    im = ax.imshow(data, vmin=0, vmax=100, cmap="viridis", aspect="auto")
+    ax.set_xticks(range(len(sets)), sets, rotation=45, ha="right")
+    ax.set_yticks(range(len(variants)), [v["variant"] for v in variants])
+    for i in range(len(variants)):
+        for j in range(len(sets)):
+            if not np.isnan(data[i, j]):
+                ax.text(
+                    j,
+                    i,
+                    f"{data[i, j]:.1f}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if data[i, j] < 60 else "black",
+                )
+    ax.set_xlabel("evaluation set")
+    ax.set_ylabel("variant")
+    steps = sorted({r["step"] for r in results["members"]})
+    ax.set_title(
+        f"{results.get('name', 'grid')}: final accuracy (%) per evaluation set,\nmean over "
+        f"seeds {results['seeds']} (step {', '.join(map(str, steps))})",
+        fontsize=10,
+    )
+    fig.colorbar(im, ax=ax, label="accuracy (%)")
+    return save_figure(fig, path, fmt)
+
+
+def write_grid(results: dict, out_dir: Path, fmt: str = "png") -> list[Path]:
+    """grid.json, grid.md and the heat map in out_dir; returns their paths."""
+    out = SweepDir(out_dir)
+    atomic_write_bytes(out.grid_json, json.dumps(results, indent=2).encode())
+    atomic_write_bytes(out.grid_md, grid_markdown(results).encode())
+    figure = out.figure(SweepDir.GRID_FIGURE, fmt)
+    plot_grid(results, figure)
+    return [out.grid_json, out.grid_md, figure]
