@@ -1,9 +1,7 @@
-"""The command-line error contract shared by `python -m disentangled`, `-m theory` and
-`-m empirical`: a problem the user can fix is a `UserError`; the entry point prints it as one
-line `error: ...` on stderr and exits with status 2, never a traceback.
-
-It lives in the lowest package because `theory` builds on `disentangled` and `empirical` on
-both (nothing here imports either of them).
+"""What the command lines of `python -m disentangled`, `-m theory` and `-m empirical` share:
+the entry point that keeps the error contract (disentangled.errors: a UserError is one line
+`error: ...` and exit status 2, never a traceback), a parser whose errors are UsageErrors, and
+checks of output locations.
 
     parser = OneLineParser(prog="python -m empirical train")   # bad arguments: UsageError
     sys.exit(run_main(main, argv, prog="python -m empirical"))
@@ -26,17 +24,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-EXIT_USER_ERROR = 2
-EXIT_INTERRUPTED = 130
-
-
-class UserError(Exception):
-    """A problem the user can fix (a bad value, a missing file, a run directory in use):
-    the command line prints `error: <message>` and exits with status 2."""
-
-
-class UsageError(UserError, ValueError):
-    """Bad command-line arguments."""
+from .errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, UsageError, UserError
 
 
 def use_cli_backend() -> None:

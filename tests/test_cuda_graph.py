@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from disentangled.command_line import UserError
+from disentangled.errors import UserError
 from empirical.config.run import load_run_config
 from empirical.experiments.sweep import train_batch
 from empirical.runs.metrics_log import read_metrics

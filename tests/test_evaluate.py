@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from disentangled.command_line import UsageError
+from disentangled.errors import UsageError
 from empirical.__main__ import main as empirical_main
 from empirical.config.io import config_to_toml
 from empirical.config.run import load_run_config

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from disentangled.command_line import UsageError
+from disentangled.errors import UsageError
 from empirical.__main__ import main as empirical_main
 from empirical.config.io import ConfigError
 from empirical.config.run import load_run_config

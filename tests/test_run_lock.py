@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from lock_holder import held_elsewhere
 
-from disentangled.command_line import UsageError
+from disentangled.errors import UsageError
 from empirical.__main__ import main
 from empirical.config.run import load_run_config
 from empirical.runs.evaluation import evaluate_run

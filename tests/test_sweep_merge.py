@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from disentangled.command_line import UserError
+from disentangled.errors import UserError
 from empirical.cli.sweep import main as sweep_main
 from empirical.experiments.sweep.merge import merge_results
 

@@ -29,7 +29,7 @@ import tomli_w
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from disentangled.command_line import UserError
+from disentangled.errors import UserError
 from empirical.config.field_types import CHECK
 
 T = TypeVar("T")

@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from disentangled.command_line import UserError
+from disentangled.errors import UserError
 from empirical.experiments.reproduce_report import Stage, render_report
 from empirical.experiments.scheduling import (
     BackgroundProcesses,

@@ -24,7 +24,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from disentangled.command_line import UserError
+from disentangled.errors import UserError
 
 
 def say(text: str) -> None:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from disentangled.command_line import UserError
+from disentangled.errors import UserError
 from empirical.config.io import ConfigError, atomic_write_bytes, from_dict, load_failure, to_dict
 from empirical.model.config import DTYPES, ModelConfig
 from empirical.model.fast import depth_of, tied_source

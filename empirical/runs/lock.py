@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from disentangled.command_line import UsageError, UserError
+from disentangled.errors import UsageError, UserError
 from empirical.runs.rundir import RunDir
 
 _HELD: dict[tuple[int, str], HeldLock] = {}  # by (PID, resolved path): a forked child locks anew

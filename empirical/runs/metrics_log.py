@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from disentangled.command_line import UserError
+from disentangled.errors import UserError
 from empirical.config.io import append_text, atomic_write_bytes
 
 

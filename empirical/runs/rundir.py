@@ -49,7 +49,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from disentangled.command_line import UserError
+from disentangled.errors import UserError
 from empirical.config.io import ConfigError
 from empirical.runs.metrics_log import read_metrics
 

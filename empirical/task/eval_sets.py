@@ -15,7 +15,7 @@ import os
 
 import torch
 
-from disentangled.command_line import UserError
+from disentangled.errors import UserError
 from empirical.config.io import atomic_write_bytes, fingerprint_of, non_default_fields, to_dict
 from empirical.families import family_of
 from empirical.task.batch import FIELDS, Batch

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import torch
 
-from disentangled.command_line import UserError
+from disentangled.errors import UserError
 
 _ASSIGN_RE = re.compile(r"\s*([A-Za-z]\w*)\s*=\s*(\S*?)\s*")
 _EXPR_RE = re.compile(r"\s*(\S+?)\s*\+\s*(\S+?)\s*=\s*\?\s*")

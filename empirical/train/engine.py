@@ -44,7 +44,7 @@ from pathlib import Path
 
 import torch
 
-from disentangled.command_line import UserError
+from disentangled.errors import UserError
 from empirical.config.io import append_text, atomic_write_bytes
 from empirical.config.run import RunConfig, config_fingerprint
 from empirical.model import AssignAddTransformer, CheckpointError, load_model

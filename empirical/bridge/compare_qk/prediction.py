@@ -31,7 +31,7 @@ import numpy as np
 import sympy as sp
 import torch
 
-from disentangled.command_line import UsageError
+from disentangled.errors import UsageError
 from empirical.bridge.compare_qk.coords import col_labels, row_labels
 from empirical.bridge.compare_qk.observe import one_var_batch
 from empirical.bridge.compare_qk.options import Options

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from disentangled.command_line import UsageError
+from disentangled.errors import UsageError
 from empirical.analysis.phases import detect_phases
 from empirical.bridge.compare_qk.coords import coordinates
 from empirical.bridge.compare_qk.follow import SnapshotInputs, snapshot_key

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from disentangled.command_line import UsageError
+from disentangled.errors import UsageError
 from empirical.analysis.phases import detect_phases
 from empirical.bridge.compare_qk.coords import theorem_w
 from empirical.bridge.compare_qk.observe import layer2_attention, one_var_batch

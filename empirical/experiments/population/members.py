@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from disentangled.command_line import UserError
+from disentangled.errors import UserError
 from empirical.config.io import fingerprint_of, non_default_fields, to_dict
 from empirical.runs.rundir import RunDir
 

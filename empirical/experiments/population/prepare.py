@@ -25,7 +25,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from disentangled.command_line import UserError
+from disentangled.errors import UserError
 from empirical.experiments.population.members import Member, read_analysis
 from empirical.experiments.population.quantities import spike_numbers
 from empirical.runs.lock import writer_lock

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from disentangled.command_line import UsageError
+from disentangled.errors import UsageError
 
 EXECUTORS = ("local", "slurm")
 

@@ -14,7 +14,7 @@ import json
 import re
 from pathlib import Path
 
-from disentangled.command_line import UserError
+from disentangled.errors import UserError
 from empirical.experiments.sweep.results import summarize
 
 SAME = ("param", "metric", "target")

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import torch
 
-from disentangled.command_line import UserError
+from disentangled.errors import UserError
 from empirical.task.batch import Batch
 from empirical.task.pairs import cpu_generator
 
