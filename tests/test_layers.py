@@ -31,10 +31,10 @@ LAYERS = [
     ],
     # the task and its families (the registry, each family's fields, vocabulary, sampler and
     # evaluation sets): TaskConfig collects the families' fields, the families draw Batches
-    ["empirical.task", "empirical.families"],
+    ["empirical.task", "empirical.families", "empirical.config.task"],
     # the sets' plain names are their families'; a set's timeline names its phases
     ["empirical.analysis.plain_names", "empirical.analysis.set_timeline"],
-    ["empirical.model"],
+    ["empirical.model", "empirical.config.model"],
     ["empirical.config.run"],
     ["empirical.runs.rundir"],
     ["empirical.runs.lock"],

@@ -29,8 +29,8 @@ from empirical.config.io import (
     read_config_file,
     to_dict,
 )
+from empirical.config.task import TaskConfig
 from empirical.families import all_families, family_of
-from empirical.task.config import TaskConfig
 
 # the sampler and the evaluation sets import torch: imported once the arguments and the
 # config are checked (render), so that a bad one is answered at once

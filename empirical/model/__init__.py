@@ -41,7 +41,7 @@ __getattr__, __dir__ = lazy_exports(
             "model_from_checkpoint",
             "save_model",
         ],
-        "empirical.model.config": ["ModelConfig", "task_sizes"],
+        "empirical.config.model": ["ModelConfig", "task_sizes"],
         "empirical.model.transformer": ["AssignAddCache", "AssignAddTransformer"],
         "empirical.model.export": ["to_hooked_transformer"],
         "empirical.model.tied": ["with_middle_layers"],

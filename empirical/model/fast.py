@@ -55,7 +55,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from empirical.model.config import activation
+from empirical.config.model import activation
 
 
 def param_names(n_layers: int = 2) -> tuple[str, ...]:

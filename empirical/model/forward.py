@@ -39,11 +39,11 @@ from typing import TYPE_CHECKING, Literal
 import torch
 from torch import Tensor
 
-from empirical.model.config import activation
+from empirical.config.model import activation
 from empirical.model.fast import fast_forward
 
 if TYPE_CHECKING:
-    from empirical.model.config import ModelConfig
+    from empirical.config.model import ModelConfig
 
 Hook = Callable[[str, Tensor], Tensor]
 

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from disentangled.gradient import first_order_terms
-from empirical.model.config import activation
+from empirical.config.model import activation
 
 LOSSES = ("ce", "first_order")
 

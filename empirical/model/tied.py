@@ -18,7 +18,7 @@ import dataclasses
 import torch
 
 from empirical.config.io import ConfigError
-from empirical.model.config import N_LAYERS
+from empirical.config.model import N_LAYERS
 from empirical.model.transformer import AssignAddTransformer
 
 

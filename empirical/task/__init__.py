@@ -7,7 +7,7 @@ What the data is depends on the config's task family (empirical.families: assign
 paper's task, and the others); these functions ask the family. `TrainingSampler`,
 `EVAL_SET_NAMES` and `Vocabulary` are the assign_add family's; `training_sampler(cfg,
 held_out, device)` builds any family's sampler. See docs/task.md. The public names are
-imported on first use (disentangled.lazy_exports): `empirical.task.config` and the package
+imported on first use (disentangled.lazy_exports): `empirical.config.task` and the package
 itself import without torch.
 """
 
@@ -41,7 +41,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "empirical.task.batch": ["Batch"],
-        "empirical.task.config": ["TaskConfig"],
+        "empirical.config.task": ["TaskConfig"],
         "empirical.families.assign_add.eval_sets": ["EVAL_SET_NAMES"],
         "empirical.families.assign_add.fields": ["EXTRA_EVAL_SET_NAMES"],
         "empirical.families.assign_add.draw": ["TrainingSampler"],

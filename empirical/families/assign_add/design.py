@@ -20,7 +20,7 @@ from empirical.config.io import ConfigError
 from empirical.task.pairs import check_held_out, diagonal_values, ordered_ranks
 
 if TYPE_CHECKING:
-    from empirical.task.config import TaskConfig
+    from empirical.config.task import TaskConfig
 
 Configs = list[tuple[int, int]]
 Groups = list[tuple[float, Configs]]

@@ -59,7 +59,7 @@ from empirical.task.batch import Batch
 from empirical.task.pairs import check_held_out
 
 if TYPE_CHECKING:
-    from empirical.task.config import TaskConfig
+    from empirical.config.task import TaskConfig
 
 
 def _build(ctx: _Ctx, design: Design, c, row, values, canon, lay, dv) -> Batch:

@@ -46,7 +46,7 @@ from empirical.task.batch import Batch
 from empirical.task.pairs import cpu_generator, ordered_ranks
 
 if TYPE_CHECKING:
-    from empirical.task.config import TaskConfig
+    from empirical.config.task import TaskConfig
 
 EVAL_SET_NAMES = (
     "0var/ind",

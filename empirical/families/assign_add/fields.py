@@ -1,6 +1,6 @@
 """The paper's task fields together (TaskConfig's own: p, K, L, the assignments, the held-out
 value pairs, the mix and layout), which the assign_add family reads and the chain family
-reads too. Each field on its own is checked by its declared type (empirical/task/config.py);
+reads too. Each field on its own is checked by its declared type (empirical/config/task.py);
 these are the checks across fields. Errors are ConfigErrors naming the field as `task.<name>`
 and what is allowed; a bad field is answered before torch is imported (no torch here).
 """
@@ -24,7 +24,7 @@ EXTRA_EVAL_SET_NAMES = ("fig3/2var_union", "fig3/0var_held_out")
 
 def validate_paper_fields(cfg) -> None:
     """The paper's task fields together (each on its own is checked by its type, in
-    empirical/task/config.py): normalise them and raise a ConfigError naming one."""
+    empirical/config/task.py): normalise them and raise a ConfigError naming one."""
     _check_sizes(cfg)
     _check_choices(cfg)
     _check_fractions(cfg)

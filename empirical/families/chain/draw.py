@@ -31,6 +31,7 @@ from types import SimpleNamespace
 
 import torch
 
+from empirical.config.task import TaskConfig
 from empirical.families.assign_add.design import (
     CPU_CHUNK,
     V1,
@@ -45,7 +46,6 @@ from empirical.families.assign_add.design import (
 from empirical.families.assign_add.draw import TrainingSampler
 from empirical.families.chain.fields import capacity, held_out_pointer_pairs, training_hops
 from empirical.task.batch import Batch
-from empirical.task.config import TaskConfig
 from empirical.task.pairs import check_held_out
 
 

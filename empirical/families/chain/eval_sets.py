@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import torch
 
+from empirical.config.task import TaskConfig
 from empirical.families.assign_add.design import make_design
 from empirical.families.chain.draw import ChainDraw, ChainPlan
 from empirical.families.chain.fields import evaluated_hops, held_out_pointer_pairs, training_hops
 from empirical.task.batch import Batch
-from empirical.task.config import TaskConfig
 from empirical.task.pairs import cpu_generator
 
 POINTER_SET = "chain/held_out_pointers"

@@ -146,7 +146,7 @@ class Lego(Family):
     analysis = "empirical.families.lego.commands:analyze_lego"
 
     def validate(self, task) -> None:
-        from empirical.task.config import PaperTask
+        from empirical.config.task import PaperTask
 
         require_defaults(
             task,
