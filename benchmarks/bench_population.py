@@ -22,23 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def bench(config: str, variant: str, n: int, steps: int, overrides: list[str],
@@ -49,6 +38,7 @@ def bench(config: str, variant: str, n: int, steps: int, overrides: list[str],
     from empirical.experiments.sweep.grid import expand_grid, load_grid_config
     from empirical.experiments.sweep.trainer import train_batch
     from empirical.train.engine import resolve_device
+    from empirical.train.summary import cpu_model
 
     base, spec = load_grid_config(config, [*overrides, f"train.steps={steps}"])
     if variant not in spec.variants:
@@ -66,7 +56,7 @@ def bench(config: str, variant: str, n: int, steps: int, overrides: list[str],
     loop = sum(session[k] for k in ("training_steps_s", "evaluations_s", "snapshots_s",
                                     "checkpoints_s"))  # fmt: skip
     tc = base.train
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({cpu_name()})"
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({cpu_model()})"
     shown = Path(config).resolve()
     return {
         "config": str(shown.relative_to(ROOT)) if shown.is_relative_to(ROOT) else config,

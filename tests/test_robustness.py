@@ -393,3 +393,14 @@ def test_device_names():
     for bad in ("cuda:abc", "cuda:", "cuda:-1", "gpu", "cpu:0 "):
         with pytest.raises(Exception, match="train.device"):
             smoke(f"train.device={bad}")
+
+
+def test_a_cpu_run_records_the_cpu_kind():
+    # float32 training rounds differently on different CPU kinds: summary.json names which
+    import torch
+
+    from empirical.train.summary import _device_name, cpu_model
+
+    name = _device_name("cpu")
+    assert name == f"CPU ({cpu_model()}, {torch.get_num_threads()} threads)"
+    assert cpu_model() and cpu_model() != "CPU"

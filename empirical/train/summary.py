@@ -120,4 +120,17 @@ def _device_name(device) -> str | None:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
 
-    return f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+    return f"CPU ({cpu_model()}, {torch.get_num_threads()} threads)"
+
+
+def cpu_model() -> str:
+    """The CPU's model name as /proc/cpuinfo gives it ("AMD EPYC", "Intel(R) Xeon(R) ..."):
+    float32 training rounds differently on different CPU kinds, so a run records which;
+    the architecture where the file is missing (not Linux)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
