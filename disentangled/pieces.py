@@ -27,7 +27,8 @@ autograd over the whole population chunk by chunk (`gradient.weighted_expectatio
 cross-entropy or the first-order loss (mean_y logits_y - logits_{y*}) / xi, whose negative
 gradient is each piece's G1: `piece_g1(...)["qk2"][:dim, :dim]` is `gradient.g1`.
 
-What the first-order gradients are at W^0 (derived in theory/piece_closed_form.py, tested):
+What the first-order gradients are at W^0 (derived in theory/piece_closed_form.py, tested in
+theory/test_piece_closed_form.py):
 the layer-1 score matrix gets exactly 0 (layer 1 changes the loss only through the ebar it
 writes, and W^0 reads no ebar), and no piece but qk2 gets a gradient in a direction that
 depends on which variable is queried.

@@ -62,10 +62,15 @@ def _entry(state: dict, rc: RaceConfig, cfg_dict: dict) -> dict:
     return entry
 
 
-def _todo(configs, overrides, seeds) -> list[tuple[RaceConfig, object]]:
+def _todo(configs, overrides, seeds, state: dict) -> list[tuple[RaceConfig, object]]:
+    """(configuration, its ladder config) for each: the seeds are `seeds` if given, else those
+    the state recorded for it (a configuration started with `--seeds 0` resumes with seed 0),
+    else the ladder's."""
     out = []
     for rc in configs:
-        extra = [f"seeds={json.dumps(list(seeds))}"] if seeds else []
+        recorded = state["configs"].get(rc.name, {}).get("config", {}).get("seeds")
+        chosen = seeds or recorded
+        extra = [f"seeds={json.dumps(list(chosen))}"] if chosen else []
         out.append((rc, dynamics_config(rc, [*(overrides or []), *extra])))
     return out
 
@@ -99,7 +104,7 @@ def run_race(
     content."""
     out = Path(out_dir)
     state = _load_state(out)
-    todo = _todo(configs, overrides, seeds)
+    todo = _todo(configs, overrides, seeds, state)
     start = time.perf_counter()
     entries = [_entry(state, rc, to_dict(cfg)) for rc, cfg in todo]
     total = sum(len(cfg.seeds) for _, cfg in todo)
