@@ -71,6 +71,10 @@ def main() -> None:
         "at_attention": pcf.memory_summary(op),
         "attention_and_gram": pcf.memory_summary(op_gram),
         "cos_with_W0": {"attention": _cos(op, w0), "attention_and_gram": _cos(op_gram, w0)},
+        "rows_whose_own_key_leads": {
+            "attention": int((op.argmax(axis=1) == np.arange(K)).sum()),
+            "attention_and_gram": int((op_gram.argmax(axis=1) == np.arange(K)).sum()),
+            "of": K},
     }  # fmt: skip
     print(json.dumps(out, indent=1))
 
