@@ -97,12 +97,23 @@ def plot_race(result: dict, path=None, fmt: str | None = None):
     return save_figure(fig, path, fmt)
 
 
+def _finite(x):
+    """`x` with every infinite or NaN float replaced by None (JSON: "never", "none")."""
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
 def write_outputs(result: dict, out: str | Path, fmt: str = "png") -> dict[str, Path]:
     """race.json, summary.md and race.png (or `fmt`) into `out`; returns {kind: path}."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "race.json", "summary": out / "summary.md"}
-    clean = json.loads(json.dumps(result, default=lambda x: None if math.isinf(x) else x))
+    clean = _finite(result)
     atomic_write_bytes(paths["json"], json.dumps(clean, indent=1, allow_nan=False).encode())
     atomic_write_bytes(paths["summary"], summary_markdown(result).encode())
     paths["figure"] = Path(plot_race(result, out / "race", fmt=fmt).saved_path)
