@@ -27,6 +27,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "empirical.cli.ladder_dynamics",
         "train Theorem C.1's model with its constraints released one at a time",
     ),
+    "race": (
+        "empirical.cli.race",
+        "the race criterion (docs/race.md): step-0 prediction vs the ladder's outcome",
+    ),
     "sweep": ("empirical.cli.sweep", "Figure 3 sweeps with batched multi-model training"),
     "grid": ("empirical.cli.grid", "named config variants x seeds, trained as batched models"),
     "claims": (

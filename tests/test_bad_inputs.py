@@ -541,6 +541,13 @@ CASES = [
       "'wings' is not one of", "an unknown release"),
     C("ladder-dynamics-out-file", E, "ladder-dynamics --out {file}", "afile.txt",
       "--out a file"),
+    # -- race
+    C("race-only-unknown", E, "race --only nope --out {tmp}/race", "is not a race configuration",
+      "--only nope"),
+    C("race-steps-0", E, "race --only baseline steps=0 --out {tmp}/race",
+      "steps: must be an integer >= 1", "steps=0"),
+    C("race-seeds-bad", E, "race --seeds x --out {tmp}/race", "--seeds x", "--seeds x"),
+    C("race-out-file", E, "race --only baseline --out {file}", "afile.txt", "--out a file"),
     # -- sweep and grid
     C("sweep-out-file", E, "sweep --config {smoke} --param train.lr=0.001 --out {file}",
       "afile.txt", "--out a file"),

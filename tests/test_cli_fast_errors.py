@@ -71,6 +71,8 @@ def cases(tmp: Path) -> list[tuple[list[str], str]]:
         (["ladder", missing, "--grid", "0"], "expected positive numbers"),
         (["ladder-dynamics", "steps=0"], "steps: must be an integer >= 1"),
         (["ladder-dynamics", "theorem.K=7"], "theorem.K"),
+        (["race", "--only", "nope"], "is not a race configuration"),
+        (["race", "steps=0"], "steps: must be an integer >= 1"),
         (["sweep", "train.steps=-1"], "train.steps = -1"),
         (["sweep", "--config", str(bad)], "is not valid TOML"),
         (["grid", "--config", "configs/explore_generalization.toml", "train.lr=-1"], "train.lr"),

@@ -79,6 +79,28 @@ def test_a_release_trains_exactly_its_pieces(release):
     assert moved <= trainable and "blocks.1.attn.W_K" not in moved
 
 
+def test_qk_factors_train_w_k_too_and_move_the_score_matrix_as_two_factors():
+    """`qk_factors`: W_K trains at W_Q's rate, and one step moves M = W_Q W_K^T to the
+    product of the two stepped factors."""
+    cfg = _cfg(steps=1, batch_size=0, qk_factors=True)
+    model = build_theorem_model(cfg.theorem.model_config())
+    opt = make_optimizer(model, cfg, ())
+    assert {n for n, p in model.named_parameters() if p.requires_grad} == {
+        "blocks.1.attn.W_Q", "blocks.1.attn.W_K"}  # fmt: skip
+    assert opt.param_groups[0]["lr"] == cfg.sgd.lr_qk * model.cfg.attn_scale**2
+    attn = model.blocks[1].attn
+    Q0, K0 = attn.W_Q[0].detach().clone(), attn.W_K[0].detach().clone()
+    logits = model(torch.tensor([[5, 0, 3, 1, 4, 0, 3, 6]]), fast=True)
+    (logits[:, 0] - logits[:, 1]).sum().backward()
+    gQ, gK = attn.W_Q.grad[0].clone(), attn.W_K.grad[0].clone()
+    opt.step()
+    r = opt.param_groups[0]["lr"]
+    M1 = attn.W_Q[0].detach() @ attn.W_K[0].detach().T
+    assert torch.allclose(M1, (Q0 - r * gQ) @ (K0 - r * gK).T, atol=1e-12)
+    assert not torch.equal(attn.W_K[0].detach(), K0)
+    assert DynamicsConfig().qk_factors is False
+
+
 def test_adamw_release_and_seeds_change_the_run():
     cfg = _cfg(steps=6, batch_size=16, eval_every=3, releases=["adamw"])
     ctx = Context.build(cfg)

@@ -52,6 +52,7 @@ LAYERS = [
     ["empirical.experiments.population"],
     ["empirical.bridge.theorem_model"],
     ["empirical.bridge.ladder", "empirical.bridge.ladder_dynamics"],
+    ["empirical.bridge.race"],  # the race trains ladder configurations
     ["empirical.experiments.scheduling", "empirical.experiments.reproduce_report"],
     ["empirical.experiments.reproduce"],
     # the commands a family adds (<family>/commands/...) are commands like the others

@@ -45,6 +45,7 @@ def test_the_committed_report_has_every_section():
         "### Claim 6:",
         "## 5. Where the spec's claims and the derivation part ways",
         "## 6. Theorem C.1 per hop",
+        "## 7. Other pieces at $W^0$",
     ):
         assert heading in text, heading
     assert "_Report built in" in text.splitlines()[-1]

@@ -4,7 +4,8 @@ Modules: ``symbols`` (a, b, p, K, beta; Z), ``fourier`` (the Fourier MLP's lemma
 ``expectations`` (exact expectations by Kronecker-delta counting), ``population`` (the
 sequences as weighted sites), ``g1_closed_form`` (derivation of every entry of G1),
 ``statement`` (the reconstructed theorem, signs), ``second_order`` (G2), ``remainder``
-(a rigorous O(xi^2) bound), ``claims``
+(a rigorous O(xi^2) bound), ``piece_closed_form`` (other pieces' G1 at W^0; G1's memory
+block at a given attention and ebar Gram matrix), ``claims``
 (numeric checks of the six claims against ``disentangled``), ``report``.
 See docs/theory.md.
 """

@@ -400,6 +400,9 @@ def build_report(points=None, quick: bool = False, L: int = DEFAULT_L) -> str:
     from theory.chain_report import chain_section  # Theorem C.1 per hop (chain model)
 
     body += chain_section(quick, L)
+    from theory.piece_report import pieces_section  # other pieces at W^0 (issue 36)
+
+    body += pieces_section(L)
     body += ["", f"_Report built in {time.time() - t0:.1f} s._", ""]
     return "\n".join(head + body)
 

@@ -13,6 +13,7 @@ __all__ = [
     "import_checkpoints",
     "ladder",
     "ladder_dynamics",
+    "race",
     "repair",
     "reproduce",
     "sample",

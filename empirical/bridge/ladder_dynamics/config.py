@@ -134,7 +134,8 @@ class DynamicsConfig:
     gradient); eval_every: steps between evaluations of the 2-var accuracy (whole 2-var
     population); threshold: the 2-var accuracy that counts as composing; seeds: the
     minibatch streams; releases: which releases the ladder runs (each alone and cumulatively
-    in this order; empty: none, the baseline only)."""
+    in this order; empty: none, the baseline only); qk_factors: train layer 2's W_Q and W_K
+    as two factors (W_K from I, at W_Q's rate) instead of W_Q alone (trainer.py)."""
 
     name: str = "ladder_dynamics"
     steps: count(1) = 300
@@ -144,6 +145,7 @@ class DynamicsConfig:
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
     releases: list[str] = field(default_factory=lambda: list(RELEASES))
     threads: count(1) = 1
+    qk_factors: bool = False
     theorem: TheoremSection = field(default_factory=TheoremSection)
     sgd: SGDSection = field(default_factory=SGDSection)
     adamw: AdamWSection = field(default_factory=AdamWSection)

@@ -6,10 +6,10 @@ W_K = I (`theorem_model.set_score_matrix`). W_K stays frozen at I in every varia
 trains, so the trained object is the merged matrix M = W_Q W_K^T itself: an SGD step of rate
 r on W_Q moves W = M / sqrt(d_head) by -(r / d_head) dL/dW. The baseline's rate on W_Q is
 therefore `sgd.lr_qk * d_head`, and one step moves W by exactly -lr_qk dL/dW, the simulator's
-step (`python -m disentangled dynamics`). (Training W_Q and W_K as two factors would be a
-different dynamics: its update of M is -r (G W_K W_K^T + W_Q W_Q^T G) + O(r^2), docs/
-theorem_model.md; with the stored rank-1 W_Q it multiplies the `=` row of G by
-1 + 2 d_head beta^2, so it is not a release this ladder runs.)
+step (`python -m disentangled dynamics`). With `qk_factors` W_K trains too, at W_Q's rate:
+the two-factor dynamics, whose update of M is -r (G W_K W_K^T + W_Q W_Q^T G) + O(r^2)
+(docs/theorem_model.md); from the stored rank-1 W_Q it multiplies the `=` row of G by
+1 + 2 d_head beta^2 and leaves the other rows (the memory's) as they are.
 
 Data. Each step draws `batch_size` sequences with replacement from the population by its
 weights (a seeded torch.Generator: the seed's only effect, since every released piece starts
@@ -139,7 +139,7 @@ def make_optimizer(model, cfg: DynamicsConfig, releases: tuple[str, ...]):
         p.requires_grad_(False)
     adam = "adamw" in releases
     groups = []
-    for group, names in trainable_names(releases).items():
+    for group, names in trainable_names(releases, cfg.qk_factors).items():
         tensors = [params[n] for n in names]
         for t in tensors:
             t.requires_grad_(True)

@@ -56,6 +56,12 @@ def ladder_variants(releases: list[str] | tuple[str, ...]) -> list[tuple[str, tu
     return out
 
 
-def trainable_names(releases: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
-    """{group: parameter names} that train under `releases` ("qk" always)."""
-    return {g: PARAMETERS[g] for g in ("qk", *releases) if g in PARAMETERS}
+def trainable_names(
+    releases: tuple[str, ...], qk_factors: bool = False
+) -> dict[str, tuple[str, ...]]:
+    """{group: parameter names} that train under `releases` ("qk" always: layer 2's W_Q, and
+    its W_K too with `qk_factors`)."""
+    out = {g: PARAMETERS[g] for g in ("qk", *releases) if g in PARAMETERS}
+    if qk_factors:
+        out["qk"] = (*PARAMETERS["qk"], "blocks.1.attn.W_K")
+    return out

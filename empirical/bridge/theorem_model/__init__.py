@@ -28,6 +28,12 @@ from empirical.bridge.theorem_model.gradient import (
     theorem_gradient,
 )
 from empirical.bridge.theorem_model.layout import Layout
+from empirical.bridge.theorem_model.pieces import (
+    compare_pieces,
+    layer1_mask,
+    model_piece_gradients,
+    model_pieces,
+)
 from empirical.bridge.theorem_model.token_population import (
     TokenPopulation,
     augmented_inputs,
@@ -40,11 +46,15 @@ __all__ = [
     "TokenPopulation",
     "augmented_inputs",
     "build_theorem_model",
+    "compare_pieces",
     "fourier_mlp_weights",
     "gradient_descent",
+    "layer1_mask",
     "merged_gradient",
     "model_config",
     "model_g1",
+    "model_piece_gradients",
+    "model_pieces",
     "per_sequence_loss",
     "population_accuracy",
     "routing_leak",

@@ -1,0 +1,35 @@
+"""The race (issue 36, item 2; docs/race.md): a criterion computed at step 0 of a
+dynamics-ladder configuration (the memory's time T_mem against the inputs' time T_in) that
+predicts whether the configuration composes 2-var sequences, and its test on the race's
+configurations (each trained by the ladder on several seeds; one constant tau fitted on the
+fit half, the test half reported).
+
+    from empirical.bridge.race import run_race, select, write_outputs
+    write_outputs(run_race(select(None), "runs/race"), "runs/race")
+"""
+
+from disentangled.lazy_exports import lazy_exports
+
+__all__ = [
+    "RaceConfig",
+    "StepZero",
+    "fit_tau",
+    "predict",
+    "race_configs",
+    "run_race",
+    "select",
+    "split_of",
+    "step_zero",
+    "write_outputs",
+]
+# imported on first use: the configurations (and the CLI's checks of them) load without torch
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "empirical.bridge.race.configs": ["RaceConfig", "race_configs", "select", "split_of"],
+        "empirical.bridge.race.criterion": ["StepZero", "predict", "step_zero"],
+        "empirical.bridge.race.fit": ["fit_tau"],
+        "empirical.bridge.race.outputs": ["write_outputs"],
+        "empirical.bridge.race.run": ["run_race"],
+    },
+)

@@ -1,0 +1,120 @@
+"""The race's outputs: race.json (every number; the issue's schema), summary.md (the table) and
+race.png (each configuration in the criterion's plane, coloured by its outcome)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from empirical.analysis.figures import OKABE_ITO, save_figure
+from empirical.config.io import atomic_write_bytes
+
+
+def _t(x) -> str:
+    return "inf" if x is None else f"{x:.3g}"
+
+
+def _steps(values) -> str:
+    return ", ".join("never" if v is None else str(v) for v in values)
+
+
+def summary_markdown(result: dict) -> str:
+    acc, n = result["accuracy"], result["counts"]
+    pct = lambda a: "-" if a is None else f"{a:.0%}"  # noqa: E731
+    lo, hi = result["tau_interval"]
+    lines = [
+        "# The race: does the memory lower the 1-var loss before the inputs do?",
+        "",
+        f"Criterion (docs/race.md): {result['criterion']}.",
+        "",
+        f"tau = {result['tau']:.3g} (fitted on the fit half; every tau in ({lo:.3g}, "
+        f"{'inf' if hi is None else format(hi, '.3g')}) scores the same there). Accuracy: "
+        f"**test {pct(acc['test'])}** of {n['test']}, fit {pct(acc['fit'])} of {n['fit']}, "
+        f"all {pct(acc['all'])}.",
+        "",
+        "| configuration | split | T_mem | T_in | T_mem / (tau T_in) | winner | predicted | "
+        "composed (seeds) | 2-var >= 0.99 at step | right |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for c in result["configs"]:
+        sz = c["step_zero"]
+        lines.append(
+            f"| {c['name']} | {c['split']} | {_t(sz['T_mem'])} | {_t(sz['T_in'])} | "
+            f"{_t(c['ratio'])} | {c['winner']} | {'yes' if c['predicted'] else 'no'} | "
+            f"{'yes' if c['composed'] else 'no'} ({c['seeds_composed']}/{c['seeds']}) | "
+            f"{_steps(c['emergence_steps'])} | "
+            f"{'yes' if c['predicted'] == c['composed'] else '**no**'} |"
+        )
+    lines += [
+        "",
+        "T_mem, T_in in steps (inf: never); composed: 2-var accuracy >= 0.99 on the whole 2-var "
+        "population at an evaluation within the run, on the majority of the seeds.",
+        "",
+        f"Wall time of this invocation: {result['seconds']:.0f} s.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _clip(x, lo: float, hi: float) -> float:
+    return hi if x is None or x > hi else max(x, lo)
+
+
+def plot_race(result: dict, path=None, fmt: str | None = None):
+    """x: T_mem / (tau T_in) (left of 1: the memory wins); y: T_mem / S (below 1: in
+    budget); colour: the outcome; marker: the split; a cross: mispredicted."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 7), layout="constrained")
+    lo, hi = 1e-4, 1e4
+    for c in result["configs"]:
+        sz = c["step_zero"]
+        x = _clip(c["ratio"], lo, hi) if c["ratio"] != 0 else lo
+        y = _clip(None if sz["T_mem"] is None else sz["T_mem"] / c["steps"], 1e-3, 1e3)
+        colour = OKABE_ITO["blue"] if c["composed"] else OKABE_ITO["vermillion"]
+        marker = "o" if c["split"] == "fit" else "s"
+        ax.scatter(x, y, color=colour, marker=marker, s=60, zorder=3,
+                   edgecolors="black" if c["predicted"] != c["composed"] else "none")  # fmt: skip
+        if c["predicted"] != c["composed"]:
+            ax.scatter(x, y, color="black", marker="x", s=90, zorder=4)
+        ax.annotate(c["name"], (x, y), fontsize=6.5, xytext=(4, 3), textcoords="offset points")
+    ax.axvline(1, color="grey", ls="--", lw=1)
+    ax.axhline(1, color="grey", ls="--", lw=1)
+    ax.set(xscale="log", yscale="log", xlim=(lo / 2, hi * 2), ylim=(5e-4, 2e3),
+           xlabel="T_mem / (tau T_in)   (< 1: the memory wins the race; clipped at the edges)",
+           ylabel="T_mem / S   (< 1: the memory composes within the run)",
+           title=f"The race at step 0 (tau = {result['tau']:.3g}): each configuration, "
+                 "coloured by its outcome")  # fmt: skip
+    handles = [
+        plt.Line2D([], [], color=OKABE_ITO["blue"], marker="o", ls="", label="composed"),
+        plt.Line2D([], [], color=OKABE_ITO["vermillion"], marker="o", ls="",
+                   label="not composed"),
+        plt.Line2D([], [], color="grey", marker="o", ls="", label="fit half"),
+        plt.Line2D([], [], color="grey", marker="s", ls="", label="test half"),
+        plt.Line2D([], [], color="black", marker="x", ls="", label="mispredicted"),
+    ]  # fmt: skip
+    ax.legend(handles=handles, loc="lower right", fontsize=9)
+    return save_figure(fig, path, fmt)
+
+
+def _finite(x):
+    """`x` with every infinite or NaN float replaced by None (JSON: "never", "none")."""
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def write_outputs(result: dict, out: str | Path, fmt: str = "png") -> dict[str, Path]:
+    """race.json, summary.md and race.png (or `fmt`) into `out`; returns {kind: path}."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out / "race.json", "summary": out / "summary.md"}
+    clean = _finite(result)
+    atomic_write_bytes(paths["json"], json.dumps(clean, indent=1, allow_nan=False).encode())
+    atomic_write_bytes(paths["summary"], summary_markdown(result).encode())
+    paths["figure"] = Path(plot_race(result, out / "race", fmt=fmt).saved_path)
+    return paths

@@ -1,0 +1,142 @@
+"""The race end to end: for every configuration, the criterion's step-0 quantities and the
+ladder's training on each seed (the outcome), kept in OUT/race_state.json after every piece of
+work so that a rerun resumes where the last stopped; then tau fitted on the fit half and every
+configuration predicted.
+
+    result = run_race(select(None), out_dir="runs/race")
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from empirical.bridge.ladder_dynamics.trainer import Context, train_run
+from empirical.bridge.race.configs import RaceConfig, dynamics_config
+from empirical.bridge.race.criterion import StepZero, predict
+from empirical.bridge.race.criterion import step_zero as compute_step_zero
+from empirical.bridge.race.fit import accuracy, fit_tau
+from empirical.config.io import ConfigError, atomic_write_bytes, to_dict
+
+STATE = "race_state.json"
+CRITERION = (
+    "memory wins iff T_mem <= tau T_in; if it wins: composed iff T_mem <= S; else composed "
+    "iff 2-var is trained and tau T_in <= S (T_mem: steps along the optimiser's step-0 update "
+    "of W_QK until 2-var composes; T_in: training loss / first-order loss decrease per step "
+    "through layer 1 and the embeddings; docs/race.md)"
+)
+
+
+def _load_state(out: Path) -> dict:
+    path = out / STATE
+    if not path.exists():
+        return {"configs": {}}
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: not a race state file ({exc}); use another --out") from None
+
+
+def _save_state(out: Path, state: dict) -> None:
+    atomic_write_bytes(out / STATE, json.dumps(state, indent=1).encode())
+
+
+def _run_summary(r) -> dict:
+    return {"seed": r.seed, "composed": r.emergence_step is not None,
+            "emergence_step": r.emergence_step, "final": r.final, "diverged": r.diverged,
+            "eval_steps": r.eval_steps, "acc_2var": r.acc_2var, "spike": r.spike,
+            "memory": r.memory, "seconds": r.seconds}  # fmt: skip
+
+
+def _entry(state: dict, rc: RaceConfig, cfg_dict: dict) -> dict:
+    """The state's record of `rc`, checked to be of the same settings (else a ConfigError)."""
+    entry = state["configs"].setdefault(rc.name, {"config": cfg_dict, "runs": {}})
+    if entry["config"] != cfg_dict:
+        raise ConfigError(f"{STATE}: {rc.name!r} was run with other settings there; use "
+                          "another --out (or remove that file)")  # fmt: skip
+    return entry
+
+
+def _todo(configs, overrides, seeds, state: dict) -> list[tuple[RaceConfig, object]]:
+    """(configuration, its ladder config) for each: the seeds are `seeds` if given, else those
+    the state recorded for it (a configuration started with `--seeds 0` resumes with seed 0),
+    else the ladder's."""
+    out = []
+    for rc in configs:
+        recorded = state["configs"].get(rc.name, {}).get("config", {}).get("seeds")
+        chosen = seeds or recorded
+        extra = [f"seeds={json.dumps(list(chosen))}"] if chosen else []
+        out.append((rc, dynamics_config(rc, [*(overrides or []), *extra])))
+    return out
+
+
+def _measure(rc, cfg, entry, save, bar) -> None:
+    """The configuration's step-0 quantities and every seed's run that the state lacks."""
+    missing = [s for s in cfg.seeds if str(s) not in entry["runs"]]
+    if "step_zero" in entry and not missing:
+        return
+    torch.set_num_threads(cfg.threads)
+    ctx = Context.build(cfg)
+    if "step_zero" not in entry:
+        entry["step_zero"] = compute_step_zero(ctx, rc.releases).to_json()
+        save()
+    for seed in missing:
+        bar.set_postfix_str(f"{rc.name} seed {seed}")
+        entry["runs"][str(seed)] = _run_summary(train_run(ctx, rc.releases, seed))
+        save()
+        bar.update(1)
+
+
+def run_race(
+    configs: list[RaceConfig],
+    out_dir: str | Path,
+    overrides: list[str] | None = None,
+    seeds: list[int] | None = None,
+    progress: bool = True,
+    say: Callable[[str], None] = lambda _m: None,
+) -> dict:
+    """Measure what the state lacks (resuming), then fit tau and predict; returns race.json's
+    content."""
+    out = Path(out_dir)
+    state = _load_state(out)
+    todo = _todo(configs, overrides, seeds, state)
+    start = time.perf_counter()
+    entries = [_entry(state, rc, to_dict(cfg)) for rc, cfg in todo]
+    total = sum(len(cfg.seeds) for _, cfg in todo)
+    done = sum(str(s) in e["runs"] for (_, cfg), e in zip(todo, entries, strict=True)
+               for s in cfg.seeds)  # fmt: skip
+    say(f"{len(todo)} configurations, {total} runs ({done} already in {out / STATE})")
+    with tqdm(total=total, initial=done, disable=not progress, unit="run") as bar:
+        for (rc, cfg), entry in zip(todo, entries, strict=True):
+            _measure(rc, cfg, entry, lambda: _save_state(out, state), bar)
+    return assemble(todo, entries, time.perf_counter() - start)
+
+
+def assemble(todo, entries, seconds: float) -> dict:
+    """race.json's content from the measured entries: outcomes, tau, predictions."""
+    rows = []
+    for (rc, cfg), entry in zip(todo, entries, strict=True):
+        runs = [entry["runs"][str(s)] for s in cfg.seeds]
+        n = sum(r["composed"] for r in runs)
+        rows.append({"name": rc.name, "split": rc.split, "releases": list(rc.releases),
+                     "overrides": list(rc.overrides), "steps": cfg.steps,
+                     "step_zero": StepZero.from_json(entry["step_zero"]),
+                     "composed": 2 * n > len(runs), "seeds_composed": n, "seeds": len(runs),
+                     "emergence_steps": [r["emergence_step"] for r in runs],
+                     "final_2var": [r["final"].get("2var") for r in runs]})  # fmt: skip
+    steps = max((r["steps"] for r in rows), default=0)
+    fit = fit_tau(rows, steps)
+    for r in rows:
+        r.update(predict(r["step_zero"], fit["tau"], r["steps"]))
+    by = {s: [r for r in rows if r["split"] == s] for s in ("fit", "test")}
+    acc = {s: accuracy(by[s], fit["tau"], steps) for s in by} | {
+        "all": accuracy(rows, fit["tau"], steps)}  # fmt: skip
+    return {"criterion": CRITERION, "tau": fit["tau"], "tau_interval": fit["interval"],
+            "accuracy": acc, "counts": {s: len(v) for s, v in by.items()},
+            "configs": [dict(r, step_zero=r["step_zero"].to_json()) for r in rows],
+            "seconds": seconds}  # fmt: skip

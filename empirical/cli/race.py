@@ -1,0 +1,90 @@
+"""`python -m empirical race [OVERRIDES...] [--only NAME ...] [--seeds S ...] [--out DIR]`: the
+race criterion of docs/race.md (issue 36, item 2) on its configurations: for each, the
+step-0 quantities (T_mem, T_in) and the dynamics ladder's training on every seed (the
+outcome: composed or not); then the one constant tau fitted on the fit half and every
+configuration predicted.
+
+Examples:
+    python -m empirical race --out runs/race
+    python -m empirical race --only baseline layer1 --seeds 0 steps=100 --out runs/race_short
+
+Resumes from OUT/race_state.json (every finished step-0 computation and run is kept there);
+writes race.json, summary.md and race.png to --out (default runs/race) and prints summary.md.
+OVERRIDES are dotted dynamics-ladder fields (configs/ladder_dynamics.toml), applied to every
+configuration before its own.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from empirical.cli.common import (
+    add_format_argument,
+    command_main,
+    overrides_from_lists,
+    parser,
+    prepare_output_dir,
+)
+
+
+def build_parser():
+    ap = parser("race", "Test the race criterion (docs/race.md) on the ladder's configurations.")
+    ap.add_argument(
+        "overrides", nargs="*", help="dynamics-ladder overrides for every configuration (steps=100)"
+    )
+    ap.add_argument(
+        "--only", nargs="+", metavar="NAME", help="only these configurations (as in race.json)"
+    )
+    ap.add_argument(
+        "--seeds", nargs="+", metavar="S", help="every configuration's seeds (default: 0 1 2)"
+    )
+    ap.add_argument("--out", default="runs/race", help="output directory (default runs/race)")
+    ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")
+    add_format_argument(ap)
+    return ap
+
+
+def _seeds(values: list[str] | None) -> list[int] | None:
+    from empirical.cli.common import UsageError
+
+    if values is None:
+        return None
+    try:
+        seeds = [int(v) for v in values]
+    except ValueError:
+        raise UsageError(f"--seeds {' '.join(values)}: allowed: integers >= 0") from None
+    if any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+        raise UsageError(f"--seeds {' '.join(values)}: allowed: distinct integers >= 0")
+    return seeds
+
+
+def run(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    overrides_from_lists(args, ("only", "seeds"))
+    seeds = _seeds(args.seeds)
+    from empirical.bridge.race.configs import dynamics_config, select
+
+    configs = select(args.only)  # ConfigError: one line
+    for rc in configs:  # every override checked before anything runs
+        dynamics_config(rc, list(args.overrides))
+    out = prepare_output_dir(args.out)
+
+    from empirical.analysis.figures import use_cli_backend
+    from empirical.bridge.race import run_race, write_outputs
+
+    use_cli_backend()
+
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    result = run_race(configs, out, list(args.overrides), seeds, progress=not args.quiet,
+                      say=(lambda _m: None) if args.quiet else say)  # fmt: skip
+    paths = write_outputs(result, out, fmt=args.format)
+    if not args.quiet:
+        print(paths["summary"].read_text())
+        print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command_main(run, argv)

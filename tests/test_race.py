@@ -1,0 +1,163 @@
+"""The race (empirical.bridge.race, `python -m empirical race`; docs/race.md): the criterion's
+step-0 quantities against direct computations, the configuration whose answer is known by
+construction (only W_QK trains: the memory must win, and the prediction is the memory's own
+budget), the fit of tau on the fit half only, the fixed split, and a tiny run of the command
+that resumes. Small cases use p = 3, K = 2."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from empirical.__main__ import main as empirical_main
+from empirical.bridge.ladder_dynamics import Context, DynamicsConfig, train_run
+from empirical.bridge.ladder_dynamics.config import TheoremSection
+from empirical.bridge.ladder_dynamics.trainer import make_optimizer
+from empirical.bridge.race import fit_tau, predict, race_configs, split_of, step_zero
+from empirical.bridge.race.criterion import (
+    StepZero,
+    first_update,
+    population_gradient,
+    score_update,
+)
+from empirical.bridge.theorem_model import (
+    build_theorem_model,
+    population_accuracy,
+    score_matrix,
+    set_score_matrix,
+)
+
+SMALL = TheoremSection(p=3, K=2, beta=2.0, xi=3.0)
+
+
+def _cfg(**kw) -> DynamicsConfig:
+    return DynamicsConfig(**{"theorem": SMALL, "steps": 60, "eval_every": 5, **kw})
+
+
+def _composes(ctx: Context, dW: torch.Tensor, s: float) -> bool:
+    model = build_theorem_model(ctx.cfg.theorem.model_config())
+    W0 = score_matrix(model)[: ctx.dim, : ctx.dim].clone()
+    set_score_matrix(model, W0 + s * dW)
+    return population_accuracy(model, ctx.eval_2var)["2var"] >= ctx.cfg.threshold
+
+
+def _dW(ctx: Context, releases=()) -> torch.Tensor:
+    model = build_theorem_model(ctx.cfg.theorem.model_config())
+    opt = make_optimizer(model, ctx.cfg, releases)
+    population_gradient(model, ctx.training_population(releases))
+    attn = model.blocks[1].attn
+    return score_update(model, {"blocks.1.attn.W_Q": -opt.param_groups[0]["lr"] * attn.W_Q.grad},
+                        ctx.dim)  # fmt: skip
+
+
+def test_only_w_qk_trained_the_memory_must_win_and_the_run_agrees():
+    """Everything frozen but W_QK: no input route (D_in = 0, T_in infinite), so the memory
+    wins at every tau and the prediction is T_mem <= S; T_mem is where W^0 + s dW starts to
+    compose (bisected to 1%), and the ladder's own run composes."""
+    ctx = Context.build(_cfg())
+    sz = step_zero(ctx, ())
+    assert sz.D_in == 0 and math.isinf(sz.T_in) and sz.per_group.keys() == {"qk"}
+    assert 0 < sz.T_mem < math.inf
+    dW = _dW(ctx)
+    assert _composes(ctx, dW, sz.T_mem * 1.001) and not _composes(ctx, dW, sz.T_mem / 1.02)
+    assert sz.memory["contrast_min"] > 0  # the memory block's diagonal leads every row
+    for tau in (1e-6, 1.0, 1e6, math.inf):
+        got = predict(sz, tau, ctx.cfg.steps)
+        assert got["winner"] == "memory"
+        assert got["predicted"] == (sz.T_mem <= ctx.cfg.steps)
+    # the ladder's run, given the memory's budget twice over, composes (T_mem is a first-order
+    # time: the gradient grows along the path, and the run composes earlier, here at ~T_mem / 2)
+    run = train_run(Context.build(_cfg(steps=math.ceil(2 * sz.T_mem), seeds=[0])), (), 0)
+    assert run.emergence_step is not None and run.emergence_step <= 2 * sz.T_mem
+
+
+def test_inputs_rate_is_the_first_order_decrease_through_layer1_and_embeddings():
+    """D_in = sum over layer 1's and the embeddings' tensors of lr ||g||^2 (SGD), with g the
+    exact population gradient by autograd; T_in = loss / D_in; the memory's dW is the same
+    as with W_QK alone (the released pieces do not move W_QK's first step)."""
+    releases = ("layer1", "embeddings")
+    ctx = Context.build(_cfg(releases=list(releases)))
+    sz = step_zero(ctx, releases)
+    model = build_theorem_model(ctx.cfg.theorem.model_config())
+    opt = make_optimizer(model, ctx.cfg, releases)
+    loss = population_gradient(model, ctx.training_population(releases))
+    expected = sum(g["lr"] * float(p.grad.pow(2).sum()) for g in opt.param_groups
+                   if g["name"] in releases for p in g["params"])  # fmt: skip
+    assert sz.D_in == pytest.approx(expected, rel=1e-12) and sz.D_in > 0
+    assert sz.T_in == pytest.approx(loss / expected, rel=1e-12)
+    assert sz.T_mem == pytest.approx(step_zero(Context.build(_cfg()), ()).T_mem, rel=0.02)
+
+
+def test_adam_first_update_is_the_gradient_over_its_rms():
+    g = torch.tensor([[3.0, -4.0], [0.0, 0.0]])
+    d = first_update(g, 0.1, adam=True)
+    assert torch.allclose(d, -0.1 * g / g.pow(2).mean().sqrt())
+    assert float(d.pow(2).mean().sqrt()) == pytest.approx(0.1)
+    assert torch.equal(first_update(torch.zeros(3), 0.1, adam=True), torch.zeros(3))
+    assert torch.equal(first_update(g, 0.1, adam=False), -0.1 * g)
+
+
+def test_score_update_of_two_factors_is_the_product_of_the_stepped_factors():
+    ctx = Context.build(_cfg(qk_factors=True))
+    model = build_theorem_model(ctx.cfg.theorem.model_config())
+    attn = model.blocks[1].attn
+    gen = torch.Generator().manual_seed(0)
+    dQ = 1e-2 * torch.randn(attn.W_Q.shape, generator=gen, dtype=attn.W_Q.dtype)
+    dK = 1e-2 * torch.randn(attn.W_K.shape, generator=gen, dtype=attn.W_K.dtype)
+    got = score_update(model, {"blocks.1.attn.W_Q": dQ, "blocks.1.attn.W_K": dK}, ctx.dim)
+    Q, K = attn.W_Q.detach()[0], attn.W_K.detach()[0]
+    want = ((Q + dQ[0]) @ (K + dK[0]).T - Q @ K.T)[: ctx.dim, : ctx.dim]
+    assert torch.allclose(got, want / model.cfg.attn_scale, atol=1e-14)
+
+
+def _row(name, T_mem, T_in, composed, split, two_var=False):
+    sz = StepZero(loss=1.0, D_in=0.0 if math.isinf(T_in) else 1 / T_in, T_in=T_in,
+                  T_mem=T_mem, two_var_trained=two_var, adam=False, per_group={}, memory={},
+                  seconds=0.0)  # fmt: skip
+    return {"name": name, "step_zero": sz, "composed": composed, "split": split, "steps": 300}
+
+
+def test_tau_is_fitted_on_the_fit_half_only():
+    """Fit rows separable at T_mem / T_in between 2 and 8: tau lands there with fit accuracy
+    1; the test half's outcomes, whatever they are, do not move tau."""
+    fit = [_row("a", 10, 100, True, "fit"), _row("b", 20, 10, True, "fit"),
+           _row("c", 80, 10, False, "fit"), _row("d", 100, 1, False, "fit")]  # fmt: skip
+    test = [_row("e", 10, 1, True, "test"), _row("f", 10, 1000, False, "test")]
+    got = fit_tau(fit + test, 300)
+    assert got["fit_accuracy"] == 1 and 2 < got["tau"] < 8 and got["interval"] == [2, 8]
+    flipped = [dict(r, composed=not r["composed"]) for r in test]
+    assert fit_tau(fit + flipped, 300) == got
+
+
+def test_split_is_fixed_by_the_name_and_the_configurations_are_enough():
+    configs = race_configs()
+    names = [c.name for c in configs]
+    assert len(names) == len(set(names)) >= 30
+    assert split_of("baseline") == "fit" and split_of("ov") == "test"
+    halves = {s: sum(c.split == s for c in configs) for s in ("fit", "test")}
+    assert min(halves.values()) >= 15, halves
+
+
+def test_command_writes_the_table_and_resumes(tmp_path, capsys):
+    out = tmp_path / "race"
+    argv = ["race", "--only", "baseline", "layer1", "--seeds", "0", "steps=20",
+            "theorem.p=3", "theorem.K=2", "theorem.xi=3", "--out", str(out), "--quiet"]  # fmt: skip
+    assert empirical_main(argv) == 0
+    result = json.loads((out / "race.json").read_text())
+    assert {"criterion", "tau", "configs"} <= result.keys()
+    rows = {c["name"]: c for c in result["configs"]}
+    assert rows.keys() == {"baseline", "layer1"}
+    for c in rows.values():
+        assert {"name", "split", "predicted", "composed"} <= c.keys()
+        assert isinstance(c["predicted"], bool) and isinstance(c["composed"], bool)
+    assert rows["baseline"]["winner"] == "memory" and rows["baseline"]["step_zero"]["T_in"] is None
+    state = (out / "race_state.json").read_text()
+    assert empirical_main([a for a in argv if a not in ("--seeds", "0")]) == 0  # resumes with
+    # the seeds it was started with (seed 0): nothing run again
+    assert (out / "race_state.json").read_text() == state
+    assert (out / "race.png").is_file() and "T_mem" in (out / "summary.md").read_text()
+    assert empirical_main([*argv[:-3], "steps=30", "--out", str(out), "--quiet"]) == 2
+    assert "other settings" in capsys.readouterr().err
