@@ -48,6 +48,7 @@ LAYERS = [
     ],
     ["empirical.analysis"],
     ["empirical.bridge.compare_qk"],
+    ["empirical.bridge.attribution"],  # what drives a window: replay, path integrals (issue #36)
     ["empirical.families.analysis"],  # the analyses a family adds (<family>/analysis...)
     ["empirical.experiments.population"],
     ["empirical.bridge.theorem_model"],
