@@ -24,6 +24,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "empirical.cli.attribute",
         "split a window's loss and score changes into the parameter groups' parts",
     ),
+    "intervene": (
+        "empirical.cli.intervene",
+        "continuations from a checkpoint with pieces frozen or G1 projected out, replicated",
+    ),
     # the commands the task families add (empirical.families: chain-attention, ...)
     **family_commands(),
     "ladder": ("empirical.cli.ladder", "assumption ladder from Theorem C.1's model to a snapshot"),

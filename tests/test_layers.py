@@ -51,6 +51,7 @@ LAYERS = [
     ["empirical.bridge.attribution"],  # what drives a window: replay, path integrals (issue #36)
     ["empirical.families.analysis"],  # the analyses a family adds (<family>/analysis...)
     ["empirical.experiments.population"],
+    ["empirical.bridge.interventions"],  # continuations under interventions (issue #36)
     ["empirical.bridge.theorem_model"],
     ["empirical.bridge.ladder", "empirical.bridge.ladder_dynamics"],
     ["empirical.experiments.scheduling", "empirical.experiments.reproduce_report"],
