@@ -144,3 +144,46 @@ def test_refusals(tiny_run, tmp_path, capsys):
 
 def test_step_rules_are_the_clis():
     assert set(attribute_cli.STEP_RULES) == set(STEP_RULES)
+
+
+def test_each_piece_against_its_prediction_with_g1(tiny_run):
+    """Item 5's machinery, fed W_QK's G1: the dual-frame cosine is compare-qk's own, a
+    prediction equal to the change beats the sign null, the parameter-space readers work."""
+    import numpy as np
+
+    from empirical.bridge.attribution.against_theory import compare_piece, compare_pieces
+    from empirical.bridge.compare_qk.observe import one_var_batch
+    from empirical.bridge.compare_qk.options import Options
+    from empirical.bridge.compare_qk.prediction import make_predictor
+    from empirical.bridge.compare_qk.snapshot import analyse_snapshot
+    from empirical.model import load_model
+
+    run_dir, _ = tiny_run
+    run = RunDir(run_dir)
+    cfg = run.read_config()
+    model_a, model_b = load_model(run.snapshot(20)), load_model(run.snapshot(30))
+    opts = Options(batch_size=256, prediction_size=2048, distribution="unrestricted")
+    batch = one_var_batch(cfg.task, opts.batch_size, opts.seed, opts.order, opts.distribution)
+    scalars, blocks = analyse_snapshot(model_a, cfg.task, batch, opts, model_b,
+                                       make_predictor(cfg.task, opts))  # fmt: skip
+    w_a = float64_weights(model_a.state_dict())
+    w_b = float64_weights(model_b.state_dict())
+    G1 = blocks["pred_dual"]
+    out = compare_pieces(cfg, w_a, w_b, {"layer2_qk": G1})["layer2_qk"]
+    assert out["frame"] == "dual"
+    assert abs(out["cos"] - scalars["comparison"]["dual"]["diff"]["cos"]["all"]) < 1e-9
+    assert np.isfinite(out["null95"]) and 0 < out["p_sign"] <= 1
+    observed = blocks["dual/diff"]
+    same = compare_piece(observed, observed)
+    assert same["cos"] > 1 - 1e-12 and same["beats_null"] and same["p_sign"] < 0.01
+    flipped = compare_piece(observed, -observed)
+    assert flipped["cos"] < -1 + 1e-12 and flipped["beats_null"]
+    # a parameter-space prediction for another group: its own change is read back exactly
+    names = groups_of_names(list(w_a))
+    delta = torch.cat([(w_b[n] - w_a[n]).reshape(-1) for n in names["W_E"]]).numpy()
+    ones = np.ones(sum(w_a[n].numel() for n in names["layer1_ov"]))
+    res = compare_pieces(cfg, w_a, w_b, {"W_E": delta, "layer1_ov": ones})
+    assert res["W_E"]["frame"] == "param" and res["W_E"]["cos"] > 1 - 1e-12
+    assert abs(res["layer1_ov"]["cos"]) < 1
+    with pytest.raises(ValueError, match="entries"):
+        compare_piece(observed, G1[:, :3])
