@@ -187,3 +187,18 @@ def test_each_piece_against_its_prediction_with_g1(tiny_run):
     assert abs(res["layer1_ov"]["cos"]) < 1
     with pytest.raises(ValueError, match="entries"):
         compare_piece(observed, G1[:, :3])
+
+
+def test_a_window_reads_back(tiny_run, tmp_path):
+    from empirical.bridge.attribution.outputs import plot_shares, read_window
+
+    run_dir, _ = tiny_run
+    opts = AttributionOptions(path="straight", nodes=2, eval_size=20, progress=False)
+    result = attribute_window(run_dir, 20, 40, opts)
+    write_window(result, tmp_path / "w", figures=False)
+    back = read_window(tmp_path / "w")
+    assert back["targets"] == json.loads(json.dumps(result["targets"]))
+    assert back["_path"].pieces == result["_path"].pieces
+    assert (back["_path"].table() == result["_path"].table()).all()
+    plot_shares(back, tmp_path / "w" / "shares.png", "png")
+    assert (tmp_path / "w" / "shares.png").stat().st_size > 0

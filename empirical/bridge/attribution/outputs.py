@@ -69,7 +69,8 @@ def plot_shares(result: dict, path=None, fmt: str | None = None):
 
     pa = result["_path"]
     table = pa.table()
-    ends = [b for _, b in pa.pieces]
+    ends = [pa.pieces[0][0]] + [b for _, b in pa.pieces] if pa.pieces else []
+    marker = "o" if len(pa.pieces) <= 12 else None  # a few straight segments: show the nodes
     n = len(pa.targets)
     cols = 4 if n > 6 else min(n, 3)
     rows = -(-n // cols)
@@ -79,8 +80,10 @@ def plot_shares(result: dict, path=None, fmt: str | None = None):
         ax = axes[i // cols][i % cols]
         total = result["targets"][target]["total"]
         cum = np.cumsum(table[:, i, :], axis=0) / (total if total else np.nan)
+        cum = np.vstack([np.zeros((1, cum.shape[1])), cum])  # 0 at the window's start
         for j, group in enumerate(pa.groups):
-            ax.plot(ends, cum[:, j], color=GROUP_COLOURS.get(group), lw=1.3, label=group)
+            ax.plot(ends, cum[:, j], color=GROUP_COLOURS.get(group), lw=1.3, label=group,
+                    marker=marker, ms=3)  # fmt: skip
         ax.axhline(0, color=OKABE_ITO["grey"], lw=0.6)
         res = result["targets"][target]["residual_rel"]
         ax.set_title(f"{target}\ntotal {total:+.3g}, residual {100 * res:.2g}%", fontsize=8)
@@ -151,3 +154,19 @@ def write_summary(results: list[dict], out: Path) -> str:
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out / "summary.md", text.encode())
     return text
+
+
+def read_window(out: Path) -> dict:
+    """A window's result read back from its attribution.json and attribution.npz (as
+    `attribute_window` returns it, `_path` included), e.g. to redraw its figure."""
+    from empirical.bridge.attribution.paths import PathAttribution
+
+    out = Path(out)
+    result = json.loads((out / "attribution.json").read_text())
+    z = np.load(out / "attribution.npz")
+    pieces = [tuple(int(x) for x in row) for row in z["pieces"].tolist()]
+    path = PathAttribution([str(t) for t in z["targets"]], [str(g) for g in z["groups"]],
+                           result["rule"], pieces)  # fmt: skip
+    path.rules = {k[len("parts__"):]: list(z[k]) for k in z.files if k.startswith("parts__")}
+    result["_path"] = path
+    return result
