@@ -16,7 +16,7 @@ what the groups miss of the total change (the quadrature's error) is the residua
   steps apart) the path between two snapshots is taken to be the straight line, and the
   integral along it is computed by Gauss-Legendre quadrature with `nodes` points per segment
   (exact for a polynomial of degree 2 nodes - 1: the score targets, of degree 8 in the
-  weights, need 4). This is a path between the snapshots, not the path the training took.
+  weights, need 5). This is a path between the snapshots, not the path the training took.
 """
 
 from __future__ import annotations
