@@ -198,11 +198,10 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         model = self.built_model_config()  # a model size that conflicts with the task: error
-        if self.train.project_out and (self.task.family != "assign_add" or model.n_heads != 1):
+        if self.train.project_out and model.n_heads != 1:
             raise ConfigError(
-                f"train.project_out = {self.train.project_out!r} needs the assign_add task "
-                f"and one head (compare-qk's labels); this run has task.family = "
-                f"{self.task.family!r}, model.n_heads = {model.n_heads}"
+                f"train.project_out = {self.train.project_out!r} needs one head (compare-qk's "
+                f"labels); this run has model.n_heads = {model.n_heads}"
             )
 
     def built_model_config(self) -> ModelConfig:
