@@ -20,6 +20,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "curves": ("empirical.cli.curves", "several runs' accuracy curves side by side"),
     "analyze": ("empirical.cli.analyze", "mechanistic analysis of a run's checkpoints"),
     "compare-qk": ("empirical.cli.compare_qk", "theory's predicted vs observed layer-2 QK update"),
+    "attribute": (
+        "empirical.cli.attribute",
+        "split a window's loss and score changes into the parameter groups' parts",
+    ),
+    "intervene": (
+        "empirical.cli.intervene",
+        "continuations from a checkpoint with pieces frozen or G1 projected out, replicated",
+    ),
     # the commands the task families add (empirical.families: chain-attention, ...)
     **family_commands(),
     "ladder": ("empirical.cli.ladder", "assumption ladder from Theorem C.1's model to a snapshot"),

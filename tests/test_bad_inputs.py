@@ -483,6 +483,10 @@ CASES = [
       "line 2", "metrics.jsonl: a corrupt line", metrics_line(2, "not json\n")),
     C("analyze-ckpt-garbage", E, "analyze {run} --out {tmp}/a", "last.pt",
       "checkpoints/last.pt garbage", garbage("checkpoints/last.pt")),
+    # -- attribute, intervene (issue #36)
+    C("attribute-window-backwards", E, "attribute {run} --window 9:3", "9:3", "--window 9:3"),
+    C("intervene-steps-0", E, "intervene {run} --checkpoint x --steps 0", "--steps",
+      "--steps 0"),
     # -- compare-qk
     C("compare-batch-0", E, "compare-qk {run} --batch-size 0", "--batch-size", "--batch-size 0"),
     C("compare-every-0", E, "compare-qk {run} --every 0", "--every", "--every 0"),

@@ -58,6 +58,8 @@ def cases(tmp: Path) -> list[tuple[list[str], str]]:
         (["import-checkpoints", missing, "--out", missing], "no such folder"),
         (["curves", missing, "--out", str(tmp / "c.png")], "no such directory"),
         (["analyze", missing], "no such directory"),
+        (["attribute", missing, "--window", "1:2"], "no such directory"),
+        (["intervene", missing, "--checkpoint", "x"], "no such directory"),
         (["analyze", missing, "--first-spike-steps", "3,1"], "must come before"),
         (["compare-qk", missing], "no such directory"),
         (["compare-qk", missing, "--windows", "bad"], "window 'bad'"),

@@ -48,8 +48,10 @@ LAYERS = [
     ],
     ["empirical.analysis"],
     ["empirical.bridge.compare_qk"],
+    ["empirical.bridge.attribution"],  # what drives a window: replay, path integrals (issue #36)
     ["empirical.families.analysis"],  # the analyses a family adds (<family>/analysis...)
     ["empirical.experiments.population"],
+    ["empirical.bridge.interventions"],  # continuations under interventions (issue #36)
     ["empirical.bridge.theorem_model"],
     ["empirical.bridge.ladder", "empirical.bridge.ladder_dynamics"],
     ["empirical.bridge.race"],  # the race trains ladder configurations

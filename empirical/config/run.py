@@ -15,7 +15,16 @@ import re
 from dataclasses import field
 from typing import Literal
 
-from empirical.config.field_types import MUST, Flag, checked, fail, integer, number, text
+from empirical.config.field_types import (
+    MUST,
+    Flag,
+    checked,
+    fail,
+    integer,
+    names,
+    number,
+    text,
+)
 from empirical.config.io import (
     ConfigError,
     config_class,
@@ -25,6 +34,7 @@ from empirical.config.io import (
 )
 from empirical.families import family_of
 from empirical.model import ModelConfig
+from empirical.model.groups import check_groups
 from empirical.task import TaskConfig
 
 
@@ -136,6 +146,13 @@ class TrainConfig:
     tensorboard: Flag = False  # also write every metrics record as TensorBoard scalars
     # (event files in the run directory, beside metrics.jsonl; empirical/train/tensorboard.py;
     # needs the `tensorboard` extra: pip install -e ".[tensorboard]")
+    freeze: names("parameter groups") = ()  # parameter groups whose weights never change
+    # (empirical.model.groups: W_E, W_pos, layer1_qk, layer1_ov, layer2_qk, layer2_ov, mlp,
+    # unembed): their gradients are zeroed and their values put back after every step
+    # (empirical/train/constraints.py; the interventions of issue #36)
+    project_out: text() = ""  # a labelled direction file (constraints.save_direction): its
+    # component, in compare-qk's dual frame, is removed from every update of the last block's
+    # W_QK ("": none)
 
     def __post_init__(self) -> None:
         """The fields together (each alone is checked by its type)."""
@@ -156,6 +173,10 @@ class TrainConfig:
                 f"train.eval_every = {self.eval_every} when train.eval_subsample is set"
             )
         self.betas = (float(self.betas[0]), float(self.betas[1]))
+        try:
+            self.freeze = tuple(check_groups(self.freeze, "train.freeze"))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         factor = self.divergence_factor
         if factor and factor <= 1:
             raise ConfigError(
@@ -176,7 +197,12 @@ class RunConfig:
     kind: Literal["run"] = "run"
 
     def __post_init__(self) -> None:
-        self.built_model_config()  # a model size that conflicts with the task is an error
+        model = self.built_model_config()  # a model size that conflicts with the task: error
+        if self.train.project_out and model.n_heads != 1:
+            raise ConfigError(
+                f"train.project_out = {self.train.project_out!r} needs one head (compare-qk's "
+                f"labels); this run has model.n_heads = {model.n_heads}"
+            )
 
     def built_model_config(self) -> ModelConfig:
         """The model config with its vocabulary and context sizes filled in from the task

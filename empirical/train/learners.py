@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from empirical.config.run import RunConfig
 from empirical.model import AssignAddTransformer
 from empirical.model.batched import BatchedModel
+from empirical.train.constraints import UpdateConstraints
 from empirical.train.cuda_graph import GraphedStep, graph_applies
 from empirical.train.engine import TrainingError, initial_weights
 from empirical.train.optim import MemberAdamW, load_optimizer_state, portable_optimizer_state
@@ -63,6 +64,7 @@ class _Step:
     A learner provides `losses`, `_set_lr` and `_backward_and_step`."""
 
     graphed: GraphedStep | None = None
+    constraints: UpdateConstraints | None = None  # train.freeze, train.project_out
 
     def _start_step(self, graphable: bool) -> None:
         if graphable:
@@ -105,7 +107,9 @@ class SingleLearner(_Step):
         self.model = AssignAddTransformer(cfg.built_model_config(), seed=cfg.seed).to(device)
         if tc.init_from:
             self.model.load_state_dict(initial_weights(cfg))
-        graphable = graph_applies(device, tc.cuda_graph, tc.compile)
+        names = [n for n, _ in self.model.named_parameters()]
+        self.constraints = UpdateConstraints.of([cfg], names)
+        graphable = graph_applies(device, tc.cuda_graph, tc.compile) and not self.constraints
         self.optimizer = _adamw(self.model.parameters(), tc, device, graphable)
         self._loss = _compiled(self._loss_of, tc.compile)
         self._start_step(graphable)
@@ -123,9 +127,19 @@ class SingleLearner(_Step):
 
     def _backward_and_step(self, losses: torch.Tensor, alive: list[bool] | None) -> None:
         losses.sum().backward()
+        if self.constraints is None:
+            if self.tc.grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.tc.grad_clip)
+            self.optimizer.step()
+            return
+        named = dict(self.model.named_parameters())
+        values = {n: p.unsqueeze(0) for n, p in named.items()}
+        grads = {n: None if p.grad is None else p.grad.unsqueeze(0) for n, p in named.items()}
+        self.constraints.before_step(values, grads)  # frozen gradients zeroed before the clip
         if self.tc.grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.tc.grad_clip)
         self.optimizer.step()
+        self.constraints.after_step(values)
 
     def model_of(self, m: int) -> AssignAddTransformer:
         return self.model
@@ -156,7 +170,12 @@ class BatchLearner(_Step):
         self.base_lrs = [c.train.lr for c in cfgs]
         decays = [c.train.weight_decay for c in cfgs]
         self.shared = len(set(self.base_lrs)) == 1 and len(set(decays)) == 1
-        graphable = self.shared and graph_applies(device, tc.cuda_graph, tc.compile)
+        self.constraints = UpdateConstraints.of(cfgs, list(self.model.names))
+        graphable = (
+            self.shared
+            and graph_applies(device, tc.cuda_graph, tc.compile)
+            and not self.constraints
+        )
         params = self.model.params()
         if self.shared:
             self.optimizer = _adamw(params, tc, device, graphable)
@@ -196,9 +215,14 @@ class BatchLearner(_Step):
             for p in params:
                 if p.grad is not None:
                     p.grad[~mask] = 0.0
+        values = dict(zip(self.model.names, params, strict=True))
+        if self.constraints is not None:  # frozen gradients zeroed before the clip
+            self.constraints.before_step(values, {n: p.grad for n, p in values.items()})
         if self.tc.grad_clip is not None:
             _clip_per_member(params, self.tc.grad_clip)
         self.optimizer.step()
+        if self.constraints is not None:
+            self.constraints.after_step(values)
 
     def model_of(self, m: int) -> AssignAddTransformer:
         return self.model.copy_member_into(m, self.scratch)

@@ -43,17 +43,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from disentangled.basis import Basis
 from empirical.model import circuits
-
-
-def row_labels(K: int, L: int) -> list[str]:
-    return ["=", f"pos{L - 1}"] + [f"bar_v{u}" for u in range(K)]
-
-
-def col_labels(p: int, K: int, L: int) -> list[str]:
-    """Key-side labels: the simulator's basis without the bar_n (never a key in the model)."""
-    return [lab for lab in Basis(p, K, L).labels if not lab.startswith("bar_n")]
+from empirical.model.labels import (  # noqa: F401 (row_labels, col_labels: re-exported)
+    RTOL,
+    col_labels,
+    dual_vectors,
+    ebar_of,
+    query_key_vectors,
+    row_labels,
+)
 
 
 @dataclass
@@ -147,9 +145,6 @@ class Coordinates:
         )  # fmt: skip
 
 
-RTOL = 1e-6  # Gram eigenvalues below RTOL * max count as zero (a merged pair of labels)
-
-
 def _deficit(V: Tensor, rtol: float = RTOL) -> int:
     e = torch.linalg.eigvalsh(V @ V.T)
     return int((e <= rtol * e.max()).sum())
@@ -171,17 +166,6 @@ def lowdin(V: Tensor, rtol: float = RTOL) -> Tensor:
     return (U @ torch.diag(inv) @ U.T) @ V
 
 
-def dual_vectors(V: Tensor, rtol: float = RTOL) -> Tensor:
-    """(V V^T)^+ V: the dual basis of the rows of V on their span (rows r with
-    <r*_i, v_j> = delta_ij when the rows of V are independent); Gram eigenvalues below
-    rtol * max are dropped, as in `lowdin`."""
-    G = V @ V.T
-    e, U = torch.linalg.eigh(G)
-    keep = e > rtol * e.max()
-    inv = torch.where(keep, 1.0 / e.clamp_min(1e-300), torch.zeros_like(e))
-    return (U @ torch.diag(inv) @ U.T) @ V
-
-
 READINGS = ("raw", "orth", "dual")  # how a [d, d] matrix is read as a labelled block
 
 
@@ -190,7 +174,7 @@ def ebar_vectors(model, p: int, K: int) -> Tensor:
     """ebar_u = W_E[p + u] @ W_V^1 @ W_O^1 for the K variables, [K, d] (float64)."""
     a0 = model.blocks[0].attn
     E = model.W_E.detach().to(torch.float64)
-    return E[p : p + K] @ a0.W_V[0].detach().double() @ a0.W_O[0].detach().double()
+    return ebar_of(E, a0.W_V[0].detach().double(), a0.W_O[0].detach().double(), p, K)
 
 
 def theorem_w(model, layer: int = 1) -> Tensor:
@@ -214,9 +198,7 @@ def labelled_coordinates(
     The token ids are the vocabulary's: numbers 0..p-1, variables p..p+K-1, then +, =, pad."""
     E = model.W_E.detach().to(torch.float64)
     P = model.W_pos.detach().to(torch.float64)
-    plus, eq, pad = p + K, p + K + 1, p + K + 2
-    Q = torch.cat([E[eq][None], P[L - 1][None], query_ebar])
-    Kv = torch.cat([E[:p], E[p : p + K], E[[eq, plus, pad]], P[:L], key_ebar])
+    Q, Kv = query_key_vectors(E, P, query_ebar, key_ebar, p, K, L)
     return Coordinates(
         rows=row_labels(K, L),
         cols=col_labels(p, K, L),

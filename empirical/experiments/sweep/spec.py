@@ -354,13 +354,13 @@ def _plain(value: Any) -> Any:
 
 
 # [train] fields members of one batched model may differ in (a per-member optimiser)
-PER_MEMBER_TRAIN_FIELDS = ("lr", "weight_decay")
+PER_MEMBER_TRAIN_FIELDS = ("lr", "weight_decay", "freeze", "project_out")
 
 
 def batch_key(cfg: RunConfig) -> str:
     """Members with equal keys can train as one batched model: the same built architecture
-    (model fields and the task's p, K, L) and the same [train] settings, except lr and
-    weight decay (PER_MEMBER_TRAIN_FIELDS)."""
+    (model fields and the task's p, K, L) and the same [train] settings, except lr, weight
+    decay and the update constraints (freeze, project_out: PER_MEMBER_TRAIN_FIELDS)."""
     task = {k: getattr(cfg.task, k) for k in ARCHITECTURE_TASK_FIELDS}
     train = {k: v for k, v in to_dict(cfg.train).items() if k not in PER_MEMBER_TRAIN_FIELDS}
     return json.dumps(

@@ -1,0 +1,172 @@
+"""The attribution's files: per window attribution.json, attribution.npz and shares.png, and
+one summary.md over the windows (docs/attribution.md, "Outputs").
+
+    write_window(result, out / "3300_3600")      # the window's files
+    write_summary(results, out)                   # summary.md (also returned as text)
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+
+from empirical.analysis.figures import OKABE_ITO, save_figure
+from empirical.bridge.compare_qk.outputs import jsonable
+from empirical.config.io import atomic_write_bytes
+
+GROUP_COLOURS = {
+    "W_E": OKABE_ITO["blue"],
+    "W_pos": OKABE_ITO["sky"],
+    "layer1_qk": OKABE_ITO["orange"],
+    "layer1_ov": OKABE_ITO["vermillion"],
+    "middle_qk": OKABE_ITO["yellow"],
+    "middle_ov": OKABE_ITO["yellow"],
+    "layer2_qk": OKABE_ITO["green"],
+    "layer2_ov": OKABE_ITO["purple"],
+    "mlp": OKABE_ITO["grey"],
+    "unembed": OKABE_ITO["black"],
+}
+COMPLETE = 0.01  # the completeness check: |residual| <= 1% of |total|
+
+
+def window_name(result: dict) -> str:
+    a, b = result["window"]
+    return f"{a}_{b}"
+
+
+def write_window(result: dict, out: Path, fmt: str = "png", figures: bool = True) -> list[Path]:
+    """attribution.json (every number but the per-piece tables), attribution.npz (per rule,
+    the parts of every piece [pieces, targets, groups]) and shares.png into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = result["_path"]
+    plain = {k: v for k, v in result.items() if not k.startswith("_")}
+    plain["groups"] = path.groups
+    plain["complete_within"] = COMPLETE
+    written = [out / "attribution.json", out / "attribution.npz"]
+    atomic_write_bytes(written[0], json.dumps(jsonable(plain), indent=2).encode())
+    arrays = {
+        "pieces": np.array(path.pieces, dtype=np.int64).reshape(-1, 2),
+        "targets": np.array(path.targets),
+        "groups": np.array(path.groups),
+        **{f"parts__{rule}": path.table(rule) for rule in path.rules},
+    }
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    atomic_write_bytes(written[1], buffer.getvalue())
+    if figures:
+        written.append(out / f"shares.{fmt}")
+        plot_shares(result, written[-1], fmt)
+    return written
+
+
+def plot_shares(result: dict, path=None, fmt: str | None = None):
+    """Per target, each group's cumulative part of the change over the window, as a share of
+    the total change (ends at the group's share; the groups end summing to 1 - residual)."""
+    import matplotlib.pyplot as plt
+
+    pa = result["_path"]
+    table = pa.table()
+    ends = [pa.pieces[0][0]] + [b for _, b in pa.pieces] if pa.pieces else []
+    marker = "o" if len(pa.pieces) <= 12 else None  # a few straight segments: show the nodes
+    n = len(pa.targets)
+    cols = 4 if n > 6 else min(n, 3)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.7 * rows + 0.8),
+                             layout="constrained", squeeze=False)  # fmt: skip
+    for i, target in enumerate(pa.targets):
+        ax = axes[i // cols][i % cols]
+        total = result["targets"][target]["total"]
+        cum = np.cumsum(table[:, i, :], axis=0) / (total if total else np.nan)
+        cum = np.vstack([np.zeros((1, cum.shape[1])), cum])  # 0 at the window's start
+        for j, group in enumerate(pa.groups):
+            ax.plot(ends, cum[:, j], color=GROUP_COLOURS.get(group), lw=1.3, label=group,
+                    marker=marker, ms=3)  # fmt: skip
+        ax.axhline(0, color=OKABE_ITO["grey"], lw=0.6)
+        res = result["targets"][target]["residual_rel"]
+        ax.set_title(f"{target}\ntotal {total:+.3g}, residual {100 * res:.2g}%", fontsize=8)
+        ax.set_xlabel("step", fontsize=8)
+        ax.set_ylabel("share of the total change", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for k in range(n, rows * cols):
+        axes[k // cols][k % cols].axis("off")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)
+    a, b = result["window"]
+    how = _path_words(result)
+    fig.suptitle(f"{Path(result['run_dir']).name}, steps {a} -> {b}: each parameter group's "
+                 f"cumulative share of each change ({how})", fontsize=10)  # fmt: skip
+    return save_figure(fig, path, fmt)
+
+
+def _path_words(result: dict) -> str:
+    if result["path"]["kind"] == "replay":
+        return f"the replayed training steps, {result['rule']} rule"
+    return f"straight lines between snapshots, {result['rule']}"
+
+
+def summary_markdown(results: list[dict]) -> str:
+    """summary.md: per window, the path and its checks, and a table of every target's total
+    and each group's part, with the residual and the completeness verdict."""
+    lines = ["# Attribution of changes to parameter groups", ""]
+    for r in results:
+        a, b = r["window"]
+        groups = r["_path"].groups
+        lines += [f"## {Path(r['run_dir']).name}: steps {a} -> {b}", "", f"Path: {_path_words(r)}."]
+        checks = r["replay_checks"]
+        if r["path"]["kind"] == "replay":
+            same = sum(1 for c in checks if c["equal"])
+            lines.append(
+                f"Replayed from the checkpoint at step {r['path']['checkpoint_step']}: equal bit "
+                f"for bit to the run's stored weights at {same} of {len(checks)} steps checked "
+                f"({', '.join(str(c['step']) for c in checks) or 'none kept'})."
+            )
+        lines += [
+            f"Each evaluation set's loss on its first {r['eval_size']} sequences; `score`: the "
+            "labelled layer-2 score change along its own direction (its norm), `score_barv`: "
+            "the bar_v block's.",
+            "",
+            "| target | total | " + " | ".join(groups) + " | residual | complete (1%) |",
+            "| --- | --- | " + " | ".join("---" for _ in groups) + " | --- | --- |",
+        ]
+        for t, v in r["targets"].items():
+            parts = " | ".join(f"{v['groups'][g]:+.4g}" for g in groups)
+            ok = "yes" if v["residual_rel"] <= COMPLETE else "no"
+            rel = f"{100 * v['residual_rel']:.2g}%"
+            lines.append(f"| {t} | {v['total']:+.4g} | {parts} | {v['residual']:+.2g} ({rel}) "
+                         f"| {ok} |")  # fmt: skip
+        lines.append("")
+        if len(r["rules"]) > 1:
+            lines += ["Residual (% of the total) by rule:", "", "| target | "
+                      + " | ".join(r["rules"]) + " |",
+                      "| --- | " + " | ".join("---" for _ in r["rules"]) + " |"]  # fmt: skip
+            for t in r["targets"]:
+                lines.append(f"| {t} | " + " | ".join(
+                    f"{100 * r['rules'][rule][t]:.2g}" for rule in r["rules"]) + " |")  # fmt: skip
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(results: list[dict], out: Path) -> str:
+    text = summary_markdown(results)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out / "summary.md", text.encode())
+    return text
+
+
+def read_window(out: Path) -> dict:
+    """A window's result read back from its attribution.json and attribution.npz (as
+    `attribute_window` returns it, `_path` included), e.g. to redraw its figure."""
+    from empirical.bridge.attribution.paths import PathAttribution
+
+    out = Path(out)
+    result = json.loads((out / "attribution.json").read_text())
+    z = np.load(out / "attribution.npz")
+    pieces = [tuple(int(x) for x in row) for row in z["pieces"].tolist()]
+    path = PathAttribution([str(t) for t in z["targets"]], [str(g) for g in z["groups"]],
+                           result["rule"], pieces)  # fmt: skip
+    path.rules = {k[len("parts__"):]: list(z[k]) for k in z.files if k.startswith("parts__")}
+    result["_path"] = path
+    return result

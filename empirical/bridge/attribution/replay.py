@@ -1,0 +1,89 @@
+"""A run's training replayed from one of its checkpoints, with the weights at every step.
+
+    for step, state in replay(cfg, load_training_state(path), stop=5000):
+        ...                            # state: the weights after `step` steps (float32, CPU)
+    check_replayed(run, 5000, state)   # {"file": ..., "equal": True, "max_abs_diff": 0.0}
+
+The replay is the training step itself (empirical.train.learners.SingleLearner, the run's
+data stream restored from the checkpoint: empirical.train.engine.restore_data_generator and
+BatchStream), so on the machine kind the run was trained on it gives the run's own weights bit
+for bit (tests/test_attribution.py replays a tiny run and compares with torch.equal): a
+checkpoint holds everything the next steps depend on (docs/training.md, "Determinism"). It
+runs on the CPU; a run trained on a GPU is replayed as another realisation, which
+`check_replayed` reports.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import replace
+
+import torch
+from torch import Tensor
+
+from empirical.model import load_checkpoint
+from empirical.runs.rundir import RunDir
+from empirical.task import run_training_sampler, training_generator
+from empirical.train.batches import BatchStream
+from empirical.train.engine import restore_data_generator
+from empirical.train.learners import SingleLearner
+
+
+def replay(cfg, checkpoint: dict, stop: int) -> Iterator[tuple[int, dict[str, Tensor]]]:
+    """(step, weights) from the checkpoint's step to `stop`, the checkpoint's own weights
+    first; `cfg` the run's RunConfig, `checkpoint` a training checkpoint of it
+    (empirical.train.state.load_training_state). torch's global RNG is restored after."""
+    start = int(checkpoint["step"])
+    if stop < start:
+        raise ValueError(f"cannot replay from step {start} back to {stop}")
+    device = torch.device("cpu")
+    cfg = replace(cfg, train=replace(cfg.train, device="cpu", init_from=""))
+    tc = cfg.train
+    with torch.random.fork_rng(devices=[]):
+        learner = SingleLearner(cfg, device)
+        # a copy: the optimiser adopts the state's tensors and updates them in place
+        optimizer_state = copy.deepcopy(checkpoint["optimizer_state"])
+        learner.load([{**checkpoint, "optimizer_state": optimizer_state}])
+        torch.set_rng_state(checkpoint["torch_rng_state"])
+        sampler = run_training_sampler(cfg.task, cfg.seed, device)
+        generator = training_generator(cfg.seed, device)
+        restore_data_generator(generator, checkpoint["data_rng_state"], cfg.seed, start)
+        stream = BatchStream(sampler, generator, tc.batch_size, tc.sample_chunk)
+        step = start
+        yield step, _state(learner)
+        while step < stop:
+            batch = stream.next()
+            learner.train_step(batch.tokens[None], batch.labels[None], [True], step)
+            step += 1
+            yield step, _state(learner)
+
+
+def _state(learner) -> dict[str, Tensor]:
+    return {k: v.detach().clone() for k, v in learner.model.state_dict().items()}
+
+
+def stored_weights(run: RunDir, step: int) -> tuple[str, dict[str, Tensor]] | None:
+    """(path, weights) of the run's snapshot at `step`, or of its last checkpoint if that is
+    at `step` (None: the run keeps no weights of that step)."""
+    path = run.snapshot(step)
+    if path.is_file():
+        return str(path), load_checkpoint(path)["model_state"]
+    if run.last_checkpoint.is_file():
+        ckpt = load_checkpoint(run.last_checkpoint)
+        if int(ckpt.get("step", -1)) == step:
+            return str(run.last_checkpoint), ckpt["model_state"]
+    return None
+
+
+def check_replayed(run: RunDir, step: int, state: dict[str, Tensor]) -> dict:
+    """Whether the replayed weights at `step` equal the run's own (its snapshot or
+    checkpoint there), bit for bit: {"step", "file", "equal", "max_abs_diff"}; file None
+    when the run keeps no weights of that step."""
+    found = stored_weights(run, step)
+    if found is None:
+        return {"step": step, "file": None, "equal": None, "max_abs_diff": None}
+    path, stored = found
+    equal = all(torch.equal(stored[k], state[k]) for k in stored)
+    diff = max(float((stored[k].double() - state[k].double()).abs().max()) for k in stored)
+    return {"step": step, "file": path, "equal": equal, "max_abs_diff": diff}

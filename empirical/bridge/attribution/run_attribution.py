@@ -1,0 +1,175 @@
+"""One window of a run attributed: the path, the targets, the split, the checks.
+
+    result = attribute_window(run_dir, 3300, 3600, AttributionOptions())
+    result["targets"]["loss/1var/ind"]     # {"total", "groups", "residual", "residual_rel", ...}
+
+The path (empirical.bridge.attribution.paths): for a trained run, its training replayed from a
+training checkpoint at or before the window's start (`replay`), checked bit for bit against
+every snapshot the run keeps in the replayed range (a mismatch is an error: the path would
+not be the run's); for an imported run (the paper's, snapshots only) the straight lines
+between its snapshots in the window (`straight`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from disentangled.errors import UserError
+from empirical.bridge.attribution.paths import STEP_RULES, along_segments, along_steps
+from empirical.bridge.attribution.replay import check_replayed, replay
+from empirical.bridge.attribution.targets import Targets, float64_weights
+from empirical.model import CheckpointError, load_checkpoint
+from empirical.runs.rundir import RunDir
+from empirical.train.state import load_training_state
+
+
+class AttributionError(UserError, ValueError):
+    """A window, checkpoint or run the attribution cannot use."""
+
+
+@dataclass
+class AttributionOptions:
+    path: str = "auto"  # "auto" (replay for a trained run, straight for an imported one)
+    checkpoint: str | None = None  # a training checkpoint of the run (default: its last.pt)
+    rule: str = "simpson"  # the headline rule along replayed steps (paths.STEP_RULES)
+    nodes: int = 8  # Gauss-Legendre points per straight segment
+    eval_size: int = 1000  # sequences of each evaluation set
+    sets: tuple[str, ...] | None = None  # evaluation sets (default: all of the run's)
+    progress: bool = True
+
+
+def attribute_window(run_dir, start: int, stop: int, opts: AttributionOptions) -> dict:
+    """The attribution of steps start..stop of the run (module docstring): a dict with the
+    window, the path and its checks, per target the split (headline rule) and every rule's
+    residual, and `_path` (the PathAttribution, for the figures and the npz)."""
+    run = RunDir(run_dir).require_run()
+    cfg = run.read_two_layer_config("attribute")
+    if not 0 <= start < stop:
+        raise AttributionError(f"--window {start}:{stop}: needs 0 <= A < B")
+    kind = opts.path
+    if kind == "auto":
+        kind = "straight" if run.imported.exists() else "replay"
+    sets = _eval_sets(run, cfg, opts)
+    if kind == "replay":
+        checkpoint, ckpt_path = _checkpoint(run, cfg, start, opts.checkpoint)
+        path, checks = _replayed(run, cfg, checkpoint, start, stop, sets, opts)
+        source = {"kind": "replay", "checkpoint": ckpt_path, "checkpoint_step": checkpoint["step"]}
+    elif kind == "straight":
+        path, checks = _straight(run, cfg, start, stop, sets, opts), []
+        source = {"kind": "straight", "snapshots": [a for a, _ in path.pieces] + [stop]}
+    else:
+        raise AttributionError(f"--path {opts.path!r}: allowed auto, replay, straight")
+    return {
+        "run_dir": str(run.path),
+        "window": [start, stop],
+        "path": source,
+        "rule": path.rule,
+        "replay_checks": checks,
+        "eval_size": opts.eval_size,
+        "targets": path.result(),
+        "rules": {
+            r: {t: v["residual_rel"] for t, v in path.result(r).items()} for r in path.rules
+        },
+        "_path": path,
+    }
+
+
+def _eval_sets(run: RunDir, cfg, opts: AttributionOptions) -> dict:
+    sets = run.read_eval_sets(cfg)
+    if sets is None:
+        raise AttributionError(f"{run.path}: no {RunDir.EVAL_SETS}; the loss targets need it")
+    if opts.sets:
+        unknown = [s for s in opts.sets if s not in sets]
+        if unknown:
+            raise AttributionError(
+                f"--sets {','.join(unknown)}: not an evaluation set of the run; allowed "
+                f"{', '.join(sets)}"
+            )
+        return {s: sets[s] for s in opts.sets}
+    return dict(sets)
+
+
+def _checkpoint(run: RunDir, cfg, start: int, given: str | None) -> tuple[dict, str]:
+    """The training checkpoint to replay from (at or before `start`), checked to be the
+    run's."""
+    path = Path(given) if given else run.last_checkpoint
+    make = (
+        f"make one by training the run's config again to that step (deterministic): python -m "
+        f"empirical train --config {run.config} --run-dir DIR --stop-at C (C <= {start}, a "
+        f"multiple of train.checkpoint_every = {cfg.train.checkpoint_every}), then --checkpoint "
+        "DIR/checkpoints/last.pt"
+    )
+    if not path.is_file():
+        raise AttributionError(f"no training checkpoint at {path}; {make}")
+    try:
+        ckpt = load_training_state(path)
+    except CheckpointError as exc:
+        raise AttributionError(f"{exc}; {make}") from None
+    run.check_model_file(ckpt, path, cfg)
+    if int(ckpt["step"]) > start:
+        raise AttributionError(
+            f"the checkpoint {path} is at step {ckpt['step']}, after the window's start {start}; "
+            + make
+        )
+    return ckpt, str(path)
+
+
+def _replayed(run: RunDir, cfg, checkpoint: dict, start: int, stop: int, sets: dict, opts):
+    """The attribution along the replayed steps start..stop, and the replay's checks against
+    every snapshot (and checkpoint) the run keeps from the checkpoint's step to `stop`."""
+    if opts.rule not in STEP_RULES:
+        raise AttributionError(f"--rule {opts.rule!r}: allowed {', '.join(STEP_RULES)}")
+    kept = set(run.snapshot_steps())
+    checks, ends = [], {}
+    for step, state in replay(cfg, checkpoint, stop):  # first pass: the ends, and the checks
+        if step in kept or step == stop:
+            check = check_replayed(run, step, state)
+            if check["file"] is not None:
+                checks.append(check)
+                if not check["equal"]:
+                    raise AttributionError(
+                        f"the replay does not reproduce the run: at step {step} it differs from "
+                        f"{check['file']} by up to {check['max_abs_diff']:.3g} (another CPU "
+                        "kind or torch version, a run trained on a GPU, or a resume that "
+                        "changed the config after the checkpoint); use --path straight"
+                    )
+        if step in (start, stop):
+            ends[step] = float64_weights(state)
+    targets = Targets.of(cfg, sets, opts.eval_size, ends[start], ends[stop])
+    replayed = _progress(replay(cfg, checkpoint, stop), opts, stop - int(checkpoint["step"]) + 1)
+    states = ((s, float64_weights(w)) for s, w in replayed if s >= start)
+    return along_steps(states, targets, opts.rule), checks
+
+
+def _straight(run: RunDir, cfg, start: int, stop: int, sets: dict, opts):
+    steps = [s for s in run.snapshot_steps() if start <= s <= stop]
+    if not steps or steps[0] != start or steps[-1] != stop:
+        shown = ", ".join(map(str, run.snapshot_steps()[:12]))
+        raise AttributionError(
+            f"--window {start}:{stop}: the straight path needs snapshots at both ends; the run "
+            f"{run.path} has snapshots at {shown}, ..."
+        )
+
+    def weights(step: int) -> dict:
+        return float64_weights(load_checkpoint(run.snapshot(step))["model_state"])
+
+    targets = Targets.of(cfg, sets, opts.eval_size, weights(start), weights(stop))
+    loaded = ((s, weights(s)) for s in _progress(steps, opts, len(steps)))
+    return along_segments(loaded, targets, opts.nodes)
+
+
+def _progress(items, opts: AttributionOptions, total: int):
+    if not opts.progress:
+        return items
+    from tqdm.auto import tqdm
+
+    return tqdm(items, total=total, desc="attribute", leave=False)
+
+
+def threads(n: int) -> None:
+    """torch's CPU threads for the gradients (the replay's numbers do not depend on it)."""
+    if n:
+        torch.set_num_threads(n)

@@ -1,0 +1,173 @@
+"""The interventions' statistics and files: per condition the share of continuations that
+jump (Wilson interval), their Kaplan-Meier survival and the log-rank test against `none`;
+the noise ceiling (the cosine between replicates' W_QK updates); interventions.json,
+survival.png and summary.md.
+
+    stats = summarise(result, plan, g1)
+    write_outputs(stats, result, out)
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+
+from empirical.analysis.figures import OKABE_ITO, save_figure
+from empirical.config.io import atomic_write_bytes
+from empirical.experiments.population.statistics import kaplan_meier, logrank, share_interval
+
+COLOURS = {
+    "none": OKABE_ITO["black"],
+    "freeze_layer2_qk": OKABE_ITO["green"],
+    "freeze_layer1_embed": OKABE_ITO["vermillion"],
+    "project_g1": OKABE_ITO["blue"],
+}
+
+
+def _cos(x: np.ndarray, y: np.ndarray) -> float:
+    nx, ny = np.linalg.norm(x), np.linalg.norm(y)
+    return float((x * y).sum() / (nx * ny)) if nx > 0 and ny > 0 else float("nan")
+
+
+def noise_ceiling(updates: dict, members: list[dict], g1: np.ndarray | None) -> dict:
+    """Per horizon, over the `none` members: the cosine between every two replicates' W_QK
+    updates (dual frame; mean, sd, min, max, pairs) and each update's cosine with G1."""
+    chosen = [m for m, rec in enumerate(members) if rec["condition"] == "none"]
+    out = {}
+    for horizon, blocks in sorted(updates.items()):
+        pair = [_cos(blocks[i], blocks[j]) for i, j in combinations(chosen, 2)]
+        with_g1 = [_cos(blocks[i], g1) for i in chosen] if g1 is not None else []
+        out[str(horizon)] = {
+            "pairs": len(pair),
+            "cos_replicates_mean": float(np.mean(pair)) if pair else None,
+            "cos_replicates_sd": float(np.std(pair)) if pair else None,
+            "cos_replicates_min": float(np.min(pair)) if pair else None,
+            "cos_replicates_max": float(np.max(pair)) if pair else None,
+            "cos_G1_mean": float(np.mean(with_g1)) if with_g1 else None,
+            "cos_G1_sd": float(np.std(with_g1)) if with_g1 else None,
+            "norm_mean": float(np.mean([np.linalg.norm(blocks[i]) for i in chosen]))
+            if chosen else None,
+        }  # fmt: skip
+    return out
+
+
+def summarise(result: dict, plan, g1: np.ndarray | None = None) -> dict:
+    """The statistics of one set of continuations (module docstring)."""
+    members = result["members"]
+    last = result["last_step"]
+    by = {}
+    for name in dict.fromkeys(m["condition"] for m in members):
+        times = [m["jump_step"] for m in members if m["condition"] == name]
+        k, n = sum(t is not None for t in times), len(times)
+        surv = kaplan_meier(times, [last] * n)
+        jumped = sorted(t for t in times if t is not None)
+        by[name] = {
+            "n": n,
+            "jumped": k,
+            "share": k / n if n else None,
+            "share_interval": share_interval(k, n),
+            "jump_steps": times,
+            "median_jump": float(np.median(jumped)) if jumped else None,
+            "survival": {"steps": surv.steps, "survival": surv.survival},
+        }
+    if "none" in by:
+        base = [m["jump_step"] for m in members if m["condition"] == "none"]
+        for name, entry in by.items():
+            if name != "none":
+                times = entry["jump_steps"]
+                entry["logrank_vs_none"] = logrank(times, [last] * len(times),
+                                                   base, [last] * len(base))  # fmt: skip
+    return {
+        "start": result["start"],
+        "last_step": last,
+        "steps": plan.steps,
+        "replicates": plan.replicates,
+        "jump": f"first evaluation with {plan.jump_set} accuracy >= {plan.threshold} (first "
+        f"{plan.eval_size} sequences, every {plan.eval_every} steps)",
+        "conditions": by,
+        "noise_ceiling": noise_ceiling(result["updates"], members, g1),
+    }
+
+
+def plot_survival(stats: dict, result: dict, path=None, fmt: str | None = None):
+    """Left: each condition's Kaplan-Meier curve (share not yet jumped); right: each
+    member's tracked accuracy over the continuation."""
+    import matplotlib.pyplot as plt
+
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    start, last = stats["start"], stats["last_step"]
+    for name, entry in stats["conditions"].items():
+        steps = [start] + entry["survival"]["steps"] + [last]
+        surv = [1.0] + entry["survival"]["survival"]
+        surv += [surv[-1]]
+        p = entry.get("logrank_vs_none", {}).get("pvalue")
+        label = f"{name}: {entry['jumped']}/{entry['n']} jump" + (
+            f", log-rank p = {p:.2g}" if p is not None else "")  # fmt: skip
+        ax.step(steps, surv, where="post", color=COLOURS.get(name), label=label, lw=1.6)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("step")
+    ax.set_ylabel("share of continuations not yet jumped")
+    ax.set_title("Kaplan-Meier survival of the jump")
+    ax.legend(fontsize=7)
+    jump_set = next(iter(result["members"][0]["curve"]))
+    for rec in result["members"]:
+        ax2.plot(result["eval_steps"], rec["curve"][jump_set], color=COLOURS.get(rec["condition"]),
+                 lw=0.7, alpha=0.6)  # fmt: skip
+    for name in stats["conditions"]:
+        ax2.plot([], [], color=COLOURS.get(name), label=name)
+    ax2.set_xlabel("step")
+    ax2.set_ylabel(f"{jump_set} accuracy")
+    ax2.set_title("every continuation")
+    ax2.legend(fontsize=7)
+    fig.suptitle(f"Continuations from step {start} ({stats['replicates']} data orders per "
+                 f"condition, {stats['steps']} steps)")  # fmt: skip
+    return save_figure(fig, path, fmt)
+
+
+def summary_markdown(stats: dict, label: str = "") -> str:
+    lines = [
+        f"# Interventions from step {stats['start']}" + (f" ({label})" if label else ""),
+        "",
+        f"{stats['replicates']} continuations per condition, {stats['steps']} steps each; "
+        f"jump: {stats['jump']}.",
+        "",
+        "| condition | jumped | share (95% Wilson) | median jump step | log-rank p vs none |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, e in stats["conditions"].items():
+        lo, hi = e["share_interval"] or (float("nan"), float("nan"))
+        p = e.get("logrank_vs_none", {}).get("pvalue")
+        med = "-" if e["median_jump"] is None else f"{e['median_jump']:.0f}"
+        lines.append(f"| {name} | {e['jumped']}/{e['n']} | {e['share']:.2f} ({lo:.2f}-{hi:.2f}) "
+                     f"| {med} | {'-' if p is None else f'{p:.3g}'} |")  # fmt: skip
+    lines += ["", "Noise ceiling (the `none` continuations' layer-2 W_QK updates since the "
+              "checkpoint, compare-qk's dual frame at the checkpoint):", "",
+              "| steps | replicate pairs | cos between replicates (mean +- sd) | cos with G1 |",
+              "| --- | --- | --- | --- |"]  # fmt: skip
+    for h, e in stats["noise_ceiling"].items():
+        if e["cos_replicates_mean"] is None:
+            continue
+        g1 = "-" if e["cos_G1_mean"] is None else f"{e['cos_G1_mean']:+.3f} +- {e['cos_G1_sd']:.3f}"
+        lines.append(f"| {h} | {e['pairs']} | {e['cos_replicates_mean']:+.3f} +- "
+                     f"{e['cos_replicates_sd']:.3f} | {g1} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(stats: dict, result: dict, out: Path, label: str = "", fmt: str = "png"):
+    """interventions.json (stats and every member's curve), updates.npz (the W_QK updates),
+    survival.png, summary.md."""
+    out.mkdir(parents=True, exist_ok=True)
+    payload = {**stats, "eval_steps": result["eval_steps"], "members": result["members"]}
+    atomic_write_bytes(out / "interventions.json", json.dumps(payload, indent=2).encode())
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, rows=np.array(result["rows"]), cols=np.array(result["cols"]),
+                        **{f"updates_{h}": v for h, v in result["updates"].items()})  # fmt: skip
+    atomic_write_bytes(out / "updates.npz", buffer.getvalue())
+    plot_survival(stats, result, out / f"survival.{fmt}", fmt)
+    text = summary_markdown(stats, label)
+    atomic_write_bytes(out / "summary.md", text.encode())
+    return text

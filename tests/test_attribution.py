@@ -1,0 +1,204 @@
+"""`python -m empirical attribute` (empirical/bridge/attribution): the replay reproduces the
+run bit for bit, the groups add up to the total change, the straight path, the errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from empirical.bridge.attribution.outputs import write_summary, write_window
+from empirical.bridge.attribution.paths import STEP_RULES
+from empirical.bridge.attribution.replay import check_replayed, replay
+from empirical.bridge.attribution.run_attribution import (
+    AttributionError,
+    AttributionOptions,
+    attribute_window,
+)
+from empirical.bridge.attribution.targets import float64_weights, labelled_scores
+from empirical.bridge.compare_qk.coords import coordinates, theorem_w
+from empirical.cli import attribute as attribute_cli
+from empirical.config.run import load_run_config
+from empirical.model import load_checkpoint
+from empirical.model.groups import GROUPS, group_of, groups_of_names
+from empirical.runs.rundir import RunDir
+from empirical.train.loop import train_run
+from empirical.train.state import load_training_state
+
+SMOKE = ["train.steps=40", "task.eval_size=200", "train.snapshot_every=10"]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """A smoke run of 40 steps with snapshots every 10, and a copy of its training
+    checkpoint at step 20 (the run went on to 40 after it: a stop and a resume)."""
+    cfg = load_run_config("configs/smoke.toml", SMOKE)
+    base = tmp_path_factory.mktemp("attr")
+    run = base / "run"
+    train_run(cfg, run, progress=False, stop_at=20)
+    shutil.copy(run / "checkpoints" / "last.pt", base / "step20.pt")
+    train_run(cfg, run, progress=False, resume=True)
+    return run, base / "step20.pt"
+
+
+def test_the_replay_reproduces_the_run_bit_for_bit(tiny_run):
+    run_dir, ckpt20 = tiny_run
+    run = RunDir(run_dir)
+    cfg = run.read_config()
+    checkpoint = load_training_state(ckpt20)
+    states = dict(replay(cfg, checkpoint, 40))
+    assert sorted(states) == list(range(20, 41))
+    again = dict(replay(cfg, checkpoint, 40))  # the checkpoint is not changed by a replay
+    assert all(torch.equal(again[40][k], states[40][k]) for k in states[40])
+    final = load_checkpoint(run.last_checkpoint)["model_state"]
+    assert all(torch.equal(final[k], states[40][k]) for k in final)
+    for step in (20, 30, 40):
+        assert check_replayed(run, step, states[step])["equal"] is True
+    # the check can fail: a state one step off is not the run's
+    assert check_replayed(run, 30, states[31])["equal"] is False
+
+
+def test_the_scores_are_compare_qks():
+    from empirical.model import AssignAddTransformer, ModelConfig
+
+    model = AssignAddTransformer(ModelConfig.for_task(p=11, K=3, L=16).filled(), seed=3)
+    w = float64_weights(model.state_dict())
+    S = labelled_scores(w, 11, 3, 16, float(model.cfg.attn_scale)).numpy()
+    expected = coordinates(model, 11, 3, 16).project(theorem_w(model))
+    assert S.shape == expected.shape
+    assert abs(S - expected).max() < 1e-12
+
+
+def test_groups_name_every_parameter_once():
+    from empirical.model.fast import param_names
+
+    groups = groups_of_names(list(param_names(2)))
+    assert list(groups) == list(GROUPS)
+    assert sum(len(v) for v in groups.values()) == len(param_names(2))
+    assert group_of("blocks.1.attn.W_K") == "layer2_qk"
+    assert group_of("blocks.0.attn.W_O") == "layer1_ov"
+    assert group_of("blocks.1.attn.W_Q", n_layers=3) == "middle_qk"
+
+
+def test_the_groups_add_up_to_the_total_change_on_the_replayed_path(tiny_run, tmp_path):
+    run_dir, ckpt20 = tiny_run
+    opts = AttributionOptions(checkpoint=str(ckpt20), eval_size=100, progress=False)
+    result = attribute_window(run_dir, 20, 40, opts)
+    assert result["path"]["kind"] == "replay" and result["rule"] == "simpson"
+    assert [c["equal"] for c in result["replay_checks"]] == [True, True, True]
+    assert set(result["rules"]) == set(STEP_RULES)
+    targets = result["targets"]
+    for name, t in targets.items():
+        assert abs(t["sum_of_groups"] + t["residual"] - t["total"]) < 1e-12
+        assert t["residual_rel"] <= 0.01, (name, t)
+    # the score depends on W_E, W_pos, layer-1 OV and layer-2 QK only: the others give 0
+    for g in ("layer1_qk", "layer2_ov", "mlp", "unembed"):
+        assert targets["score"]["groups"][g] == 0.0
+    assert targets["score"]["total"] > 0  # the norm of the score change
+    # the first-order (start) rule is worse than the headline: the check can fail
+    worst = max(result["rules"]["start"].values())
+    assert worst > max(result["rules"]["simpson"].values())
+    out = tmp_path / "out"
+    written = write_window(result, out / "20_40")
+    assert {p.name for p in written} == {"attribution.json", "attribution.npz", "shares.png"}
+    saved = json.loads((out / "20_40" / "attribution.json").read_text())
+    assert set(saved["targets"]["loss/1var/ind"]) >= {"total", "groups", "residual"}
+    assert "| score |" in write_summary([result], out)
+
+
+def test_the_straight_path_between_snapshots(tiny_run):
+    run_dir, _ = tiny_run
+    opts = AttributionOptions(path="straight", nodes=6, eval_size=100, progress=False)
+    result = attribute_window(run_dir, 20, 40, opts)
+    assert result["path"]["snapshots"] == [20, 30, 40]
+    assert result["rule"] == "gauss-legendre-6"
+    # the scores are polynomials of degree 8 along a line: 6 points integrate them exactly
+    assert result["targets"]["score"]["residual_rel"] < 1e-9
+    assert result["targets"]["score_barv"]["residual_rel"] < 1e-9
+
+
+def test_refusals(tiny_run, tmp_path, capsys):
+    run_dir, ckpt20 = tiny_run
+    opts = AttributionOptions(checkpoint=str(ckpt20), eval_size=20, progress=False)
+    with pytest.raises(AttributionError, match="after the window's start"):
+        attribute_window(run_dir, 10, 30, opts)
+    with pytest.raises(AttributionError, match="snapshots at both ends"):
+        attribute_window(run_dir, 15, 30, AttributionOptions(path="straight", progress=False))
+    # a stored snapshot that is not what the training gives: the replay is refused
+    bad = tmp_path / "run"
+    shutil.copytree(run_dir, bad)
+    snap = load_checkpoint(bad / "snapshots" / "step_000030.pt")
+    snap["model_state"]["unembed.W_U"] += 1e-3
+    torch.save(snap, bad / "snapshots" / "step_000030.pt")
+    with pytest.raises(AttributionError, match="does not reproduce the run"):
+        attribute_window(bad, 20, 40, opts)
+    assert attribute_cli.main([str(run_dir), "--window", "40:20"]) == 2
+    assert "needs 0 <= A < B" in capsys.readouterr().err
+    code = attribute_cli.main([str(run_dir), "--window", "20:40", "--sets", "nope", "--quiet",
+                               "--checkpoint", str(ckpt20), "--out", str(tmp_path / "o")])
+    assert code == 2
+    assert "not an evaluation set" in capsys.readouterr().err
+
+
+def test_step_rules_are_the_clis():
+    assert set(attribute_cli.STEP_RULES) == set(STEP_RULES)
+
+
+def test_each_piece_against_its_prediction_with_g1(tiny_run):
+    """Item 5's machinery, fed W_QK's G1: the dual-frame cosine is compare-qk's own, a
+    prediction equal to the change beats the sign null, the parameter-space readers work."""
+    import numpy as np
+
+    from empirical.bridge.attribution.against_theory import compare_piece, compare_pieces
+    from empirical.bridge.compare_qk.observe import one_var_batch
+    from empirical.bridge.compare_qk.options import Options
+    from empirical.bridge.compare_qk.prediction import make_predictor
+    from empirical.bridge.compare_qk.snapshot import analyse_snapshot
+    from empirical.model import load_model
+
+    run_dir, _ = tiny_run
+    run = RunDir(run_dir)
+    cfg = run.read_config()
+    model_a, model_b = load_model(run.snapshot(20)), load_model(run.snapshot(30))
+    opts = Options(batch_size=256, prediction_size=2048, distribution="unrestricted")
+    batch = one_var_batch(cfg.task, opts.batch_size, opts.seed, opts.order, opts.distribution)
+    scalars, blocks = analyse_snapshot(model_a, cfg.task, batch, opts, model_b,
+                                       make_predictor(cfg.task, opts))  # fmt: skip
+    w_a = float64_weights(model_a.state_dict())
+    w_b = float64_weights(model_b.state_dict())
+    G1 = blocks["pred_dual"]
+    out = compare_pieces(cfg, w_a, w_b, {"layer2_qk": G1})["layer2_qk"]
+    assert out["frame"] == "dual"
+    assert abs(out["cos"] - scalars["comparison"]["dual"]["diff"]["cos"]["all"]) < 1e-9
+    assert np.isfinite(out["null95"]) and 0 < out["p_sign"] <= 1
+    observed = blocks["dual/diff"]
+    same = compare_piece(observed, observed)
+    assert same["cos"] > 1 - 1e-12 and same["beats_null"] and same["p_sign"] < 0.01
+    flipped = compare_piece(observed, -observed)
+    assert flipped["cos"] < -1 + 1e-12 and flipped["beats_null"]
+    # a parameter-space prediction for another group: its own change is read back exactly
+    names = groups_of_names(list(w_a))
+    delta = torch.cat([(w_b[n] - w_a[n]).reshape(-1) for n in names["W_E"]]).numpy()
+    ones = np.ones(sum(w_a[n].numel() for n in names["layer1_ov"]))
+    res = compare_pieces(cfg, w_a, w_b, {"W_E": delta, "layer1_ov": ones})
+    assert res["W_E"]["frame"] == "param" and res["W_E"]["cos"] > 1 - 1e-12
+    assert abs(res["layer1_ov"]["cos"]) < 1
+    with pytest.raises(ValueError, match="entries"):
+        compare_piece(observed, G1[:, :3])
+
+
+def test_a_window_reads_back(tiny_run, tmp_path):
+    from empirical.bridge.attribution.outputs import plot_shares, read_window
+
+    run_dir, _ = tiny_run
+    opts = AttributionOptions(path="straight", nodes=2, eval_size=20, progress=False)
+    result = attribute_window(run_dir, 20, 40, opts)
+    write_window(result, tmp_path / "w", figures=False)
+    back = read_window(tmp_path / "w")
+    assert back["targets"] == json.loads(json.dumps(result["targets"]))
+    assert back["_path"].pieces == result["_path"].pieces
+    assert (back["_path"].table() == result["_path"].table()).all()
+    plot_shares(back, tmp_path / "w" / "shares.png", "png")
+    assert (tmp_path / "w" / "shares.png").stat().st_size > 0
