@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
 import tempfile
@@ -24,16 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden" / "authors_seed0_300.json"
 CONFIG = ROOT / "configs" / "authors.toml"
 STEPS = 300
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def trajectory(workdir: Path) -> list[dict]:
@@ -57,10 +46,12 @@ def trajectory(workdir: Path) -> list[dict]:
 def provenance() -> dict:
     import torch
 
+    from empirical.train.summary import cpu_model
+
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
-    return {"commit": commit or "unknown", "cpu": cpu_name(), "torch": torch.__version__}
+    return {"commit": commit or "unknown", "cpu": cpu_model(), "torch": torch.__version__}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import platform
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from empirical.model import AssignAddTransformer, CheckpointError, ModelConfig, 
 from empirical.model.batched import BatchedModel
 from empirical.model.checkpoint import checkpoint_dict, model_from_checkpoint
 from empirical.model.fast import PARAM_NAMES, fast_forward, member_weights, param_names
+from empirical.train.summary import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke.toml"
@@ -176,18 +176,10 @@ def test_depth_n_architecture(n):
 # -- depth 2 unchanged ------------------------------------------------------------------
 
 
-def cpu_name() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    for line in cpuinfo.read_text().splitlines() if cpuinfo.exists() else []:
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
 def _same(got: list[float], recorded_hex: list[str]) -> None:
     recorded = torch.tensor([float.fromhex(x) for x in recorded_hex], dtype=torch.float64)
     got = torch.tensor(got, dtype=torch.float64)
-    if cpu_name() == RECORDED_CPU:
+    if cpu_model() == RECORDED_CPU:
         assert torch.equal(got, recorded), (got - recorded).abs().max()
     else:  # another CPU kind: its own float32 rounding, not another computation
         torch.testing.assert_close(got, recorded, rtol=1e-5, atol=0)

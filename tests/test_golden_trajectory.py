@@ -14,18 +14,20 @@ import json
 import math
 
 import pytest
-from golden_trajectory import GOLDEN, cpu_name, trajectory
+from golden_trajectory import GOLDEN, trajectory
+
+from empirical.train.summary import cpu_model
 
 
 @pytest.mark.slow
 def test_the_first_300_steps_of_seed_0_follow_the_golden_trajectory(tmp_path):
     golden = json.loads(GOLDEN.read_text())
-    same_cpu = golden["cpu"] == cpu_name()
+    same_cpu = golden["cpu"] == cpu_model()
     rel, acc_tol = (0.0, 0.0) if same_cpu else (1e-3, 0.01)
     got = trajectory(tmp_path)
     assert [r["step"] for r in got] == [r["step"] for r in golden["records"]]
     how = (
-        f"(golden from commit {golden['commit']} on {golden['cpu']}; this CPU: {cpu_name()}). "
+        f"(golden from commit {golden['commit']} on {golden['cpu']}; this CPU: {cpu_model()}). "
         "If the change is on purpose: python tests/golden_trajectory.py --write, and regenerate "
         "the 'ours' numbers of README.md and paper_checks.md"
     )
