@@ -93,14 +93,15 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "tests"))
     import torch
-    from golden_trajectory import cpu_name
+
+    from empirical.train.summary import cpu_model
 
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
     data = {
         "commit": commit,
-        "cpu": cpu_name(),
+        "cpu": cpu_model(),
         "torch": torch.__version__,
         "steps": STEPS,
         "cases": {case: fingerprints(case) for case in CASES},

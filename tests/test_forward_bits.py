@@ -13,14 +13,15 @@ import json
 import pytest
 import torch
 from forward_bits import CASES, GOLDEN, fingerprints
-from golden_trajectory import cpu_name
+
+from empirical.train.summary import cpu_model
 
 GOLD = json.loads(GOLDEN.read_text())
 
 
 @pytest.mark.skipif(
-    (GOLD["cpu"], GOLD["torch"]) != (cpu_name(), torch.__version__),
-    reason=f"fingerprints of {GOLD['cpu']} with torch {GOLD['torch']}; this is {cpu_name()} "
+    (GOLD["cpu"], GOLD["torch"]) != (cpu_model(), torch.__version__),
+    reason=f"fingerprints of {GOLD['cpu']} with torch {GOLD['torch']}; this is {cpu_model()} "
     f"with torch {torch.__version__} (python tests/forward_bits.py prints its own)",
 )
 @pytest.mark.parametrize("case", sorted(CASES))
