@@ -88,7 +88,7 @@ def test_the_groups_add_up_to_the_total_change_on_the_replayed_path(tiny_run, tm
     result = attribute_window(run_dir, 20, 40, opts)
     assert result["path"]["kind"] == "replay" and result["rule"] == "simpson"
     assert [c["equal"] for c in result["replay_checks"]] == [True, True, True]
-    assert set(result["rules"]) == set(STEP_RULES)
+    assert set(result["rules"]) == set(STEP_RULES) - {"simpson4"}  # computed when asked
     targets = result["targets"]
     for name, t in targets.items():
         assert abs(t["sum_of_groups"] + t["residual"] - t["total"]) < 1e-12
@@ -102,10 +102,22 @@ def test_the_groups_add_up_to_the_total_change_on_the_replayed_path(tiny_run, tm
     assert worst > max(result["rules"]["simpson"].values())
     out = tmp_path / "out"
     written = write_window(result, out / "20_40")
-    assert {p.name for p in written} == {"attribution.json", "attribution.npz", "shares.png"}
+    assert {p.name for p in written} == {
+        "attribution.json", "attribution.npz", "shares.png", "first_order.png"
+    }  # fmt: skip
     saved = json.loads((out / "20_40" / "attribution.json").read_text())
     assert set(saved["targets"]["loss/1var/ind"]) >= {"total", "groups", "residual"}
     assert "| score |" in write_summary([result], out)
+
+
+def test_simpson_on_quarters_is_finer(tiny_run):
+    run_dir, ckpt20 = tiny_run
+    opts = AttributionOptions(checkpoint=str(ckpt20), eval_size=50, progress=False,
+                              rule="simpson4", first_order_only=False)  # fmt: skip
+    rules = attribute_window(run_dir, 20, 24, opts)["rules"]
+    assert set(rules) == set(STEP_RULES)
+    losses = [t for t in rules["simpson"] if t.startswith("loss/")]
+    assert sum(rules["simpson4"][t] for t in losses) < sum(rules["simpson"][t] for t in losses)
 
 
 def test_the_straight_path_between_snapshots(tiny_run):
@@ -202,3 +214,36 @@ def test_a_window_reads_back(tiny_run, tmp_path):
     assert (back["_path"].table() == result["_path"].table()).all()
     plot_shares(back, tmp_path / "w" / "shares.png", "png")
     assert (tmp_path / "w" / "shares.png").stat().st_size > 0
+
+
+def test_first_order_reads_the_training_loss_gradient(tiny_run, tmp_path):
+    """Item 5: a window whose change is exactly minus the training loss's gradient at A is
+    predicted with cosine 1 in every group (and its reverse with -1); the sign prediction is
+    another direction; --first-order-only writes the table and figure, no path."""
+    from empirical.bridge.attribution.first_order import first_order, first_order_rows
+    from empirical.bridge.attribution.targets import Targets
+
+    run_dir, ckpt20 = tiny_run
+    run = RunDir(run_dir)
+    cfg = run.read_config()
+    sets = run.read_eval_sets(cfg)
+    w_a = float64_weights(load_checkpoint(run.snapshot(20))["model_state"])
+    targets = Targets.of(cfg, sets, 50, w_a, w_a)
+    mix = {"loss/0var/ind": cfg.task.frac_0var, "loss/1var/ind": cfg.task.frac_1var,
+           "loss/2var/ind": cfg.task.frac_2var}  # fmt: skip
+    grads = targets.gradients(w_a, list(mix))
+    for sign in (1, -1):
+        w_b = {n: w_a[n] - sign * 1e-3 * sum(f * grads[t][n] for t, f in mix.items()) for n in w_a}
+        out = first_order(cfg, targets, w_a, w_b, g1=False)
+        for group, c in out["train"]["gradient"].items():
+            assert c["cos"] == pytest.approx(sign, abs=1e-9), group
+        assert all(abs(c["cos"]) < 0.999 for c in out["train"]["sign"].values())
+        assert any(abs(c["cos"]) < 0.999 for c in out["loss/1var/ind"]["gradient"].values())
+    opts = AttributionOptions(checkpoint=str(ckpt20), eval_size=50, progress=False,
+                              first_order_only=True)  # fmt: skip
+    result = attribute_window(run_dir, 20, 30, opts)
+    assert "_path" not in result and "targets" not in result
+    assert {r[1] for r in first_order_rows(result["first_order"])} >= {"gradient", "sign"}
+    written = write_window(result, tmp_path / "fo")
+    assert {p.name for p in written} == {"attribution.json", "first_order.png"}
+    assert "| -grad train |" in write_summary([result], tmp_path / "fo")

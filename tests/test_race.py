@@ -161,3 +161,18 @@ def test_command_writes_the_table_and_resumes(tmp_path, capsys):
     assert (out / "race.png").is_file() and "T_mem" in (out / "summary.md").read_text()
     assert empirical_main([*argv[:-3], "steps=30", "--out", str(out), "--quiet"]) == 2
     assert "other settings" in capsys.readouterr().err
+    # more seeds add runs beside the recorded ones (seed 0's run is kept as it was)
+    before = json.loads(state)["configs"]["baseline"]["runs"]["0"]
+    more = ["race", "--only", "baseline", "--seeds", "0", "1", *argv[6:]]
+    assert empirical_main(more) == 0
+    runs = json.loads((out / "race_state.json").read_text())["configs"]["baseline"]["runs"]
+    assert set(runs) == {"0", "1"} and runs["0"] == before
+
+
+def test_configuration_names_with_an_equals_sign_stay_names():
+    from empirical.cli.common import overrides_from_lists
+    from empirical.cli.race import build_parser
+
+    args = build_parser().parse_args(["--only", "baseline", "embeddings@lr=1e-4", "steps=20"])
+    overrides_from_lists(args, ("only", "seeds"))
+    assert args.only == ["baseline", "embeddings@lr=1e-4"] and args.overrides == ["steps=20"]

@@ -28,7 +28,8 @@ from empirical.cli.common import (
 )
 from empirical.runs.rundir import RunDir
 
-STEP_RULES = ("simpson", "trapezoid", "midpoint", "start")  # paths.STEP_RULES (tested equal)
+# paths.STEP_RULES (tested equal)
+STEP_RULES = ("simpson", "simpson4", "trapezoid", "midpoint", "start")
 
 
 def _window(text: str) -> tuple[int, int]:
@@ -60,8 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     ap.add_argument(
         "--rule", choices=STEP_RULES, default="simpson",
-        help="each replayed step's split: simpson (default), trapezoid, midpoint or start (the "
-        "gradient at the step's start); every rule's residual is reported",
+        help="each replayed step's split: simpson (default), simpson4 (composite Simpson on "
+        "quarters of the step: twice the time), trapezoid, midpoint or start (the gradient at "
+        "the step's start); every rule's residual is reported",
     )  # fmt: skip
     ap.add_argument(
         "--nodes", type=int, default=8,
@@ -73,6 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     ap.add_argument("--sets", help="evaluation sets, comma-separated (default: all)")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    ap.add_argument(
+        "--first-order-only", action="store_true",
+        help="only each group's change A -> B against its first-order predictions at A (fast: "
+        "no path integral)",
+    )  # fmt: skip
     ap.add_argument("--no-figures", action="store_true", help="numbers only")
     ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")
     add_format_argument(ap)
@@ -103,6 +110,7 @@ def run(argv: list[str]) -> int:
         eval_size=args.eval_size,
         sets=tuple(s for s in args.sets.split(",") if s) if args.sets else None,
         progress=not args.quiet,
+        first_order_only=args.first_order_only,
     )
     results = []
     for a, b in args.window:

@@ -70,12 +70,17 @@ def command_main(run: Callable[[list[str]], int | None], argv: list[str] | None)
 
 def overrides_from_lists(args, names: tuple[str, ...]) -> None:
     """The `KEY=VALUE` words given after list options (`--seeds 0 1 train.steps=100`) moved
-    from those lists to `args.overrides`, in the order given."""
+    from those lists to `args.overrides`, in the order given (a key has no `@`: the race's
+    configuration names such as `embeddings@lr=1e-4` stay in their list)."""
+
+    def is_override(v: str) -> bool:
+        return "=" in v and "@" not in v.split("=", 1)[0]
+
     for name in names:
         values = getattr(args, name)
         if values is not None:
-            args.overrides = list(args.overrides) + [v for v in values if "=" in v]
-            setattr(args, name, [v for v in values if "=" not in v])
+            args.overrides = list(args.overrides) + [v for v in values if is_override(v)]
+            setattr(args, name, [v for v in values if not is_override(v)])
 
 
 def positive_int(flag: str, value: int, minimum: int = 1) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from empirical.analysis.figures import OKABE_ITO, save_figure
+from empirical.bridge.attribution.first_order import first_order_rows
 from empirical.bridge.compare_qk.outputs import jsonable
 from empirical.config.io import atomic_write_bytes
 
@@ -39,27 +40,96 @@ def window_name(result: dict) -> str:
 
 def write_window(result: dict, out: Path, fmt: str = "png", figures: bool = True) -> list[Path]:
     """attribution.json (every number but the per-piece tables), attribution.npz (per rule,
-    the parts of every piece [pieces, targets, groups]) and shares.png into `out`."""
+    the parts of every piece [pieces, targets, groups]), shares.png and first_order.png into
+    `out` (a first-order-only result: attribution.json and first_order.png)."""
     out.mkdir(parents=True, exist_ok=True)
-    path = result["_path"]
+    path = result.get("_path")
     plain = {k: v for k, v in result.items() if not k.startswith("_")}
-    plain["groups"] = path.groups
-    plain["complete_within"] = COMPLETE
-    written = [out / "attribution.json", out / "attribution.npz"]
+    written = [out / "attribution.json"]
+    if path is not None:
+        plain["groups"] = path.groups
+        plain["complete_within"] = COMPLETE
     atomic_write_bytes(written[0], json.dumps(jsonable(plain), indent=2).encode())
-    arrays = {
-        "pieces": np.array(path.pieces, dtype=np.int64).reshape(-1, 2),
-        "targets": np.array(path.targets),
-        "groups": np.array(path.groups),
-        **{f"parts__{rule}": path.table(rule) for rule in path.rules},
-    }
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
-    atomic_write_bytes(written[1], buffer.getvalue())
-    if figures:
+    if path is not None:
+        arrays = {
+            "pieces": np.array(path.pieces, dtype=np.int64).reshape(-1, 2),
+            "targets": np.array(path.targets),
+            "groups": np.array(path.groups),
+            **{f"parts__{rule}": path.table(rule) for rule in path.rules},
+        }
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **arrays)
+        written.append(out / "attribution.npz")
+        atomic_write_bytes(written[-1], buffer.getvalue())
+    if figures and path is not None:
         written.append(out / f"shares.{fmt}")
         plot_shares(result, written[-1], fmt)
+    if figures and "first_order" in result:
+        written.append(out / f"first_order.{fmt}")
+        plot_first_order(result, written[-1], fmt)
     return written
+
+
+def plot_first_order(result: dict, path=None, fmt: str | None = None):
+    """Per group, the cosine of its observed change with each first-order prediction (minus
+    the gradient of each 1-var loss, its sign; G1 for layer-2 W_QK) beside the 95% level of
+    the sign-randomised null."""
+    import matplotlib.pyplot as plt
+
+    rows = first_order_rows(result["first_order"])
+    groups = list(dict.fromkeys(g for _, _, g, _ in rows))
+    series = list(dict.fromkeys((t, k) for t, k, _, _ in rows))
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.1 * len(groups) + 3), 4.2), layout="constrained")
+    width = 0.8 / max(len(series), 1)
+    for i, (t, k) in enumerate(series):
+        by_group = {g: c for tt, kk, g, c in rows if (tt, kk) == (t, k)}
+        xs = [groups.index(g) + (i - (len(series) - 1) / 2) * width for g in by_group]
+        label = _prediction_name(t, k)
+        ax.bar(xs, [c["cos"] for c in by_group.values()], width, label=label,
+               color=plt.cm.tab20(i % 20))  # fmt: skip
+        ax.scatter(xs, [c["null95"] for c in by_group.values()], marker="_", s=120, color="k",
+                   zorder=3, label="95% sign null" if i == 0 else None)  # fmt: skip
+    ax.axhline(0, color=OKABE_ITO["grey"], lw=0.6)
+    ax.set_xticks(range(len(groups)), groups, fontsize=8)
+    ax.set_xlabel("parameter group")
+    ax.set_ylabel("cosine(observed change, prediction)")
+    ax.legend(fontsize=7, ncol=2)
+    a, b = result["window"]
+    ax.set_title(f"{Path(result['run_dir']).name}, steps {a} -> {b}: each group's change against "
+                 "its first-order prediction at step " + str(a), fontsize=10)  # fmt: skip
+    return save_figure(fig, path, fmt)
+
+
+def first_order_markdown(result: dict) -> list[str]:
+    """The first-order table of one window: per group, cos / null95 of each prediction."""
+    fo = result["first_order"]
+    rows = first_order_rows(fo)
+    groups = list(dict.fromkeys(g for _, _, g, _ in rows))
+    lines = [
+        f"First order at step {result['window'][0]} (cos with the observed change / 95% sign "
+        "null; bold: beyond the null):",
+        "",
+        "| prediction | " + " | ".join(groups) + " |",
+        "| --- | " + " | ".join("---" for _ in groups) + " |",
+    ]
+    for t, k in dict.fromkeys((t, k) for t, k, _, _ in rows):
+        cells = {g: c for tt, kk, g, c in rows if (tt, kk) == (t, k)}
+        shown = [_cos_cell(cells[g]) if g in cells else "" for g in groups]
+        lines.append(f"| {_prediction_name(t, k)} | " + " | ".join(shown) + " |")
+    if "error" in fo.get("g1", {}):
+        lines.append(f"\nG1: {fo['g1']['error']}")
+    return lines + [""]
+
+
+def _prediction_name(target: str, kind: str) -> str:
+    if kind == "g1":
+        return "G1 (theorem), dual frame"
+    return f"-{'sign ' if kind == 'sign' else ''}grad {target}"
+
+
+def _cos_cell(c: dict) -> str:
+    text = f"{c['cos']:+.3f} / {c['null95']:.3f}"
+    return f"**{text}**" if c["beats_null"] else text
 
 
 def plot_shares(result: dict, path=None, fmt: str | None = None):
@@ -102,6 +172,8 @@ def plot_shares(result: dict, path=None, fmt: str | None = None):
 
 
 def _path_words(result: dict) -> str:
+    if "rule" not in result:
+        return f"{result['path']['kind']}, the ends only (--first-order-only)"
     if result["path"]["kind"] == "replay":
         return f"the replayed training steps, {result['rule']} rule"
     return f"straight lines between snapshots, {result['rule']}"
@@ -113,7 +185,6 @@ def summary_markdown(results: list[dict]) -> str:
     lines = ["# Attribution of changes to parameter groups", ""]
     for r in results:
         a, b = r["window"]
-        groups = r["_path"].groups
         lines += [f"## {Path(r['run_dir']).name}: steps {a} -> {b}", "", f"Path: {_path_words(r)}."]
         checks = r["replay_checks"]
         if r["path"]["kind"] == "replay":
@@ -123,6 +194,12 @@ def summary_markdown(results: list[dict]) -> str:
                 f"for bit to the run's stored weights at {same} of {len(checks)} steps checked "
                 f"({', '.join(str(c['step']) for c in checks) or 'none kept'})."
             )
+        lines.append("")
+        if "first_order" in r:
+            lines += first_order_markdown(r)
+        if "_path" not in r:
+            continue
+        groups = r["_path"].groups
         lines += [
             f"Each evaluation set's loss on its first {r['eval_size']} sequences; `score`: the "
             "labelled layer-2 score change along its own direction (its norm), `score_barv`: "

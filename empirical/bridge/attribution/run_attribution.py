@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from disentangled.errors import UserError
+from empirical.bridge.attribution.first_order import first_order
 from empirical.bridge.attribution.paths import STEP_RULES, along_segments, along_steps
 from empirical.bridge.attribution.replay import check_replayed, replay
 from empirical.bridge.attribution.targets import Targets, float64_weights
@@ -39,6 +40,7 @@ class AttributionOptions:
     eval_size: int = 1000  # sequences of each evaluation set
     sets: tuple[str, ...] | None = None  # evaluation sets (default: all of the run's)
     progress: bool = True
+    first_order_only: bool = False  # the ends and their first-order comparison only
 
 
 def attribute_window(run_dir, start: int, stop: int, opts: AttributionOptions) -> dict:
@@ -55,26 +57,35 @@ def attribute_window(run_dir, start: int, stop: int, opts: AttributionOptions) -
     sets = _eval_sets(run, cfg, opts)
     if kind == "replay":
         checkpoint, ckpt_path = _checkpoint(run, cfg, start, opts.checkpoint)
-        path, checks = _replayed(run, cfg, checkpoint, start, stop, sets, opts)
+        (w_a, w_b), checks = _replay_ends(run, cfg, checkpoint, start, stop, opts)
         source = {"kind": "replay", "checkpoint": ckpt_path, "checkpoint_step": checkpoint["step"]}
     elif kind == "straight":
-        path, checks = _straight(run, cfg, start, stop, sets, opts), []
-        source = {"kind": "straight", "snapshots": [a for a, _ in path.pieces] + [stop]}
+        steps = _snapshots(run, start, stop)
+        (w_a, w_b), checks = (_weights(run, start), _weights(run, stop)), []
+        source = {"kind": "straight", "snapshots": steps}
     else:
         raise AttributionError(f"--path {opts.path!r}: allowed auto, replay, straight")
-    return {
+    targets = Targets.of(cfg, sets, opts.eval_size, w_a, w_b)
+    result = {
         "run_dir": str(run.path),
         "window": [start, stop],
         "path": source,
-        "rule": path.rule,
         "replay_checks": checks,
         "eval_size": opts.eval_size,
-        "targets": path.result(),
-        "rules": {
-            r: {t: v["residual_rel"] for t, v in path.result(r).items()} for r in path.rules
-        },
-        "_path": path,
+        "first_order": first_order(cfg, targets, w_a, w_b),
     }
+    if opts.first_order_only:
+        return result
+    if kind == "replay":
+        total = stop - int(checkpoint["step"]) + 1
+        replayed = _progress(replay(cfg, checkpoint, stop), opts, total)
+        states = ((s, float64_weights(w)) for s, w in replayed if s >= start)
+        path = along_steps(states, targets, opts.rule)
+    else:
+        loaded = ((s, _weights(run, s)) for s in _progress(steps, opts, len(steps)))
+        path = along_segments(loaded, targets, opts.nodes)
+    rules = {r: {t: v["residual_rel"] for t, v in path.result(r).items()} for r in path.rules}
+    return {**result, "rule": path.rule, "targets": path.result(), "rules": rules, "_path": path}
 
 
 def _eval_sets(run: RunDir, cfg, opts: AttributionOptions) -> dict:
@@ -117,14 +128,14 @@ def _checkpoint(run: RunDir, cfg, start: int, given: str | None) -> tuple[dict, 
     return ckpt, str(path)
 
 
-def _replayed(run: RunDir, cfg, checkpoint: dict, start: int, stop: int, sets: dict, opts):
-    """The attribution along the replayed steps start..stop, and the replay's checks against
-    every snapshot (and checkpoint) the run keeps from the checkpoint's step to `stop`."""
+def _replay_ends(run: RunDir, cfg, checkpoint: dict, start: int, stop: int, opts):
+    """The replayed weights at start and stop (float64), and the replay's checks against every
+    snapshot (and checkpoint) the run keeps from the checkpoint's step to `stop`."""
     if opts.rule not in STEP_RULES:
         raise AttributionError(f"--rule {opts.rule!r}: allowed {', '.join(STEP_RULES)}")
     kept = set(run.snapshot_steps())
     checks, ends = [], {}
-    for step, state in replay(cfg, checkpoint, stop):  # first pass: the ends, and the checks
+    for step, state in replay(cfg, checkpoint, stop):
         if step in kept or step == stop:
             check = check_replayed(run, step, state)
             if check["file"] is not None:
@@ -138,13 +149,10 @@ def _replayed(run: RunDir, cfg, checkpoint: dict, start: int, stop: int, sets: d
                     )
         if step in (start, stop):
             ends[step] = float64_weights(state)
-    targets = Targets.of(cfg, sets, opts.eval_size, ends[start], ends[stop])
-    replayed = _progress(replay(cfg, checkpoint, stop), opts, stop - int(checkpoint["step"]) + 1)
-    states = ((s, float64_weights(w)) for s, w in replayed if s >= start)
-    return along_steps(states, targets, opts.rule), checks
+    return (ends[start], ends[stop]), checks
 
 
-def _straight(run: RunDir, cfg, start: int, stop: int, sets: dict, opts):
+def _snapshots(run: RunDir, start: int, stop: int) -> list[int]:
     steps = [s for s in run.snapshot_steps() if start <= s <= stop]
     if not steps or steps[0] != start or steps[-1] != stop:
         shown = ", ".join(map(str, run.snapshot_steps()[:12]))
@@ -152,13 +160,11 @@ def _straight(run: RunDir, cfg, start: int, stop: int, sets: dict, opts):
             f"--window {start}:{stop}: the straight path needs snapshots at both ends; the run "
             f"{run.path} has snapshots at {shown}, ..."
         )
+    return steps
 
-    def weights(step: int) -> dict:
-        return float64_weights(load_checkpoint(run.snapshot(step))["model_state"])
 
-    targets = Targets.of(cfg, sets, opts.eval_size, weights(start), weights(stop))
-    loaded = ((s, weights(s)) for s in _progress(steps, opts, len(steps)))
-    return along_segments(loaded, targets, opts.nodes)
+def _weights(run: RunDir, step: int) -> dict:
+    return float64_weights(load_checkpoint(run.snapshot(step))["model_state"])
 
 
 def _progress(items, opts: AttributionOptions, total: int):

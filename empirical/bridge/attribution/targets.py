@@ -119,11 +119,12 @@ class Targets:
         with torch.no_grad():
             return {t: float(self.value(w, t)) for t in self.names}
 
-    def gradients(self, w: Mapping[str, Tensor]) -> dict[str, dict[str, Tensor]]:
-        """{target: {parameter: d target / d parameter}} at `w` (float64)."""
+    def gradients(self, w: Mapping[str, Tensor], names=None) -> dict[str, dict[str, Tensor]]:
+        """{target: {parameter: d target / d parameter}} at `w` (float64), for `names`
+        (default: every target)."""
         leaves = {k: v.detach().clone().requires_grad_(True) for k, v in w.items()}
         out = {}
-        for t in self.names:
+        for t in names or self.names:
             value = self.value(leaves, t)
             grads = torch.autograd.grad(value, list(leaves.values()), allow_unused=True)
             out[t] = {

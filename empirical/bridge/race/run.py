@@ -54,11 +54,14 @@ def _run_summary(r) -> dict:
 
 
 def _entry(state: dict, rc: RaceConfig, cfg_dict: dict) -> dict:
-    """The state's record of `rc`, checked to be of the same settings (else a ConfigError)."""
+    """The state's record of `rc`, checked to be of the same settings but the seeds (else a
+    ConfigError); more seeds add runs to it (the record lists the seeds asked for last)."""
     entry = state["configs"].setdefault(rc.name, {"config": cfg_dict, "runs": {}})
-    if entry["config"] != cfg_dict:
+    settings = {k: v for k, v in cfg_dict.items() if k != "seeds"}
+    if {k: v for k, v in entry["config"].items() if k != "seeds"} != settings:
         raise ConfigError(f"{STATE}: {rc.name!r} was run with other settings there; use "
                           "another --out (or remove that file)")  # fmt: skip
+    entry["config"] = cfg_dict
     return entry
 
 

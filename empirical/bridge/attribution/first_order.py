@@ -1,0 +1,98 @@
+"""Each parameter group's change across a window against its first-order prediction at the
+window's start (issue #36 item 5): the prediction that can fail, piece by piece.
+
+    out = first_order(cfg, targets, w_A, w_B)
+    out["train"]["gradient"]["layer1_ov"]   # {"cos", "null95", "p_sign", ...}
+    out["g1"]["layer2_qk"]                          # G1 (the theorem) in compare-qk's dual frame
+
+Predictions, each a direction per group (only the direction is compared):
+
+The losses: `train`, the training loss (the 0/1/2-var "ind" sets' losses weighted by the
+task's mix, frac_0var / frac_1var / frac_2var), and `loss/1var/ind`, the theorem's 1-var loss.
+
+- `gradient`: minus the gradient of a loss at the window's start w_A (plain gradient
+  descent's first step: the first-order calculation of Theorem C.1, for every group, evaluated
+  at the run's own operating point: its attention, its Gram matrices, its MLP).
+- `sign`: minus its sign (AdamW's first steps from a fresh state, m / sqrt(v) = sign(g): the
+  optimiser's normalisation, entry by entry).
+- `g1`: for layer-2 W_QK only, the theorem's G1 read in compare-qk's dual frame at w_A (its
+  prediction at the measured attention a, b), as compare-qk and the interventions use it.
+
+Each is held against the observed change w_B - w_A of the group's parameters (the parameter
+space; W_QK in the dual frame for `g1`) with the sign-randomised null (`compare_piece`). The
+theorem's start (W^0) adds a prediction without a direction: no group but layer-2 W_QK has a
+first-order gradient that tells one variable from another (theory/piece_closed_form.py); its
+test is the attribution of the labelled score change (docs/attribution.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from empirical.bridge.attribution.against_theory import _model, compare_pieces, param_reader
+from empirical.model.groups import groups_of_names
+
+PREDICTIONS = ("gradient", "sign")
+
+
+def _flat(grads: Mapping[str, Tensor], names: list[str]) -> np.ndarray:
+    return torch.cat([grads[n].reshape(-1) for n in names]).numpy()
+
+
+def first_order(cfg, targets, w_a: Mapping[str, Tensor], w_b: Mapping[str, Tensor],
+                g1: bool = True) -> dict:  # fmt: skip
+    """{loss: {prediction: {group: comparison}}, "g1": {...} or {"error": why}} for the
+    training loss and the 1-var loss (module docstring)."""
+    task = cfg.task
+    mix = {"loss/0var/ind": task.frac_0var, "loss/1var/ind": task.frac_1var,
+           "loss/2var/ind": task.frac_2var}  # fmt: skip
+    mix = {t: wt for t, wt in mix.items() if wt > 0}
+    missing = [t for t in mix if t not in targets.names]
+    if missing:
+        raise ValueError(f"the first-order comparison needs the sets {', '.join(missing)}")
+    grads = targets.gradients(w_a, list(mix))
+    groups = groups_of_names(list(w_a))
+    losses = {
+        "train": {n: sum(wt * grads[t][n] for t, wt in mix.items()) for n in w_a},
+        "loss/1var/ind": grads["loss/1var/ind"],
+    }
+    readers = {g: param_reader(g) for g in groups}
+    out: dict = {}
+    for t, grad in losses.items():
+        minus = {g: -_flat(grad, members) for g, members in groups.items()}
+        signs = {g: np.sign(v) for g, v in minus.items()}
+        out[t] = {
+            "gradient": compare_pieces(cfg, w_a, w_b, minus, readers),
+            "sign": compare_pieces(cfg, w_a, w_b, signs, readers),
+        }
+    if g1:
+        out["g1"] = _g1(cfg, w_a, w_b)
+    return out
+
+
+def _g1(cfg, w_a, w_b) -> dict:
+    from empirical.bridge.interventions.conditions import g1_direction
+
+    try:
+        G, _, _, info = g1_direction(cfg, _model(cfg, w_a))
+    except ValueError as exc:
+        return {"error": str(exc)}
+    return {**compare_pieces(cfg, w_a, w_b, {"layer2_qk": G}), "at": info}
+
+
+def first_order_rows(result: dict) -> list[tuple[str, str, str, dict]]:
+    """(target, prediction, group, comparison) for every comparison of a `first_order`
+    result, G1's as (target "theorem", prediction "g1", "layer2_qk")."""
+    rows = []
+    for t, by_prediction in result.items():
+        if t == "g1":
+            if "layer2_qk" in by_prediction:
+                rows.append(("theorem", "g1", "layer2_qk", by_prediction["layer2_qk"]))
+            continue
+        for kind, by_group in by_prediction.items():
+            rows += [(t, kind, g, c) for g, c in by_group.items()]
+    return rows
