@@ -88,7 +88,7 @@ def test_the_groups_add_up_to_the_total_change_on_the_replayed_path(tiny_run, tm
     result = attribute_window(run_dir, 20, 40, opts)
     assert result["path"]["kind"] == "replay" and result["rule"] == "simpson"
     assert [c["equal"] for c in result["replay_checks"]] == [True, True, True]
-    assert set(result["rules"]) == set(STEP_RULES) - {"simpson4"}  # computed when asked
+    assert set(result["rules"]) == set(STEP_RULES) - {"simpson4", "simpson8"}  # when asked
     targets = result["targets"]
     for name, t in targets.items():
         assert abs(t["sum_of_groups"] + t["residual"] - t["total"]) < 1e-12
@@ -115,9 +115,12 @@ def test_simpson_on_quarters_is_finer(tiny_run):
     opts = AttributionOptions(checkpoint=str(ckpt20), eval_size=50, progress=False,
                               rule="simpson4", first_order_only=False)  # fmt: skip
     rules = attribute_window(run_dir, 20, 24, opts)["rules"]
-    assert set(rules) == set(STEP_RULES)
+    assert set(rules) == set(STEP_RULES) - {"simpson8"}
     losses = [t for t in rules["simpson"] if t.startswith("loss/")]
     assert sum(rules["simpson4"][t] for t in losses) < sum(rules["simpson"][t] for t in losses)
+    opts.rule = "simpson8"
+    eighths = attribute_window(run_dir, 20, 24, opts)["rules"]["simpson8"]
+    assert sum(eighths[t] for t in losses) < sum(rules["simpson4"][t] for t in losses)
 
 
 def test_the_straight_path_between_snapshots(tiny_run):

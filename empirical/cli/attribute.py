@@ -29,7 +29,7 @@ from empirical.cli.common import (
 from empirical.runs.rundir import RunDir
 
 # paths.STEP_RULES (tested equal)
-STEP_RULES = ("simpson", "simpson4", "trapezoid", "midpoint", "start")
+STEP_RULES = ("simpson", "simpson4", "simpson8", "trapezoid", "midpoint", "start")
 
 
 def _window(text: str) -> tuple[int, int]:
@@ -61,9 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     ap.add_argument(
         "--rule", choices=STEP_RULES, default="simpson",
-        help="each replayed step's split: simpson (default), simpson4 (composite Simpson on "
-        "quarters of the step: twice the time), trapezoid, midpoint or start (the gradient at "
-        "the step's start); every rule's residual is reported",
+        help="each replayed step's split: simpson (default), simpson4 / simpson8 (composite "
+        "Simpson on quarters / eighths of the step: 2x / 4x the time), trapezoid, midpoint "
+        "or start (the gradient at the step's start); every rule's residual is reported",
     )  # fmt: skip
     ap.add_argument(
         "--nodes", type=int, default=8,

@@ -12,7 +12,8 @@ what the groups miss of the total change (the quadrature's error) is the residua
   at the step's start (g_t . (w_{t+1} - w_t), first order) and `trapezoid`, the mean of the
   gradients at its two ends (second order; the headline). Both are reported with their
   residuals. `midpoint` and `simpson` (the default) add the gradient at the step's middle,
-  `simpson4` at its quarters too (composite Simpson, 1 4 2 4 1 / 12: twice the gradients).
+  `simpson4` / `simpson8` at its quarters / eighths too (composite Simpson, 1 4 2 4 1 / 12:
+  twice / four times the gradients).
 - **Straight segments** (`along_segments`): where only snapshots exist (the paper's run, 100
   steps apart) the path between two snapshots is taken to be the straight line, and the
   integral along it is computed by Gauss-Legendre quadrature with `nodes` points per segment
@@ -31,7 +32,8 @@ from torch import Tensor
 from empirical.model.groups import groups_of_names
 
 # how one optimiser step's part is computed from the gradients along it (module docstring)
-STEP_RULES = ("start", "trapezoid", "midpoint", "simpson", "simpson4")
+STEP_RULES = ("start", "trapezoid", "midpoint", "simpson", "simpson4", "simpson8")
+COMPOSITE = {"simpson4": 4, "simpson8": 8}  # composite Simpson rules: pieces per step
 
 
 @dataclass
@@ -96,7 +98,7 @@ def along_steps(
     residual can be reported."""
     if rule not in STEP_RULES:
         raise ValueError(f"rule {rule!r}: allowed {', '.join(STEP_RULES)}")
-    need_mid = rule in ("midpoint", "simpson", "simpson4")
+    need_mid = rule in ("midpoint", "simpson", *COMPOSITE)
     it: Iterator = iter(states)
     step, w = next(it)
     groups = groups_of_names(list(w))
@@ -116,14 +118,15 @@ def along_steps(
             mid = {n: w[n] + 0.5 * delta[n] for n in w}
             parts["midpoint"] = _dots(targets.gradients(mid), delta, names, groups)
             parts["simpson"] = (parts["trapezoid"] + 2.0 * parts["midpoint"]) / 3.0
-        if rule == "simpson4":  # composite Simpson on quarters: 1, 4, 2, 4, 1 (/ 12)
-            q1, q3 = ({n: w[n] + f * delta[n] for n in w} for f in (0.25, 0.75))
-            quarters = _dots(targets.gradients(q1), delta, names, groups) + _dots(
-                targets.gradients(q3), delta, names, groups
-            )
-            parts["simpson4"] = (
-                parts["trapezoid"] + 2.0 * quarters + parts["midpoint"]
-            ) / 6.0
+        if rule in COMPOSITE:  # composite Simpson on n pieces: 1 4 2 4 ... 4 1 / (3n)
+            n = COMPOSITE[rule]
+            inner = parts["midpoint"] * 2.0
+            for j in range(1, n):
+                if 2 * j != n:
+                    point = {k: w[k] + (j / n) * delta[k] for k in w}
+                    grads = targets.gradients(point)
+                    inner = inner + (4.0 if j % 2 else 2.0) * _dots(grads, delta, names, groups)
+            parts[rule] = (2.0 * parts["trapezoid"] + inner) / (3 * n)
         del parts["end"]
         out.pieces.append((step, next_step))
         out.add(parts)
