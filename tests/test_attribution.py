@@ -219,6 +219,28 @@ def test_a_window_reads_back(tiny_run, tmp_path):
     assert (tmp_path / "w" / "shares.png").stat().st_size > 0
 
 
+def test_adam_denominators_are_the_optimisers(tiny_run):
+    """The denominators after a replayed step give that step back: w' = w (1 - lr wd) -
+    lr m_hat / denominator (torch's AdamW), to float32 rounding."""
+    from empirical.bridge.attribution.replay import adam_denominators, replay_learner
+
+    run_dir, ckpt20 = tiny_run
+    cfg = RunDir(run_dir).read_config()
+    before = None
+    for step, learner in replay_learner(cfg, load_training_state(ckpt20), 21):
+        if step == 20:
+            before = {n: p.detach().double().clone() for n, p in learner.model.named_parameters()}
+            continue
+        denom = adam_denominators(learner)
+        group = learner.optimizer.param_groups[0]
+        lr, wd, beta1 = group["lr"], group["weight_decay"], group["betas"][0]
+        for name, p in learner.model.named_parameters():
+            state = learner.optimizer.state[p]
+            m_hat = state["exp_avg"].double() / (1 - beta1 ** float(state["step"]))
+            want = before[name] * (1 - lr * wd) - lr * m_hat / denom[name]
+            assert torch.allclose(p.detach().double(), want, rtol=1e-5, atol=1e-7), name
+
+
 def test_first_order_reads_the_training_loss_gradient(tiny_run, tmp_path):
     """Item 5: a window whose change is exactly minus the training loss's gradient at A is
     predicted with cosine 1 in every group (and its reverse with -1); the sign prediction is
@@ -246,7 +268,7 @@ def test_first_order_reads_the_training_loss_gradient(tiny_run, tmp_path):
                               first_order_only=True)  # fmt: skip
     result = attribute_window(run_dir, 20, 30, opts)
     assert "_path" not in result and "targets" not in result
-    assert {r[1] for r in first_order_rows(result["first_order"])} >= {"gradient", "sign"}
+    assert {r[1] for r in first_order_rows(result["first_order"])} >= {"gradient", "sign", "adam"}
     written = write_window(result, tmp_path / "fo")
     assert {p.name for p in written} == {"attribution.json", "first_order.png"}
     assert "| -grad train |" in write_summary([result], tmp_path / "fo")

@@ -15,6 +15,10 @@ task's mix, frac_0var / frac_1var / frac_2var), and `loss/1var/ind`, the theorem
   at the run's own operating point: its attention, its Gram matrices, its MLP).
 - `sign`: minus its sign (AdamW's first steps from a fresh state, m / sqrt(v) = sign(g): the
   optimiser's normalisation, entry by entry).
+- `adam`: minus the gradient divided entry by entry by AdamW's denominator at w_A,
+  sqrt(v_hat) + eps (the direction of its steps once the momentum has turned to the gradient:
+  the optimiser's own first-order prediction; a replayed window only, where the optimiser's
+  state at A is known).
 - `g1`: for layer-2 W_QK only, the theorem's G1 read in compare-qk's dual frame at w_A (its
   prediction at the measured attention a, b), as compare-qk and the interventions use it.
 
@@ -36,7 +40,7 @@ from torch import Tensor
 from empirical.bridge.attribution.against_theory import _model, compare_pieces, param_reader
 from empirical.model.groups import groups_of_names
 
-PREDICTIONS = ("gradient", "sign")
+PREDICTIONS = ("gradient", "sign", "adam")
 
 
 def _flat(grads: Mapping[str, Tensor], names: list[str]) -> np.ndarray:
@@ -44,7 +48,7 @@ def _flat(grads: Mapping[str, Tensor], names: list[str]) -> np.ndarray:
 
 
 def first_order(cfg, targets, w_a: Mapping[str, Tensor], w_b: Mapping[str, Tensor],
-                g1: bool = True) -> dict:  # fmt: skip
+                g1: bool = True, adam: Mapping[str, Tensor] | None = None) -> dict:  # fmt: skip
     """{loss: {prediction: {group: comparison}}, "g1": {...} or {"error": why}} for the
     training loss and the 1-var loss (module docstring)."""
     task = cfg.task
@@ -69,6 +73,10 @@ def first_order(cfg, targets, w_a: Mapping[str, Tensor], w_b: Mapping[str, Tenso
             "gradient": compare_pieces(cfg, w_a, w_b, minus, readers),
             "sign": compare_pieces(cfg, w_a, w_b, signs, readers),
         }
+        if adam:
+            scaled = {n: grad[n] / adam[n] for n in grad}
+            pre = {g: -_flat(scaled, members) for g, members in groups.items()}
+            out[t]["adam"] = compare_pieces(cfg, w_a, w_b, pre, readers)
     if g1:
         out["g1"] = _g1(cfg, w_a, w_b)
     return out

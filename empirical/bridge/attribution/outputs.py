@@ -124,7 +124,9 @@ def first_order_markdown(result: dict) -> list[str]:
 def _prediction_name(target: str, kind: str) -> str:
     if kind == "g1":
         return "G1 (theorem), dual frame"
-    return f"-{'sign ' if kind == 'sign' else ''}grad {target}"
+    return {"sign": f"-sign grad {target}", "adam": f"-grad/AdamW denom {target}"}.get(
+        kind, f"-grad {target}"
+    )
 
 
 def _cos_cell(c: dict) -> str:

@@ -34,6 +34,12 @@ def replay(cfg, checkpoint: dict, stop: int) -> Iterator[tuple[int, dict[str, Te
     """(step, weights) from the checkpoint's step to `stop`, the checkpoint's own weights
     first; `cfg` the run's RunConfig, `checkpoint` a training checkpoint of it
     (empirical.train.state.load_training_state). torch's global RNG is restored after."""
+    for step, learner in replay_learner(cfg, checkpoint, stop):
+        yield step, learner_weights(learner)
+
+
+def replay_learner(cfg, checkpoint: dict, stop: int) -> Iterator[tuple[int, object]]:
+    """`replay`'s steps with the learner itself (model and optimiser after `step` steps)."""
     start = int(checkpoint["step"])
     if stop < start:
         raise ValueError(f"cannot replay from step {start} back to {stop}")
@@ -51,15 +57,32 @@ def replay(cfg, checkpoint: dict, stop: int) -> Iterator[tuple[int, dict[str, Te
         restore_data_generator(generator, checkpoint["data_rng_state"], cfg.seed, start)
         stream = BatchStream(sampler, generator, tc.batch_size, tc.sample_chunk)
         step = start
-        yield step, _state(learner)
+        yield step, learner
         while step < stop:
             batch = stream.next()
             learner.train_step(batch.tokens[None], batch.labels[None], [True], step)
             step += 1
-            yield step, _state(learner)
+            yield step, learner
 
 
-def _state(learner) -> dict[str, Tensor]:
+def adam_denominators(learner) -> dict[str, Tensor]:
+    """{parameter name: sqrt(v / (1 - beta2^t)) + eps} of the learner's AdamW (float64):
+    what the next steps divide each gradient entry by ({} before the first step)."""
+    opt = learner.optimizer
+    group = opt.param_groups[0]
+    beta2, eps = group["betas"][1], group["eps"]
+    out = {}
+    for name, param in learner.model.named_parameters():
+        state = opt.state.get(param, {})
+        if "exp_avg_sq" not in state:
+            return {}
+        t = float(state["step"])
+        v_hat = state["exp_avg_sq"].detach().double() / (1 - beta2**t)
+        out[name] = v_hat.sqrt() + eps
+    return out
+
+
+def learner_weights(learner) -> dict[str, Tensor]:
     return {k: v.detach().clone() for k, v in learner.model.state_dict().items()}
 
 

@@ -20,7 +20,13 @@ import torch
 from disentangled.errors import UserError
 from empirical.bridge.attribution.first_order import first_order
 from empirical.bridge.attribution.paths import STEP_RULES, along_segments, along_steps
-from empirical.bridge.attribution.replay import check_replayed, replay
+from empirical.bridge.attribution.replay import (
+    adam_denominators,
+    check_replayed,
+    learner_weights,
+    replay,
+    replay_learner,
+)
 from empirical.bridge.attribution.targets import Targets, float64_weights
 from empirical.model import CheckpointError, load_checkpoint
 from empirical.runs.rundir import RunDir
@@ -57,11 +63,11 @@ def attribute_window(run_dir, start: int, stop: int, opts: AttributionOptions) -
     sets = _eval_sets(run, cfg, opts)
     if kind == "replay":
         checkpoint, ckpt_path = _checkpoint(run, cfg, start, opts.checkpoint)
-        (w_a, w_b), checks = _replay_ends(run, cfg, checkpoint, start, stop, opts)
+        (w_a, w_b), checks, adam = _replay_ends(run, cfg, checkpoint, start, stop, opts)
         source = {"kind": "replay", "checkpoint": ckpt_path, "checkpoint_step": checkpoint["step"]}
     elif kind == "straight":
         steps = _snapshots(run, start, stop)
-        (w_a, w_b), checks = (_weights(run, start), _weights(run, stop)), []
+        (w_a, w_b), checks, adam = (_weights(run, start), _weights(run, stop)), [], {}
         source = {"kind": "straight", "snapshots": steps}
     else:
         raise AttributionError(f"--path {opts.path!r}: allowed auto, replay, straight")
@@ -72,7 +78,7 @@ def attribute_window(run_dir, start: int, stop: int, opts: AttributionOptions) -
         "path": source,
         "replay_checks": checks,
         "eval_size": opts.eval_size,
-        "first_order": first_order(cfg, targets, w_a, w_b),
+        "first_order": first_order(cfg, targets, w_a, w_b, adam=adam),
     }
     if opts.first_order_only:
         return result
@@ -129,15 +135,16 @@ def _checkpoint(run: RunDir, cfg, start: int, given: str | None) -> tuple[dict, 
 
 
 def _replay_ends(run: RunDir, cfg, checkpoint: dict, start: int, stop: int, opts):
-    """The replayed weights at start and stop (float64), and the replay's checks against every
-    snapshot (and checkpoint) the run keeps from the checkpoint's step to `stop`."""
+    """The replayed weights at start and stop (float64), the replay's checks against every
+    snapshot (and checkpoint) the run keeps from the checkpoint's step to `stop`, and AdamW's
+    denominators at `start` (`adam_denominators`)."""
     if opts.rule not in STEP_RULES:
         raise AttributionError(f"--rule {opts.rule!r}: allowed {', '.join(STEP_RULES)}")
     kept = set(run.snapshot_steps())
-    checks, ends = [], {}
-    for step, state in replay(cfg, checkpoint, stop):
+    checks, ends, adam = [], {}, {}
+    for step, learner in replay_learner(cfg, checkpoint, stop):
         if step in kept or step == stop:
-            check = check_replayed(run, step, state)
+            check = check_replayed(run, step, learner_weights(learner))
             if check["file"] is not None:
                 checks.append(check)
                 if not check["equal"]:
@@ -147,9 +154,11 @@ def _replay_ends(run: RunDir, cfg, checkpoint: dict, start: int, stop: int, opts
                         "kind or torch version, a run trained on a GPU, or a resume that "
                         "changed the config after the checkpoint); use --path straight"
                     )
+        if step == start:
+            adam = adam_denominators(learner)
         if step in (start, stop):
-            ends[step] = float64_weights(state)
-    return (ends[start], ends[stop]), checks
+            ends[step] = float64_weights(learner_weights(learner))
+    return (ends[start], ends[stop]), checks, adam
 
 
 def _snapshots(run: RunDir, start: int, stop: int) -> list[int]:
