@@ -12,7 +12,7 @@ reader. Readers here:
 
 - `layer2_qk`: the change of W_QK = W_Q W_K^T read in compare-qk's dual frame of the window's
   start (empirical.bridge.compare_qk: Frames(coordinates(model_A)).read(dW, "dual")), so that
-  G1's dual form (`pred_dual`, `interventions.conditions.g1_direction`) is the prediction.
+  G1's dual form (`pred_dual`, `compare_qk.snapshot.g1_direction`) is the prediction.
 - every other group (and `layer2_qk` with reader "param"): the parameter-space change of the
   group's parameters, flattened and concatenated in empirical.model.groups order; the
   prediction is then the predicted parameter change (e.g. minus the learning rate times the

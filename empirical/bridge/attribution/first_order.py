@@ -83,7 +83,7 @@ def first_order(cfg, targets, w_a: Mapping[str, Tensor], w_b: Mapping[str, Tenso
 
 
 def _g1(cfg, w_a, w_b) -> dict:
-    from empirical.bridge.interventions.conditions import g1_direction
+    from empirical.bridge.compare_qk.snapshot import g1_direction
 
     try:
         G, _, _, info = g1_direction(cfg, _model(cfg, w_a))

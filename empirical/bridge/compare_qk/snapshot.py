@@ -255,3 +255,32 @@ def analyse_snapshot(
     }
     out["assumptions"]["ov2_mlp2_accuracy"], out["ov2_mlp2_source"] = ov2_mlp2_accuracy(model, task)
     return out, blocks
+
+
+def g1_direction(cfg, model, batch_size: int = 2048, prediction_size: int = 16384):
+    """(G1 in compare-qk's dual frame at `model` [R, C], rows, cols, info): the theory's
+    first-order W_QK gradient at the checkpoint's measured attention (a, b), as compare-qk
+    predicts it (its default options but the sizes)."""
+    from empirical.bridge.compare_qk.observe import one_var_batch
+    from empirical.bridge.compare_qk.options import Options
+    from empirical.bridge.compare_qk.prediction import make_predictor
+    from empirical.task import held_out_pairs
+
+    opts = Options(batch_size=batch_size, prediction_size=prediction_size)
+    task = cfg.task
+    held = held_out_pairs(task, cfg.seed) if opts.distribution == "train" else None
+    batch = one_var_batch(
+        task, opts.batch_size, opts.seed, opts.order, opts.distribution, held, opts.all_assigned
+    )  # fmt: skip (as compare-qk's SnapshotInputs.of)
+    predict = make_predictor(task, opts, held_out=held)
+    scalars, blocks = analyse_snapshot(model, task, batch, opts, None, predict)
+    from empirical.model.labels import col_labels, row_labels
+
+    G = np.asarray(blocks["pred_dual"], dtype=float)
+    if not np.isfinite(G).all():
+        raise ValueError(
+            f"G1 is not defined at this checkpoint (measured a = {scalars['a']:.3g}, "
+            f"b = {scalars['b']:.3g}: needs 0 < a < 0.5 and b > 0)"
+        )
+    info = {"a": scalars["a"], "b": scalars["b"], "prediction": scalars["prediction"]}
+    return G, row_labels(task.K, task.L), col_labels(task.p, task.K, task.L), info
