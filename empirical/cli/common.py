@@ -9,6 +9,7 @@ stderr and exit status 2, never a traceback.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 from disentangled.command_line import (
@@ -95,3 +96,15 @@ def add_format_argument(ap, help: str = "figure file format: png (default), pdf 
     from empirical.analysis.figures import FORMATS
 
     ap.add_argument("--format", choices=FORMATS, default="png", help=help)
+
+
+def print_outputs(paths: dict, quiet: bool) -> None:
+    """A command's ending: its summary.md printed, then the files it wrote (nothing if quiet)."""
+    if not quiet:
+        print(paths["summary"].read_text())
+        print(f"wrote {', '.join(str(p) for p in paths.values())}")
+
+
+def say(msg: str) -> None:
+    """A progress line on stderr (the summary goes to stdout)."""
+    print(msg, file=sys.stderr, flush=True)

@@ -25,6 +25,7 @@ from empirical.cli.common import (
     parser,
     positive_int,
     prepare_output_dir,
+    print_outputs,
 )
 from empirical.runs.rundir import RunDir
 
@@ -199,9 +200,7 @@ def run(argv: list[str]) -> int:
     )
     result = compare_run(run_dir.path, opts)
     paths = write_outputs(result, out, figures=not args.no_figures, fmt=args.format)
-    if not args.quiet:
-        print(paths["summary"].read_text())
-        print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    print_outputs(paths, args.quiet)
     return 0
 
 

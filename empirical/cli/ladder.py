@@ -21,6 +21,7 @@ from empirical.cli.common import (
     parser,
     positive_int,
     prepare_output_dir,
+    print_outputs,
 )
 from empirical.runs.rundir import RunDir
 
@@ -87,9 +88,7 @@ def run(argv: list[str]) -> int:
         torch.set_num_threads(args.threads)
     result = run_ladder(run_dir.path, opts)  # picks the same step, and records its rule
     paths = write_outputs(result, out, fmt=args.format)
-    if not args.quiet:
-        print(paths["summary"].read_text())
-        print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    print_outputs(paths, args.quiet)
     return 0
 
 

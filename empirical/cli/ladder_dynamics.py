@@ -14,10 +14,15 @@ Writes ladder_dynamics.json, summary.md, ladder_dynamics.png and config.toml to 
 
 from __future__ import annotations
 
-import sys
-
 from empirical.analysis.figures import use_cli_backend
-from empirical.cli.common import add_format_argument, command_main, parser, prepare_output_dir
+from empirical.cli.common import (
+    add_format_argument,
+    command_main,
+    parser,
+    prepare_output_dir,
+    print_outputs,
+    say,
+)
 
 
 def build_parser():
@@ -47,14 +52,9 @@ def run(argv: list[str]) -> int:
 
     from empirical.bridge.ladder_dynamics import run_ladder_dynamics, write_outputs
 
-    def say(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
     result = run_ladder_dynamics(cfg, progress=None if args.quiet else say)
     paths = write_outputs(result, out, cfg, fmt=args.format)
-    if not args.quiet:
-        print(paths["summary"].read_text())
-        print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    print_outputs(paths, args.quiet)
     return 0
 
 

@@ -16,14 +16,14 @@ configuration before its own.
 
 from __future__ import annotations
 
-import sys
-
 from empirical.cli.common import (
     add_format_argument,
     command_main,
     overrides_from_lists,
     parser,
     prepare_output_dir,
+    print_outputs,
+    say,
 )
 
 
@@ -74,15 +74,10 @@ def run(argv: list[str]) -> int:
 
     use_cli_backend()
 
-    def say(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
     result = run_race(configs, out, list(args.overrides), seeds, progress=not args.quiet,
                       say=(lambda _m: None) if args.quiet else say)  # fmt: skip
     paths = write_outputs(result, out, fmt=args.format)
-    if not args.quiet:
-        print(paths["summary"].read_text())
-        print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    print_outputs(paths, args.quiet)
     return 0
 
 
