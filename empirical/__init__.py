@@ -13,13 +13,8 @@
 from disentangled.lazy_exports import lazy_exports
 
 __all__ = [
-    "load_analysis",
-    "load_metrics",
-    "load_model",
-    "load_run",
-    "load_run_config",
-    "load_summary",
-]
+    "load_analysis", "load_metrics", "load_model", "load_run", "load_run_config", "load_summary",
+]  # fmt: skip
 
 __getattr__, __dir__ = lazy_exports(
     __name__,

@@ -13,17 +13,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sample": ("empirical.cli.sample", "print sequences of a split or evaluation set as text"),
     "train": ("empirical.cli.train", "train the model (configs/authors.toml by default)"),
     "evaluate": ("empirical.cli.evaluate", "accuracy of every evaluation set at any step of a run"),
-    "import-checkpoints": (
-        "empirical.cli.import_checkpoints",
-        "turn the paper authors' checkpoints into a run directory",
-    ),
+    "import-checkpoints": ("empirical.cli.import_checkpoints",
+                           "turn the paper authors' checkpoints into a run directory"),
     "curves": ("empirical.cli.curves", "several runs' accuracy curves side by side"),
     "analyze": ("empirical.cli.analyze", "mechanistic analysis of a run's checkpoints"),
     "compare-qk": ("empirical.cli.compare_qk", "theory's predicted vs observed layer-2 QK update"),
-    "attribute": (
-        "empirical.cli.attribute",
-        "split a window's loss and score changes into the parameter groups' parts",
-    ),
+    "attribute": ("empirical.cli.attribute",
+                  "split a window's loss and score changes into the parameter groups' parts"),
     "intervene": (
         "empirical.cli.intervene",
         "continuations from a checkpoint with pieces frozen or G1 projected out, replicated",
@@ -31,24 +27,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
     # the commands the task families add (empirical.families: chain-attention, ...)
     **family_commands(),
     "ladder": ("empirical.cli.ladder", "assumption ladder from Theorem C.1's model to a snapshot"),
-    "ladder-dynamics": (
-        "empirical.cli.ladder_dynamics",
-        "train Theorem C.1's model with its constraints released one at a time",
-    ),
-    "race": (
-        "empirical.cli.race",
-        "the race criterion (docs/race.md): step-0 prediction vs the ladder's outcome",
-    ),
+    "ladder-dynamics": ("empirical.cli.ladder_dynamics",
+                        "train Theorem C.1's model with its constraints released one at a time"),
+    "race": ("empirical.cli.race",
+             "the race criterion (docs/race.md): step-0 prediction vs the ladder's outcome"),
     "sweep": ("empirical.cli.sweep", "Figure 3 sweeps with batched multi-model training"),
     "grid": ("empirical.cli.grid", "named config variants x seeds, trained as batched models"),
-    "claims": (
-        "empirical.cli.claims",
-        "a population of runs (seeds) of one config: how often each paper claim holds",
-    ),
+    "claims": ("empirical.cli.claims",
+               "a population of runs (seeds) of one config: how often each paper claim holds"),
     "reproduce": ("empirical.cli.reproduce", "the whole paper, one command"),
     "repair": ("empirical.cli.repair", "repair a run directory's metrics log or evaluation sets"),
     "unlock": ("empirical.cli.unlock", "remove the writer lock a killed writer left behind"),
-}
+}  # fmt: skip
 
 # the commands whose process keeps freed memory (empirical.allocator): those whose work
 # benchmarks/bench_allocator.py shows it speeds up (a training step, one model or batched;

@@ -1,5 +1,4 @@
-"""Confidence intervals for accuracies (scipy.stats), so every reported accuracy says how sure
-it is.
+"""Confidence intervals for accuracies (scipy.stats): every reported accuracy says how sure it is.
 
     accuracy_interval(486, 500)                       # (0.953.., 0.983..): Wilson, 95%
     accuracy_interval(486, 500, method="exact")       # Clopper-Pearson
@@ -7,12 +6,10 @@ it is.
         # {"0var/ind": {"acc": 0.972, "n": 500, "correct": 486, "ci95": [0.953.., 0.983..]}}
     format_accuracy(0.972, (0.953, 0.983))            # '97.2% [95.3, 98.3]'
 
-An evaluation set's accuracy is a binomial proportion: `correct` of `n` fixed sequences. The
-interval is `scipy.stats.binomtest(correct, n).proportion_ci(confidence, method)`: "wilson"
-(the default: Wilson score interval, good coverage at every n and at 0/n and n/n) or "exact"
-(Clopper-Pearson, conservative). "wilsoncc" (with continuity correction) is also accepted.
-The interval covers the sampling of the evaluation set only (which sequences were drawn), not
-the training seed: different seeds differ by more.
+An accuracy is a binomial proportion (`correct` of `n` fixed sequences); the interval is
+`scipy.stats.binomtest(correct, n).proportion_ci(confidence, method)`, method "wilson"
+(default), "exact" or "wilsoncc". It covers the sampling of the evaluation set only, not the
+training seed (different seeds differ by more).
 """
 
 from __future__ import annotations
@@ -51,12 +48,9 @@ def correct_count(accuracy: float, n: int) -> int:
 
 
 def accuracy_intervals(
-    accuracies: Mapping[str, float],
-    sizes: Mapping[str, int],
-    confidence: float = 0.95,
-    method: str = "wilson",
-    digits: int = 6,
-) -> dict[str, dict]:
+    accuracies: Mapping[str, float], sizes: Mapping[str, int], confidence: float = 0.95,
+    method: str = "wilson", digits: int = 6,
+) -> dict[str, dict]:  # fmt: skip
     """Per set: {"acc", "n", "correct", "ci95": [low, high]} from accuracies (fractions) and
     set sizes. Sets without a known size are left out. (The key is "ci95" at the default
     confidence, else e.g. "ci99".)"""

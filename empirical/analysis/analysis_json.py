@@ -1,10 +1,6 @@
-"""What analysis.json holds: every number of one run's analysis as plain JSON types.
-
-    record = analysis_json(run=..., model=..., data=..., ...)   # the whole file's content
-    to_jsonable(obj)                                             # tensors / arrays -> lists
-
-The keys are documented in docs/analysis.md ("Output files"); summary.md is written from
-this record (empirical.analysis.markdown_summary).
+"""What analysis.json holds: every number of one run's analysis as plain JSON types
+(`analysis_json`; `to_jsonable` turns tensors / arrays into lists). The keys are documented in
+docs/analysis.md ("Output files"); summary.md is written from it (markdown_summary).
 """
 
 from __future__ import annotations
@@ -53,15 +49,7 @@ def to_jsonable(obj, digits: int = 6):
 
 def accuracy_at(records: list[dict], step: int | None) -> dict | None:
     """The evaluation sets' accuracies recorded at `step` (None: not evaluated there)."""
-    for r in records:
-        if r["step"] == step:
-            return r["acc"]
-    return None
-
-
-def accuracy_intervals_at(acc: dict | None, sizes: dict[str, int]) -> dict | None:
-    """Per evaluation set: accuracy, size, correct count and its 95% Wilson interval."""
-    return accuracy_intervals(acc, sizes) if acc and sizes else None
+    return next((r["acc"] for r in records if r["step"] == step), None)
 
 
 def probe_data_json(data) -> dict:
@@ -84,23 +72,10 @@ def probe_data_json(data) -> dict:
 
 
 def analysis_json(
-    *,
-    run_dir,
-    model_path,
-    model_step: int | None,
-    seed: int,
-    task,
-    data,
-    numbers: dict,
-    records: list[dict],
-    set_sizes: dict[str, int],
-    phases,
-    history: ProgressHistory | None,
-    plateau: dict | None,
-    compare: dict,
-    first_cmp: dict | None,
-    second_cmp: dict | None,
-) -> dict:
+    *, run_dir, model_path, model_step: int | None, seed: int, task, data, numbers: dict,
+    records: list[dict], set_sizes: dict[str, int], phases, history: ProgressHistory | None,
+    plateau: dict | None, compare: dict, first_cmp: dict | None, second_cmp: dict | None,
+) -> dict:  # fmt: skip
     """analysis.json's content (without "figures" and "seconds", added by the caller):
     `numbers` from analyze_model, the over-training `history`, its phase-2 `plateau`, the
     compared steps and both spike comparisons."""
@@ -114,7 +89,7 @@ def analysis_json(
         "probe_data": probe_data_json(data),
         "model": numbers,
         "accuracy_at_step": acc,
-        "accuracy_at_step_ci95": accuracy_intervals_at(acc, set_sizes),
+        "accuracy_at_step_ci95": accuracy_intervals(acc, set_sizes) if acc and set_sizes else None,
         "phases": phases.to_dict() if phases is not None else None,
         "measures": {
             name: {"threshold": t, "definition": d} for name, (t, d) in ALL_MEASURES.items()

@@ -2,46 +2,10 @@
 beside ours: `<our name>@authors` (e.g. `ov2_mlp2_accuracy@authors`).
 
 Facts read from their progress_measures.py (GitHub bexoo/assign-and-add, commit 9cfc8b9; our
-code is our own). Their names count layers from 0 (`ov1_mlp1_accuracy`, `qk0_num_to_prev_var`,
-...); the paper's Appendix B counts from 1, as our names do. Where a definition below differs
-from ours (empirical.analysis.progress.MEASURES), the difference is stated:
-
-* `ov2_mlp2_accuracy@authors`: argmax MLP(W_E[x] W_OV^2 + W_E[y] W_OV^2) W_U over all p^2
-  ordered pairs. No residual (skip) term, no 1/2 (with no biases the argmax does not depend
-  on the scale). Ours adds the skip term v to MLP(v).
-* `qk1_num_to_prev_var@authors`: positional embeddings only: score(t, s) =
-  W_pos[t] W_QK^1 W_pos[s] for query positions t = 1..L-5 (their `min(12, n_ctx)`
-  assignment positions), keys s < t except s = t-2; the fraction of t whose argmax is
-  s = t-1. t = 1 and t = 2 have only s = t-1 left, so 2 of the 11 positions always count.
-  Ours adds the query number's token embedding (over every number n) and scores t >= 3 only.
-* `qk2_ov1_var_identity@authors`: S[u, v] = ebar_u W_QK^2 ebar_v^T, ebar = W_E[var] W_OV^1,
-  the fraction of rows u whose argmax is v = u. Ours adds the `=` token and position to the
-  query and the mean number embedding to the key.
-* `attn_l1_equal_to_operands@authors`: on their measure batch (below), the fraction of
-  sequences whose two largest layer-1 attention weights from `=` are on positions L-3 and
-  L-2 (0-var sequences included). Ours: sequences with a variable operand only, every
-  variable operand position with at least 1/4 of the attention.
-* `attn_l1_num_to_prev@authors`: on their batch, the fraction of numbers at positions
-  1..L-5 whose layer-1 attention is largest on position t-1. Same as ours; only the batch
-  differs.
-* `attn_l2_equal_to_values@authors`: on their batch, the fraction of sequences whose two
-  largest layer-2 attention weights from `=` are on the two operands' value positions. Ours
-  is the same rule on our probe batch (which also has 2-var sequences, `c+c` included).
-* `probe_l1_var_from_num@authors`: a linear layer with bias (nn.Linear's initialisation,
-  seeded), trained with Adam (lr 1e-2, L2 weight decay 1e-4) for 4 full-batch epochs on
-  raw (unstandardised) features, on the residual after layer 1 at every assigned number of
-  1024 sequences; accuracy on those of another 256. Ours: logistic regression on
-  standardised features, L-BFGS to convergence (<= 50 iterations).
-
-Their measure batch (`generate_eval_batch`, 512 sequences) and probe batches (1024 / 256) are
-uniform over (variable, type, n1, n2) with type in {0-var, variable first, variable second}:
-one third 0-var, two thirds 1-var with the variable equally often first or second, every
-variable at both positions, every number pair: no 2-var sequence, no restriction, no
-held-out pair. We draw the same distribution with our sampler
-(empirical.analysis.probe_data.authors_batches).
-
-Ties: our code counts an exact tie for the top as a failure (their torch argmax / topk
-breaks ties by index); they differ only on exactly equal floats.
+code is our own). Each definition, how it differs from ours, and their batches (drawn with our
+sampler: empirical.analysis.probe_data.authors_batches): docs/analysis.md, "The authors'
+definitions". Ties: we count an exact tie for the top as a failure (their argmax / topk breaks
+ties by index).
 """
 
 from __future__ import annotations
@@ -51,7 +15,7 @@ import math
 import torch
 from torch import Tensor
 
-from empirical.analysis.common import LightForward, mlp_out, strict_argmax_is
+from empirical.analysis.common import LightForward, mlp_out, strict_argmax_is, sums_mod_p
 from empirical.analysis.probe_data import AuthorsBatches
 from empirical.model.circuits import ov_matrix, qk_matrix
 from empirical.task import Batch, TaskConfig
@@ -115,12 +79,9 @@ def base_name(name: str) -> str:
 
 @torch.no_grad()
 def ov2_mlp2_accuracy_authors(model, task: TaskConfig) -> float:
-    p = task.p
-    EO = model.W_E[:p] @ ov_matrix(model, 1)
-    v = EO[:, None, :] + EO[None, :, :]
-    pred = (mlp_out(model, v) @ model.W_U).argmax(-1)
-    target = ((torch.arange(p)[:, None] + torch.arange(p)[None, :]) % p).to(pred.device)
-    return (pred == target).double().mean().item()
+    EO = model.W_E[: task.p] @ ov_matrix(model, 1)
+    pred = (mlp_out(model, EO[:, None, :] + EO[None, :, :]) @ model.W_U).argmax(-1)
+    return (pred == sums_mod_p(task.p, pred.device)).double().mean().item()
 
 
 @torch.no_grad()
@@ -209,17 +170,9 @@ def _probe_features(task: TaskConfig, batch: Batch, fw: LightForward):
     return X, y.to(X.device)
 
 
-def adam_linear_probe(
-    Xtr: Tensor,
-    ytr: Tensor,
-    Xte: Tensor,
-    yte: Tensor,
-    n_classes: int,
-    seed: int = 0,
-    epochs: int = PROBE_EPOCHS,
-    lr: float = PROBE_LR,
-    weight_decay: float = PROBE_WD,
-) -> float:
+def adam_linear_probe(Xtr: Tensor, ytr: Tensor, Xte: Tensor, yte: Tensor, n_classes: int,
+                      seed: int = 0, epochs: int = PROBE_EPOCHS, lr: float = PROBE_LR,
+                      weight_decay: float = PROBE_WD) -> float:  # fmt: skip
     """Their probe: y = x W^T + b initialised as torch's nn.Linear (uniform in
     +-1/sqrt(fan_in), here from a seeded generator), `epochs` full-batch Adam steps on the
     cross-entropy with L2 `weight_decay` added to the gradient; test accuracy."""
@@ -245,15 +198,9 @@ def adam_linear_probe(
         return ((Xte @ W.T + b).argmax(-1) == yte).double().mean().item()
 
 
-def authors_measures(
-    model,
-    task: TaskConfig,
-    batches: AuthorsBatches,
-    fw_eval: LightForward,
-    fw_train: LightForward,
-    fw_test: LightForward,
-    seed: int = 0,
-) -> dict[str, float]:
+def authors_measures(model, task: TaskConfig, batches: AuthorsBatches, fw_eval: LightForward,
+                     fw_train: LightForward, fw_test: LightForward,
+                     seed: int = 0) -> dict[str, float]:  # fmt: skip
     """The seven `@authors` measures, given light forward passes over their three batches."""
     Xtr, ytr = _probe_features(task, batches.train, fw_train)
     Xte, yte = _probe_features(task, batches.test, fw_test)

@@ -1,18 +1,10 @@
 """Shared pieces of the analyses: the layer-2 MLP, a light forward pass, small helpers.
 
-Conventions (used by every module of `empirical.analysis`):
-
-* layers are 0-indexed like TransformerLens's blocks: "layer 1" of the paper is block 0,
-  "layer 2" is block 1. Function names say `l1` / `l2` in the paper's numbering.
-* `qk_matrix(model, layer)` (from empirical.model.circuits) is W_Q W_K^T / sqrt(d_head):
-  x_query @ it @ x_key gives the attention score exactly as the model computes it (before
-  the causal mask and softmax).
-* `ov_matrix(model, layer)` is W_V W_O: x_source @ it is what the head writes for x_source.
-* The probe data (`ProbeData`, empirical.analysis.probe_data) are drawn once from the
-  *unrestricted* distribution of the task (every variable allowed at both operand positions,
-  no held-out pairs, equal thirds of 0-, 1- and 2-var sequences), so the measures see the
-  variables that training never put at a position (the paper's `b` as second operand) as
-  well as the trained ones.
+Conventions of every module of `empirical.analysis` (docs/analysis.md, "Conventions"): layers
+are 0-indexed like TransformerLens's blocks (the paper's "layer 1" is block 0; names say `l1` /
+`l2` in the paper's numbering); `qk_matrix(model, layer)` is W_Q W_K^T / sqrt(d_head), the
+scores as the model computes them; `ov_matrix(model, layer)` is W_V W_O; the probe data are
+drawn from the task's *unrestricted* distribution (empirical.analysis.probe_data).
 """
 
 from __future__ import annotations
@@ -57,15 +49,8 @@ class LightForward:
 
     def rows(self, i: int, j: int) -> LightForward:
         """The rows i..j-1 (a sub-batch)."""
-        return LightForward(
-            self.pattern1[i:j],
-            self.pattern2[i:j],
-            self.resid_mid[i:j],
-            self.logits[i:j],
-            self.tokens[i:j],
-            self.C,
-            self.COV,
-        )
+        return LightForward(self.pattern1[i:j], self.pattern2[i:j], self.resid_mid[i:j],
+                            self.logits[i:j], self.tokens[i:j], self.C, self.COV)  # fmt: skip
 
     def resid1_at(self, rows: Tensor, pos: Tensor) -> Tensor:
         """Residual after layer 1 at (rows[i], pos[i]), [n, d]: the input embedding plus the
@@ -108,7 +93,24 @@ def light_forward(model, tokens: Tensor, chunk: int = 2048) -> LightForward:
     return LightForward(*(torch.cat(column) for column in zip(*parts, strict=True)), C, COV)
 
 
+@torch.no_grad()
+def last_position_hooks(model, tokens: Tensor, names: tuple[str, ...], chunk: int = 2048):
+    """The activations of the hooks `names` at the last position, [n, d] each (a tuple), by
+    `run_with_cache` over chunks of `tokens`."""
+    parts = []
+    for i in range(0, len(tokens), chunk):
+        _, cache = model.run_with_cache(tokens[i : i + chunk], names_filter=lambda n: n in names)
+        parts.append([cache[name][:, -1] for name in names])
+    return tuple(torch.cat(column) for column in zip(*parts, strict=True))
+
+
 # -- small helpers ----------------------------------------------------------------------
+
+
+def sums_mod_p(p: int, device=None) -> Tensor:
+    """(x + y) mod p for every operand pair (x, y), [p, p]."""
+    x = torch.arange(p)
+    return ((x[:, None] + x[None, :]) % p).to(device)
 
 
 def number_positions(task: TaskConfig, tokens: Tensor) -> tuple[Tensor, Tensor]:

@@ -1,15 +1,10 @@
 """What every figure of `empirical` shares: saving (png / pdf / svg), the CLI's backend, and
 colour-blind-safe colours.
 
-Plot functions take `path=None` and `fmt=None` and return the matplotlib `Figure`:
-
-    fig = plot_something(data)                      # nothing written; shown in a notebook
-    fig = plot_something(data, "out/x.png")         # written, then closed
-    fig = plot_something(data, "out/x", fmt="pdf")  # out/x.pdf
-
-Importing a module of `empirical` never selects a matplotlib backend (a notebook keeps its
-inline backend); the command-line entry points call `use_cli_backend()` (Agg, unless
-MPLBACKEND says otherwise).
+Plot functions take `path=None` (nothing written: shown in a notebook; else written, then
+closed) and `fmt=None` (the suffix's format) and return the matplotlib `Figure`. Importing a
+module of `empirical` never selects a matplotlib backend; the command-line entry points call
+`use_cli_backend()` (Agg, unless MPLBACKEND says otherwise).
 """
 
 from __future__ import annotations

@@ -1,29 +1,19 @@
 """Fourier structure of the layer-2 MLP (paper Section 5.1 "Emergence of Fourier features",
 Appendix A Figure 11).
 
-For every neuron n, its pre-activation on the isolated OV-MLP input over all operand pairs,
-h_n(x, y) = (v[x, y] @ W_in)[n], v[x, y] = (W_E[x] + W_E[y]) @ W_OV^2 / 2 (as in
-`ov_mlp.isolated_ov_mlp`), is fitted by least squares, for each frequency k = 1..p//2
-(w_k = 2 pi k / p), to Gromov's form
-
-    c + A_x cos(w_k x + phi_x) + A_y cos(w_k y + phi_y)
-
-(the paper's A cos(w x + phi1) + A cos(w y + phi2), with the amplitudes left free and a
-constant). On the full p x p grid these basis functions are orthogonal, so the fit at
-frequency k is read off the discrete Fourier transforms of the row and column means, and
-its R^2 is (explained sum of squares) / (total sum of squares around the mean). The best k
-is the neuron's dominant frequency. Because the isolated input is a sum of one term in x and
-one in y, h_n is exactly f_n(x) + f_n(y): the fit is as good as f_n is a single sinusoid,
-and A_x = A_y, phi_x = phi_y.
-
-Key frequencies of the model: the dominant frequencies of the well-fitted neurons
-(R^2 >= `r2_threshold`, default 0.5) that at least `min_share` (default 5%) of those neurons
-share.
+Every neuron's pre-activation on the isolated OV-MLP input over all operand pairs (as in
+`ov_mlp.isolated_ov_mlp`) is fitted by least squares, for each frequency k = 1..p//2
+(w_k = 2 pi k / p), to Gromov's form c + A_x cos(w_k x + phi_x) + A_y cos(w_k y + phi_y). On
+the full p x p grid the basis is orthogonal, so the fit is read off the discrete Fourier
+transforms of the row and column means; R^2 = explained / total sum of squares; the best k is
+the neuron's dominant frequency. Key frequencies: dominant for at least `min_share` of the
+neurons with R^2 >= `r2_threshold`. More: docs/analysis.md.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -111,9 +101,7 @@ def fit_gromov(pre: np.ndarray, r2_threshold: float = 0.5, min_share: float = 0.
     variance = total / (p * p)
     active = variance > 1e-6 * max(float(variance.max()), 1e-30)
     well = active & (r2 >= r2_threshold)
-    counts: dict[int, int] = {}
-    for k in freq[well]:
-        counts[int(k)] = counts.get(int(k), 0) + 1
+    counts = dict(Counter(int(k) for k in freq[well]))
     n_well = int(well.sum())
     key = sorted(
         (k for k, c in counts.items() if c >= max(2, min_share * n_well)),
@@ -123,23 +111,11 @@ def fit_gromov(pre: np.ndarray, r2_threshold: float = 0.5, min_share: float = 0.
     score = np.where(active, r2, -1.0) + 1e-9 * variance / max(float(variance.max()), 1e-30)
     best_neuron = int(score.argmax())
     fit = FourierFit(
-        p=p,
-        r2=r2,
-        freq=freq,
-        r2_all=r2_all,
-        amp_x=amp_x,
-        amp_y=amp_y,
-        phase_x=phase_x,
-        phase_y=phase_y,
-        const=mean,
-        variance=variance,
-        key_frequencies=key,
-        freq_counts=counts,
-        r2_threshold=r2_threshold,
-        best_neuron=best_neuron,
-        pre=pre[:, :, best_neuron],
+        p=p, r2=r2, freq=freq, r2_all=r2_all, amp_x=amp_x, amp_y=amp_y, phase_x=phase_x,
+        phase_y=phase_y, const=mean, variance=variance, key_frequencies=key, freq_counts=counts,
+        r2_threshold=r2_threshold, best_neuron=best_neuron, pre=pre[:, :, best_neuron],
         fitted=np.zeros((p, p)),
-    )
+    )  # fmt: skip
     fit.fitted = fit.grid(best_neuron)
     return fit
 

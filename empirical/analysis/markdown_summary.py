@@ -1,11 +1,5 @@
-"""summary.md of one run's analysis, written from analysis.json's content.
-
-    text = summary_markdown(result)   # result: what analyze_run writes to analysis.json
-
-One function per section, in the file's order: the accuracy at the analysed step, the
-Section-5 mechanism, the progress measures (ours and the authors', their crossings, the
-order of events, how the two definitions agree), the phase-2 plateau, the two spike
-comparisons, the second operand by variable, and the figures.
+"""summary.md of one run's analysis, written from analysis.json's content:
+`text = summary_markdown(result)`, one function per section in the file's order.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""The analyses of one model (paper Section 5, and the progress measures at it).
-
-    numbers, raw = analyze_model(model, task, data)   # numbers: analysis.json's "model"
-
-`numbers` is JSON-ready (every analysis, with the time each took); `raw` holds what the
-figures need (empirical.analysis.run_figures, empirical.analysis.plots).
-"""
+"""The analyses of one model (paper Section 5, and the progress measures at it):
+`numbers, raw = analyze_model(model, task, data)`, `numbers` analysis.json's "model" part."""
 
 from __future__ import annotations
 
@@ -50,24 +45,16 @@ def analyze_model(model, task: TaskConfig, data: ProbeData, held_out=None, seed:
     qk1 = timed("qk1_embedding_scores", qk1_embedding_scores, model, task)
     pref = timed("qk1_positional_preference", qk1_positional_preference, model, task)
     ident = timed("qk2_ov1_identity", qk2_ov1_identity, model, task)
-    measures, spike = timed(
-        "progress_measures", progress_measures, model, data, with_second_spike=True
-    )
+    measures, spike = timed("progress_measures", progress_measures, model, data,
+                            with_second_spike=True)  # fmt: skip
     fit = four["fit"]
     numbers = {
-        "attention": {
-            "examples": [_without(e, "tokens") for e in examples],
-            "summary": attn,
-        },
+        "attention": {"examples": [_without(e, "tokens") for e in examples], "summary": attn},
         "ov_mlp_cosine": _without(cos, "samples"),
         "same_addition_cosine": _without(same, "samples"),
         "isolated_ov_mlp": _without(iso, "correct"),
         "answer_probes": probes,
-        "fourier": {
-            **four["summary"],
-            "per_neuron_r2": fit.r2,
-            "per_neuron_freq": fit.freq,
-        },
+        "fourier": {**four["summary"], "per_neuron_r2": fit.r2, "per_neuron_freq": fit.freq},
         "qk1_embeddings": _without(qk1, "scores") | {"scores": qk1["scores"]},
         "qk1_positional_preference": pref,
         "qk2_ov1_identity": ident,
@@ -76,14 +63,7 @@ def analyze_model(model, task: TaskConfig, data: ProbeData, held_out=None, seed:
         "timings_s": timings,
     }
     raw = {
-        "examples": examples,
-        "cos": cos,
-        "same": same,
-        "isolated": iso,
-        "probes": probes,
-        "fourier": four,
-        "qk1": qk1,
-        "pref": pref,
-        "ident": ident,
-    }
+        "examples": examples, "cos": cos, "same": same, "isolated": iso, "probes": probes,
+        "fourier": four, "qk1": qk1, "pref": pref, "ident": ident,
+    }  # fmt: skip
     return to_jsonable(numbers), raw

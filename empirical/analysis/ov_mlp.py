@@ -1,22 +1,7 @@
-"""The layer-2 OV-MLP circuit (paper Section 5.1, Figure 5, Figure 5a).
-
-* `ov_mlp_cosine`: cosine between the MLP's input at `=` (blocks.1.hook_resid_mid, last
-  position) and the sum of the two operand values' layer-2 OV images,
-  (W_E[x] + W_E[y]) @ W_OV^2, against the same with the operand values of another
-  sequence of the batch (shuffled baseline); per 0-, 1-, 2-var kind.
-  Choice: raw token embeddings only, as the paper's text says ("raw token embeddings of the
-  two target constants"); the variant adding the value positions' positional embeddings,
-  (W_E[x] + W_pos[s_x] + W_E[y] + W_pos[s_y]) @ W_OV^2, is reported as `with_positions`.
-* `same_addition_cosine`: cosine of resid_mid between the variable form of a sequence and
-  its direct form (the same sequence with each variable operand replaced by its value, e.g.
-  `b=3,+ b 4 =` vs `b=3,+ 3 4 =`) against a direct form of another sequence with another
-  sum (mismatched).
-* `isolated_ov_mlp`: the "exact subnetwork" on all p^2 operand pairs:
-  v = a * (W_E[x] + W_E[y]) @ W_OV^2, logits = (v + MLP(v)) @ W_U, with a = 1/2 (attention
-  split evenly between the two operand values). The model has no biases, so MLP and
-  unembedding are positively homogeneous and the argmax does not depend on a; the
-  residual (skip) term v is kept because the model's resid_post includes it. Without the
-  skip (`accuracy_mlp_only`) is reported too.
+"""The layer-2 OV-MLP circuit (paper Section 5.1, Figure 5, Figure 5a): `ov_mlp_cosine`,
+`same_addition_cosine` and the isolated circuit `isolated_ov_mlp` ("exact subnetwork" on all
+p^2 operand pairs, v = (W_E[x] + W_E[y]) W_OV^2 / 2, logits (v + MLP(v)) W_U). Definitions and
+choices (raw token embeddings, the 1/2, the skip term): docs/analysis.md, "Section 5".
 """
 
 from __future__ import annotations
@@ -25,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from empirical.analysis.common import mlp_out
+from empirical.analysis.common import last_position_hooks, mlp_out, sums_mod_p
 from empirical.model.circuits import ov_matrix
 from empirical.task import Batch, TaskConfig
 from empirical.task.pairs import ordered_ranks
@@ -41,16 +26,10 @@ def _stats(x: Tensor) -> dict:
     }
 
 
-@torch.no_grad()
-def _resid_mid(model, tokens: Tensor, chunk: int = 2048) -> tuple[Tensor, Tensor]:
+def _resid_mid(model, tokens: Tensor) -> tuple[Tensor, Tensor]:
     """(resid_mid, attn_out) of layer 2 at the last position."""
     names = ("blocks.1.hook_resid_mid", "blocks.1.hook_attn_out")
-    mids, outs = [], []
-    for i in range(0, len(tokens), chunk):
-        _, cache = model.run_with_cache(tokens[i : i + chunk], names_filter=lambda n: n in names)
-        mids.append(cache[names[0]][:, -1])
-        outs.append(cache[names[1]][:, -1])
-    return torch.cat(mids), torch.cat(outs)
+    return last_position_hooks(model, tokens, names)
 
 
 def operand_ov_sum(model, values: Tensor, positions: Tensor | None = None) -> Tensor:
@@ -170,8 +149,7 @@ def isolated_ov_mlp(model, task: TaskConfig, held_out: Tensor | None = None) -> 
     holds out as `task.held_out_form` reads it (unordered rows {x, y}: both orders; ordered
     rows (x, y): exactly those)."""
     p = task.p
-    target = (torch.arange(p)[:, None] + torch.arange(p)[None, :]) % p
-    target = target.to(model.device)
+    target = sums_mod_p(p, model.device)
     pred = isolated_ov_mlp_logits(model, p).argmax(-1)
     pred_mlp = isolated_ov_mlp_logits(model, p, residual=False).argmax(-1)
     correct = pred == target
@@ -197,7 +175,5 @@ def isolated_ov_mlp(model, task: TaskConfig, held_out: Tensor | None = None) -> 
 
 def ov2_mlp2_accuracy(model, task: TaskConfig) -> float:
     """Progress measure: the isolated OV-MLP circuit's accuracy over all p^2 pairs."""
-    p = task.p
-    target = ((torch.arange(p)[:, None] + torch.arange(p)[None, :]) % p).to(model.device)
-    pred = isolated_ov_mlp_logits(model, p).argmax(-1)
-    return (pred == target).double().mean().item()
+    pred = isolated_ov_mlp_logits(model, task.p).argmax(-1)
+    return (pred == sums_mod_p(task.p, model.device)).double().mean().item()

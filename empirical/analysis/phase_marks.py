@@ -1,14 +1,6 @@
-"""The one way every figure marks a run's phases (empirical.analysis.phases).
-
-A spike is marked by its **jump**: the consecutive pair of evaluations with the largest rise
-(`jump_start_step -> jump_end_step`), the steps README, paper_checks.md, the summaries and
-`python -m empirical evaluate` state. The detector's wider window (`start_step`,
-`end_step`) is the search range, not the spike, and no figure marks it. Each phase has one
-colour in every figure:
-
-    0-var learned (first evaluation at >= 90%)   blue
-    first spike (variables routed)               vermillion
-    second spike (restricted positions)          purple
+"""The one way every figure marks a run's phases (empirical.analysis.phases): a spike by its
+jump (`jump_start_step -> jump_end_step`, never the detector's search window), one colour per
+phase in every figure (PHASE_COLORS; docs/analysis.md, "Conventions").
 
     draw_phase_marks(ax, phases)        # a shaded jump and a line per phase, with legend labels
     phase_mark_list(phases)             # the marks, for a figure that draws its own

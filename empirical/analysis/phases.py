@@ -2,37 +2,26 @@
 
 - phase 1 ends when 0-var addition is learned: the first evaluation where the 0-var
   in-distribution accuracy reaches 90% (`zero_var_learned`);
-- the first spike: the rise of variable-operand accuracy (the mean over the 1-var and 2-var
+- the first spike: the rise of variable-operand accuracy (mean over the 1-var and 2-var
   in-distribution and pair-restricted sets), searched from the end of phase 1 on;
 - the second spike: the rise of var-restricted accuracy (mean over the `*/var` and `*/both`
-  sets), searched from the first spike's plateau on (from the end of phase 1 if there is no
-  first spike).
+  sets), searched from the first spike's plateau on (from the end of phase 1 without one).
 
-How a spike of a series is found, from a search start on (`find_rise`):
+How a spike of a series is found from a search start on (`find_rise`):
 
-1. Through its 90% level. If the series first reaches 90% at evaluation c (at or after the
-   search start), the spike is the rise through c: from the lowest value within `window`
-   steps before c (not before the search start) to the highest within `window` steps after c
-   (`rule = "through_90"`). This is the rise by which the sets are learned, however long the
-   plateau before it and whatever partial rise came earlier: on the paper authors' own run
-   the var-restricted mean first rises with the first spike (a restricted variable at the
-   FIRST operand is learned with the routing), sits near 0.73 for 8 000 steps, and is
-   learned only in the later rise (a restricted variable at the SECOND operand); the earlier
-   rise is larger within any window, so the steepest window alone would report it.
-2. Otherwise (the series never reaches 90% after the start, or that rise gains less than
-   `min_gain`): the window of at most `window` steps with the largest gain (`rule =
-   "steepest"`).
+1. Through its 90% level: if the series first reaches 90% at evaluation c, the rise from the
+   lowest value within `window` steps before c (not before the start) to the highest within
+   `window` steps after c (`rule = "through_90"`): the rise by which the sets are learned,
+   however long the plateau before it. (On the authors' run the var-restricted mean first
+   rises with the first spike, sits near 0.73 for 8 000 steps and is learned only later; the
+   earlier rise is larger within any window, so the steepest window alone would report it.)
+2. Otherwise (no 90% after the start, or that rise gains less than `min_gain`): the window of
+   at most `window` steps with the largest gain (`rule = "steepest"`).
 
-A rise counts as a spike only if it gains at least `min_gain` (default 0.2); otherwise the
-entry is None and the summary says so. Searching each spike only after the previous event
-keeps the early rise that comes with 0-var addition (variable sequences whose answer needs no
-routing) from being taken for the routing spike, and the second spike from being the first.
-
-Each spike reports its window (`start_step`, `end_step`, `gain`), and inside it:
-- the jump: the consecutive pair of evaluations with the largest increase (`jump_start_step`,
-  `jump_end_step`, `jump_gain`): where the spike happens, to the evaluation interval;
-- `plateau_step`: the first evaluation at or after the jump by which the series has covered
-  90% of the spike's gain (the spike is over).
+A rise counts as a spike only if it gains at least `min_gain` (default 0.2); else the entry is
+None. Each spike reports its window (`start_step`, `end_step`, `gain`), its jump (the
+consecutive pair of evaluations with the largest increase: `jump_start_step`, `jump_end_step`,
+`jump_gain`) and `plateau_step` (the first evaluation from the jump on with 90% of the gain).
 """
 
 from __future__ import annotations
@@ -96,16 +85,11 @@ def _complete(steps: list[int], values: list[float], i: int, j: int, rule: str) 
     target = values[i] + LEVEL * (values[j] - values[i])
     plateau = next((steps[m] for m in range(k + 1, len(steps)) if values[m] >= target), None)
     return Rise(
-        start_step=steps[i],
-        end_step=steps[j],
-        gain=values[j] - values[i],
-        reached_90_step=first_crossing(steps, values, LEVEL),
-        jump_start_step=steps[k],
-        jump_end_step=steps[k + 1],
-        jump_gain=values[k + 1] - values[k],
-        plateau_step=plateau,
+        start_step=steps[i], end_step=steps[j], gain=values[j] - values[i],
+        reached_90_step=first_crossing(steps, values, LEVEL), jump_start_step=steps[k],
+        jump_end_step=steps[k + 1], jump_gain=values[k + 1] - values[k], plateau_step=plateau,
         rule=rule,
-    )
+    )  # fmt: skip
 
 
 def _steepest(steps, values, window: int, start: int) -> tuple[float, int, int] | None:
@@ -136,13 +120,9 @@ def steepest_rise(
 
 
 def rise_through_level(
-    steps: list[int],
-    values: list[float],
-    window: int,
-    min_gain: float,
-    start: int = 0,
+    steps: list[int], values: list[float], window: int, min_gain: float, start: int = 0,
     level: float = LEVEL,
-) -> Rise | None:
+) -> Rise | None:  # fmt: skip
     """The rise through the first evaluation c at or after `start` at >= `level`: from the
     lowest value within `window` steps before c (not before `start`) to the highest within
     `window` steps after c, `window` at least two evaluation intervals (None: no crossing, or

@@ -1,21 +1,12 @@
-"""Plain-language names for what the figures plot: evaluation sets, progress measures and the
-compare-qk frames and gradients, so that a legend reads without the code.
-
-    set_label("1var/var")        -> "1 variable, at a position it never held in training"
-    legend_label("1var/var")     -> "1 variable, at a position it never held in training [1var/var]"
-    measure_label("qk1_num_to_prev_var")
-
-The code name follows in brackets (`legend_label`), so a reader can find the series in
-metrics.jsonl or analysis.json. A name with no plain form is returned as it is.
+"""Plain-language names for what the figures plot (evaluation sets, progress measures), so
+that a legend reads without the code: `set_label("1var/var")`, `legend_label` (the code name
+follows in brackets), `measure_label("qk1_num_to_prev_var")`. A name with no plain form is
+returned as it is.
 """
 
 from __future__ import annotations
 
-__all__ = [
-    "legend_label",
-    "measure_label",
-    "set_label",
-]
+__all__ = ["legend_label", "measure_label", "set_label"]
 
 _MEASURES = {
     "ov2_mlp2_accuracy": "layer-2 OV + MLP add the routed values",

@@ -1,15 +1,8 @@
-"""The fixed sequences the analyses read: our probe data and the authors' batches.
-
-Our probe data (`make_probe_data`) are drawn once from the *unrestricted* distribution of
-the task (every variable allowed at both operand positions, no held-out pairs, equal thirds
-of 0-, 1- and 2-var sequences), so the measures see the variables that training never put at
-a position (the paper's `b` as second operand) as well as the trained ones.
-
-The authors' batches (`authors_batches`) are their measure batch (512 sequences) and probe
-batches (1024 / 256) of progress_measures.py (`generate_eval_batch` /
-`generate_probe_batch`): uniform over (variable, type, n1, n2) with type in {0-var, variable
-first, variable second}, unrestricted; we draw that distribution with our sampler. Only the
-`@authors` measures (empirical.analysis.authors) read them.
+"""The fixed sequences the analyses read: our probe data (`make_probe_data`, drawn once from
+the task's *unrestricted* distribution: every variable at both operand positions, no held-out
+pairs, equal thirds of 0-, 1- and 2-var sequences) and the authors' batches
+(`authors_batches`, their progress_measures.py's distribution drawn with our sampler; only the
+`@authors` measures read them). docs/analysis.md, "Conventions".
 """
 
 from __future__ import annotations
@@ -30,23 +23,13 @@ PROBE_TEST_SIZE = 256
 # -- the unrestricted distribution -----------------------------------------------------
 
 
-# -- probe data -------------------------------------------------------------------------
-
-
 def unrestricted_task(task: TaskConfig, frac_1var: float = 1 / 3, ratio: float = 1.0):
     """`task` with no variable-position restriction and no held-out pair, and the given mix
     (default: equal thirds of 0-, 1- and 2-var sequences)."""
     return dataclasses.replace(
-        task,
-        r1=(),
-        r2=(),
-        held_out_fraction=0.0,
-        train_pairs_file="",
-        mix="fractions",
-        two_var_frequency=1.0,
-        frac_1var=frac_1var,
-        ratio_2var_to_0var=ratio,
-    )
+        task, r1=(), r2=(), held_out_fraction=0.0, train_pairs_file="", mix="fractions",
+        two_var_frequency=1.0, frac_1var=frac_1var, ratio_2var_to_0var=ratio,
+    )  # fmt: skip
 
 
 def sample_unrestricted(

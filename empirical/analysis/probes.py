@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from empirical.analysis.common import last_position_hooks
 from empirical.task import Batch, TaskConfig
 
 
@@ -74,17 +75,10 @@ def train_linear_probe(
     return ProbeResult(train_acc, test_acc, len(ytr), len(yte), n_classes, pred)
 
 
-@torch.no_grad()
 def resid_at_answer(model, tokens: Tensor) -> tuple[Tensor, Tensor]:
     """(resid_mid, resid_post) of layer 2 at the last position, [n, d_model] each."""
     names = ("blocks.1.hook_resid_mid", "blocks.1.hook_resid_post")
-    mids, posts = [], []
-    tokens = tokens.to(model.device)
-    for i in range(0, len(tokens), 2048):
-        _, cache = model.run_with_cache(tokens[i : i + 2048], names_filter=lambda n: n in names)
-        mids.append(cache[names[0]][:, -1])
-        posts.append(cache[names[1]][:, -1])
-    return torch.cat(mids), torch.cat(posts)
+    return last_position_hooks(model, tokens.to(model.device), names)
 
 
 def answer_probes(

@@ -1,8 +1,6 @@
 """The seven progress measures of the paper's Appendix B, and the second-spike scores of
-Section 6 (Figure 9), per model and over a run's snapshots.
-
-Every measure is a number in [0, 1] computed from (model, task config, fixed probe data);
-`MEASURES` gives each one's threshold and one-line definition (also in docs/analysis.md).
+Section 6 (Figure 9), per model and over a run's snapshots. Each is in [0, 1]; `MEASURES`
+gives its threshold and one-line definition (also in docs/analysis.md).
 
     data = make_probe_data(task, seed)                 # once
     values = progress_measures(model, data)            # {name: value}
@@ -12,7 +10,7 @@ Every measure is a number in [0, 1] computed from (model, task config, fixed pro
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -240,22 +238,13 @@ class ProgressHistory:
     seconds: float = 0.0
 
     def to_dict(self) -> dict:
-        return {
-            "steps": self.steps,
-            "measures": self.measures,
-            "second_spike": self.second_spike,
-            "crossings": self.crossings,
-            "seconds": self.seconds,
-        }
+        return asdict(self)
 
 
 def progress_over_training(
-    run_dir: str | Path,
-    data: ProbeData,
-    every: int = 1,
-    progress: bool = False,
+    run_dir: str | Path, data: ProbeData, every: int = 1, progress: bool = False,
     snapshots: list[tuple[int, Path]] | None = None,
-) -> ProgressHistory:
+) -> ProgressHistory:  # fmt: skip
     """The seven measures and the second-spike scores at every `every`-th snapshot of
     `run_dir` (the last snapshot always included), with each measure's threshold crossings."""
     snaps = RunDir(run_dir).snapshots() if snapshots is None else snapshots
@@ -268,10 +257,7 @@ def progress_over_training(
     steps: list[int] = []
     measures: dict[str, list[float]] = {}
     second: dict[str, dict[str, list[float]]] = {}
-    iterator = chosen
-    if progress:
-        iterator = tqdm(chosen, desc="progress measures")
-    for step, path in iterator:
+    for step, path in tqdm(chosen, desc="progress measures", disable=not progress):
         model = load_model(path)
         model.eval()
         values, spike = progress_measures(model, data, with_second_spike=True)
@@ -299,11 +285,8 @@ def window_levels(history: ProgressHistory, start: int, end: int) -> dict:
     for name, series in history.measures.items():
         vals = [series[i] for i in idx if series[i] is not None and series[i] == series[i]]
         if vals:
-            out["measures"][name] = {
-                "mean": sum(vals) / len(vals),
-                "min": min(vals),
-                "max": max(vals),
-            }
+            out["measures"][name] = {"mean": sum(vals) / len(vals), "min": min(vals),
+                                     "max": max(vals)}  # fmt: skip
     return out
 
 

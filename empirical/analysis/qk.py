@@ -1,27 +1,10 @@
 """QK circuits on embeddings (paper Section 5.2, Figures 6, 7a, 7b).
 
 Scores are attention logits as the model computes them: x_query @ W_Q W_K^T @ x_key^T /
-sqrt(d_head) (`qk_matrix`).
-
-* `qk1_embedding_scores` (Figure 6): layer-1 scores between every pair of embeddings, rows
-  (queries) and columns (keys) both [W_E (all d_vocab tokens); W_pos (positions 0..L-1)],
-  i.e. the token x token, token x position, position x token and position x position blocks.
-  The full score of query token a at position t to key token b at position s is
-  T[a, b] + T[a, pos s] + T[pos t, b] + T[pos t, pos s].
-* `qk1_positional_preference` (Figure 7a): for a number n at position t (1..L-5: an
-  assigned number follows its variable), score_t(s) = (W_E[n] + W_pos[t]) W_QK^1 W_pos[s]^T
-  over the positions where its variable could sit: s < t (causal; s = t is the number
-  itself), s != t-2 (structurally a pad or a number). The key-token term of a variable key
-  is the same for every s, so it is left out. The measure is the fraction of (n, t) with
-  t in 3..L-5 (where more than one s is valid) whose strict argmax is s = t-1. The paper's
-  wording also keeps s = t; that variant is reported as `fraction_incl_self`.
-* `qk2_ov1_identity` (Figure 7b): S[u, v] = q_u W_QK^2 k_v^T with
-  q_u = W_E[=] + W_pos[L-1] + ebar_u (the `=` query after layer 1 copied operand variable u)
-  and k_v = nbar + ebar_v (an assigned number after layer 1 copied its variable v), where
-  ebar_v = W_E[var v] @ W_OV^1 and nbar is the mean number embedding. Positional terms of the
-  key and terms that depend on u only are the same along a row and do not move its argmax.
-  Identity score: fraction of rows u whose strict argmax is v = u; margin: mean over rows of
-  S[u, u] - max_{v != u} S[u, v]; diag_softmax: mean over rows of softmax_v(S[u, :])[u].
+sqrt(d_head) (`qk_matrix`). `qk1_embedding_scores` (Figure 6, with `figure6_effects`),
+`qk1_positional_preference` (Figure 7a) and `qk2_ov1_identity` (Figure 7b, S[u, v] below) are
+defined in docs/analysis.md ("Section 5: the mechanism"); the progress measures
+`qk1_num_to_prev_var` and `qk2_ov1_var_identity` read them.
 """
 
 from __future__ import annotations
@@ -72,21 +55,9 @@ def _rank_corr(x: torch.Tensor, y: torch.Tensor) -> float:
 
 
 def figure6_effects(T: torch.Tensor, task: TaskConfig) -> dict:
-    """The three effects the paper reads off Figure 6, as numbers from the layer-1 table T
-    ([W_E; W_pos] W_QK^1 [W_E; W_pos]^T):
-
-    * numbers -> variables (purple outline): per number query n, its mean score on the K
-      variable keys minus its mean on every other token key; `num_to_var_gap` averages it,
-      `num_top_key_is_var` is the share of numbers whose highest-scoring key token is a
-      variable;
-    * positions 0..L-5 -> variables (orange outline): the same with the position query
-      W_pos[t], t in the assignment region (`pos_to_var_gap`, `pos_top_key_is_var`);
-    * position x position rises to the right (red outline): for each query position t, the
-      Spearman correlation of W_pos[t] W_QK^1 W_pos[s] with s over the visible keys s <= t
-      (`pos_pos_rank_corr`, mean over t = 2..L-1; `..._region` over t = 2..L-5), and the
-      share of adjacent key steps s-1 -> s (s <= t) whose score rises
-      (`pos_pos_rising_steps`, all t; `..._region` for t <= L-5).
-    """
+    """The three effects the paper reads off Figure 6 (numbers -> variables, positions 0..L-5
+    -> variables, position x position rising to the right) as numbers from the layer-1 table
+    T = [W_E; W_pos] W_QK^1 [W_E; W_pos]^T; each key is defined in docs/analysis.md."""
     p, K, L = task.p, task.K, task.L
     V = p + K + 3
     is_var = torch.zeros(V, dtype=torch.bool, device=T.device)
@@ -126,7 +97,9 @@ def figure6_effects(T: torch.Tensor, task: TaskConfig) -> dict:
 
 @torch.no_grad()
 def qk1_positional_preference(model, task: TaskConfig) -> dict:
-    """Figure 7a and the progress measure qk1_num_to_prev_var (see the module docstring)."""
+    """Figure 7a: per number n at t (1..L-5), score_t(s) = (W_E[n] + W_pos[t]) W_QK^1 W_pos[s]
+    over s < t, s != t-2; `fraction`: share of (n, t), t >= 3, whose strict argmax is t-1
+    (the progress measure qk1_num_to_prev_var); `fraction_incl_self` also lets s = t compete."""
     L, p = task.L, task.p
     QK = qk_matrix(model, 0)
     ts = torch.arange(1, L - 4)  # number positions 1..L-5
@@ -181,7 +154,8 @@ def ebar_identity_matrix(model, p: int, K: int, L: int, eq: int, qk_layer: int =
 
 @torch.no_grad()
 def qk2_ov1_matrix(model, task: TaskConfig) -> torch.Tensor:
-    """S[u, v] of Figure 7b (module docstring), [K, K]."""
+    """S[u, v] = (W_E[=] + W_pos[L-1] + ebar_u) W_QK^2 (nbar + ebar_v)^T of Figure 7b, [K, K]
+    (ebar_v = W_E[var v] W_OV^1, nbar the mean number embedding)."""
     vocab = Vocabulary.from_config(task)
     return ebar_identity_matrix(model, task.p, task.K, task.L, vocab.eq)
 

@@ -1,5 +1,6 @@
 """A hand-built model that solves the task with exactly the paper's circuit: the reference
-point of every analysis (each progress measure is 1 on it), and the tests' ground truth.
+point of every analysis (each progress measure is 1 on it), and the tests' ground truth
+(docs/analysis.md, "The reference circuit").
 
     model = reference_model(task)                     # AssignAddTransformer, exact circuit
     model = reference_model(task, shuffle_qk2=True)   # layer 2 matches u with v != u
@@ -7,25 +8,11 @@ point of every analysis (each progress measure is 1 on it), and the tests' groun
     model = reference_model(task, rotation_seed=0)    # the same circuit in a random basis
 
 The residual stream has orthogonal one-hot blocks: token ids, positions, "bound variable"
-B_u (K), operand value (p) and answer (p); d_model = d_head = d_vocab + L + K + 2p.
-
-* Layer 1 is purely positional: an assigned number at t (1..L-5) attends to t-1 (its
-  variable); `=` attends to L-3 and L-2 equally; positions 0, L-4, L-3, L-2 attend to
-  themselves. Its OV maps variable token u to B_u, everything else to 0.
-* Layer 2 (query `=`): the operand positions L-3, L-2 score P = 20; the B-B block scores
-  G = 40 per unit of B_u on both sides, so a number bound to an operand variable scores
-  0.5 * G = P (the `=` carries B_u with weight 1/2 from each operand position); variable
-  tokens and `=` itself as keys score -100. Its OV maps number token n to 5 * e_val[n].
-* The MLP is a lookup table without biases: neuron (i, j), i <= j, reads
-  +1 on val i and val j and -1 on the other values, so with v = a(e_x + e_y) exactly neuron
-  (x, y) fires (and for x = y also (x, j), which the weight 2 of the diagonal neuron
-  outvotes); it writes e_ans[(i + j) mod p], which W_U reads.
-
-With `rotation_seed`, the residual stream is expressed in a random orthonormal basis R (every
-weight that reads it multiplied by R^T, every one that writes it by R): the same function,
-attention patterns and circuits, but dense instead of one-hot features. Every measure of
-ours is basis-free and stays 1; the authors' 4-step Adam probe needs dense features (on the
-one-hot basis it cannot move far enough from its random start: docs/analysis.md).
+B_u (K), operand value (p) and answer (p). Layer 1 is positional (a number at t attends to
+t-1, `=` to L-3 and L-2 equally; its OV maps variable u to B_u). Layer 2's query `=` scores
+the operand positions P and a number bound to an operand variable 0.5 * G = P, variables and
+`=` -penalty; its OV maps number n to value_gain * e_val[n]. The MLP is a bias-free lookup
+table of unordered pairs writing e_ans[(i + j) mod p].
 """
 
 from __future__ import annotations

@@ -3,23 +3,10 @@
     result = analyze_run("runs/paper/seed0")            # final checkpoint + every snapshot
     result = analyze_run(run_dir, step=5000)            # another snapshot
 
-Output directory (default RUN_DIR/analysis, or RUN_DIR/analysis/step_XXXXXX with `step`):
-    analysis.json            every number (see docs/analysis.md; empirical.analysis.analysis_json)
-    summary.md               the headline numbers, the progress-measure crossings and phases
-                             (empirical.analysis.markdown_summary)
-    figures (png by default; `fmt` / --format pdf or svg; empirical.analysis.run_figures):
-    attention_patterns.png   Figure 4      ov_mlp_cosine.png        Figures 5, 5a
-    probes.png               probes, isolated OV-MLP circuit
-    fourier_neuron.png       Figure 11     fourier_spectrum.png     R^2, key frequencies
-    qk1_embeddings.png       Figure 6      qk1_positional.png       Figure 7a
-    qk2_ov1_identity.png     Figure 7b
-    progress_measures.png    Figure 12 (ours and the authors' definitions)
-    second_spike.png         Figure 9 over training
-    first_spike_steps.png    Figure 8: before / after the first spike (two snapshots)
-    second_spike_steps.png   Figures 9c / 9d: before / after the second spike
-
-Everything that can be wrong with the inputs (the checkpoint, the evaluation sets, the
-metrics log, the compared steps, the example) is checked before any analysis runs.
+Writes to RUN_DIR/analysis (RUN_DIR/analysis/step_XXXXXX with `step`) analysis.json
+(empirical.analysis.analysis_json), summary.md (markdown_summary) and the figures (run_figures;
+every file: docs/analysis.md, "Output files"). Everything that can be wrong with the inputs is
+checked before any analysis runs.
 """
 
 from __future__ import annotations
@@ -99,21 +86,12 @@ def _spike_comparisons(run_dir: RunDir, data: ProbeData, compare: dict, example)
 
 
 def analyze_run(
-    run_dir: str | Path,
-    step: int | None = None,
-    out_dir: str | Path | None = None,
-    dynamics: bool = True,
-    every: int = 1,
-    n_probe: int = 2048,
-    seed: int | None = None,
-    threads: int | None = 1,
-    progress: bool = False,
-    figures: bool = True,
-    fmt: str = "png",
+    run_dir: str | Path, step: int | None = None, out_dir: str | Path | None = None,
+    dynamics: bool = True, every: int = 1, n_probe: int = 2048, seed: int | None = None,
+    threads: int | None = 1, progress: bool = False, figures: bool = True, fmt: str = "png",
     first_spike_steps: str | tuple[int, int] | None = "auto",
-    second_spike_steps: str | tuple[int, int] | None = "auto",
-    example: str | None = None,
-) -> dict:
+    second_spike_steps: str | tuple[int, int] | None = "auto", example: str | None = None,
+) -> dict:  # fmt: skip
     """Analyse the run in `run_dir` (final checkpoint, or the snapshot at `step`) and, with
     `dynamics`, every `every`-th snapshot; write analysis.json, summary.md and the figures
     (`fmt`: png, pdf or svg) to `out_dir`. Returns the analysis.json content.
@@ -129,9 +107,8 @@ def analyze_run(
     out_dir.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     with torch_threads(threads):
-        checked = _checked_inputs(
-            run_dir, cfg, step, first_spike_steps, second_spike_steps, example
-        )
+        checked = _checked_inputs(run_dir, cfg, step, first_spike_steps, second_spike_steps,
+                                  example)  # fmt: skip
         data = make_probe_data(task, seed, n=n_probe)
         numbers, raw = analyze_model(checked.model, task, data, checked.held_out, seed)
         history = None
@@ -139,35 +116,18 @@ def analyze_run(
             history = progress_over_training(run_dir.path, data, every=every, progress=progress)
         first_cmp, second_cmp = _spike_comparisons(run_dir, data, checked.compare, example)
         result = analysis_json(
-            run_dir=run_dir,
-            model_path=checked.model_path,
-            model_step=checked.model_step,
-            seed=seed,
-            task=task,
-            data=data,
-            numbers=numbers,
-            records=checked.records,
-            set_sizes=checked.set_sizes,
-            phases=checked.phases,
-            history=history,
-            plateau=phase2_levels(history, checked.phases),
-            compare=checked.compare,
-            first_cmp=first_cmp,
-            second_cmp=second_cmp,
-        )
+            run_dir=run_dir, model_path=checked.model_path, model_step=checked.model_step,
+            seed=seed, task=task, data=data, numbers=numbers, records=checked.records,
+            set_sizes=checked.set_sizes, phases=checked.phases, history=history,
+            plateau=phase2_levels(history, checked.phases), compare=checked.compare,
+            first_cmp=first_cmp, second_cmp=second_cmp,
+        )  # fmt: skip
         if figures:
             label = run_dir.label(cfg)
             result["figures"] = write_figures(
-                out_dir,
-                cfg,
-                checked.model_step,
-                raw,
-                history,
-                checked.records,
-                checked.phases,
-                fmt,
-                label,
-            )
+                out_dir, cfg, checked.model_step, raw, history, checked.records, checked.phases,
+                fmt, label,
+            )  # fmt: skip
             result["figures"] += write_spike_figures(out_dir, first_cmp, second_cmp, fmt, label)
     result["seconds"] = round(time.perf_counter() - t_start, 2)
     atomic_write_bytes(out_dir / RunDir.ANALYSIS_JSON, json.dumps(result, indent=1).encode())

@@ -48,63 +48,33 @@ def write_figures(
     def at(key: str) -> Path:
         return out_dir / f"{FIGURE_NAMES[key]}.{fmt}"
 
+    four = raw["fourier"]
     made = [
-        plots.plot_attention_examples(
-            raw["examples"], at("attention"), f"Attention patterns ({tag})"
-        ),
-        plots.plot_ov_mlp_cosine(
-            raw["cos"], raw["same"], at("ov_mlp_cosine"), f"OV-MLP circuit ({tag})"
-        ),
-        plots.plot_probes_and_circuit(
-            raw["probes"],
-            raw["isolated"],
-            task.p,
-            at("probes"),
-            probes_title(raw["isolated"]["accuracy"], task.p, tag),
-        ),
-        plots.plot_fourier_neuron(
-            raw["fourier"]["fit"],
-            raw["fourier"]["model_pre"],
-            at("fourier_neuron"),
-            f"Fourier features ({tag})",
-            r2_model=raw["fourier"]["summary"].get("best_neuron_r2_full_model"),
-        ),
-        plots.plot_fourier_spectrum(
-            raw["fourier"]["fit"],
-            at("fourier_spectrum"),
-            f"Layer-2 MLP neurons vs Gromov's form ({tag})",
-        ),
-        plots.plot_qk1_embeddings(
-            raw["qk1"], at("qk1_embeddings"), f"Layer-1 QK on embeddings ({tag})"
-        ),
-        plots.plot_qk1_positional(
-            raw["pref"],
-            at("qk1_positional"),
-            f"Numbers' positional preference in layer 1 ({tag})",
-        ),
+        plots.plot_attention_examples(raw["examples"], at("attention"),
+                                      f"Attention patterns ({tag})"),
+        plots.plot_ov_mlp_cosine(raw["cos"], raw["same"], at("ov_mlp_cosine"),
+                                 f"OV-MLP circuit ({tag})"),
+        plots.plot_probes_and_circuit(raw["probes"], raw["isolated"], task.p, at("probes"),
+                                      probes_title(raw["isolated"]["accuracy"], task.p, tag)),
+        plots.plot_fourier_neuron(four["fit"], four["model_pre"], at("fourier_neuron"),
+                                  f"Fourier features ({tag})",
+                                  r2_model=four["summary"].get("best_neuron_r2_full_model")),
+        plots.plot_fourier_spectrum(four["fit"], at("fourier_spectrum"),
+                                    f"Layer-2 MLP neurons vs Gromov's form ({tag})"),
+        plots.plot_qk1_embeddings(raw["qk1"], at("qk1_embeddings"),
+                                  f"Layer-1 QK on embeddings ({tag})"),
+        plots.plot_qk1_positional(raw["pref"], at("qk1_positional"),
+                                  f"Numbers' positional preference in layer 1 ({tag})"),
         plots.plot_qk2_identity(raw["ident"], at("qk2_ov1_identity"), tag),
-    ]
+    ]  # fmt: skip
     if history is not None:
-        made.append(
-            plots.plot_progress(
-                history,
-                records,
-                phases,
-                at("progress_measures"),
-                f"Progress measures over training ({label})",
-            )
-        )
-        made.append(
-            plots.plot_second_spike(
-                history,
-                records,
-                phases,
-                task.r2,
-                at("second_spike"),
-                f"Variables as second operand over training ({label}; "
-                f"never second in training: {', '.join(task.r2) or 'none'})",
-            )
-        )
+        made.append(plots.plot_progress(history, records, phases, at("progress_measures"),
+                                        f"Progress measures over training ({label})"))
+        made.append(plots.plot_second_spike(
+            history, records, phases, task.r2, at("second_spike"),
+            f"Variables as second operand over training ({label}; "
+            f"never second in training: {', '.join(task.r2) or 'none'})",
+        ))  # fmt: skip
     return [saved_name(fig) for fig in made]
 
 
@@ -116,22 +86,16 @@ def write_spike_figures(
     made = []
     if first_cmp is not None:
         a, b = first_cmp["steps"]
-        made.append(
-            plots.plot_first_spike_comparison(
-                first_cmp,
-                out_dir / f"{FIGURE_NAMES['first_spike_steps']}.{fmt}",
-                f"Figure 8: the model before (step {a}) and after (step {b}) the first spike "
-                f"({label})",
-            )
-        )
+        made.append(plots.plot_first_spike_comparison(
+            first_cmp, out_dir / f"{FIGURE_NAMES['first_spike_steps']}.{fmt}",
+            f"Figure 8: the model before (step {a}) and after (step {b}) the first spike "
+            f"({label})",
+        ))  # fmt: skip
     if second_cmp is not None:
         a, b = second_cmp["steps"]
-        made.append(
-            plots.plot_second_spike_comparison(
-                second_cmp,
-                out_dir / f"{FIGURE_NAMES['second_spike_steps']}.{fmt}",
-                f"Figures 9c / 9d: variables as the second operand before (step {a}) and "
-                f"after (step {b}) the second spike ({label})",
-            )
-        )
+        made.append(plots.plot_second_spike_comparison(
+            second_cmp, out_dir / f"{FIGURE_NAMES['second_spike_steps']}.{fmt}",
+            f"Figures 9c / 9d: variables as the second operand before (step {a}) and "
+            f"after (step {b}) the second spike ({label})",
+        ))  # fmt: skip
     return [saved_name(fig) for fig in made]

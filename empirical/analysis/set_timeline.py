@@ -1,18 +1,13 @@
-"""When each evaluation set is learned, and in how many spikes: a run's timeline per set.
-
-The paper's phase detector (empirical.analysis.phases) reads the assign_add family's set names;
-this reads any family's sets (the chain family's `chain/1var_h2`, ...), one series each:
+"""When each evaluation set is learned, and in how many spikes: a run's timeline per set,
+for any task family's sets (the phase detector, empirical.analysis.phases, reads the paper's).
 
     timeline = set_timeline(records)            # records: metrics.jsonl's, in step order
     timeline["chain/1var_h2"]["first_90"]       # first evaluation at >= 90%
     timeline["chain/1var_h2"]["spikes"]         # [{"jump_start_step", "jump_end_step", ...}]
 
-A set's spikes: the window of at most `window` steps with the largest gain (the phase
-detector's `steepest_rise`), if it gains at least `min_gain`; then the same before that
-window and after it, recursively, so that separate rises are counted separately (the paper's
-restricted sets: one at the first spike, one at the second). Each is reported by its jump (the
-consecutive pair of evaluations with the largest rise), as every figure and doc reports a
-spike.
+A set's spikes: the window of at most `window` steps with the largest gain (`steepest_rise`),
+if it gains at least `min_gain`; then the same before and after that window, recursively, so
+that separate rises count separately. Each is reported by its jump, as every figure does.
 """
 
 from __future__ import annotations
@@ -24,7 +19,7 @@ __all__ = ["format_timeline", "set_timeline"]
 
 
 def _rises(steps: list[int], values: list[float], window: int, min_gain: float) -> list[Rise]:
-    """Every separate rise of the series (see the module docstring)."""
+    """Every separate rise of the series, in step order (the module docstring)."""
     if len(steps) < 2:
         return []
     rise = steepest_rise(steps, values, window, min_gain)

@@ -1,31 +1,10 @@
 """The model just before and just after each accuracy spike (paper Section 6, Figures 8, 9c
-and 9d), from two snapshots of a run.
+and 9d), from two snapshots of a run; what is measured at each and how the default steps are
+chosen: docs/analysis.md, "Before and after a spike".
 
     steps = default_compare_steps(phases, run_dir.snapshot_steps(), records)  # detected
     first = compare_first_spike(run_dir, data, (5301, 5401))        # Figure 8
     second = compare_second_spike(run_dir, data, (14501, 16001))    # Figure 9c / 9d
-
-First spike (variable routing; the paper's Figure 8, steps 5 301 and 5 401 of its run): on a
-1-var example sequence (by default the authors' own Figure-8 sequence
-`pad pad a 40 pad j 18 pad pad pad k 9 + a 27 =` when the task can hold it), the layer-1
-attention pattern at both steps; over the 1-var sequences of the probe data, the mean
-layer-1 attention of `=` on the variable operand, on the number operand and elsewhere; and
-the layer-2-QK-on-layer-1-OV'd-variables matrix (the authors' S = ebar W_QK^2 ebar^T and
-ours, empirical.analysis.qk.qk2_ov1_matrix) with its identity score and diagonal margin.
-The paper: before the spike `=` attends only to the number operand of 1-var sequences and
-the matrix is weakly diagonal; after it `=` attends to both operand positions and the
-matrix is diagonal.
-
-Second spike (variables at their restricted position; Figures 9c / 9d, steps 14 501 and
-16 001): per variable v as the second operand (position L-2), the mean layer-1 attention of
-`=` on L-2 (9c), the mean layer-2 attention of `=` on the number assigned to v (9d) and the
-accuracy, at both steps; and the `=` rows of both layers on one example with a restricted
-variable (b by default) as the second operand.
-
-Default steps (`default_compare_steps`): the paper's steps where the run has those snapshots
-inside the detected spikes (the authors' run), else snapshots around the detected spikes
-(empirical.analysis.phases): the first spike's largest one-evaluation jump, the second spike's
-rise from its onset to the end of its window.
 """
 
 from __future__ import annotations
@@ -35,7 +14,7 @@ from pathlib import Path
 import torch
 
 from empirical.analysis.authors import diagonal_margin, qk2_ov1_var_matrix_authors
-from empirical.analysis.common import light_forward
+from empirical.analysis.common import light_forward, token_labels
 from empirical.analysis.phases import RESTRICTED_SETS, mean_series
 from empirical.analysis.probe_data import ProbeData
 from empirical.analysis.progress import _second_spike
@@ -85,16 +64,11 @@ def default_compare_steps(
     phases, steps: list[int], records: list[dict] | None = None, onset_share: float = 0.1
 ) -> dict[str, tuple[int, int] | None]:
     """{"first_spike": (A, B), "second_spike": (C, D)} from a Phases object (or its dict),
-    as snapshot steps, None where the spike was not detected or no snapshots bracket it:
-
-    * where the run has snapshots at the paper's steps (PAPER_FIRST_SPIKE_STEPS,
-      PAPER_SECOND_SPIKE_STEPS) and they lie inside the detected spike's window, those (the
-      authors' own run);
-    * else the first spike: the snapshots bracketing its largest one-evaluation jump (the
-      paper's 5 301 -> 5 401 is such a jump); the second spike: from its onset (the last
-      evaluation before the var-restricted series rises by `onset_share` of the spike's gain;
-      the window start without `records`) to the end of its window (the paper's
-      14 501 -> 16 001 spans the whole rise)."""
+    as snapshot steps, None where the spike was not detected or no snapshots bracket it: the
+    paper's steps where the run has them inside the detected window; else the snapshots
+    bracketing the first spike's largest jump, and the second spike from its onset (the
+    series up by `onset_share` of the gain; the window start without `records`) to the end
+    of its window."""
     out: dict[str, tuple[int, int] | None] = {"first_spike": None, "second_spike": None}
     if phases is None:
         return out
@@ -167,14 +141,8 @@ def batch_from_tokens(task: TaskConfig, tokens: torch.Tensor) -> Batch:
     vals = torch.tensor([r[0] for r in rows])
     pos = torch.tensor([r[1] for r in rows])
     var = torch.tensor([r[2] for r in rows])
-    return Batch(
-        tokens=tokens,
-        labels=vals.sum(1) % p,
-        n_vars=(var >= 0).sum(1),
-        operand_values=vals,
-        value_positions=pos,
-        operand_vars=var,
-    )
+    return Batch(tokens=tokens, labels=vals.sum(1) % p, n_vars=(var >= 0).sum(1),
+                 operand_values=vals, value_positions=pos, operand_vars=var)  # fmt: skip
 
 
 def _pick(task: TaskConfig, batch: Batch, mask: torch.Tensor, n_assign: int = 3) -> Batch:
@@ -233,7 +201,8 @@ def _load(run_dir: RunDir, step: int):
 
 @torch.no_grad()
 def first_spike_state(model, task: TaskConfig, data: ProbeData, example: Batch) -> dict:
-    """What Figure 8 shows at one step (see the module docstring)."""
+    """What Figure 8 shows at one step: the example's layer-1 pattern, where `=`'s layer-1
+    attention goes in 1-var sequences, the variable matrices (the authors' and ours)."""
     L = task.L
     ex = light_forward(model, example.tokens)
     one = data.test[data.test.n_vars == 1]
@@ -295,8 +264,8 @@ def operand_attention_by_variable(task: TaskConfig, batch: Batch, fw) -> dict:
 
 @torch.no_grad()
 def second_spike_state(model, task: TaskConfig, data: ProbeData, example: Batch) -> dict:
-    """What Figure 9c / 9d show at one step (see the module docstring), and per variable at
-    either operand position the layer-1 attention of `=` on it (over `data.test`)."""
+    """What Figure 9c / 9d show at one step (per variable as the second operand, and the
+    example's `=` rows), and per variable at either operand position `=`'s attention on it."""
     fw = light_forward(model, data.second.tokens)
     per_var = _second_spike(task, data.second, fw)
     ex = light_forward(model, example.tokens)
@@ -318,19 +287,15 @@ def _example_info(task: TaskConfig, example: Batch) -> dict:
     tokens = example.tokens[0]
     return {
         "text": vocab.decode_tokens(tokens),
-        "labels": [f"{i}:{vocab.names[int(t)]}" for i, t in enumerate(tokens.tolist())],
+        "labels": token_labels(vocab, tokens),
         "answer": int(example.labels[0]),
         "value_positions": example.value_positions[0].tolist(),
         "operand_vars": example.operand_vars[0].tolist(),
     }
 
 
-def compare_first_spike(
-    run_dir: str | Path | RunDir,
-    data: ProbeData,
-    steps: tuple[int, int],
-    example: str | None = None,
-) -> dict:
+def compare_first_spike(run_dir: str | Path | RunDir, data: ProbeData, steps: tuple[int, int],
+                        example: str | None = None) -> dict:  # fmt: skip
     """Figure 8's quantities at the two snapshot `steps` (before, after)."""
     run_dir = RunDir(run_dir)
     task = data.task
@@ -369,10 +334,8 @@ def comparison_numbers(cmp: dict | None) -> dict | None:
     """The JSON part of a comparison (the matrices and patterns kept, as lists)."""
     if cmp is None:
         return None
-    out = {k: v for k, v in cmp.items() if k != "states"}
-    out["states"] = {}
-    for step, st in cmp["states"].items():
-        out["states"][str(step)] = {
-            k: (v.tolist() if isinstance(v, torch.Tensor) else v) for k, v in st.items()
-        }
-    return out
+    states = {
+        str(step): {k: (v.tolist() if isinstance(v, torch.Tensor) else v) for k, v in st.items()}
+        for step, st in cmp["states"].items()
+    }
+    return {k: v for k, v in cmp.items() if k != "states"} | {"states": states}

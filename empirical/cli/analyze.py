@@ -1,12 +1,9 @@
 """`python -m empirical analyze RUN_DIR [--step S] [--out DIR] [...]`: mechanistic analysis.
 
-Examples:
     python -m empirical analyze runs/paper/seed0             # final checkpoint + all snapshots
-    python -m empirical analyze runs/paper/seed0 --step 5000 # the snapshot at step 5000
-    python -m empirical analyze runs/paper/seed0 --no-dynamics  # skip the snapshots
 
-Writes analysis.json, summary.md and figures (PNG; --format pdf|svg) to RUN_DIR/analysis
-(with --step: RUN_DIR/analysis/step_XXXXXX) and prints summary.md. See docs/analysis.md.
+Writes analysis.json, summary.md and figures to RUN_DIR/analysis (with --step:
+RUN_DIR/analysis/step_XXXXXX) and prints summary.md. See docs/analysis.md.
 """
 
 from __future__ import annotations
@@ -20,10 +17,11 @@ from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
     UsageError,
     add_format_argument,
-    command_main,
+    main_of,
     parser,
     positive_int,
     prepare_output_dir,
+    say,
 )
 from empirical.families import family_of
 from empirical.runs.rundir import RunDir
@@ -43,37 +41,28 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("run_dir", help="a run directory written by `python -m empirical train`")
     ap.add_argument("--step", type=int, help="analyse snapshots/step_S.pt (default: final)")
     ap.add_argument("--out", help="output directory (default RUN_DIR/analysis[/step_S])")
-    ap.add_argument(
-        "--no-dynamics", action="store_true", help="skip the progress measures over snapshots"
-    )
+    ap.add_argument("--no-dynamics", action="store_true",
+                    help="skip the progress measures over snapshots")  # fmt: skip
     ap.add_argument("--every", type=int, default=1, help="use every N-th snapshot (default 1)")
-    ap.add_argument(
-        "--probe-size", type=int, default=2048, help="probe sequences per split (default 2048)"
-    )
+    ap.add_argument("--probe-size", type=int, default=2048,
+                    help="probe sequences per split (default 2048)")  # fmt: skip
     ap.add_argument("--seed", type=int, help="analysis seed (default: the run's seed)")
-    ap.add_argument(
-        "--threads", type=int, default=1, help="torch CPU threads (default 1: fastest here)"
-    )
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch CPU threads (default 1: fastest here)")  # fmt: skip
     ap.add_argument("--no-figures", action="store_true", help="numbers only")
     add_format_argument(ap)
     ap.add_argument(
-        "--first-spike-steps",
-        type=_steps,
-        default="auto",
-        metavar="A,B|auto|off",
+        "--first-spike-steps", type=_steps, default="auto", metavar="A,B|auto|off",
         help="compare the snapshots at steps A and B around the first spike (Figure 8); "
         "auto (default): the paper's 5301,5401 when the run has them inside its detected "
         "spike, else the snapshots around the detected spike's largest jump",
-    )
+    )  # fmt: skip
     ap.add_argument(
-        "--second-spike-steps",
-        type=_steps,
-        default="auto",
-        metavar="A,B|auto|off",
+        "--second-spike-steps", type=_steps, default="auto", metavar="A,B|auto|off",
         help="compare the snapshots at A and B around the second spike (Figures 9c/9d); "
         "auto (default): the paper's 14501,16001 when inside the detected spike, else its "
         "onset and the end of its window",
-    )
+    )  # fmt: skip
     ap.add_argument(
         "--example",
         help="the Figure-8 example in token form, e.g. 'pad pad a 40 pad j 18 pad pad pad "
@@ -109,34 +98,20 @@ def analyze_paper_run(run_dir: RunDir, args) -> int:
     from empirical.analysis.run_analysis import analyze_run  # torch: after every check
 
     result = analyze_run(
-        run_dir.path,
-        step=args.step,
-        out_dir=out,
-        dynamics=not args.no_dynamics,
-        every=args.every,
-        n_probe=args.probe_size,
-        seed=args.seed,
-        threads=args.threads,
-        progress=not args.no_progress,
-        figures=not args.no_figures,
-        fmt=args.format,
-        first_spike_steps=args.first_spike_steps,
-        second_spike_steps=args.second_spike_steps,
+        run_dir.path, step=args.step, out_dir=out, dynamics=not args.no_dynamics,
+        every=args.every, n_probe=args.probe_size, seed=args.seed, threads=args.threads,
+        progress=not args.no_progress, figures=not args.no_figures, fmt=args.format,
+        first_spike_steps=args.first_spike_steps, second_spike_steps=args.second_spike_steps,
         example=args.example,
-    )
+    )  # fmt: skip
     if not args.quiet:
         print((Path(out) / RunDir.SUMMARY_MD).read_text())
-    print(
-        f"wrote {out}/analysis.json, summary.md and {len(result.get('figures', []))} figures "
-        f"in {result['seconds']:.1f} s",
-        file=sys.stderr,
-    )
+    say(f"wrote {out}/analysis.json, summary.md and {len(result.get('figures', []))} figures "
+        f"in {result['seconds']:.1f} s")
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
-
+main = main_of(run)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,13 +1,8 @@
 """`python -m empirical attribute RUN_DIR --window A:B [...]`: what drives a change of a run's
 losses and of its labelled layer-2 scores between steps A and B, split into the model's
-parameter groups (W_E, W_pos, layer-1 QK and OV, layer-2 QK and OV, MLP, unembedding) by
-integrating each target's gradient along the training path.
+parameter groups by integrating each target's gradient along the training path.
 
-Examples:
-    python -m empirical attribute runs/authors/seed0 --window 3300:3600 \
-        --checkpoint runs/retrain/seed0/checkpoints/last.pt      # our run, replayed
     python -m empirical attribute runs/authors/authors_checkpoints --window 5301:5401
-        # the paper's run: straight lines between its snapshots (Gauss-Legendre)
 
 Writes, per window, OUT/A_B/attribution.json, attribution.npz and shares.png, and
 OUT/summary.md (default OUT: RUN_DIR/attribution), and prints summary.md. See
@@ -21,7 +16,7 @@ import sys
 
 from empirical.cli.common import (
     add_format_argument,
-    command_main,
+    main_of,
     parser,
     positive_int,
     prepare_output_dir,
@@ -45,34 +40,27 @@ def _window(text: str) -> tuple[int, int]:
 def build_parser() -> argparse.ArgumentParser:
     ap = parser("attribute", "Attribute a window's loss and score changes to parameter groups.")
     ap.add_argument("run_dir", help="a run directory (trained, or imported with snapshots)")
-    ap.add_argument(
-        "--window", type=_window, action="append", required=True,
-        help="steps A:B (repeat for several windows)",
-    )  # fmt: skip
+    ap.add_argument("--window", type=_window, action="append", required=True,
+                    help="steps A:B (repeat for several windows)")  # fmt: skip
     ap.add_argument("--out", help="output directory (default RUN_DIR/attribution)")
     ap.add_argument(
         "--path", choices=("auto", "replay", "straight"), default="auto",
         help="the path: replay the training steps from a checkpoint (a trained run; default), "
         "or straight lines between snapshots (an imported run; default there)",
     )  # fmt: skip
-    ap.add_argument(
-        "--checkpoint", help="a training checkpoint of the run at or before A (default: "
-        "RUN_DIR/checkpoints/last.pt)",
-    )  # fmt: skip
+    ap.add_argument("--checkpoint",
+                    help="a training checkpoint of the run at or before A (default: "
+                    "RUN_DIR/checkpoints/last.pt)")  # fmt: skip
     ap.add_argument(
         "--rule", choices=STEP_RULES, default="simpson",
         help="each replayed step's split: simpson (default), simpson4 / simpson8 (composite "
         "Simpson on quarters / eighths of the step: 2x / 4x the time), trapezoid, midpoint "
         "or start (the gradient at the step's start); every rule's residual is reported",
     )  # fmt: skip
-    ap.add_argument(
-        "--nodes", type=int, default=8,
-        help="Gauss-Legendre points per straight segment (default 8)",
-    )  # fmt: skip
-    ap.add_argument(
-        "--eval-size", type=int, default=1000,
-        help="sequences of each evaluation set in its loss (default 1000)",
-    )  # fmt: skip
+    ap.add_argument("--nodes", type=int, default=8,
+                    help="Gauss-Legendre points per straight segment (default 8)")  # fmt: skip
+    ap.add_argument("--eval-size", type=int, default=1000,
+                    help="sequences of each evaluation set in its loss (default 1000)")  # fmt: skip
     ap.add_argument("--sets", help="evaluation sets, comma-separated (default: all)")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     ap.add_argument(
@@ -103,15 +91,11 @@ def run(argv: list[str]) -> int:
 
     threads(args.threads)
     opts = AttributionOptions(
-        path=args.path,
-        checkpoint=args.checkpoint,
-        rule=args.rule,
-        nodes=args.nodes,
+        path=args.path, checkpoint=args.checkpoint, rule=args.rule, nodes=args.nodes,
         eval_size=args.eval_size,
         sets=tuple(s for s in args.sets.split(",") if s) if args.sets else None,
-        progress=not args.quiet,
-        first_order_only=args.first_order_only,
-    )
+        progress=not args.quiet, first_order_only=args.first_order_only,
+    )  # fmt: skip
     results = []
     for a, b in args.window:
         result = attribute_window(run_dir.path, a, b, opts)
@@ -124,9 +108,7 @@ def run(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
-
+main = main_of(run)
 
 if __name__ == "__main__":
     sys.exit(main())

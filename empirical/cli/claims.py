@@ -1,19 +1,12 @@
 """`python -m empirical claims`: a population of runs of one config (seeds as members) and how
 often each of the paper's claims holds in it.
 
-Examples:
-    python -m empirical claims --config configs/population_authors.toml --only ours \\
-        --seeds 0 1 2 3 4 5 6 7                      # trains what is missing, then counts
-    python -m empirical claims --config configs/population_authors.toml --only ours \\
-        --seeds 0 1 2 3 4 5 6 7 --summarize          # counts the finished members only
     python -m empirical claims --config configs/population_smoke.toml --jobs 2
 
 A config is a grid config (docs/sweep.md, 'Grids'); each variant is one population. Members
-are trained by the grid's batched runner (resumed or skipped as `grid` does; `--executor`
-runs the batches as jobs), each finished member is analysed where its analysis.json or its
-first spike's compare-qk is missing, then every variant gets claims.json, claims.md and
-figures in OUT/claims/<variant>/, and two or more variants a comparison in
-OUT/claims/comparison/. See docs/populations.md.
+are trained by the grid's batched runner, analysed where needed, and every variant gets
+claims.json, claims.md and figures in OUT/claims/<variant>/ (two or more: a comparison in
+OUT/claims/comparison/). See docs/populations.md.
 """
 
 from __future__ import annotations
@@ -26,21 +19,19 @@ from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
     add_format_argument,
     check_output_dir,
-    command_main,
+    main_of,
     parser,
     positive_int,
+    say,
 )
 from empirical.cli.executor import add_executor_arguments, executor_options, failed_jobs
 from empirical.cli.grid_options import grid_config_of
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = parser(
-        "claims",
-        "Train (or read) a population of runs of one config, seeds as members, and count how "
-        "often each paper claim holds, with intervals, jump-step survival and robust final "
-        "accuracies.",
-    )
+    ap = parser("claims", "Train (or read) a population of runs of one config, seeds as "
+                "members, and count how often each paper claim holds, with intervals, jump-step "
+                "survival and robust final accuracies.")  # fmt: skip
     ap.add_argument("overrides", nargs="*", help="run-config overrides for every member")
     ap.add_argument("--config", required=True, help="grid config: a run config plus [grid]")
     ap.add_argument("--seeds", nargs="+", metavar="SEED", help="seeds (default: the config's)")
@@ -49,37 +40,26 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", help="population directory (default runs/population/NAME)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     ap.add_argument(
-        "--summarize",
-        action="store_true",
+        "--summarize", action="store_true",
         help="train nothing: count the finished members (analysing those that need it)",
-    )
+    )  # fmt: skip
+    ap.add_argument("--jobs", type=int, default=1, metavar="J",
+                    help="analyse the members in J processes (default 1)")  # fmt: skip
     ap.add_argument(
-        "--jobs",
-        type=int,
-        default=1,
-        metavar="J",
-        help="analyse the members in J processes (default 1)",
-    )
-    ap.add_argument(
-        "--no-analysis",
-        action="store_true",
+        "--no-analysis", action="store_true",
         help="run no analysis or compare-qk: count the checks from summary.json and the "
         "metrics, and from analysis.json / compare-qk output only where a member has them",
-    )
+    )  # fmt: skip
     ap.add_argument(
-        "--final-window",
-        type=int,
-        default=2000,
-        metavar="STEPS",
+        "--final-window", type=int, default=2000, metavar="STEPS",
         help="robust final accuracy: the mean over the evaluations of the last STEPS steps "
         "(default 2000)",
-    )
+    )  # fmt: skip
     ap.add_argument(
-        "--paper-run",
-        metavar="DIR",
+        "--paper-run", metavar="DIR",
         help="a run directory (the paper's run, imported: runs/authors) to place in every "
         "population: its value, percentile and tail per check, in claims.md",
-    )
+    )  # fmt: skip
     ap.add_argument("--no-figures", action="store_true", help="claims.json and claims.md only")
     add_format_argument(ap)
     add_executor_arguments(ap)
@@ -105,10 +85,6 @@ def run(argv: list[str]) -> int:
     return _summarize(args, base, spec, out)
 
 
-def _log(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
 def _train(args, base, spec, out: Path, executor) -> int | None:
     """The grid's training of every unfinished member; an exit status to return now (jobs
     not waited for, failed jobs), or None to go on to the claims."""
@@ -118,13 +94,13 @@ def _train(args, base, spec, out: Path, executor) -> int | None:
 
     with sweep_dir_lock(SweepDir(out), train=True):
         check_output_dir(out, "--out")  # before any training
-        results = run_grid(base, spec, out, progress=not args.no_progress, log=_log,
+        results = run_grid(base, spec, out, progress=not args.no_progress, log=say,
                            train=True, executor=executor)  # fmt: skip
     if results.get("failed_jobs"):
         return failed_jobs(results["failed_jobs"])
     if executor is not None and not results:
-        _log("when the jobs have finished, count the claims: the same command with --summarize "
-             "instead of --executor")  # fmt: skip
+        say("when the jobs have finished, count the claims: the same command with --summarize "
+            "instead of --executor")
         return 0
     return None
 
@@ -138,7 +114,7 @@ def _summarize(args, base, spec, out: Path) -> int:
         done = summarize_population(
             base, spec, out, jobs=args.jobs, analysis=not args.no_analysis, fmt=args.format,
             window=args.final_window, figures=not args.no_figures,
-            paper_run=args.paper_run, log=_log,
+            paper_run=args.paper_run, log=say,
         )  # fmt: skip
     for variant, claims in done.items():
         print(f"{variant}: {claims['members']} members")
@@ -155,9 +131,7 @@ def claims_ci(entry: dict) -> str:
     return f"[{100 * lo:.0f}, {100 * hi:.0f}]%"
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
-
+main = main_of(run)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,10 +1,10 @@
 """What every `python -m empirical` command shares: the parser, the error contract, output
-locations checked before any computation.
+locations checked before any computation, its ending and progress lines.
 
 Each command module defines `run(argv) -> int`, which raises a `UserError` for anything the
-user can fix, and `main(argv) = command_main(run, argv)`; `python -m empirical` dispatches to
-`run` under the same contract (disentangled.command_line.run_main): one `error: ...` line on
-stderr and exit status 2, never a traceback.
+user can fix, and `main = main_of(run)`; `python -m empirical` dispatches to `run` under the
+same contract (disentangled.command_line.run_main): one `error: ...` line on stderr and exit
+status 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ __all__ = [
     "UsageError",
     "UserError",
     "command_main",
+    "main_of",
     "overrides_from_lists",
     "parser",
     "positive_int",
@@ -67,6 +68,15 @@ def config_field(name: str) -> str | None:
 def command_main(run: Callable[[list[str]], int | None], argv: list[str] | None) -> int:
     """`run(argv)` under the error contract (for calling a command from Python or a test)."""
     return run_main(run, argv)
+
+
+def main_of(run: Callable[[list[str]], int | None]) -> Callable[..., int]:
+    """A command module's `main(argv=None) -> exit status`: `command_main(run, argv)`."""
+
+    def main(argv: list[str] | None = None) -> int:
+        return run_main(run, argv)
+
+    return main
 
 
 def overrides_from_lists(args, names: tuple[str, ...]) -> None:

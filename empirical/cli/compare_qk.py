@@ -1,16 +1,10 @@
 """`python -m empirical compare-qk RUN_DIR [...]`: the theory's predicted layer-2 key-query
 update (Theorem C.1's G1) against the one observed in a trained run, over its snapshots.
 
-Examples:
-    python -m empirical compare-qk runs/paper/seed0
-    python -m empirical compare-qk runs/paper/seed0 --steps 1000,1250,1500 --batch-size 8192
-    python -m empirical compare-qk runs/paper/seed0 --one-step-at 1250 --one-step-lrs 1,10,100
     python -m empirical compare-qk runs/authors --windows plateau1=4801:5301,spike=5301:5401
-    python -m empirical compare-qk runs/authors --frame orth --order fixed \
-        --distribution unrestricted       # the comparison as it was before issue 20
 
 Writes compare_qk.json (every number), blocks.npz (every labelled block), summary.md and
-PNG figures to RUN_DIR/compare_qk (or --out), and prints summary.md. See docs/compare_qk.md.
+figures to RUN_DIR/compare_qk (or --out), and prints summary.md. See docs/compare_qk.md.
 """
 
 from __future__ import annotations
@@ -21,7 +15,7 @@ import sys
 from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
     add_format_argument,
-    command_main,
+    main_of,
     parser,
     positive_int,
     prepare_output_dir,
@@ -65,9 +59,8 @@ def _windows(text: str) -> list[tuple[str, int, int]]:
 
 def _add_comparison_arguments(ap: argparse.ArgumentParser) -> None:
     """The comparison's data, frame and prediction (Options' fields of the same names)."""
-    ap.add_argument(
-        "--batch-size", type=int, default=4096, help="1-var sequences for gradients (default 4096)"
-    )
+    ap.add_argument("--batch-size", type=int, default=4096,
+                    help="1-var sequences for gradients (default 4096)")  # fmt: skip
     ap.add_argument(
         "--order", choices=("fixed", "mixed"), default="mixed",
         help="1-var operand order of the batch and of G1: mixed (either order, as the run "
@@ -102,11 +95,9 @@ def _add_comparison_arguments(ap: argparse.ArgumentParser) -> None:
         help="training windows, e.g. plateau1=4801:5301,spike=5301:5401 (lo <= step <= hi; "
         "default: from the detected phases)",
     )  # fmt: skip
-    ap.add_argument(
-        "--prediction", choices=("auto", "closed", "population"), default="auto",
-        help="G1: the closed form (needs 2K <= L-4), the theorem's model on a sampled "
-        "population, or auto (closed where it exists; default)",
-    )  # fmt: skip
+    ap.add_argument("--prediction", choices=("auto", "closed", "population"), default="auto",
+                    help="G1: the closed form (needs 2K <= L-4), the theorem's model on a sampled "
+                    "population, or auto (closed where it exists; default)")  # fmt: skip
     ap.add_argument(
         "--prediction-size", type=int, default=65536,
         help="sequences of the sampled population (--prediction population; default 65536)",
@@ -174,39 +165,19 @@ def run(argv: list[str]) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    opts = Options(
-        steps=args.steps,
-        every=args.every,
-        batch_size=args.batch_size,
-        order=args.order,
-        distribution=args.distribution,
-        frame=args.frame,
-        all_assigned=args.all_assigned,
-        ab_from=args.ab_from,
-        layout=args.layout,
-        seed=args.seed,
-        one_step=not args.no_one_step,
-        one_step_at=args.one_step_at,
-        one_step_lrs=args.one_step_lrs,
-        one_step_steps=args.one_step_steps,
-        score_steps=args.score_steps,
-        one_step_order=args.one_step_order,
-        one_step_distribution=args.one_step_distribution,
-        eval_size=args.eval_size or None,
-        prediction=args.prediction,
-        prediction_size=args.prediction_size,
-        windows=args.windows,
-        progress=not args.quiet,
-    )
+    same = ("steps", "every", "batch_size", "order", "distribution", "frame", "all_assigned",
+            "ab_from", "layout", "seed", "one_step_at", "one_step_lrs", "one_step_steps",
+            "score_steps", "one_step_order", "one_step_distribution", "prediction",
+            "prediction_size", "windows")  # fmt: skip
+    opts = Options(**{name: getattr(args, name) for name in same}, one_step=not args.no_one_step,
+                   eval_size=args.eval_size or None, progress=not args.quiet)  # fmt: skip
     result = compare_run(run_dir.path, opts)
     paths = write_outputs(result, out, figures=not args.no_figures, fmt=args.format)
     print_outputs(paths, args.quiet)
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
-
+main = main_of(run)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -15,7 +15,7 @@ from empirical.cli.common import (
     UsageError,
     add_format_argument,
     check_output_file,
-    command_main,
+    main_of,
     parser,
 )
 
@@ -23,9 +23,8 @@ from empirical.cli.common import (
 def run(argv: list[str]) -> int:
     ap = parser("curves", "Several runs' accuracy curves side by side, spikes marked.")
     ap.add_argument("run_dirs", nargs="+", help="run directories (trained or imported)")
-    ap.add_argument(
-        "--sets", nargs="+", default=["1var/ind", "1var/var"], help="evaluation sets (panels)"
-    )
+    ap.add_argument("--sets", nargs="+", default=["1var/ind", "1var/var"],
+                    help="evaluation sets (panels)")  # fmt: skip
     ap.add_argument("--labels", nargs="+", help="a label per run (default: RunDir.label)")
     ap.add_argument("--title", default="", help="figure title")
     ap.add_argument("--out", required=True, help="figure file (png, pdf or svg)")
@@ -60,9 +59,7 @@ def run(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
-
+main = main_of(run)
 
 if __name__ == "__main__":
     sys.exit(main())

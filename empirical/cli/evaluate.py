@@ -1,15 +1,9 @@
 """`python -m empirical evaluate RUN_DIR [--step N] [--format json|table] [--all-steps]`.
 
-Examples:
-    python -m empirical evaluate runs/authors                  # final model, JSON
-    python -m empirical evaluate runs/authors --step 5401 --format table
-    python -m empirical evaluate runs/authors --all-steps      # every snapshot: metrics.jsonl,
-                                                               # summary.json, Figure 2
-
-Prints the accuracy of every evaluation set of the run (eval_sets.pt: the standard sets plus
-any extra ones), as JSON {"step": N, "accuracy": {...}, "loss": {...}, "n": {...}} or a table.
---all-steps evaluates every snapshot and writes the run's metrics log, summary and Figure 2;
-it refuses a run that has its own training log unless --force. See docs/import.md.
+Prints the accuracy of every evaluation set of the run (eval_sets.pt), as JSON {"step": N,
+"accuracy": {...}, "loss": {...}, "n": {...}} or a table. --all-steps evaluates every snapshot
+and writes the run's metrics log, summary and Figure 2 (a run with its own training log only
+with --force). See docs/import.md.
 """
 
 from __future__ import annotations
@@ -18,7 +12,7 @@ import argparse
 import json
 import sys
 
-from empirical.cli.common import UsageError, command_main, parser
+from empirical.cli.common import UsageError, main_of, parser, say
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,18 +21,15 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--step", type=int, help="the snapshot at this step (default: final model)")
     ap.add_argument("--format", choices=("json", "table"), default="json", help="default json")
     ap.add_argument(
-        "--all-steps",
-        action="store_true",
+        "--all-steps", action="store_true",
         help="evaluate every snapshot; write metrics.jsonl, summary.json, training_curves.png",
-    )
-    ap.add_argument(
-        "--force", action="store_true", help="--all-steps even on a run with a training log"
-    )
+    )  # fmt: skip
+    ap.add_argument("--force", action="store_true",
+                    help="--all-steps even on a run with a training log")  # fmt: skip
     ap.add_argument("--batch-size", type=int, help="sequences per forward pass (default 2048)")
     ap.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
-    ap.add_argument(
-        "--threads", type=int, default=1, help="torch CPU threads (default 1: fastest here)"
-    )
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch CPU threads (default 1: fastest here)")  # fmt: skip
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     return ap
 
@@ -71,25 +62,15 @@ def run(argv: list[str]) -> int:
         torch.set_num_threads(args.threads)
     if args.all_steps:
         records, summary = evaluate_all_steps(
-            args.run_dir,
-            batch_size=args.batch_size,
-            device=args.device,
-            force=args.force,
+            args.run_dir, batch_size=args.batch_size, device=args.device, force=args.force,
             progress=not args.no_progress,
-        )
+        )  # fmt: skip
         final = records[-1]
-        result = {
-            "step": final["step"],
-            "accuracy": final["acc"],
-            "loss": final["loss"],
-            "n": summary.get("eval_set_sizes") or {},
-        }
-        print(
-            f"evaluated {len(records)} snapshots in {summary['evaluation_s']:.1f} s; wrote "
-            f"{run_dir.metrics}, {run_dir.summary}, {run_dir.training_curves}",
-            file=sys.stderr,
-        )
-        print(f"phases: {_phases_line(summary['phases'])}", file=sys.stderr)
+        result = {"step": final["step"], "accuracy": final["acc"], "loss": final["loss"],
+                  "n": summary.get("eval_set_sizes") or {}}  # fmt: skip
+        say(f"evaluated {len(records)} snapshots in {summary['evaluation_s']:.1f} s; wrote "
+            f"{run_dir.metrics}, {run_dir.summary}, {run_dir.training_curves}")
+        say(f"phases: {_phases_line(summary['phases'])}")
     else:
         result = evaluate_run(
             args.run_dir, step=args.step, batch_size=args.batch_size, device=args.device
@@ -113,9 +94,7 @@ def _phases_line(ph: dict) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
-
+main = main_of(run)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,9 +1,6 @@
 """`python -m empirical grid`: named config variants x seeds, trained as batched models.
 
-Examples:
     python -m empirical grid --config configs/explore_generalization.toml
-    python -m empirical grid --config configs/explore_generalization.toml --seeds 0 1 2 \\
-        --only disjoint_wd01 spec train.steps=30000 --out runs/grid/longer
 
 Re-running the same command skips finished members and resumes unfinished ones.
 See docs/sweep.md ('Grids').
@@ -16,23 +13,15 @@ import sys
 from pathlib import Path
 
 from empirical.analysis.figures import use_cli_backend
-from empirical.cli.common import (
-    add_format_argument,
-    check_output_dir,
-    command_main,
-    parser,
-)
+from empirical.cli.common import add_format_argument, check_output_dir, main_of, parser, say
 from empirical.cli.executor import add_executor_arguments, executor_options, failed_jobs
 from empirical.cli.grid_options import grid_config_of
 from empirical.runs.rundir import SweepDir
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = parser(
-        "grid",
-        "Train every (variant, seed) of a grid config as batched models and tabulate the "
-        "final accuracy of every evaluation set per variant.",
-    )
+    ap = parser("grid", "Train every (variant, seed) of a grid config as batched models and "
+                "tabulate the final accuracy of every evaluation set per variant.")  # fmt: skip
     ap.add_argument("overrides", nargs="*", help="run-config overrides for every variant")
     ap.add_argument("--config", required=True, help="grid config: a run config plus [grid]")
     ap.add_argument("--seeds", nargs="+", metavar="SEED", help="seeds (default: the config's)")
@@ -65,15 +54,8 @@ def run(argv: list[str]) -> int:
 def _grid_and_report(args, base, spec, out: Path, executor) -> int:
     from empirical.experiments.sweep.grid import run_grid
 
-    results = run_grid(
-        base,
-        spec,
-        out,
-        progress=not args.no_progress,
-        log=lambda text: print(text, file=sys.stderr, flush=True),
-        train=not args.summarize,
-        executor=executor,
-    )
+    results = run_grid(base, spec, out, progress=not args.no_progress, log=say,
+                       train=not args.summarize, executor=executor)  # fmt: skip
     if results.get("failed_jobs"):
         return failed_jobs(results["failed_jobs"])
     if not results:
@@ -88,9 +70,7 @@ def _grid_and_report(args, base, spec, out: Path, executor) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
-
+main = main_of(run)
 
 if __name__ == "__main__":
     sys.exit(main())

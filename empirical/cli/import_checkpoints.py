@@ -1,14 +1,7 @@
-"""`python -m empirical import-checkpoints SRC [--config FILE] [key=value ...] --out RUN_DIR`.
-
-Examples:
-    python -m empirical import-checkpoints ../shared/authors/checkpoints \\
-        --config configs/authors.toml --train-pairs ../shared/authors/train_pairs.json \\
-        --out runs/authors
-    python -m empirical evaluate runs/authors --all-steps      # metrics, summary, Figure 2
-
-Turns a folder of TransformerLens checkpoints (checkpoint_step_N.pth, N = optimiser updates
-done; model_state_dict.pth = the final model, at --final-step, default the config's
-train.steps) into a run directory. See docs/import.md.
+"""`python -m empirical import-checkpoints SRC [--config FILE] [key=value ...] --out RUN_DIR`:
+a folder of TransformerLens checkpoints (checkpoint_step_N.pth, N = optimiser updates done;
+model_state_dict.pth = the final model, at --final-step) turned into a run directory.
+See docs/import.md.
 """
 
 from __future__ import annotations
@@ -18,16 +11,14 @@ import shlex
 import sys
 from pathlib import Path
 
-from empirical.cli.common import command_main, parser
+from empirical.cli.common import main_of, parser, say
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "authors.toml"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = parser(
-        "import-checkpoints",
-        "Turn the paper authors' TransformerLens checkpoints into a run directory.",
-    )
+    ap = parser("import-checkpoints",
+                "Turn the paper authors' TransformerLens checkpoints into a run directory.")
     ap.add_argument("src", help="folder of checkpoint_step_N.pth files (+ model_state_dict.pth)")
     ap.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. seed=1")
     ap.add_argument("--config", help=f"run config (default: configs/{DEFAULT_CONFIG.name})")
@@ -38,16 +29,13 @@ def build_parser() -> argparse.ArgumentParser:
         "held-out pairs are exactly the others",
     )
     ap.add_argument(
-        "--final-step",
-        type=int,
+        "--final-step", type=int,
         help="step of model_state_dict.pth (default: the config's train.steps)",
-    )
-    ap.add_argument(
-        "--overwrite", action="store_true", help="replace an existing --out of any content"
-    )
-    ap.add_argument(
-        "--threads", type=int, default=1, help="torch CPU threads (default 1: fastest here)"
-    )
+    )  # fmt: skip
+    ap.add_argument("--overwrite", action="store_true",
+                    help="replace an existing --out of any content")  # fmt: skip
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch CPU threads (default 1: fastest here)")  # fmt: skip
     ap.add_argument("--quiet", action="store_true", help="no progress and no summary line")
     return ap
 
@@ -73,31 +61,21 @@ def run(argv: list[str]) -> int:
         torch.set_num_threads(args.threads)
 
     result = import_checkpoints(
-        args.src,
-        config,
-        args.out,
-        overrides=args.overrides,
-        train_pairs=args.train_pairs,
-        final_step=args.final_step,
-        overwrite=args.overwrite,
+        args.src, config, args.out, overrides=args.overrides, train_pairs=args.train_pairs,
+        final_step=args.final_step, overwrite=args.overwrite,
         command="python -m empirical import-checkpoints " + shlex.join(argv),
         progress=not args.quiet,
-    )
+    )  # fmt: skip
     if not args.quiet:
         steps = result.steps
-        print(
-            f"imported {len(steps)} checkpoints (steps {steps[0]}..{steps[-1]}) into "
+        say(f"imported {len(steps)} checkpoints (steps {steps[0]}..{steps[-1]}) into "
             f"{result.out} in {result.seconds:.1f} s"
-            + (" (replaced the earlier directory)" if result.replaced else ""),
-            file=sys.stderr,
-        )
-        print(f"next: python -m empirical evaluate {result.out} --all-steps", file=sys.stderr)
+            + (" (replaced the earlier directory)" if result.replaced else ""))
+        say(f"next: python -m empirical evaluate {result.out} --all-steps")
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
-
+main = main_of(run)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,16 +1,9 @@
 """`python -m empirical intervene RUN_DIR --checkpoint C [...]`: continuations of a run from a
-training checkpoint shortly before a jump, each condition (nothing changed; layer-2 W_QK
-frozen; layer 1 and the embeddings frozen; G1 projected out of every W_QK update) with
-several data orders, trained as one batch of members; the share that jumps and when
-(Kaplan-Meier, log-rank against `none`) and the cosine between replicates' W_QK updates
-(compare-qk's noise ceiling).
-
-Example:
-    python -m empirical intervene runs/retrain/ours_seed0 \
-        --checkpoint runs/retrain/ours_seed0/checkpoints/last.pt --steps 2000 --replicates 20
-
-Writes OUT/interventions.json, updates.npz, survival.png, summary.md and g1_direction.pt
-(default OUT: RUN_DIR/interventions). See docs/attribution.md.
+training checkpoint shortly before a jump under each condition (CONDITION_NAMES), with
+several data orders, trained as one batch of members: the share that jumps and when, and the
+cosine between replicates' W_QK updates. Writes OUT/interventions.json, updates.npz,
+survival.png, summary.md and g1_direction.pt (default OUT: RUN_DIR/interventions).
+See docs/attribution.md.
 """
 
 from __future__ import annotations
@@ -20,7 +13,7 @@ import sys
 from empirical.cli.common import (
     UsageError,
     add_format_argument,
-    command_main,
+    main_of,
     parser,
     positive_int,
     prepare_output_dir,
@@ -57,13 +50,8 @@ def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     run_dir = RunDir(args.run_dir).require_run()
     cfg = run_dir.read_two_layer_config("intervene")
-    for flag, value in (
-        ("--steps", args.steps),
-        ("--replicates", args.replicates),
-        ("--eval-every", args.eval_every),
-        ("--eval-size", args.eval_size),
-    ):
-        positive_int(flag, value)  # fmt: skip
+    for name in ("steps", "replicates", "eval_every", "eval_size"):
+        positive_int(f"--{name.replace('_', '-')}", getattr(args, name))
     if not 0 < args.threshold <= 1:
         raise UsageError(f"--threshold {args.threshold}: must be in (0, 1]")
     conditions = [c for c in args.conditions.split(",") if c]
@@ -88,9 +76,7 @@ def run(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
-
+main = main_of(run)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,13 +1,8 @@
 """`python -m empirical ladder RUN_DIR [--step N] [--out DIR] [--format png|pdf|svg]`: the
-assumption ladder from Theorem C.1's model to the trained model at one snapshot (issue 20):
-every rung's layer-2 key-query gradient against G1 and its one-step test.
-
-Examples:
-    python -m empirical ladder runs/authors --step 5301
-    python -m empirical ladder runs/authors --step 14501 --out runs/authors/ladder/late
-
-Writes ladder.json, summary.md, blocks.npz and ladder.png to RUN_DIR/ladder/step_NNNNNN (or
---out) and prints summary.md. See docs/ladder.md.
+assumption ladder from Theorem C.1's model to the trained model at one snapshot: every
+rung's layer-2 key-query gradient against G1 and its one-step test. Writes ladder.json,
+summary.md, blocks.npz and ladder.png to RUN_DIR/ladder/step_NNNNNN (or --out) and prints
+summary.md. See docs/ladder.md.
 """
 
 from __future__ import annotations
@@ -17,7 +12,7 @@ import argparse
 from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
     add_format_argument,
-    command_main,
+    main_of,
     parser,
     positive_int,
     prepare_output_dir,
@@ -92,5 +87,4 @@ def run(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
+main = main_of(run)

@@ -1,13 +1,6 @@
 """`python -m empirical ladder-dynamics [--config FILE] [OVERRIDES...] [--out DIR]`: the
-dynamics ladder (issue 20, item 3): Theorem C.1's model trained from its own weights, first
-as the theorem has it (layer 2's score matrix only, plain SGD, 1-var data), then with one
-constraint released at a time, each alone and cumulatively, over several seeds.
-
-Examples:
-    python -m empirical ladder-dynamics --config configs/ladder_dynamics.toml
-    python -m empirical ladder-dynamics --config configs/ladder_dynamics.toml steps=100 \\
-        seeds=[0] releases='["ov","adamw"]' --out runs/ladder_dynamics/short
-
+dynamics ladder: Theorem C.1's model trained from its own weights as the theorem has it,
+then with one constraint released at a time, each alone and cumulatively, over several seeds.
 Writes ladder_dynamics.json, summary.md, ladder_dynamics.png and config.toml to --out
 (default runs/ladder_dynamics) and prints summary.md. See docs/ladder.md.
 """
@@ -17,7 +10,7 @@ from __future__ import annotations
 from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
     add_format_argument,
-    command_main,
+    main_of,
     parser,
     prepare_output_dir,
     print_outputs,
@@ -26,10 +19,8 @@ from empirical.cli.common import (
 
 
 def build_parser():
-    ap = parser(
-        "ladder-dynamics",
-        "Train Theorem C.1's model with its constraints released one at a time.",
-    )
+    ap = parser("ladder-dynamics",
+                "Train Theorem C.1's model with its constraints released one at a time.")
     ap.add_argument("overrides", nargs="*",
                     help="config overrides, dotted key=value (steps=100 sgd.lr=0.02)")  # fmt: skip
     ap.add_argument("--config", help="a ladder-dynamics config (TOML or JSON; default: "
@@ -58,5 +49,4 @@ def run(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
+main = main_of(run)

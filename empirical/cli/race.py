@@ -1,24 +1,16 @@
 """`python -m empirical race [OVERRIDES...] [--only NAME ...] [--seeds S ...] [--out DIR]`: the
-race criterion of docs/race.md (issue 36, item 2) on its configurations: for each, the
-step-0 quantities (T_mem, T_in) and the dynamics ladder's training on every seed (the
-outcome: composed or not); then the one constant tau fitted on the fit half and every
-configuration predicted.
-
-Examples:
-    python -m empirical race --out runs/race
-    python -m empirical race --only baseline layer1 --seeds 0 steps=100 --out runs/race_short
-
-Resumes from OUT/race_state.json (every finished step-0 computation and run is kept there);
-writes race.json, summary.md and race.png to --out (default runs/race) and prints summary.md.
-OVERRIDES are dotted dynamics-ladder fields (configs/ladder_dynamics.toml), applied to every
-configuration before its own.
+race criterion of docs/race.md on its configurations (step-0 quantities and the dynamics
+ladder's outcome per seed; one constant tau fitted, every configuration predicted). Resumes
+from OUT/race_state.json; writes race.json, summary.md and race.png to --out (default
+runs/race) and prints summary.md. OVERRIDES: dotted dynamics-ladder fields for every
+configuration.
 """
 
 from __future__ import annotations
 
 from empirical.cli.common import (
     add_format_argument,
-    command_main,
+    main_of,
     overrides_from_lists,
     parser,
     prepare_output_dir,
@@ -32,12 +24,10 @@ def build_parser():
     ap.add_argument(
         "overrides", nargs="*", help="dynamics-ladder overrides for every configuration (steps=100)"
     )
-    ap.add_argument(
-        "--only", nargs="+", metavar="NAME", help="only these configurations (as in race.json)"
-    )
-    ap.add_argument(
-        "--seeds", nargs="+", metavar="S", help="every configuration's seeds (default: 0 1 2)"
-    )
+    ap.add_argument("--only", nargs="+", metavar="NAME",
+                    help="only these configurations (as in race.json)")  # fmt: skip
+    ap.add_argument("--seeds", nargs="+", metavar="S",
+                    help="every configuration's seeds (default: 0 1 2)")  # fmt: skip
     ap.add_argument("--out", default="runs/race", help="output directory (default runs/race)")
     ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")
     add_format_argument(ap)
@@ -81,5 +71,4 @@ def run(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
+main = main_of(run)

@@ -1,16 +1,7 @@
-"""`python -m empirical repair RUN_DIR [--rebuild-eval-sets]`: repair a run directory.
-
-Examples:
-    python -m empirical repair runs/paper/seed0                      # metrics.jsonl
-    python -m empirical repair runs/paper/seed0 --rebuild-eval-sets  # and eval_sets.pt
-
-metrics.jsonl with bad lines: every valid line is kept, the others dropped, and it says how
-many and which (the file as it was: metrics.jsonl.bak). metrics.jsonl missing: rebuilt from
-the snapshots and the checkpoint (training losses unknown). --rebuild-eval-sets: eval_sets.pt
-built again from the run's config. See empirical/runs/repair.py and docs/robustness.md.
-
-It holds the run directory's writer lock (empirical.runs.lock): a run that another process
-is writing (training, resuming) is refused with one line naming that process.
+"""`python -m empirical repair RUN_DIR [--rebuild-eval-sets]`: repair a run directory's
+metrics.jsonl (bad lines dropped, the old file kept as metrics.jsonl.bak; a missing one
+rebuilt from the snapshots) and with --rebuild-eval-sets its eval_sets.pt, under the run's
+writer lock. See empirical/runs/repair.py and docs/robustness.md.
 """
 
 from __future__ import annotations
@@ -18,17 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from empirical.cli.common import command_main, parser
+from empirical.cli.common import main_of, parser
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = parser("repair", "Repair a run directory's metrics log (and evaluation sets).")
     ap.add_argument("run_dir", help="a run directory (or a sweep member's directory)")
-    ap.add_argument(
-        "--rebuild-eval-sets",
-        action="store_true",
-        help="build eval_sets.pt again from the run's config",
-    )
+    ap.add_argument("--rebuild-eval-sets", action="store_true",
+                    help="build eval_sets.pt again from the run's config")  # fmt: skip
     return ap
 
 
@@ -48,9 +36,7 @@ def run(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
-
+main = main_of(run)
 
 if __name__ == "__main__":
     sys.exit(main())

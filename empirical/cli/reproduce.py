@@ -5,27 +5,23 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from empirical.cli.common import UsageError, command_main, parser, prepare_output_dir
+from empirical.cli.common import UsageError, main_of, parser, prepare_output_dir
 from empirical.cli.train import DEFAULT_CONFIG
 
 
 def run(argv: list[str]) -> int:
-    ap = parser(
-        "reproduce",
-        "theory tests + report, the paper's own run (imported), our training, analysis, QK "
-        "comparison, report.md",
-    )
+    ap = parser("reproduce", "theory tests + report, the paper's own run (imported), our "
+                "training, analysis, QK comparison, report.md")  # fmt: skip
     ap.add_argument("overrides", nargs="*", help="dotted config overrides, e.g. train.steps=2000")
     ap.add_argument("--config", help=f"TOML config (default: {DEFAULT_CONFIG.name})")
     ap.add_argument("--runs-root", default="runs", help="writes RUNS_ROOT/NAME/report.md")
     ap.add_argument("--skip-theory", action="store_true", help="skip pytest theory and the report")
     ap.add_argument(
-        "--authors",
-        default=None,
+        "--authors", default=None,
         help="the paper authors' checkpoints folder (checkpoint_step_N.pth files; default "
         "../shared/authors/checkpoints beside the repository when present; $AUTHORS_DIR or "
         "$ASSIGN_ADD_SHARED point elsewhere)",
-    )
+    )  # fmt: skip
     ap.add_argument("--no-authors", action="store_true", help="skip the paper's own run")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
@@ -49,9 +45,7 @@ def run(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
-
+main = main_of(run)
 
 if __name__ == "__main__":
     sys.exit(main())

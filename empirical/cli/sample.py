@@ -1,16 +1,11 @@
 """`python -m empirical sample`: print sequences of the task, one per line with its label.
 
-    python -m empirical sample --split train --n 1000 --seed 0
     python -m empirical sample --split 1var/var --n 20 --tokens
-    python -m empirical sample --held-out --seed 3 task.held_out_fraction=0.2
-    python -m empirical sample --config configs/paper.toml task.p=11
 
-Lines look like `c=1,b=17,a=42,b+19=? 36` (the paper's text form, pads dropped) or, with
---tokens, the L tokens then the label; each task family prints its own text the same way
-(task.family=chain: `a=17,c=4,b=a,d=b,b+5=? 22`). --held-out prints the seed's
-held-out pairs `x y`.
-Only the `task` table and `seed` of a config file are read; overrides are `task.FIELD=VALUE`
-or `seed=VALUE`. Bad input prints one `error: ...` line and exits with status 2.
+Lines look like `c=1,b=17,a=42,b+19=? 36` (each task family prints its own text; --tokens:
+the L tokens then the label); --held-out prints the seed's held-out pairs `x y`. Only the
+`task` table and `seed` of a config file are read; overrides are `task.FIELD=VALUE` or
+`seed=VALUE`.
 """
 
 from __future__ import annotations
@@ -19,7 +14,7 @@ import argparse
 import dataclasses
 import sys
 
-from empirical.cli.common import UsageError, command_main, config_field, parser
+from empirical.cli.common import UsageError, config_field, main_of, parser
 from empirical.config.field_types import MUST, integer
 from empirical.config.io import (
     ConfigError,
@@ -45,15 +40,11 @@ class SampleConfig:
 
 
 def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    ap = parser(
-        "sample",
-        "Print sequences of the training distribution or of an evaluation set, "
-        "one per line with its label.",
-    )
+    ap = parser("sample", "Print sequences of the training distribution or of an evaluation "
+                "set, one per line with its label.")  # fmt: skip
     ap.add_argument("--split", default="train", help=_split_help(argv))
-    ap.add_argument(
-        "--n", type=int, default=10, help="sequences to print (default 10; at most the set)"
-    )
+    ap.add_argument("--n", type=int, default=10,
+                    help="sequences to print (default 10; at most the set)")  # fmt: skip
     ap.add_argument("--seed", type=int, default=None, help="run seed (default: config's, else 0)")
     ap.add_argument("--held-out", action="store_true", help="print the held-out pairs `x y`")
     ap.add_argument("--tokens", action="store_true", help="print the padded token form")
@@ -98,11 +89,6 @@ def load_sample_config(path: str | None, overrides: list[str]) -> SampleConfig:
     return from_dict(SampleConfig, data)
 
 
-def _set_names(task: TaskConfig) -> tuple[str, ...]:
-    """The --split names of the task's family."""
-    return family_of(task).sample_set_names(task)
-
-
 def render(args: argparse.Namespace) -> str:
     cfg = load_sample_config(args.config, args.overrides)
     seed = cfg.seed if args.seed is None else args.seed
@@ -129,7 +115,7 @@ def render(args: argparse.Namespace) -> str:
         gen = training_generator(seed, device)
         held = family.held_out(task, seed)
         batch = sample_training_batch(task, args.n, gen, device, held_out=held).to("cpu")
-    elif args.split in _set_names(task):
+    elif args.split in family.sample_set_names(task):
         built = build_eval_set(task, seed, args.split)
         if built is None:
             raise UsageError(
@@ -139,7 +125,8 @@ def render(args: argparse.Namespace) -> str:
         batch = built[0].slice(0, args.n)
     else:
         raise UsageError(
-            f"--split {args.split!r}: unknown; use train or one of {', '.join(_set_names(task))}"
+            f"--split {args.split!r}: unknown; use train or one of "
+            f"{', '.join(family.sample_set_names(task))}"
         )
     texts = vocab.decode_tokens(batch.tokens) if args.tokens else vocab.decode(batch.tokens)
     labels = [vocab.label_text(y) for y in batch.labels.tolist()]
@@ -157,9 +144,7 @@ def run(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
-
+main = main_of(run)
 
 if __name__ == "__main__":
     sys.exit(main())

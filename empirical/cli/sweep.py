@@ -1,14 +1,7 @@
 """`python -m empirical sweep`: the paper's Figure-3 sweeps, many models trained as one batch.
 
-Examples:
     python -m empirical sweep --config configs/sweep_pairs.toml        # CPU-sized default
-    python -m empirical sweep --config configs/sweep_priming.toml
-    python -m empirical sweep --config configs/paper.toml \\
-        --param pair_fraction=1.0,0.9,0.8,0.7,0.6,0.5,0.4,0.3 --seeds 0 1 2
-    python -m empirical sweep --config configs/sweep_pairs.toml \\
-        --param task.held_out_fraction=0.5,0.4 train.steps=2000      # run-config overrides
     python -m empirical sweep --config configs/sweep_pairs.toml --summarize   # only re-plot
-    python -m empirical sweep --config C --out D --summarize --at-step 24000  # at an earlier step
 
 Re-running the same command skips finished members and resumes unfinished ones.
 See docs/sweep.md.
@@ -27,7 +20,7 @@ from empirical.cli.common import (
     UsageError,
     add_format_argument,
     check_output_dir,
-    command_main,
+    main_of,
     overrides_from_lists,
     parser,
 )
@@ -36,44 +29,36 @@ from empirical.runs.rundir import SweepDir
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = parser(
-        "sweep",
-        "Train one model per (swept value, seed), batched as one stacked model, and plot "
-        "the final accuracy against the swept value with its threshold (Figure 3).",
-    )
+    ap = parser("sweep", "Train one model per (swept value, seed), batched as one stacked "
+                "model, and plot the final accuracy against the swept value with its threshold "
+                "(Figure 3).")  # fmt: skip
     ap.add_argument("overrides", nargs="*", help="run-config overrides, e.g. train.steps=2000")
     ap.add_argument("--config", help="sweep config: a run config plus a [sweep] table")
     ap.add_argument(
-        "--param",
-        metavar="KEY=V1,V2,...",
+        "--param", metavar="KEY=V1,V2,...",
         help="swept field and values (a dotted run-config field, or the alias pair_fraction = "
         "task.train_pair_fraction = 1 - task.held_out_fraction); ';' separates values that "
         "contain commas",
-    )
-    ap.add_argument(
-        "--seeds", nargs="+", metavar="SEED", help="seeds (every value is trained for each seed)"
-    )
+    )  # fmt: skip
+    ap.add_argument("--seeds", nargs="+", metavar="SEED",
+                    help="seeds (every value is trained for each seed)")  # fmt: skip
     ap.add_argument("--metric", help="accuracy to plot and threshold (default: the config's)")
     ap.add_argument("--target", type=float, help="threshold target accuracy (default 0.99)")
     ap.add_argument("--max-batch", type=int, help="members per batched model (0: no limit)")
     ap.add_argument("--out", help="sweep directory (default runs/sweep/NAME)")
     ap.add_argument("--summarize", action="store_true", help="no training: rewrite the summary")
     ap.add_argument(
-        "--at-step",
-        type=int,
-        metavar="N",
+        "--at-step", type=int, metavar="N",
         help="with --summarize: the summary of every member's evaluation at step N (members "
         "still training included) in results_step_N.json / summary_step_N.md, beside the "
         "final one",
-    )
+    )  # fmt: skip
     ap.add_argument("--no-progress", action="store_true", help="a line per evaluation instead")
     ap.add_argument(
-        "--merge",
-        nargs="+",
-        metavar="RESULTS_JSON",
+        "--merge", nargs="+", metavar="RESULTS_JSON",
         help="no training: pool the members of these results.json files of one sweep (e.g. "
         "seeds trained on different machines) into --out (empirical/experiments/sweep/merge.py)",
-    )
+    )  # fmt: skip
     add_format_argument(ap)
     add_executor_arguments(ap)
     return ap
@@ -147,16 +132,10 @@ def _sweep_and_report(args, base, spec, out: Path, command: str, executor) -> in
     from empirical.experiments.sweep.param_sweep import run_sweep
 
     outcome = run_sweep(
-        base,
-        spec,
-        out,
-        progress=not args.no_progress,
-        log=lambda text: print(text, file=sys.stderr),
-        train=not args.summarize,
-        command=command,
-        executor=executor,
-        at_step=args.at_step,
-    )
+        base, spec, out, progress=not args.no_progress,
+        log=lambda text: print(text, file=sys.stderr), train=not args.summarize,
+        command=command, executor=executor, at_step=args.at_step,
+    )  # fmt: skip
     failed = outcome.submission.failed if outcome.submission is not None else {}
     if failed:
         return failed_jobs(failed)
@@ -171,8 +150,7 @@ def _sweep_and_report(args, base, spec, out: Path, command: str, executor) -> in
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
+main = main_of(run)
 
 
 def _seed(text: str) -> int:

@@ -1,17 +1,10 @@
 """`python -m empirical train [--config FILE] [key=value ...] [--seeds S ...] [--resume DIR]`.
 
-Examples:
-    python -m empirical train                                  # configs/authors.toml, seed 0
-    python -m empirical train --config configs/paper.toml     # our reconstruction
-    python -m empirical train train.steps=2000 seed=1
     python -m empirical train --config configs/smoke.toml --seeds 0 1 2
-    python -m empirical train --resume runs/authors/seed0      # continue a run
     python -m empirical train --resume runs/authors/seed0 train.steps=60000   # extend it
-    python -m empirical train --resume runs/authors/seed0 train.lr=0.0005     # a recovery
 
-One writer per run directory: the command holds the writer lock of every run directory it
-trains (empirical.runs.lock) from before its first check to its end; a directory another
-process writes is refused with one line naming that process.
+The command holds the writer lock of every run directory it trains (empirical.runs.lock) from
+before its first check to its end. See docs/training.md.
 """
 
 from __future__ import annotations
@@ -22,7 +15,7 @@ import sys
 from pathlib import Path
 
 from empirical.analysis.figures import use_cli_backend
-from empirical.cli.common import UsageError, add_format_argument, command_main, parser
+from empirical.cli.common import UsageError, add_format_argument, main_of, parser
 from empirical.config.io import ConfigError, apply_overrides, from_dict, to_dict
 from empirical.config.run import (
     RECOVERY_CHANGES,
@@ -47,18 +40,15 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--run-dir", help="exact run directory (single seed only)")
     ap.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR")
     ap.add_argument(
-        "--rebuild-eval-sets",
-        action="store_true",
+        "--rebuild-eval-sets", action="store_true",
         help="with --resume: build RUN_DIR/eval_sets.pt again from the run's config (when it "
         "is unreadable or belongs to another task or seed)",
-    )
+    )  # fmt: skip
     ap.add_argument(
-        "--stop-at",
-        type=int,
-        metavar="N",
+        "--stop-at", type=int, metavar="N",
         help="end this session after step N (the schedule still runs to train.steps; "
         "--resume continues): e.g. a long run looked at only around an early spike",
-    )
+    )  # fmt: skip
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_format_argument(
         ap, "training-curve figure format: png (always written) plus pdf or svg if asked"
@@ -90,13 +80,9 @@ def run(argv: list[str]) -> int:
 
             _check_stop_at(args.stop_at, cfg)
             result = train_run(
-                cfg,
-                run_dir,
-                resume=True,
-                progress=not args.no_progress,
-                stop_at=args.stop_at,
+                cfg, run_dir, resume=True, progress=not args.no_progress, stop_at=args.stop_at,
                 rebuild_eval_sets=args.rebuild_eval_sets,
-            )
+            )  # fmt: skip
             _report(result, cfg, args.format)
         return 0
     if args.rebuild_eval_sets:
@@ -132,8 +118,7 @@ def run(argv: list[str]) -> int:
 _NEW_RUN_FLAGS = {"--config": "config", "--seeds": "seeds", "--run-dir": "run_dir"}
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
+main = main_of(run)
 
 
 def _check_stop_at(stop_at: int | None, cfg: RunConfig) -> None:

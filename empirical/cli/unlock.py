@@ -1,14 +1,6 @@
-"""`python -m empirical unlock DIR [--force]`: remove the lock file a killed writer left.
-
-Examples:
-    python -m empirical unlock runs/smoke/seed0      # a run directory
-    python -m empirical unlock runs/sweep/smoke      # a sweep directory (or a member's)
-
-A writer's lock (empirical.runs.lock) is a flock, which ends with its process however it ends:
-a killed writer leaves its `writer.lock` file behind, unlocked and harmless (the next writer
-takes it at once). This removes that file; while a process holds the lock it is refused with
-one line naming that process. `--force` is kept for old scripts and changes nothing: the OS
-tells a held lock from a left file. See docs/robustness.md.
+"""`python -m empirical unlock DIR [--force]`: remove the lock file a killed writer left (its
+flock ended with it); a lock a process holds is refused with one line naming that process.
+`--force` is kept for old scripts and changes nothing. See docs/robustness.md.
 """
 
 from __future__ import annotations
@@ -17,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from empirical.cli.common import UsageError, command_main, parser
+from empirical.cli.common import UsageError, main_of, parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,9 +40,7 @@ def run(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
-
+main = main_of(run)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -9,9 +9,8 @@ bad value answered in the project's words (empirical.config.io turns the error i
     frac_1var: number(0, 1, message="must lie in [0, 1]") = 1 / 3
     r1: names("variable letters") = ("d",)           # a list, or "d,e" from the command line
 
-A check raises a `PydanticCustomError` of type CHECK whose message is what follows
-`{field} = {value!r} ` (or, for COLON wording, `{field}: `); empirical.config.io prefixes the
-field. Importing this module imports pydantic, not torch.
+A check raises a `PydanticCustomError` of type CHECK whose message follows
+`{field} = {value!r} ` (COLON wording: `{field}: `). No torch at import.
 """
 
 from __future__ import annotations
@@ -24,18 +23,9 @@ from pydantic import BeforeValidator
 from pydantic_core import PydanticCustomError
 
 __all__ = [
-    "CHECK",
-    "COLON",
-    "MUST",
-    "RANGE",
-    "Flag",
-    "checked",
-    "choice",
-    "integer",
-    "names",
-    "number",
+    "CHECK", "COLON", "MUST", "RANGE", "Flag", "checked", "choice", "integer", "names", "number",
     "text",
-]
+]  # fmt: skip
 
 CHECK = "config_check"  # the pydantic error type of these checks
 RANGE, MUST, COLON = "range", "must", "colon"  # "= v is out of range: ...", "= v must ...", ": ..."
@@ -60,24 +50,15 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _bounds(lo, hi) -> str:
-    if hi is None:
-        return f">= {lo}"
-    return f"[{lo}, {hi}]"
-
-
 def integer(lo: int | None = None, hi: int | None = None, *, why: str = "",
             wording: str = RANGE, in_dots: bool = False) -> Any:  # fmt: skip
     """An integer in [lo, hi] (None: unbounded); never a bool or a float (3.0). wording
     RANGE: "is out of range: must be an integer [lo, hi]"; MUST: "must be an integer >= lo";
     COLON: "{field}: must be an integer >= lo, got v" (in_dots: "in lo..hi")."""
-    rng = f"in {lo}..{hi}" if in_dots else _bounds(lo, hi)
+    rng = f"in {lo}..{hi}" if in_dots else f">= {lo}" if hi is None else f"[{lo}, {hi}]"
+    message = f"must be an integer {rng}{why}"
     if wording == RANGE:
-        message = f"is out of range: must be an integer {rng}{why}"
-    elif wording == MUST:
-        message = f"must be an integer {rng}{why}"
-    else:
-        message = f"must be an integer {rng}{why}"
+        message = f"is out of range: {message}"
 
     def check(value):
         ok = _is_int(value) and (lo is None or value >= lo) and (hi is None or value <= hi)
@@ -97,10 +78,8 @@ def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = 
     message: what a value outside says (default "must be a number in [lo, hi]");
     type_message: what a value that is no number says (default: message); wording COLON:
     "{field}: {message}, got v"."""
-    left = "(" if lo_open else "["
-    right = ")" if hi_open else "]"
-    default = f"must be a number in {left}{lo}, {hi}{right}"
-    message = message or default
+    left, right = "(" if lo_open else "[", ")" if hi_open else "]"
+    message = message or f"must be a number in {left}{lo}, {hi}{right}"
     type_message = type_message or message
 
     def bad(text: str, value) -> PydanticCustomError:

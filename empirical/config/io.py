@@ -1,10 +1,8 @@
 """Typed configs: load from TOML/JSON, override with dotted `key=value`, save.
 
-Every config in `empirical` is a (possibly nested) config class: a pydantic (v2) dataclass
-(`config_class`) whose fields declare their checks (empirical.config.field_types) and whose
-cross-field checks are its own. This module is the one place that turns files and
-command-line strings into those classes, with one-line errors that name the field, the
-value and what is allowed (`explain`: pydantic's errors in the project's words).
+Every config is a (nested) pydantic dataclass (`config_class`) whose fields declare their
+checks (empirical.config.field_types). This module turns files and command-line strings into
+those classes, with one-line errors naming the field, the value and what is allowed.
 
     cfg = load_config(RunConfig, "configs/paper.toml", ["train.steps=20000", "seed=1"])
     save_config(cfg, run_dir / "config.toml")
@@ -351,11 +349,9 @@ def _umask() -> int:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write `data` to `path` so that a crash leaves either the old file or the new one.
-
-    The file gets the permissions a plain `open(path, "wb")` of a new file would give
-    (0o666 minus the umask: 0644 under umask 022), not mkstemp's private 0600, so others on a
-    shared file system can read what a run writes."""
+    """Write `data` to `path` so that a crash leaves either the old file or the new one, with
+    the permissions a plain `open(path, "wb")` would give (0o666 minus the umask), not
+    mkstemp's private 0600."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -429,12 +425,9 @@ def non_default_fields(cfg: Any) -> dict[str, Any]:
             if nested:
                 out[f.name] = nested
             continue
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:
+        default = f.default
+        if default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
             default = f.default_factory()
-        else:
-            default = dataclasses.MISSING
         if default is dataclasses.MISSING or to_dict(value) != to_dict(default):
             out[f.name] = to_dict(value)
     return out

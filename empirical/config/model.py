@@ -1,15 +1,11 @@
 """`ModelConfig`: the architecture of the paper's transformer (2 layers, 1 head) as a dataclass.
 
-The fields are what a run may change (widths, depth, init scale, dtype); the task-derived sizes
-(`d_vocab`, `d_vocab_out`, `n_ctx`) and `d_head` default to `None` so the config can sit in a
-run config before the task is known, and are filled by `with_task(p, K, L)` /
-`for_task(p, K, L)` (`d_head` = `d_model // n_heads` unless set), so a built model's `cfg.d_head`
-is an int. The rest of the architecture (MLP only in the last layer, no biases, no
-normalization) is fixed, and exposed read-only under TransformerLens's `cfg` names
-(`mlp_layers`, `attn_only`, `normalization_type`, ...; `n_layers` and `n_heads` are fields, with
-TransformerLens's meaning) so `ActivationCache`'s helpers and
-`transformer_lens.patching` can read it. `cfg.device` (not a field: never saved) is the device
-of the model that holds the config, kept up to date by the model.
+The fields are what a run may change (docs/model.md has the table); the task-derived sizes
+(`d_vocab`, `d_vocab_out`, `n_ctx`) and `d_head` stay None until `with_task(p, K, L)` /
+`for_task(p, K, L)` fill them. The fixed rest of the architecture is exposed read-only under
+TransformerLens's `cfg` names (`mlp_layers`, `attn_only`, ...), so `ActivationCache`'s helpers
+and `transformer_lens.patching` can read it. `cfg.device` (not a field: never saved) is the
+device of the model that holds the config, kept up to date by the model.
 """
 
 from __future__ import annotations
@@ -97,24 +93,12 @@ def model_flag():
 class ModelConfig:
     """Architecture of the 2-layer, 1-head, layer-2-MLP-only transformer (paper Section 3).
 
-    d_model: residual width (128, ours). n_heads: attention heads per block (1: the paper's
-    model; TransformerLens's conventions: W_Q [n_heads, d_model, d_head], hook_pattern
-    [batch, head, query, key], the heads' outputs summed). d_head: each head's width (None:
-    d_model // n_heads, which must then divide; filled by `with_task`, so a built model's
-    `cfg.d_head` is an int).
-    d_mlp: layer-2 MLP width (512, ours). n_layers: depth, 2..4 (2: the paper's model; n > 2
-    puts n - 2 attention-only blocks between layer 1 and the last block, which has the MLP
-    and reads the answer). tied_layers: the middle blocks (1..n-2) share one attention's
-    weights, so their count can be changed after training (empirical.model.tied).
-    init_std: std of every weight's normal init (None: TransformerLens's `0.8 / sqrt(d_model)`,
-    i.e. 0.0707 at d_model = 128). dtype: parameters'.
-    act_fn: the MLP's activation, "relu" (the paper's) or "quadratic" (x^2: Theorem C.1's
-    Fourier MLP written exactly, empirical.bridge.theorem_model); one lookup, `activation(act_fn)`.
-    d_vocab / d_vocab_out / n_ctx: input vocabulary, output classes, context length; None until
-    filled from the task by `with_task` (p + K + 3, p, L).
-
-    `device` is an attribute, not a field (it is never saved): the device of the model built
-    from this config, which the model keeps current (TransformerLens reads `cfg.device`).
+    d_model 128, d_mlp 512 (ours); n_heads (1: the paper's; TransformerLens's conventions);
+    d_head (None: d_model // n_heads, which must divide); n_layers 2..4 (n > 2: attention-only
+    blocks before the last, which has the MLP); tied_layers (middle blocks share one
+    attention, empirical.model.tied); init_std (None: 0.8 / sqrt(d_model)); dtype; act_fn
+    ("relu" or "quadratic": Theorem C.1's Fourier MLP); d_vocab / d_vocab_out / n_ctx (None
+    until `with_task`: p + K + 3, p, L). docs/model.md has every field.
     """
 
     d_model: size() = 128
@@ -203,8 +187,6 @@ class ModelConfig:
         """`ModelConfig(**overrides).with_task(p, K, L)`."""
         return cls(**overrides).with_task(p, K, L)
 
-    # -- TransformerLens `cfg` vocabulary (fixed architecture, read-only) ---------------------
-
     def require_one_head(self, what: str) -> None:
         """ConfigError unless n_heads = 1: for the analyses that read the single head."""
         if self.n_heads != 1:
@@ -213,35 +195,19 @@ class ModelConfig:
                 f"model.n_heads = {self.n_heads} (use the hooked model: run_with_cache)"
             )
 
+    # -- TransformerLens `cfg` vocabulary (fixed architecture, read-only) ---------------------
+
     @property
     def mlp_layers(self) -> tuple[int, ...]:
         """Layers (0-indexed) that have an MLP: only the last (the paper's layer 2)."""
         return (self.n_layers - 1,)
 
-    @property
-    def n_key_value_heads(self) -> None:
-        """No grouped-query attention (TransformerLens: None = n_heads)."""
-        return None
-
-    @property
-    def attn_only(self) -> bool:
-        return False
-
-    @property
-    def normalization_type(self) -> None:
-        return None
-
-    @property
-    def positional_embedding_type(self) -> str:
-        return "standard"
-
-    @property
-    def final_rms(self) -> bool:
-        return False
-
-    @property
-    def use_attn_result(self) -> bool:
-        return True
+    n_key_value_heads = property(lambda self: None)  # no grouped-query attention (= n_heads)
+    attn_only = property(lambda self: False)
+    normalization_type = property(lambda self: None)
+    positional_embedding_type = property(lambda self: "standard")
+    final_rms = property(lambda self: False)
+    use_attn_result = property(lambda self: True)
 
     @property
     def attn_scale(self) -> float:

@@ -15,16 +15,7 @@ import re
 from dataclasses import field
 from typing import Literal
 
-from empirical.config.field_types import (
-    MUST,
-    Flag,
-    checked,
-    fail,
-    integer,
-    names,
-    number,
-    text,
-)
+from empirical.config.field_types import MUST, Flag, checked, fail, integer, names, number, text
 from empirical.config.io import (
     ConfigError,
     config_class,
@@ -91,68 +82,42 @@ run_name = checked(str, _run_name)
 
 @config_class("train")
 class TrainConfig:
-    """AdamW on on-the-fly batches (paper Section 3; the numbers are ours, see task.md)."""
+    """AdamW on on-the-fly batches (paper Section 3; the numbers are ours, see task.md);
+    docs/training.md has every field."""
 
     steps: integer(1, wording=MUST) = 20_000
     batch_size: integer(1, wording=MUST) = 512
     lr: number(0, None, lo_open=True, message="must be a finite number > 0") = 3e-3
-    # (spec's reading 1e-3; see weight_decay)
+    # lr and weight decay: the spec's readings 1e-3 and 1.0 leave the var-restricted sets
+    # below 60% in 20k steps (docs/training_search.md)
     weight_decay: number(0, None, message="must be a finite number >= 0") = 0.1
-    # spec's reading 1.0: var-restricted sets then stay below 60%
-    # in 20k steps; with lr 3e-3 and cosine decay every set reaches >= 99% on CPU seeds 0-2
-    # (docs/training_search.md)
     betas: betas_type = (0.9, 0.98)
     warmup_steps: integer(0, wording=MUST) = 0  # linear warm-up of the learning rate from 0
-    warmup_from: integer(0, wording=MUST) = 0  # the warm-up's first step: 0, or the step a
-    # `--resume` that set train.warmup_steps (a recovery warm-up after a divergence) continued
-    # from
+    warmup_from: integer(0, wording=MUST) = 0  # the warm-up's first step (set by a resume)
     lr_schedule: allowed_choice("'constant' or 'cosine'", "constant", "cosine") = "cosine"
-    # after the warm-up: "constant" or "cosine" (to 0 at steps)
     grad_clip: number(0, None, lo_open=True, message="must be > 0 or unset") | None = None
-    # max global grad norm (None: no clipping)
     divergence_factor: number(0, None, message="must be a finite number >= 0 (0: off)") = 10.0
-    # a checkpoint whose window's mean training loss is above
-    # this many times the running median of the earlier windows AND above ln(p) (worse than
-    # chance) counts as diverged: it is not written and the run stops (0: only non-finite)
-    autocast: allowed_choice(None, *AUTOCAST) = "none"  # "bf16": forward and loss under
-    # bfloat16 autocast (the authors' runs used bf16 autocast on CUDA); weights and optimiser
-    # stay float32
-    init_from: text() = ""  # a model file (a snapshot, a checkpoint, an imported run's snapshot)
-    # whose weights replace the seeded initialisation ("": the seeded TransformerLens init);
-    # e.g. the authors' step-1 weights, to separate their init from their data stream
-    compile: allowed_choice(None, *COMPILE_MODES) = "none"  # torch.compile the training
-    # forward + loss: "none", "default", "reduce-overhead" (CUDA graphs; GPU only) or
-    # "max-autotune"
-    cuda_graph: Flag = True  # on CUDA (with compile = "none"): capture the whole training step
-    # (forward, backward, fused AdamW) in one CUDA graph and replay it: one launch a step
-    # instead of a few hundred (empirical/train/cuda_graph.py). Ignored on the CPU
+    # (a checkpoint window's mean loss above this many times the earlier windows' median and
+    # above ln(p) stops the run; 0: only a non-finite loss does)
+    autocast: allowed_choice(None, *AUTOCAST) = "none"  # "bf16": forward and loss in bf16
+    init_from: text() = ""  # a model file whose weights replace the seeded initialisation
+    compile: allowed_choice(None, *COMPILE_MODES) = "none"  # torch.compile forward + loss
+    cuda_graph: Flag = True  # on CUDA (compile = "none"): the whole step as one CUDA graph
     eval_every: integer(1, wording=MUST) = 250  # evaluate every set every this many steps
-    eval_subsample: integer(0, wording=MUST) = 0  # > 0: the evaluations between full ones
-    # read a fixed random subsample of this many sequences per set (metrics records say so:
-    # eval_n); 0: every evaluation reads every sequence
-    full_eval_every: int = 1000  # with eval_subsample: every sequence of every set at the
-    # multiples of this many steps (a multiple of eval_every), at step 0 and at the end
-    checkpoint_every: integer(1, wording=MUST) = 1000  # resumable checkpoint (model +
-    # optimiser + RNG) cadence
+    eval_subsample: integer(0, wording=MUST) = 0  # > 0: evaluations between full ones read
+    # a fixed random subsample of this many sequences per set
+    full_eval_every: int = 1000  # with eval_subsample: every sequence at these multiples
+    checkpoint_every: integer(1, wording=MUST) = 1000  # resumable checkpoint cadence
     snapshot_every: integer(0, wording=MUST) = 250  # weights-only snapshot (0: none)
     eval_batch_size: integer(1, wording=MUST) = 4096
-    sample_chunk: integer(1, wording=MUST) = 1  # draw this many steps' batches per call:
-    # fewer small kernel launches on a GPU; on the CPU the same data as 1, on CUDA another
-    # stream of the same distribution. steps and checkpoint_every must be multiples of it
+    sample_chunk: integer(1, wording=MUST) = 1  # steps' batches drawn per sampler call
     device: device_name = "auto"  # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...
-    threads: integer(0, wording=MUST) = 1  # torch CPU threads (0: torch's default). 1 is
-    # fastest on our 2-core machines: `python benchmarks/bench_train.py` measured 20 ms/step
-    # with 1 thread and 120-500 ms/step with 2 (small ops pay for waking the second thread)
-    tensorboard: Flag = False  # also write every metrics record as TensorBoard scalars
-    # (event files in the run directory, beside metrics.jsonl; empirical/train/tensorboard.py;
-    # needs the `tensorboard` extra: pip install -e ".[tensorboard]")
-    freeze: names("parameter groups") = ()  # parameter groups whose weights never change
-    # (empirical.model.groups: W_E, W_pos, layer1_qk, layer1_ov, layer2_qk, layer2_ov, mlp,
-    # unembed): their gradients are zeroed and their values put back after every step
-    # (empirical/train/constraints.py; the interventions of issue #36)
-    project_out: text() = ""  # a labelled direction file (constraints.save_direction): its
-    # component, in compare-qk's dual frame, is removed from every update of the last block's
-    # W_QK ("": none)
+    threads: integer(0, wording=MUST) = 1  # torch CPU threads (0: torch's default)
+    tensorboard: Flag = False  # also write the metrics as TensorBoard scalars
+    freeze: names("parameter groups") = ()  # parameter groups (empirical.model.groups) held
+    # fixed (empirical/train/constraints.py)
+    project_out: text() = ""  # a labelled direction file (constraints.save_direction) whose
+    # compare-qk component is removed from every update of the last block's W_QK
 
     def __post_init__(self) -> None:
         """The fields together (each alone is checked by its type)."""

@@ -2,16 +2,11 @@
 
 Used on its own or as the `task` field of the run config; errors name the field as
 `task.<name>` and the allowed range. The seed is not part of it: functions take `seed`.
-See docs/task.md for what each field means and which defaults are our reconstruction.
-
-The fields are the paper's task (`PaperTask`: the assign_add family's, which the chain family
-reads too), `family`, then each registered family's own fields (`chain_*`, ...), collected
-from the registry (empirical.families): a new family adds its fields without editing this
-file. The defaults are ours; the fields from held_out_form on also express the authors' own
-run (configs/authors.toml): ordered held-out pairs, their Python-random pair split or a file
-of training pairs, the row-uniform mix, the clamped assignment count and gap padding.
-Validation is the family's (`Family.validate`); every other family's fields must keep their
-defaults. Importing this module imports no torch.
+docs/task.md has every field, and which defaults are our reconstruction. The fields are the
+paper's task (`PaperTask`), `family`, then each registered family's own fields (`chain_*`,
+...), collected from the registry (empirical.families): a new family adds its fields without
+editing this file. Validation is the family's (`Family.validate`); every other family's
+fields must keep their defaults. Importing this module imports no torch.
 """
 
 from __future__ import annotations
@@ -51,46 +46,30 @@ class PaperTask:
     ratio_2var_to_0var: number(0, None, finite=False, message="must lie in [0, inf]",
                                type_message="must be a number") = 1.0  # fmt: skip
     # 2-var : 0-var ratio of the rest (paper's "priming")
-    held_out_fraction: fraction("must lie in [0, 1)", hi_open=True) = 0.1
-    # fraction of value pairs held out (ours), counted as
-    # unordered pairs {x, y} or ordered pairs (x, y) per held_out_form
-    # never the first (r1) / second (r2) operand in training. The spec's reading was
-    # r1 = (d, e), r2 = (b, e); that makes e never an operand at all, and its var-restricted
-    # sets cannot be learned from the data (measured: docs/training_search.md), so the
-    # default keeps one variable out of each position, b out of the second as in the paper
-    r1: names("variable letters") = ("d",)  # never the first operand (L-3) in training
-    r2: names("variable letters") = ("b",)  # never the second operand (L-2) in training
+    held_out_fraction: fraction("must lie in [0, 1)", hi_open=True) = 0.1  # of the value pairs
+    # r1 / r2: never the first / second operand in training (ours: the spec's reading
+    # r1 = (d, e), r2 = (b, e) leaves e never an operand; docs/training_search.md)
+    r1: names("variable letters") = ("d",)
+    r2: names("variable letters") = ("b",)
     allow_same_variable_operands: Flag = True  # 2-var sequences like `c+c` (ours)
     eval_size: integer(1) = 10_000  # sequences per evaluation set (or its whole support)
     # --- how the held-out pairs are chosen (defaults: ours; configs/authors.toml: theirs)
-    held_out_form: choice(*HELD_OUT_FORMS) = "unordered"  # "unordered" {x, y} (ours) |
-    # "ordered": (x, y) held out while (y, x) may be trained (the authors')
-    pair_split: choice(*PAIR_SPLITS) = "seeded"  # "seeded": derive_seed(seed, "held_out") |
-    # "python_random": random.Random(pair_seed).sample of the training pairs (the authors')
+    held_out_form: choice(*HELD_OUT_FORMS) = "unordered"  # or "ordered" (the authors')
+    pair_split: choice(*PAIR_SPLITS) = "seeded"  # or "python_random" (the authors')
     pair_seed: integer(0, why=" (or none: the run seed)") | None = None  # python_random's
     train_pairs_file: text("must be a path (a string; empty: no file)") = ""  # JSON list of
     # the ordered training pairs (the rest held out)
     # --- training mix and sequence layout
-    mix: choice(*MIXES) = "fractions"  # "fractions": frac_1var, ratio_2var_to_0var | "rows": the
-    # authors' uniform draw over (variable, type, n1, n2) rows
+    mix: choice(*MIXES) = "fractions"  # or "rows": the authors' uniform draw over rows
     two_var_frequency: number(0, 1, message="must be a number in [0, 1] (the fraction of 2-var "
                               "rows kept)") = 1.0  # fmt: skip
-    # mix = "rows": fraction of 2-var rows kept (the authors')
-    assignment_count: choice(*ASSIGNMENT_COUNTS) = "uniform"  # on [max(min, d), max] (ours) |
-    # "clamped":
-    # uniform on [min, max], then raised to d (the authors')
-    padding: choice(*PADDINGS) = "layouts"  # "layouts": over block arrangements (ours) | "gaps":
-    # each pad to a uniformly chosen gap (the authors')
+    assignment_count: choice(*ASSIGNMENT_COUNTS) = "uniform"  # or "clamped" (the authors')
+    padding: choice(*PADDINGS) = "layouts"  # or "gaps" (the authors')
     extra_eval_sets: names("set names, from: " + ", ".join(EXTRA_EVAL_SET_NAMES)) = ()
-    # optional sets, see EXTRA_EVAL_SET_NAMES
     train_pair_fraction: number(0, 1, lo_open=True, message="must be a number in (0, 1] (or "
                                 "unset: 1 - task.held_out_fraction)") | None = None  # fmt: skip
-    # fraction of value pairs in training, given
-    # directly (the authors' TRAIN_PAIRS_FRAC): sets held_out_fraction = 1 - it, and an
-    # ordered split trains exactly floor(train_pair_fraction * p * p) pairs, computed as the
-    # authors do (1 - (1 - f) need not round-trip in floating point). None: 1 - held_out_fraction
-    # --- the task family (empirical.families): "assign_add", the paper's task (these fields),
-    # "chain": multi-hop pointers (its chain_* fields, empirical/families/chain), ...
+    # the authors' TRAIN_PAIRS_FRAC, given directly (None: 1 - held_out_fraction)
+    # --- the task family (empirical.families): "assign_add" (the paper's task), "chain", ...
     family: str = DEFAULT_FAMILY  # checked by the registry: a registered family's name
 
 
@@ -130,20 +109,10 @@ class TaskConfig(*_EXTENSIONS, PaperTask):
     @property
     def training_group_weights(self) -> tuple[float, float, float, float]:
         """Relative training weights of 0-var, 1-var (variable first), 1-var (variable
-        second) and 2-var sequences; each group's weight is split equally over its allowed
-        operand configurations.
-
-        mix = "fractions": frac_0var, frac_1var / 2, frac_1var / 2, frac_2var.
-        mix = "rows" (the authors' draw, uniform over the (variable, type, n1, n2) rows that
-        survive the masks): per training pair (n1, n2), K rows of type 0 (`n1+n2`, one per
-        row variable), one type-1 row `v+n2` per variable v allowed first, one type-2 row
-        `n1+v` per variable allowed second, and the type-3 rows `v1+v2`: one per row
-        variable not in r1 (the authors keep a type-3 row only if its own variable is not in
-        r1, hence K - |r1|), times two_var_frequency (the fraction of type-3 rows kept; the
-        authors drop a fixed random subset of the rows, we keep every row with that weight
-        in expectation). Every training pair has the same rows, so these are also the
-        sequence shares.
-        """
+        second) and 2-var sequences: for mix = "fractions" frac_0var, frac_1var / 2 twice,
+        frac_2var; for mix = "rows" the authors' row counts per training pair (K, the
+        variables allowed first, those allowed second, (K - |r1|) * two_var_frequency;
+        docs/task.md derives them)."""
         if self.mix == "rows":
             return (
                 float(self.K),
@@ -212,12 +181,9 @@ class TaskConfig(*_EXTENSIONS, PaperTask):
 
     @property
     def n_held_out(self) -> int:
-        """Held-out pairs (counted as in n_pairs).
-
-        unordered: held_out_fraction * n_pairs, rounded half up; ordered: p*p minus
-        floor((1 - held_out_fraction) * p * p) training pairs (the authors' count); with
-        train_pairs_file: p*p minus the pairs the file lists (reads the file).
-        """
+        """Held-out pairs (counted as in n_pairs): unordered, held_out_fraction * n_pairs
+        rounded half up; ordered, p*p minus n_train_ordered (the authors' count) or, with
+        train_pairs_file, minus the pairs the file lists (reads the file)."""
         if self.held_out_form == "ordered":
             if self.train_pairs_file:
                 from empirical.task.pairs import read_train_pairs_file

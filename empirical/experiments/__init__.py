@@ -4,11 +4,4 @@ the paper checks one run can make (`paper_checks`), and the main job (`reproduce
 stages; `scheduling`: its processes; `reproduce_report`: report.md). See docs/sweep.md,
 docs/populations.md, docs/training.md ("The main job")."""
 
-__all__ = [
-    "paper_checks",
-    "population",
-    "reproduce",
-    "reproduce_report",
-    "scheduling",
-    "sweep",
-]
+__all__ = ["paper_checks", "population", "reproduce", "reproduce_report", "scheduling", "sweep"]

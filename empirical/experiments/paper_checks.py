@@ -1,9 +1,7 @@
-"""The paper's claims that one run can check, as rows (claim, paper, measured, holds).
-
-`paper_check_rows(summary, analysis)` reads a run's summary.json (final accuracies, phases)
-and analysis.json (the model's mechanisms) and judges each claim as the paper states it: a
-spike at other steps than the paper's is "no (timing)". `reproduce` puts these rows in
-report.md for our run and the paper's; a population of runs counts how often each holds.
+"""The paper's claims that one run can check, as rows (claim, paper, measured, holds):
+`paper_check_rows(summary, analysis)` judges each claim, from a run's summary.json and
+analysis.json, as the paper states it (a spike at other steps than the paper's is "no
+(timing)"). report.md shows them; a population counts how often each holds.
 """
 
 from __future__ import annotations
@@ -28,14 +26,9 @@ def paper_check_rows(summary: dict, analysis: dict) -> list[tuple[str, str, str,
     ph = summary.get("phases", {})
     z = ph.get("zero_var_learned_step")
     first, second = ph.get("first_spike"), ph.get("second_spike")
-    rows.append(
-        (
-            "0-var learned first (Section 6)",
-            "phase 1",
-            "0-var never reached 90%" if z is None else f"0-var >= 90% at step {z}",
-            _yes(z is not None and (first is None or z <= first["start_step"])),
-        )
-    )
+    rows.append(("0-var learned first (Section 6)", "phase 1",
+                 "0-var never reached 90%" if z is None else f"0-var >= 90% at step {z}",
+                 _yes(z is not None and (first is None or z <= first["start_step"]))))
     for label, rise, window in (
         ("first spike: variable routing", first, PAPER_FIRST_SPIKE),
         ("second spike: var-restricted sets", second, PAPER_SECOND_SPIKE),
@@ -44,45 +37,25 @@ def paper_check_rows(summary: dict, analysis: dict) -> list[tuple[str, str, str,
     model = analysis.get("model", {})
     cos = model.get("ov_mlp_cosine", {})
     if cos:
-        rows.append(
-            (
-                "MLP input ~ OV sum of the operands (Fig. 5)",
-                "near 1, >> shuffled",
-                f"{cos.get('matched_mean', 0):.3f} vs shuffled {cos.get('shuffled_mean', 0):.3f}",
-                _yes(cos.get("matched_mean", 0) > 0.8 > 5 * cos.get("shuffled_mean", 1)),
-            )
-        )
+        rows.append(("MLP input ~ OV sum of the operands (Fig. 5)", "near 1, >> shuffled",
+                     f"{cos.get('matched_mean', 0):.3f} vs shuffled "
+                     f"{cos.get('shuffled_mean', 0):.3f}",
+                     _yes(cos.get("matched_mean", 0) > 0.8 > 5 * cos.get("shuffled_mean", 1))))
     iso = model.get("isolated_ov_mlp", {})
     if iso:
-        rows.append(
-            (
-                "isolated OV-MLP adds all pairs",
-                "(lost), near full model",
-                pct(iso.get("accuracy")),
-                _yes(iso.get("accuracy", 0) >= 0.99),
-            )
-        )
+        rows.append(("isolated OV-MLP adds all pairs", "(lost), near full model",
+                     pct(iso.get("accuracy")), _yes(iso.get("accuracy", 0) >= 0.99)))
     four = model.get("fourier", {})
     if four:
-        rows.append(
-            (
-                "MLP neurons fit Gromov's Fourier form (Fig. 11)",
-                "near-perfect match",
-                f"best neuron R^2 {four.get('best_neuron_r2', 0):.3f}, mean "
-                f"{four.get('r2_mean_active', 0):.3f}",
-                _yes(four.get("best_neuron_r2", 0) > 0.95),
-            )
-        )
+        rows.append(("MLP neurons fit Gromov's Fourier form (Fig. 11)", "near-perfect match",
+                     f"best neuron R^2 {four.get('best_neuron_r2', 0):.3f}, mean "
+                     f"{four.get('r2_mean_active', 0):.3f}",
+                     _yes(four.get("best_neuron_r2", 0) > 0.95)))
     qk2 = model.get("qk2_ov1_identity", {})
     if qk2:
-        rows.append(
-            (
-                "layer-2 QK on OV'd variables peaks on the diagonal (Fig. 7b)",
-                "diagonal",
-                f"identity score {qk2.get('identity_score', 0):.2f}",
-                _yes(qk2.get("identity_score", 0) >= 1.0),
-            )
-        )
+        rows.append(("layer-2 QK on OV'd variables peaks on the diagonal (Fig. 7b)", "diagonal",
+                     f"identity score {qk2.get('identity_score', 0):.2f}",
+                     _yes(qk2.get("identity_score", 0) >= 1.0)))
     return rows
 
 
@@ -106,9 +79,8 @@ def _jump(rise: dict) -> tuple[int, int]:
 
 
 def _timing(rise, window: tuple[int, int]) -> str:
-    """Whether the detected spike can lie in the paper's window: "yes" if its jump interval
-    overlaps the window widened by TIMING_SLACK, "no (timing)" if it lies elsewhere, "no" if
-    there is no spike."""
+    """"yes" if the spike's jump interval overlaps the paper's window widened by TIMING_SLACK,
+    "no (timing)" if it lies elsewhere, "no" if there is no spike."""
     if not rise:
         return "no"
     a, b = _jump(rise)
@@ -120,7 +92,5 @@ def _span(rise) -> str:
     if not rise:
         return "none detected"
     a, b = _jump(rise)
-    return (
-        f"jump at steps {a}-{b}, within {rise['start_step']}-{rise['end_step']} "
-        f"(gain {100 * rise['gain']:.0f} points)"
-    )
+    return (f"jump at steps {a}-{b}, within {rise['start_step']}-{rise['end_step']} "
+            f"(gain {100 * rise['gain']:.0f} points)")

@@ -1,28 +1,16 @@
-"""The whole paper in one command: its stages, what each runs and writes, and in which order.
+"""The whole paper in one command (docs/training.md, "The main job"); the stages, in order, and
+what each writes under runs/<name>/:
 
-    python -m empirical reproduce                      # configs/authors.toml, seed 0
-    python -m empirical reproduce --config configs/paper.toml   # our reconstruction
-    python -m empirical reproduce train.steps=2000     # dotted overrides, as for `train`
+1. theory tests and 2. theory report (subprocesses; theory_report.md);
+3. the paper's run (paper_run_stages): the authors' checkpoints imported, evaluated at every
+   step, analysed and compared with the theory (authors_checkpoints/);
+4. our training (_our_run_stages; seed<N>/), then 5. its analyze and compare-qk;
+6. report.md (empirical.experiments.reproduce_report).
 
-The stages, in this order (each a function below), and what each writes under runs/<name>/:
+With `parallel` the theory's and the paper's run's stages run in background processes beside
+our training (empirical.experiments.scheduling). A finished stage is not redone.
 
-1. theory tests (theory_tests_stage): `pytest theory`, a subprocess; writes nothing.
-2. theory report (theory_report_stage): `python -m theory report`, a subprocess;
-   theory_report.md (in runs/<name>/).
-3. the paper's run (paper_run_stages): the authors' checkpoints imported and evaluated at
-   every step, then analysed and compared with the theory; authors_checkpoints/ (snapshots,
-   metrics.jsonl, summary.json, training_curves.png, analysis/, compare_qk/).
-4. train (_our_run_stages): our training of the config, resumed from its checkpoint;
-   seed<N>/ (config.toml, checkpoints/, snapshots/, metrics.jsonl, summary.json, Figure 2).
-5. analyze and compare-qk of our run (analyze_stage, compare_qk_stage or, beside the
-   training, following_compare_qk_stage); seed<N>/analysis/, seed<N>/compare_qk/.
-6. report: report.md (empirical.experiments.reproduce_report), the stages and the paper checks.
-
-In order where the stages run one after the other; with `parallel` the theory's and the
-paper's run's stages run in background processes beside our training and our compare-qk
-follows the training there (empirical.experiments.scheduling). A stage that already finished is not
-redone: training resumes from its checkpoint, the imported run is kept, and an analysis whose
-output is newer than its model is kept.
+    python -m empirical reproduce --config configs/paper.toml train.steps=2000
 """
 
 from __future__ import annotations
@@ -99,9 +87,8 @@ def analyze_stage(run: RunDir, root: Path, progress: bool, label: str = "") -> S
     return st
 
 
-def compare_qk_stage(
-    run: RunDir, root: Path, progress: bool, label: str = "", done: dict | None = None
-) -> Stage:
+def compare_qk_stage(run: RunDir, root: Path, progress: bool, label: str = "",
+                     done: dict | None = None) -> Stage:  # fmt: skip
     """`compare-qk` of one run directory (kept if newer than its final model). `done`:
     snapshot analyses made ahead (following_compare_qk_stage)."""
     from empirical.bridge.compare_qk import Options, compare_run, write_outputs
@@ -110,12 +97,8 @@ def compare_qk_stage(
     if _compare_qk_up_to_date(run):
         st.status, st.detail = "ok", "kept (newer than the final model)"
     else:
-        _library_stage(
-            st,
-            lambda: write_outputs(
-                compare_run(run.path, Options(progress=progress), done=done), run.compare_qk_dir
-            ),
-        )
+        _library_stage(st, lambda: write_outputs(
+            compare_run(run.path, Options(progress=progress), done=done), run.compare_qk_dir))
     st.links.append(str(run.compare_qk_dir.relative_to(root) / RunDir.SUMMARY_MD))
     return st
 
@@ -125,11 +108,9 @@ def _compare_qk_up_to_date(run: RunDir) -> bool:
 
 
 def following_compare_qk_stage(run: RunDir, root: Path, stop) -> Stage:
-    """Our run's compare-qk in a background process: while the training runs, each snapshot
-    that has a successor is analysed as it appears (scheduling.follow_training, on idle CPU
-    time); once `stop` is set (the training has ended), compare_qk_stage with those analyses,
-    which does only the rest (the last snapshot, the windows, the one-step test, the
-    outputs). The same outputs as compare_qk_stage alone (tests/test_compare_qk_pipeline.py)."""
+    """Our run's compare-qk in a background process: each snapshot analysed as it appears
+    while the training runs (scheduling.follow_training); once `stop` is set, compare_qk_stage
+    does the rest. The same outputs as compare_qk_stage alone."""
     try:
         kept = _compare_qk_up_to_date(run)  # a finished run, compared already: nothing to follow
     except RunDirError:  # no model yet: the training has not written one
@@ -143,9 +124,8 @@ def following_compare_qk_stage(run: RunDir, root: Path, stop) -> Stage:
     return st
 
 
-def _analysis_stages(
-    run: RunDir, root: Path, stages: list[Stage], progress: bool, label: str = ""
-) -> None:
+def _analysis_stages(run: RunDir, root: Path, stages: list[Stage], progress: bool,
+                     label: str = "") -> None:  # fmt: skip
     """analyze and compare-qk of one run directory, one after the other."""
     stages.append(analyze_stage(run, root, progress, label))
     stages.append(compare_qk_stage(run, root, progress, label))
@@ -155,9 +135,8 @@ def theory_tests_stage(root: Path) -> list[Stage]:
     """`pytest theory`, a subprocess (one stage, in a list)."""
     stages: list[Stage] = []
     st = _stage(stages, "theory tests")
-    _subprocess_stage(
-        st, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "theory"]
-    )
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "theory"]
+    _subprocess_stage(st, argv)
     return stages
 
 
@@ -191,10 +170,8 @@ def paper_run_stages(authors: Path | None, root: Path, progress: bool) -> list[S
         return stages
     if not Path(authors).is_dir():
         st.status = "skipped"
-        st.detail = (
-            f"no checkpoints folder at {authors} (give --authors DIR: the authors' "
-            "checkpoint_step_N.pth files)"
-        )
+        st.detail = (f"no checkpoints folder at {authors} (give --authors DIR: the authors' "
+                     "checkpoint_step_N.pth files)")
         return stages
     t = time.perf_counter()
     try:
@@ -212,16 +189,12 @@ def paper_run_stages(authors: Path | None, root: Path, progress: bool) -> list[S
     return stages
 
 
-def _our_run_stages(
-    cfg, run: RunDir, root: Path, progress: bool, background=None, background_done=None
-) -> list[Stage]:
+def _our_run_stages(cfg, run: RunDir, root: Path, progress: bool, background=None,
+                    background_done=None) -> list[Stage]:  # fmt: skip
     """Our training of `cfg` in `run` (resumed where it has a checkpoint), analysed; with
-    `background` (scheduling.BackgroundProcesses), its compare-qk there
-    (following_compare_qk_stage: from when a worker is free it analyses the snapshots as the
-    training writes them; `background.stop`, set here when the training ends, tells it to
-    finish) while this process analyses. `background_done()`: whether the background stages
-    have finished; from the first evaluation after they have, a CPU training runs on every
-    core (scheduling.ThreadWidening)."""
+    `background` (scheduling.BackgroundProcesses) its compare-qk runs there
+    (following_compare_qk_stage; `background.stop` is set when the training ends).
+    `background_done()`: whether the background stages have finished (ThreadWidening)."""
     from empirical.train.loop import train_run
 
     stages: list[Stage] = []
@@ -239,11 +212,8 @@ def _our_run_stages(
         if background is not None:
             background.stop.set()
     st.seconds, st.status = time.perf_counter() - t, "ok"
-    st.detail = (
-        f"{cfg.name} seed {cfg.seed}: {result.step} steps"
-        + (" (resumed)" if resume else "")
-        + widen.note()
-    )
+    st.detail = (f"{cfg.name} seed {cfg.seed}: {result.step} steps"
+                 + (" (resumed)" if resume else "") + widen.note())
     st.links.append(str(run.training_curves.relative_to(root)))
     if background is None:
         _analysis_stages(run, root, stages, progress)
@@ -267,11 +237,8 @@ def _start_independent(submit, workers: int, root: Path, skip_theory: bool, auth
     if workers < 4:
         job = submit(_independent_stages, root, skip_theory, authors, False)
         return job.get, job.ready
-    theory_jobs = (
-        []
-        if skip_theory
-        else [submit(fn, root) for fn in (theory_tests_stage, theory_report_stage)]
-    )
+    theory_fns = () if skip_theory else (theory_tests_stage, theory_report_stage)
+    theory_jobs = [submit(fn, root) for fn in theory_fns]
     paper = submit(paper_run_stages, authors, root, False)
 
     def wait():
@@ -283,32 +250,13 @@ def _start_independent(submit, workers: int, root: Path, skip_theory: bool, auth
     return wait, done
 
 
-def reproduce(
-    cfg,
-    runs_root: Path,
-    skip_theory: bool = False,
-    progress: bool = True,
-    authors: Path | None = None,
-    parallel: bool | None = None,
-) -> Path:
-    """Run every stage for `cfg` (a RunConfig); returns the path of the report.
-
-    Stages: the theory tests and report; the paper authors' own run, imported from the
-    checkpoints folder `authors` (skipped, with a note, where it is absent or None), evaluated
-    at every step and analysed; our training of `cfg`, analysed; report.md with this run's and
-    the paper's run's paper checks side by side.
-
-    `parallel` (default: on a machine with 2 or more CPU cores): the theory and paper's-run
-    stages run in a second process while this one trains (on one thread while they run, on
-    every core once they are done: scheduling.ThreadWidening; README, Benchmarks), and our
-    run's compare-qk there while this one analyses (in a third process where there are 3 or
-    more cores, so that it need not wait for the theory); their results are the same as when
-    run one after the other.
-
-    Our run directory's writer lock (empirical.runs.lock) is taken first and held to the end:
-    a second `reproduce` or a `train` of the same run is refused before anything is written.
-    The paper's run directory is locked by the import and evaluation that write it
-    (import_checkpoints, evaluate_all_steps), in whichever process runs them."""
+def reproduce(cfg, runs_root: Path, skip_theory: bool = False, progress: bool = True,
+              authors: Path | None = None, parallel: bool | None = None) -> Path:  # fmt: skip
+    """Run every stage for `cfg` (a RunConfig); returns the path of the report. `authors`: the
+    paper authors' checkpoints folder (skipped, with a note, where absent or None).
+    `parallel` (default: 2 or more CPU cores): the theory and paper's-run stages, and our
+    compare-qk, in background processes (the results are those of running them in turn).
+    Our run directory's writer lock is taken first and held to the end."""
     run = RunDir(Path(runs_root) / cfg.name / f"seed{cfg.seed}")
     with writer_lock(run, "--runs-root"):
         return _reproduce(cfg, run, skip_theory, progress, authors, parallel)

@@ -1,9 +1,6 @@
 """`runs/<name>/report.md` of `python -m empirical reproduce`: its stages (Stage, one row each),
-then every claim one run can check (empirical.experiments.paper_checks) measured on our run
-and, where it was imported, on the paper authors' own run, side by side; then the figures.
-
-    text = render_report(cfg, root, run_dir, stages, paper_run)
-"""
+every paper check measured on our run and, where imported, on the paper authors' run, side by
+side, and the figures (`render_report`)."""
 
 from __future__ import annotations
 
@@ -49,12 +46,8 @@ def render_report(
         "it: a spike at other steps than the paper's is `no (timing)`.",
         "",
     ]
-    out += [
-        "## Stages",
-        "",
-        "| stage | status | time | detail | output |",
-        "| --- | --- | --- | --- | --- |",
-    ]
+    out += ["## Stages", "", "| stage | status | time | detail | output |",
+            "| --- | --- | --- | --- | --- |"]
     for s in stages:
         links = ", ".join(f"[{Path(x).name}]({x})" for x in s.links)
         out.append(f"| {s.name} | {s.status} | {s.seconds:.0f} s | {s.detail} | {links} |")
@@ -77,12 +70,9 @@ def _paper_checks(summary: dict, analysis: dict, paper_run: RunDir | None) -> li
     if paper_run is None:
         out = ["| claim | paper | measured (this run) | holds |", "| --- | --- | --- | --- |"]
         return out + [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in ours]
-    theirs = {
-        row[0]: row
-        for row in paper_check_rows(
-            _load(paper_run.summary), _load(paper_run.analysis_dir() / RunDir.ANALYSIS_JSON)
-        )
-    }
+    their_rows = paper_check_rows(_load(paper_run.summary),
+                                  _load(paper_run.analysis_dir() / RunDir.ANALYSIS_JSON))
+    theirs = {row[0]: row for row in their_rows}
     out = [
         "The paper's run: the authors' own checkpoints, imported and measured with the same "
         f"code ([{paper_run.name}]({paper_run.name}/)).",

@@ -4,9 +4,9 @@
     family = family_of(cfg.task)          # e.g. the chain family of a chain run's task
     sampler = family.training_sampler(cfg.task, family.held_out(cfg.task, seed), "cpu")
 
-This is the one place that lists the families; nothing else asks which family it runs (a
-test greps for it). A new family is one package under empirical/families/ (its `__init__`
-defines FAMILY) and one line in FAMILY_MODULES. Importing this module imports no torch.
+The one place that lists the families (a test greps for it): a new family is one package
+under empirical/families/ whose `__init__` defines FAMILY, and one line in FAMILY_MODULES.
+Importing this module imports no torch.
 """
 
 from __future__ import annotations
@@ -17,18 +17,9 @@ from empirical.config.io import ConfigError
 from empirical.families.base import Family
 
 __all__ = [
-    "DEFAULT_FAMILY",
-    "FAMILY_MODULES",
-    "Family",
-    "all_families",
-    "family",
-    "family_commands",
-    "family_names",
-    "family_of",
-    "panel_of",
-    "panel_title",
-    "set_label",
-]
+    "DEFAULT_FAMILY", "FAMILY_MODULES", "Family", "all_families", "family", "family_commands",
+    "family_names", "family_of", "panel_of", "panel_title", "set_label",
+]  # fmt: skip
 
 # name -> the package that defines it (FAMILY); the order is the order of their task fields
 FAMILY_MODULES = {

@@ -1,31 +1,10 @@
-"""`Family`: what a task family offers behind one interface, and what the rest of the code
-asks of it (the registry, empirical/families/__init__.py, maps `task.family` to one).
+"""`Family`: what a task family offers behind one interface (docs/task.md, "Task families").
 
-A family is one package under empirical/families/ whose `__init__` defines `FAMILY`, an
-instance of a `Family` subclass. The package's `__init__` is torch-free (a config validates
-before torch is imported); its data code (vocabulary, sampler, evaluation sets) is imported
-when a method needs it; its analyses (`<family>/analysis...`) and commands
-(`<family>/commands/...`) are named by module path (`analysis`, `commands`) and imported by the
-command that runs them, so that imports keep pointing down the layers (tests/test_layers.py).
-
-What a family provides:
-
-- `fields`: a dataclass of its own `task.<family>_*` fields with their defaults (None: none),
-  which `TaskConfig` collects from the registry; `validate(task)` checks and normalises
-  them (and the paper's task fields it reads) on construction, raising ConfigErrors that
-  name the field.
-- `vocabulary(task)`: the tokenizer (`d_vocab`, `n_classes`, `L`, `encode`, `decode`,
-  `decode_tokens`, `label`, `label_text`); `layout(task)`: the (values, variables, length)
-  of its token layout, which sizes the model (`ModelConfig.with_task`).
-- `held_out(task, seed)`: what training never shows (value pairs; an empty table if nothing);
-  `training_sampler(task, held_out, device)`: `.sample(n, generator) -> Batch`.
-- `eval_set_names(task)`, `build_eval_set(task, seed, name, held_out)`; `sample_set_names`
-  (the names `sample --split` accepts).
-- The names the figures and the summary use: `title`, `owns_set(name)` (its set names),
-  `set_label(name)` (plain words), `panel(name)` and `panel_titles` (Figure 2's panels),
-  `phase_sets` (the sets the phase detector reads).
-- `analysis`: "module:function" run by `python -m empirical analyze` on the family's runs;
-  `commands`: {command: (module, help)} it adds to `python -m empirical`.
+A family is one package under empirical/families/ whose torch-free `__init__` defines
+`FAMILY`, an instance of a `Family` subclass: its `<family>_*` task fields (`fields`,
+`validate`), vocabulary and layout, held-out data, training sampler and evaluation sets, the
+names figures and the summary use, and the `analysis` and `commands` it adds (module paths,
+imported by the command that runs them, so that imports point down the layers).
 """
 
 from __future__ import annotations
@@ -36,7 +15,7 @@ from typing import Any
 
 from empirical.config.io import ConfigError
 
-__all__ = ["Family", "PhaseSets", "require_defaults", "same_value"]
+__all__ = ["Family", "PhaseSets", "check_hop_counts", "kept_hops", "require_defaults", "same_value"]
 
 
 @dataclass(frozen=True)
@@ -66,10 +45,30 @@ def require_defaults(task, defaults: dict[str, Any], why: str) -> None:
             raise ConfigError(f"task.{name} = {value!r} {why}")
 
 
+def check_hop_counts(name: str, values, lo: int, meaning: str) -> tuple[int, ...]:
+    """`values` as a tuple of distinct hop counts (integers >= lo); else a ConfigError naming
+    task.<name>, `meaning` saying what the smallest ones are."""
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ConfigError(
+                f"task.{name}: {v!r} is not a hop count; hop counts are integers >= {lo} "
+                f"({meaning})"
+            )
+    if len(set(values)) != len(values):
+        raise ConfigError(f"task.{name} = {list(values)} repeats a hop count; list each once")
+    return tuple(values)
+
+
+def kept_hops(hops, weights, held_out) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """The hop counts not in `held_out`, with their relative weights (equal if none given)."""
+    weights = weights or (1.0,) * len(hops)
+    kept = [(h, w) for h, w in zip(hops, weights, strict=True) if h not in held_out]
+    return tuple(h for h, _ in kept), tuple(w for _, w in kept)
+
+
 class Family:
-    """A task family (the module docstring lists what it provides). Subclasses set the
-    class attributes and implement the data methods; the defaults here suit a family that
-    has no fields, analyses or commands of its own."""
+    """A task family. Subclasses set the class attributes and implement the data methods; the
+    defaults here suit a family that has no fields, analyses or commands of its own."""
 
     name: str = ""
     title: str = ""  # the task's name in figure titles
@@ -109,6 +108,8 @@ class Family:
 
     # -- data ---------------------------------------------------------------------------------
     def vocabulary(self, task):
+        """The tokenizer (`d_vocab`, `n_classes`, `L`, `encode`, `decode`, `decode_tokens`,
+        `label`, `label_text`)."""
         raise NotImplementedError
 
     def layout(self, task) -> tuple[int, int, int]:
@@ -127,6 +128,7 @@ class Family:
         return torch.zeros((0, 2), dtype=torch.long)
 
     def training_sampler(self, task, held_out, device="cpu"):
+        """The training sampler: `.sample(n, generator) -> Batch`."""
         raise NotImplementedError
 
     def eval_set_names(self, task) -> tuple[str, ...]:

@@ -2,17 +2,10 @@
 
 `BatchedModel(cfg, seeds)` holds every parameter of `AssignAddTransformer` with a leading
 member dimension ([M, *shape]), member m initialised exactly as `AssignAddTransformer(cfg,
-seed=seeds[m])`. `forward_fast(tokens)` takes tokens [M, batch, L] (each member its own
-batch) and returns logits [M, batch, d_vocab_out]: the one forward of the codebase
-(empirical.model.forward's positions="answer", which a single model runs with M = 1: the
-kernel of empirical.model.fast), written with batched matmuls and
-member-offset gathers rather than `vmap` (whose fallback for `torch.take` made it slower than
-a loop over members on the CPU).
-
-Member m's logits depend only on member m's weights and tokens, so the gradient of
-`sum_m loss_m` with respect to member m's weights is the gradient of loss_m alone: one
-backward trains every member, and an optimiser whose update is elementwise (AdamW) updates
-each member exactly as it would update that member alone.
+seed=seeds[m])`. `forward_fast(tokens)` maps tokens [M, batch, L] to logits [M, batch,
+d_vocab_out] (empirical.model.forward, positions="answer"). Member m's logits depend only on
+its own weights and tokens, so one backward of `sum_m loss_m` trains every member, and an
+elementwise optimiser (AdamW) updates each exactly as it would alone.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Save and load a model with the config that built it, in one `torch.save` file.
 
-A checkpoint is a dict:
-
-    {"format": "assign-and-add-model", "format_version": 1,
-     "model_config": {...plain dict of ModelConfig fields...},
-     "model_state": {parameter name: CPU tensor},
-     ...any other keys (optimizer, RNG, step, run config: written by the trainer)...}
-
-`load_model` reads only `model_config` and `model_state` and ignores the rest, so a training
-checkpoint is a model checkpoint too; it returns the model in eval mode (TransformerLens's
-patching refuses a model in training mode). `empirical.load_run(run_dir, step=None)` loads a
-run's model (its final weights, or the snapshot at `step`) with the task's tokenizer.
-
-Files are read with `torch.load(weights_only=True)`: extra entries must be tensors and plain
-containers (dict, list, tuple, str, int, float, bool, None).
+A checkpoint is a dict {"format": "assign-and-add-model", "format_version": 1, "model_config":
+{ModelConfig fields}, "model_state": {name: CPU tensor}, ...any other keys (the trainer's
+optimizer, RNG, step, run config)}. `load_model` reads only model_config and model_state, so a
+training checkpoint is a model checkpoint too, and returns the model in eval mode. Files are
+read with `torch.load(weights_only=True)`: extra entries must be tensors and plain containers.
 """
 
 from __future__ import annotations
@@ -22,7 +13,7 @@ import dataclasses
 import io
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -31,9 +22,6 @@ from empirical.config.io import ConfigError, atomic_write_bytes, from_dict, load
 from empirical.config.model import DTYPES, ModelConfig
 from empirical.model.fast import depth_of, tied_source
 from empirical.model.transformer import AssignAddTransformer
-
-if TYPE_CHECKING:
-    pass
 
 FORMAT = "assign-and-add-model"
 FORMAT_VERSION = 1

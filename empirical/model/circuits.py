@@ -1,12 +1,10 @@
-"""Dense circuit matrices of one block of the model (the single head), as analysis and the
-theory comparison use them.
+"""Dense circuit matrices of one block's single head, as analysis and the theory use them.
 
     qk_matrix(model, 1)                                   # W_Q W_K^T / sqrt(d_head): the scores
     qk_matrix(model, 1, scaled=False, dtype=torch.float64)  # the theorem's unscaled W_QK
     ov_matrix(model, 0)                                   # W_V W_O
 
-`model.QK` / `model.OV` (TransformerLens FactoredMatrix objects) hold the same products
-without forming them.
+(`model.QK` / `model.OV` hold the same products as FactoredMatrix objects.)
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """Export our model to a TransformerLens 3.x `HookedTransformer` (for tools written against it).
 
-    from empirical.model.export import to_hooked_transformer
     ht = to_hooked_transformer(model)            # needs transformer-lens >= 3.9, < 4
     ht(tokens)                                   # the same logits [batch, pos, p] (to ~1e-6)
     ht.run_with_cache(tokens)                    # TransformerLens 3's hook names, same values
 
-TransformerLens 4 has no `HookedTransformer` (its `HookedRootModule`, which our model is built
-on, is enough for hooks, caches and patching); under it this raises an ImportError saying so.
-
-The HookedTransformer has our architecture written in its terms: n_layers (2 by default), 1
-head, d_head, d_mlp, no normalization, ReLU MLP, standard positional embeddings, scores /
-sqrt(d_head), causal mask; every bias zero; the MLPs of the blocks before the last (which our
-model does not have) all zeros, so they add exactly 0; token ids are ours (empirical.task's
-layout) and it has no tokenizer: pass ids (e.g. `model.to_tokens(text)`). Same dtype and device
-as `model`; returned in eval mode.
+Our architecture in its terms: every bias zero, the MLPs of the blocks before the last all
+zeros (they add exactly 0), our token ids and no tokenizer (pass ids, e.g.
+`model.to_tokens(text)`); same dtype and device, eval mode. TransformerLens 4 has no
+`HookedTransformer`: there this raises an ImportError saying so.
 """
 
 from __future__ import annotations
@@ -44,25 +38,13 @@ def hooked_transformer_config(model: AssignAddTransformer):
     _, HookedTransformerConfig = hooked_transformer_classes()
     cfg = model.cfg
     return HookedTransformerConfig(
-        n_layers=cfg.n_layers,
-        d_model=cfg.d_model,
-        n_ctx=cfg.n_ctx,
-        d_head=cfg.d_head_,
-        n_heads=cfg.n_heads,
-        d_mlp=cfg.d_mlp,
-        d_vocab=cfg.d_vocab,
-        d_vocab_out=cfg.d_vocab_out,
-        act_fn="relu",
-        normalization_type=None,
-        attn_only=False,
-        positional_embedding_type="standard",
-        attention_dir="causal",
-        original_architecture="AssignAddTransformer",
-        default_prepend_bos=False,
-        init_weights=False,
-        device=str(model.device),
-        dtype=model.dtype,
-    )
+        n_layers=cfg.n_layers, d_model=cfg.d_model, n_ctx=cfg.n_ctx, d_head=cfg.d_head_,
+        n_heads=cfg.n_heads, d_mlp=cfg.d_mlp, d_vocab=cfg.d_vocab, d_vocab_out=cfg.d_vocab_out,
+        act_fn="relu", normalization_type=None, attn_only=False,
+        positional_embedding_type="standard", attention_dir="causal",
+        original_architecture="AssignAddTransformer", default_prepend_bos=False,
+        init_weights=False, device=str(model.device), dtype=model.dtype,
+    )  # fmt: skip
 
 
 @torch.no_grad()

@@ -5,46 +5,17 @@ the logits at the last position, for one model or a stack of M members, at every
     out = fast_forward(weights, tokens, attn_scale)                 # logits at `=`
     out = fast_forward(weights, tokens, attn_scale, internals=True)  # + patterns, resid_mid
 
-`weights` maps the parameter names of `AssignAddTransformer` (`param_names(n_layers)`;
-PARAM_NAMES at the default depth 2) to tensors with a leading member axis ([M, *shape]); the
-depth is read from them (how many blocks have an attention). `tokens` is [M, batch, L]. A
-single model passes its parameters with `unsqueeze(0)` (views: autograd flows into them) and
-drops the axis after.
+`weights` maps the parameter names of `AssignAddTransformer` (`param_names(n_layers)`) to
+tensors with a leading member axis ([M, *shape]; a single model: `member_weights(model)`);
+the depth is read from them. `tokens` is [M, batch, L].
 
-It computes exactly what the hooked `forward` computes at the last position (the answer, read
-at `=`), reparameterised so that no [batch, L, d_model] tensor is ever built:
-
-- Position t carries two ids into C = [W_E; W_pos[:L]] ([N, d], N = V + L): its token and
-  V + t, so the layer-1 input is x_t = C[tok_t] + C[V + t]. `pool(w)` ([.., N]) puts a weight
-  per position on both ids, so sum_t w_t x_t = pool(w) @ C; `at(r)` reads a per-id row r back
-  per position: r[tok_t] + r[V + t].
-- Layer-1 scores x_s W_Q W_K^T x_t^T are sums of 4 entries of the [N, N] table T.
-- The residual stream is kept as a tree of tables (`_Resid`): after layer 1 it is
-  resid_t = x_t + sum_s A[t, s] x_s W_V W_O, i.e. the leaf C read per position plus the
-  pattern A applied to the leaf C_OV = C W_V W_O. Every attention-only layer l after it
-  (the middle layers of a deeper model) turns a residual R into R + A_l R W_V W_O: a node
-  whose `moved` copy of R has every table multiplied by W_V W_O (one such branch per head:
-  R + sum_h A_lh R W_V^h W_O^h, each head's scores from its own tables). So the residual is always
-  a sum of (products of attention patterns) @ (per-position reads of [N, d] tables), and
-  every linear map of it is computed on the small tables and read per position.
-- A middle layer needs its scores at every position: for every pair of leaves (i, j), the
-  [N, N] table T_i W_Q W_K^T T_j^T is read per (query, key) position pair as layer 1's table
-  is, then mixed by leaf i's patterns on the query side and leaf j's on the key side
-  ([batch, L, L] throughout); then its pattern, as the hooked forward computes it. Its
-  queries, keys and values are never built: the values live in the tree as the moved tables.
-- The last layer only for the query at L-1: score_t = (last W_Q W_K^T) . resid_t, read from
-  per-id rows of last W_Q W_K^T [leaf tables]^T; the value mix sum_t a_t resid_t W_V W_O is
-  the leaves' pooled weights (a, a A, ...) times the leaf tables times W_V W_O. Then the MLP
-  and the unembedding on that one position.
-
-With one head these are, op for op and in the order autograd meets them, the computation
-this module did before heads were a field (tests/test_forward_bits.py: the same trained
-weights bit for bit). It is a reparameterisation of the same computation on the same
-parameters, so autograd gives the same gradients as the hooked forward (up to float rounding;
-tested at depths 2, 3, 4, and with 2 heads). Used through empirical.model.forward by training
-(`AssignAddTransformer.forward_fast`), the batched sweep model (`BatchedModel.forward_fast`)
-and the theorem's model, and directly by analysis (`empirical.analysis.common.light_forward`,
-with `internals=True`: 2-layer, one-head models only).
+It computes what the hooked `forward` computes at the last position, reparameterised so that
+no [batch, L, d_model] tensor is built: position t reads two ids of C = [W_E; W_pos[:L]]
+(its token and V + t), layer-1 scores are entries of an [N, N] table, and the residual stream
+is a tree of [N, d] tables (`_Resid`) read per position and mixed by attention patterns;
+docs/model.md derives it step by step. With one head these are, op for op, the float
+operations training has always done (tests/test_forward_bits.py), and autograd gives the
+hooked forward's gradients up to rounding (tested at depths 2, 3, 4 and with 2 heads).
 """
 
 from __future__ import annotations
@@ -61,16 +32,9 @@ from empirical.config.model import activation
 def param_names(n_layers: int = 2) -> tuple[str, ...]:
     """Parameter names of an `AssignAddTransformer` of `n_layers` blocks, in its parameter
     order: embeddings, every block's attention, the last block's MLP, the unembedding."""
-    last = n_layers - 1
     attention = [f"blocks.{i}.attn.W_{m}" for i in range(n_layers) for m in "QKVO"]
-    return (
-        "embed.W_E",
-        "pos_embed.W_pos",
-        *attention,
-        f"blocks.{last}.mlp.W_in",
-        f"blocks.{last}.mlp.W_out",
-        "unembed.W_U",
-    )
+    mlp = [f"blocks.{n_layers - 1}.mlp.W_{m}" for m in ("in", "out")]
+    return ("embed.W_E", "pos_embed.W_pos", *attention, *mlp, "unembed.W_U")
 
 
 # parameter names of the default (2-layer) AssignAddTransformer, in its parameter order
@@ -99,13 +63,11 @@ def depth_of(weights: Mapping[str, Tensor]) -> int:
 
 @dataclass
 class FastOutputs:
-    """What `fast_forward` returns, each with the leading member axis [M, ...].
-
-    logits [M, B, d_vocab_out] at the last position. With internals (2-layer models):
-    pattern1 [M, B, L, L] (layer-1 attention), pattern2 [M, B, L] (layer-2 attention of the
-    last position), resid_mid [M, B, d] (the layer-2 MLP's input at the last position),
-    C [M, V + L, d] (= [W_E; W_pos[:L]]) and C_OV [M, V + L, d] (= C W_V W_O of layer 1),
-    from which the residual after layer 1 at any position can be rebuilt."""
+    """What `fast_forward` returns, each with the leading member axis [M, ...]: logits
+    [M, B, d_vocab_out] at the last position; with internals (2-layer models) pattern1
+    [M, B, L, L], pattern2 [M, B, L] (of the last position), resid_mid [M, B, d] (the MLP's
+    input there), C = [W_E; W_pos[:L]] and C_OV = C W_V W_O of layer 1 ([M, V + L, d]: the
+    residual after layer 1 at any position can be rebuilt from them)."""
 
     logits: Tensor
     pattern1: Tensor | None = None
@@ -292,12 +254,9 @@ def _last_layer(
 
 
 def fast_forward(
-    weights: Mapping[str, Tensor],
-    tokens: Tensor,
-    attn_scale: float,
-    internals: bool = False,
+    weights: Mapping[str, Tensor], tokens: Tensor, attn_scale: float, internals: bool = False,
     act_fn: str = "relu",
-) -> FastOutputs:
+) -> FastOutputs:  # fmt: skip
     """Logits at the last position (and, with `internals`, the attention patterns and the
     MLP input there) of M members on their own token batches; see the module docstring.
     `act_fn`: the MLP activation (`ModelConfig.act_fn`, looked up by `activation`)."""

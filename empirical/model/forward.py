@@ -1,34 +1,17 @@
-"""The transformer's computation, once: every forward of the paper's model in the codebase
-runs through this module.
+"""The transformer's computation, once: every forward of the paper's model runs through here.
 
     logits = forward(weights, tokens, cfg)                          # every position
     logits = forward(weights, tokens, cfg, hook=point_hooks(model.hook_dict))  # + HookPoints
     logits = forward(weights, tokens, cfg, positions="answer")      # the answer only (training)
 
 `weights` maps `AssignAddTransformer`'s parameter names (`param_names(n_layers)`, tied middle
-blocks under each block's name: `dict(model.named_parameters(remove_duplicate=False))`, or
-`empirical.model.fast.member_weights(model)` with the member axis) to tensors; `cfg` is the
-ModelConfig (n_layers, n_heads, attn_scale, act_fn). One computation, with options:
-
-- positions="all": every activation at every position, block by block (the hooked model's
-  path): embeddings, then per block causal multi-head attention (TransformerLens's shapes
-  and head conventions: W_Q [n_heads, d_model, d_head], q [batch, pos, head, d_head], scores
-  and pattern [batch, head, query, key], the heads' results [batch, pos, head, d_model]
-  summed), the last block's MLP, the unembedding at every position (`last_only`: at the last).
-- hook: a function (TransformerLens hook name, activation) -> activation called at every hook
-  point of positions="all" (`point_hooks(model.hook_dict)`: the hooked model's HookPoints, so
-  `run_with_hooks`, `run_with_cache` and patching act on this computation); default: none.
-- positions="answer": the logits at the last position only (the answer, read at `=`), for a
-  leading member axis ([M, *shape] weights, tokens [M, batch, L]: one model is M = 1). This is
-  the specialised kernel of `empirical.model.fast` (layer 1 from per-token tables, the last
-  block at the answer only, no [batch, L, d_model] tensor: the training step), the same
-  computation reparameterised, so the same numbers up to float rounding and the same
-  gradients (tests/test_depth.py, tests/test_model.py); its float operations are exactly those
-  the training step has always done (n_heads = 1), which keeps runs bit for bit.
-
-The float64 analyses that stop at layer 2's input and evaluate the last block at the answer
-with a free key-query matrix (compare-qk, the ladder) use `empirical.model.partial`, the
-same model split at that point.
+blocks under each block's name) to tensors; `cfg` is the ModelConfig. positions="all": every
+activation at every position, block by block, in TransformerLens's shapes and hook names
+(`hook(name, x) -> x` at every hook point, so `run_with_hooks`, `run_with_cache` and patching
+act on it). positions="answer": the logits at the last position for member-stacked weights
+(one model: M = 1), the kernel of `empirical.model.fast`: the same numbers up to rounding and
+the same gradients, with exactly the float operations training has always done. The float64
+split at layer 2's input (compare-qk, the ladder) is `empirical.model.partial`.
 """
 
 from __future__ import annotations
@@ -140,13 +123,9 @@ def residual_stream(
 
 
 def forward(
-    weights: Mapping[str, Tensor],
-    tokens: Tensor,
-    cfg: ModelConfig,
-    positions: Literal["all", "answer"] = "all",
-    hook: Hook = no_hook,
-    last_only: bool = False,
-) -> Tensor:
+    weights: Mapping[str, Tensor], tokens: Tensor, cfg: ModelConfig,
+    positions: Literal["all", "answer"] = "all", hook: Hook = no_hook, last_only: bool = False,
+) -> Tensor:  # fmt: skip
     """The model's logits (module docstring). positions="all": [batch, pos, d_vocab_out]
     (`last_only`: [batch, d_vocab_out], every activation still computed at every position);
     positions="answer": [M, batch, d_vocab_out] for member-stacked weights and tokens

@@ -3,21 +3,11 @@
     group_of("blocks.1.attn.W_Q")        # "layer2_qk"
     groups_of_names(param_names(2))      # {"W_E": ["embed.W_E"], ..., "unembed": [...]}
 
-| group | parameters (2-layer model; block 0 = the paper's layer 1) |
-| --- | --- |
-| `W_E` | embed.W_E |
-| `W_pos` | pos_embed.W_pos |
-| `layer1_qk` | blocks.0.attn.W_Q, W_K |
-| `layer1_ov` | blocks.0.attn.W_V, W_O (the binding writer: what layer 1 copies) |
-| `layer2_qk` | blocks.1.attn.W_Q, W_K (Theorem C.1's W) |
-| `layer2_ov` | blocks.1.attn.W_V, W_O |
-| `mlp` | blocks.1.mlp.W_in, W_out |
-| `unembed` | unembed.W_U |
-
-A deeper model (model.n_layers = 3, 4) has its middle blocks' attention in `middle_qk` /
-`middle_ov`; the last block is `layer2_*` (the paper's layer 2: the one with the MLP).
-Used by the attribution (empirical.bridge.attribution) and by the training option that
-freezes groups (train.freeze, empirical.train.constraints), so both name them alike.
+Groups: `W_E`, `W_pos`, `layer1_qk` / `layer1_ov` (block 0's W_Q, W_K / W_V, W_O),
+`layer2_qk` / `layer2_ov` (the last block's: Theorem C.1's W is layer2_qk), `mlp`, `unembed`;
+a deeper model's middle blocks are `middle_qk` / `middle_ov`. The attribution
+(empirical.bridge.attribution) and train.freeze (empirical.train.constraints) both name them
+so; docs/attribution.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
-"""The theorem's labelled vectors of a checkpoint, from its weights (one implementation: the
-compare-qk coordinates, the attribution's score target and the training option that projects
-a labelled direction out of W_QK's updates all build them here).
+"""The theorem's labelled vectors of a checkpoint, from its weights (the one implementation:
+compare-qk's coordinates, the attribution's score target and train.project_out build them).
 
     ebar = ebar_of(W_E, W_V1, W_O1, p, K)        # [K, d]: layer 1's copy of each variable
     Q, Kv = query_key_vectors(W_E, W_pos, ebar, ebar, p, K, L)
 
-Query rows: W_E[=], W_pos[L-1], then the query ebar (one per variable); key columns: W_E of
-the p numbers, the K variables, `=`, `+`, pad, then W_pos[0..L-1], then the key ebar
-(empirical/bridge/compare_qk/coords.py names them). Plain tensor functions: in the dtype of
-their inputs, and differentiable (autograd flows into the weights).
+Query rows: W_E[=], W_pos[L-1], the query ebar; key columns: W_E of the p numbers, the K
+variables, `=`, `+`, pad, W_pos[0..L-1], the key ebar (empirical/bridge/compare_qk/coords.py
+names them). Plain differentiable tensor functions, in their inputs' dtype.
 """
 
 from __future__ import annotations

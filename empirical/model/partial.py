@@ -5,20 +5,12 @@ take apart (compare-qk's observations, the assumption ladder's rungs).
     l1 = layer1(w, tokens)                     # layer-1 residuals at every position
     logits, pattern2 = layer2(w, l1.resid1)    # the last block at the answer position only
 
-It is the model's own computation (empirical.model.forward; the same numbers to rounding,
-tests/test_compare_qk.py, tests/test_ladder.py), evaluated the way the theory needs it, which
-the training kernel never builds: the layer-1 residual at every position as a tensor (the
-theorem's keys), and layer 2 at the answer with its key-query matrix open: factors W_Q2, W_K2
-to differentiate, a [d, d] perturbation P added to W_Q2 W_K2^T (the theorem's parameter at
-P = 0), or the query row x_T W_Q2 W_K2^T itself (a step's query is linear in it); `=`'s
-layer-2 pattern can be set (ideal routing), and layer 1's pattern too (the theorem's routing
-written into the hook point TransformerLens users patch: blocks.0.attn.hook_pattern).
-
-Layer 1 reads its inputs, scores and values from tables over (position, token) pairs: the input
-at position t is W_E[tok] + W_pos[t], so every score is an entry of one [L V, L V] table, computed
-once and gathered, and the [B, L, d] queries and keys of the direct computation are never formed
-(the slow part on a CPU); the result is the same to rounding. These float operations are those
-compare-qk has always done (its JSON stays the same bit for bit).
+The model's own computation (the same numbers to rounding, tests/test_compare_qk.py,
+tests/test_ladder.py), opened where the theory needs it: the layer-1 residual at every
+position (the theorem's keys), and layer 2 at the answer with its key-query matrix free
+(factors to differentiate, a perturbation P, or the query row given) and either pattern
+settable. Layer 1 reads scores and values from (position, token) tables instead of forming
+[B, L, d] queries and keys; these are the float operations compare-qk has always done.
 """
 
 from __future__ import annotations
@@ -71,21 +63,11 @@ class Weights:
             return t.detach().to(torch.float64).cpu().clone()
 
         return Weights(
-            W_E=d(model.W_E),
-            W_pos=d(model.W_pos),
-            W_Q1=d(a0.W_Q[0]),
-            W_K1=d(a0.W_K[0]),
-            W_OV1=d(a0.W_V[0]) @ d(a0.W_O[0]),
-            W_Q2=d(a1.W_Q[0]),
-            W_K2=d(a1.W_K[0]),
-            W_V2=d(a1.W_V[0]),
-            W_O2=d(a1.W_O[0]),
-            W_in=d(model.W_in),
-            W_out=d(model.W_out),
-            W_U=d(model.W_U),
-            scale=float(cfg.attn_scale),
-            act_fn=cfg.act_fn,
-        )
+            W_E=d(model.W_E), W_pos=d(model.W_pos), W_Q1=d(a0.W_Q[0]), W_K1=d(a0.W_K[0]),
+            W_OV1=d(a0.W_V[0]) @ d(a0.W_O[0]), W_Q2=d(a1.W_Q[0]), W_K2=d(a1.W_K[0]),
+            W_V2=d(a1.W_V[0]), W_O2=d(a1.W_O[0]), W_in=d(model.W_in), W_out=d(model.W_out),
+            W_U=d(model.W_U), scale=float(cfg.attn_scale), act_fn=cfg.act_fn,
+        )  # fmt: skip
 
     def to(self, dtype: torch.dtype) -> Weights:
         """The same weights in `dtype` (e.g. the model's own, for its accuracies)."""
@@ -130,14 +112,9 @@ def layer1(w: Weights, tokens: Tensor, pattern1: Tensor | None = None) -> Layer1
 
 
 def layer2(
-    w: Weights,
-    resid1: Tensor,
-    W_Q2: Tensor | None = None,
-    W_K2: Tensor | None = None,
-    P: Tensor | None = None,
-    query: Tensor | None = None,
-    pattern: Tensor | None = None,
-) -> tuple[Tensor, Tensor]:
+    w: Weights, resid1: Tensor, W_Q2: Tensor | None = None, W_K2: Tensor | None = None,
+    P: Tensor | None = None, query: Tensor | None = None, pattern: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:  # fmt: skip
     """(logits [B, p], layer-2 pattern of `=` [B, L]) from layer-1 residuals, the last block
     at the answer position: W_Q2 / W_K2 replace the weights' (for autograd), P [d, d] is added
     to W_Q2 W_K2^T; `query` [B, d]: the query row x_T (W_Q2 W_K2^T + P) given instead;

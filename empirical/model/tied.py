@@ -4,11 +4,8 @@
     deeper = with_middle_layers(model, 2)     # the same weights, the middle block applied twice
     shallow = with_middle_layers(model, 0)    # layer 1 and the last block only (n_layers = 2)
 
-With `model.tied_layers` the middle blocks (1..n-2) share one attention's weights (block 1's
-parameters; the others are the same tensors under their own names, with their own hooks), so
-the number of times that attention is applied is free after training: the first block, the
-shared middle attention `count` times, then the last block (attention + MLP), with the
-trained weights.
+With `model.tied_layers` the middle blocks share block 1's attention weights, so how many
+times that attention is applied is free after training.
 """
 
 from __future__ import annotations

@@ -5,20 +5,12 @@ our `AssignAddTransformer`.
     model = convert_tl_state_dict(sd, model_cfg, where="checkpoint_step_5301.pth")
     logits = tl_reference_forward(sd, their_tokens)         # their layout, [batch, pos, p]
 
-Their vocabulary (p numbers, K variables) orders the ids differently from ours:
-
-    theirs: 0..p-1 numbers, p `+`, p+1 `=`, p+2 pad, p+3..p+K+2 variables a..
-    ours:   0..p-1 numbers, p..p+K-1 variables a.., p+K `+`, p+K+1 `=`, p+K+2 pad
-
-Both have p + K + 3 ids, so conversion permutes the rows of `embed.W_E` (our row i is their
-row `our_to_their_ids(p, K)[i]`) and copies every other weight. The architecture must be
-ours: every bias (`b_Q`, `b_K`, `b_V`, `b_O`, `b_in`, `b_out`, `b_U`) zero, the block-0 MLP
-zero, the causal mask, no LayerNorm; d_vocab = p + K + 3, n_ctx = L, d_vocab_out = p. Anything
-else is refused with a `CheckpointError` that names every difference.
-
-`tl_reference_forward` is an independent plain-torch forward of such a state dict in its own
-layout (TransformerLens's computation: biases, causal mask, scores / sqrt(d_head), ReLU MLP in
-both blocks, unembedding with b_U), used to check a conversion.
+Their ids: 0..p-1 numbers, p `+`, p+1 `=`, p+2 pad, p+3..p+K+2 variables; ours put the
+variables at p..p+K-1 and `+`, `=`, pad after them. Conversion permutes the rows of
+`embed.W_E` and copies every other weight; anything but our architecture (a nonzero bias or
+block-0 MLP, another mask, other sizes) is a `CheckpointError` naming every difference.
+`tl_reference_forward` is an independent plain-torch forward in their layout, to check a
+conversion (docs/import.md).
 """
 
 from __future__ import annotations
@@ -150,22 +142,12 @@ def expected_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
     }
     for layer in range(N_LAYERS):
         b = f"blocks.{layer}."
-        shapes.update(
-            {
-                b + "attn.W_Q": (h, d, e),
-                b + "attn.W_K": (h, d, e),
-                b + "attn.W_V": (h, d, e),
-                b + "attn.W_O": (h, e, d),
-                b + "attn.b_Q": (h, e),
-                b + "attn.b_K": (h, e),
-                b + "attn.b_V": (h, e),
-                b + "attn.b_O": (d,),
-                b + "mlp.W_in": (d, m),
-                b + "mlp.W_out": (m, d),
-                b + "mlp.b_in": (m,),
-                b + "mlp.b_out": (d,),
-            }
-        )
+        shapes.update({f"{b}attn.W_{x}": (h, d, e) for x in "QKV"})
+        shapes[f"{b}attn.W_O"] = (h, e, d)
+        shapes.update({f"{b}attn.b_{x}": (h, e) for x in "QKV"})
+        shapes[f"{b}attn.b_O"] = (d,)
+        shapes.update({f"{b}mlp.W_in": (d, m), f"{b}mlp.W_out": (m, d)})
+        shapes.update({f"{b}mlp.b_in": (m,), f"{b}mlp.b_out": (d,)})
     shapes["unembed.W_U"] = (d, cfg.d_vocab_out)
     shapes["unembed.b_U"] = (cfg.d_vocab_out,)
     return shapes
@@ -212,25 +194,13 @@ def check_tl_state_dict(
             problems.append(f"{k} has dtype {sd[k].dtype}, expected a floating-point tensor")
         elif not bool(torch.isfinite(sd[k]).all()):
             problems.append(f"{k} holds non-finite values")
-    for layer in range(N_LAYERS):
-        for b in BIASES:
-            k = f"blocks.{layer}.{b}"
-            if k in sd and sd[k].is_floating_point() and bool((sd[k] != 0).any()):
-                problems.append(
-                    f"{k} is not zero (max |value| {float(sd[k].abs().max()):.3g}): our model "
-                    "has no biases"
-                )
-    if sd["unembed.b_U"].is_floating_point() and bool((sd["unembed.b_U"] != 0).any()):
-        problems.append(
-            f"unembed.b_U is not zero (max |value| {float(sd['unembed.b_U'].abs().max()):.3g}): "
-            "our model has no biases"
-        )
-    for k in ("blocks.0.mlp.W_in", "blocks.0.mlp.W_out"):
-        if sd[k].is_floating_point() and bool((sd[k] != 0).any()):
-            problems.append(
-                f"{k} is not zero (max |value| {float(sd[k].abs().max()):.3g}): our model has "
-                "no MLP in block 0"
-            )
+    biases = [f"blocks.{layer}.{b}" for layer in range(N_LAYERS) for b in BIASES]
+    must_be_zero = [(k, "no biases") for k in [*biases, "unembed.b_U"]]
+    must_be_zero += [(f"blocks.0.mlp.W_{x}", "no MLP in block 0") for x in ("in", "out")]
+    for k, why in must_be_zero:
+        if k in sd and sd[k].is_floating_point() and bool((sd[k] != 0).any()):
+            max_value = float(sd[k].abs().max())
+            problems.append(f"{k} is not zero (max |value| {max_value:.3g}): our model has {why}")
     causal = torch.tril(torch.ones(cfg.n_ctx, cfg.n_ctx, dtype=torch.bool))
     for layer in range(N_LAYERS):
         mask = sd.get(f"blocks.{layer}.attn.mask")

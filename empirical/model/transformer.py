@@ -1,22 +1,13 @@
 """The paper's transformer on TransformerLens's `HookedRootModule`, with a training fast path.
 
-2 layers, `model.n_heads` causal attention heads each (1: the paper's), learned absolute
-positional embeddings, no biases, no normalization, no MLP in layer 1 (block 0), a ReLU MLP in
-layer 2 (block 1); the answer is read at the last position (the `=` token). `model.n_layers` =
-3 or 4 inserts attention-only blocks before the last: blocks 0..n-2 are attention-only, block
-n-1 is the paper's layer 2 with the MLP. Parameter and hook names are TransformerLens's, so
-`cache["pattern", 1]`, `model.W_Q`, `model.QK` mean what an interpretability researcher
-expects, and `model.to_tokens`, `model.to_str_tokens`, `model.run_with_cache` and
-`transformer_lens.patching` work as on a `HookedTransformer`.
-
-The modules hold the `nn.Parameter`s and `HookPoint`s; the computation is
-empirical.model.forward's, the one forward of the codebase, with two options:
-- `forward(tokens)`: every activation at every position, through the `HookPoint`s (analysis,
-  hooks), logits [batch, pos, d_vocab_out] as TransformerLens (`last_only=True`: [batch,
-  d_vocab_out]).
-- `forward_fast(tokens)`: the logits at the last position only, [batch, d_vocab_out], computing
-  layer 1 from small per-token tables and the last block only at the answer position
-  (training). Same numbers and gradients there; see docs/model.md.
+2 layers (`model.n_layers` = 3 or 4: attention-only blocks before the last), `model.n_heads`
+causal heads each, learned positional embeddings, no biases or normalization, a ReLU MLP in
+the last block only; the answer is read at the last position (`=`). Parameter and hook names
+are TransformerLens's (`cache["pattern", 1]`, `model.W_Q`, `model.QK`, `to_tokens`,
+`run_with_cache`, `transformer_lens.patching` work as on a `HookedTransformer`). The
+computation is empirical.model.forward's: `forward(tokens)` through the HookPoints,
+`forward_fast(tokens)` the answer position only (training; same numbers and gradients,
+docs/model.md).
 """
 
 from __future__ import annotations
@@ -161,6 +152,11 @@ class AssignAddCache(ActivationCache):
         return (stack, labels) if return_labels else stack
 
 
+def _stacked(name: str) -> property:
+    """A read-only property: every block's attention weight `name`, stacked along a layer axis."""
+    return property(lambda self: torch.stack([getattr(b.attn, name) for b in self.blocks], dim=0))
+
+
 class AssignAddTransformer(HookedRootModule):
     """The paper's model. `model(tokens)` -> logits [batch, pos, d_vocab_out] (TransformerLens's
     shape; the answer is `logits[:, -1]`); `model(tokens, last_only=True)` -> [batch, d_vocab_out].
@@ -173,12 +169,9 @@ class AssignAddTransformer(HookedRootModule):
     """
 
     def __init__(
-        self,
-        cfg: ModelConfig,
-        seed: int | None = None,
-        generator: torch.Generator | None = None,
-        device: str | torch.device | None = None,
-    ):
+        self, cfg: ModelConfig, seed: int | None = None,
+        generator: torch.Generator | None = None, device: str | torch.device | None = None,
+    ):  # fmt: skip
         super().__init__()
         if not isinstance(cfg, ModelConfig):
             raise ConfigError(f"AssignAddTransformer needs a ModelConfig, got {type(cfg).__name__}")
@@ -233,24 +226,15 @@ class AssignAddTransformer(HookedRootModule):
         return tokens.long()
 
     def forward(
-        self,
-        tokens: Tensor | str | list[str],
-        labels: Tensor | None = None,
-        return_type: ReturnType = "logits",
-        fast: bool = False,
-        last_only: bool = False,
-    ):
+        self, tokens: Tensor | str | list[str], labels: Tensor | None = None,
+        return_type: ReturnType = "logits", fast: bool = False, last_only: bool = False,
+    ):  # fmt: skip
         """Through every HookPoint: the logits at every position, [batch, pos, d_vocab_out]
-        (TransformerLens's shape; the unembedding is applied at every position and the task's
-        answer is the last one, `logits[:, -1]`).
-
-        tokens: [batch, pos] ids, or text / a list of texts (`to_tokens`).
-        return_type: "logits"; "loss": the mean cross-entropy of the last position's logits
-        against `labels` [batch] (the task's answer; not TransformerLens's next-token loss);
-        "both": (logits, loss); None: nothing.
-        last_only: logits at the last position only, [batch, d_vocab_out] (every activation is
-        still computed at every position, through the hooks).
-        fast: `forward_fast` (no hooks, the last position only: as `last_only=True`)."""
+        (the task's answer is the last one, `logits[:, -1]`). tokens: [batch, pos] ids, or
+        text / a list of texts. return_type: "logits"; "loss": the mean cross-entropy of the
+        last position's logits against `labels` [batch] (not TransformerLens's next-token
+        loss); "both": (logits, loss); None. last_only: [batch, d_vocab_out] (every activation
+        still computed at every position). fast: `forward_fast` (no hooks, last position)."""
         if isinstance(tokens, (str, list, tuple)):
             tokens = self.to_tokens(tokens)
         if fast:
@@ -273,10 +257,8 @@ class AssignAddTransformer(HookedRootModule):
         self, tokens: Tensor, labels: Tensor | None = None, return_type: ReturnType = "logits"
     ):
         """Training path: logits at the last position [batch, d_vocab_out] (or the loss), the
-        same numbers as the hooked forward there, without HookPoints and without any
-        [batch, L, d_model] tensor (empirical.model.fast, the one fast forward of the codebase).
-        A reparameterisation of the same computation on the same parameters, so autograd gives
-        the same gradients (see docs/model.md)."""
+        hooked forward's numbers and gradients there, without HookPoints or any
+        [batch, L, d_model] tensor (empirical.model.fast; docs/model.md)."""
         if self.has_active_hooks():
             raise RuntimeError(
                 "forward_fast bypasses HookPoints but hooks are attached; use forward() "
@@ -327,13 +309,9 @@ class AssignAddTransformer(HookedRootModule):
         self.__dict__["_vocab"] = vocab
 
     def to_tokens(
-        self,
-        input: str | list[str] | tuple[str, ...],
-        check: bool = True,
-        move_to_device: bool = True,
-        prepend_bos: bool | None = None,
-        **_ignored,
-    ) -> Tensor:
+        self, input: str | list[str] | tuple[str, ...], check: bool = True,
+        move_to_device: bool = True, prepend_bos: bool | None = None, **_ignored,
+    ) -> Tensor:  # fmt: skip
         """Text -> token ids [1, n_ctx] (a list of texts -> [n, n_ctx]), long, on the model's
         device. Either of the task's text forms: `"c=1, b=17, a=42, b+19=?"` or the token form
         `"c 1 pad b 17 pad ... + b 19 ="`. `check`: refuse sequences whose answer is undefined
@@ -415,24 +393,10 @@ class AssignAddTransformer(HookedRootModule):
     def W_U(self) -> Tensor:  # [d_model, d_vocab_out]
         return self.unembed.W_U
 
-    def _stack(self, name: str) -> Tensor:
-        return torch.stack([getattr(block.attn, name) for block in self.blocks], dim=0)
-
-    @property
-    def W_Q(self) -> Tensor:  # [n_layers, n_heads, d_model, d_head]
-        return self._stack("W_Q")
-
-    @property
-    def W_K(self) -> Tensor:  # [n_layers, n_heads, d_model, d_head]
-        return self._stack("W_K")
-
-    @property
-    def W_V(self) -> Tensor:  # [n_layers, n_heads, d_model, d_head]
-        return self._stack("W_V")
-
-    @property
-    def W_O(self) -> Tensor:  # [n_layers, n_heads, d_head, d_model]
-        return self._stack("W_O")
+    W_Q = _stacked("W_Q")  # [n_layers, n_heads, d_model, d_head]
+    W_K = _stacked("W_K")  # [n_layers, n_heads, d_model, d_head]
+    W_V = _stacked("W_V")  # [n_layers, n_heads, d_model, d_head]
+    W_O = _stacked("W_O")  # [n_layers, n_heads, d_head, d_model]
 
     @property
     def W_in(self) -> Tensor:

@@ -1,14 +1,13 @@
 """Accuracy of every evaluation set of a run, at any step; over all snapshots, the run's
-metrics log, summary and Figure 2 (for a run imported from checkpoints, which has no training
-log). The library side of `python -m empirical evaluate`.
+metrics log, summary and Figure 2 (for an imported run, which has no training log). The
+library side of `python -m empirical evaluate`.
 
     result = evaluate_run("runs/authors")                 # final model
     result = evaluate_run("runs/authors", step=5401)      # the snapshot at step 5401
     # {"step": 5401, "accuracy": {"0var/ind": ..., ...}, "loss": {...}, "n": {...}}
     records, summary = evaluate_all_steps("runs/authors") # metrics.jsonl, summary.json, png
 
-The evaluation sets are the run's eval_sets.pt (built from its config and saved if absent),
-loaded once per call, whatever the number of steps evaluated.
+The evaluation sets are the run's eval_sets.pt (built and saved if absent), loaded once per call.
 """
 
 from __future__ import annotations
@@ -48,11 +47,9 @@ def resolve_device(name: str | None) -> torch.device:
 
 def run_eval_sets(run: RunDir, cfg=None):
     """The run's evaluation sets (EvalSets, on the CPU): eval_sets.pt, checked to be its
-    task's and seed's (RunDir.read_eval_sets: an error naming the fix otherwise), or built
-    from the run's config and saved there if absent (kept in memory only, with a note, where
-    the run directory cannot be written). Readers call it without the writer lock: the file
-    is a function of the run's task and seed, written atomically, so a reader saving it
-    beside a writer that saves it too writes the same sets."""
+    task's and seed's, or built from the run's config and saved there if absent (in memory
+    only, with a note, where the directory cannot be written). No writer lock needed: the file
+    is a function of the task and seed, written atomically."""
     from empirical.task import build_eval_sets, save_eval_sets
 
     cfg = run.read_config() if cfg is None else cfg
@@ -110,23 +107,17 @@ def _evaluator(run: RunDir, batch_size: int, device) -> _Evaluator:
 
 
 def evaluate_run(
-    run_dir: str | os.PathLike | RunDir,
-    step: int | None = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    device: Any = "cpu",
-) -> dict[str, Any]:
+    run_dir: str | os.PathLike | RunDir, step: int | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE, device: Any = "cpu",
+) -> dict[str, Any]:  # fmt: skip
     """{"step", "accuracy": {set: acc}, "loss": {set: loss}, "n": {set: size}} of the run's
     final model (step None) or its snapshot at `step`."""
     run = RunDir(run_dir).require_run()
     path = run.model_path(step)  # RunDirError listing the available steps
     ev = _evaluator(run, batch_size, device)
     found, acc, loss = ev(path)
-    return {
-        "step": step if step is not None else found,
-        "accuracy": acc,
-        "loss": loss,
-        "n": dict(ev.sizes),
-    }
+    step = step if step is not None else found
+    return {"step": step, "accuracy": acc, "loss": loss, "n": dict(ev.sizes)}
 
 
 def has_training_log(run: RunDir) -> bool:
@@ -145,36 +136,21 @@ def write_evaluated_log(run: RunDir, cfg, ev, models, **extra) -> list[dict]:
     records = []
     for step, path in models:
         _, acc, loss = ev(path)
-        records.append(
-            {
-                "step": step,
-                "train_loss": None,
-                "lr": None,
-                "elapsed_s": None,
-                "acc": acc,
-                "loss": loss,
-                "fingerprint": fingerprint,
-                **extra,
-            }
-        )
+        unknown = {"train_loss": None, "lr": None, "elapsed_s": None}
+        record = {"step": step, **unknown, "acc": acc, "loss": loss, "fingerprint": fingerprint}
+        records.append({**record, **extra})
     atomic_write_bytes(run.metrics, "".join(json.dumps(r) + "\n" for r in records).encode())
     return records
 
 
 def evaluate_all_steps(
-    run_dir: str | os.PathLike | RunDir,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    device: Any = "cpu",
-    force: bool = False,
-    progress: bool = False,
-) -> tuple[list[dict], dict]:
-    """Evaluate every snapshot of the run; write metrics.jsonl (one record per snapshot, in
-    the training log's format with train_loss, lr and elapsed_s null), then summary.json and
-    training_curves.png (write_summary: phases, Figure 2). Returns (records, summary).
-
-    Refused on a run with its own training log (has_training_log) unless `force`. Done under
-    the run directory's writer lock (empirical.runs.lock: a run another process writes is
-    refused)."""
+    run_dir: str | os.PathLike | RunDir, batch_size: int = DEFAULT_BATCH_SIZE,
+    device: Any = "cpu", force: bool = False, progress: bool = False,
+) -> tuple[list[dict], dict]:  # fmt: skip
+    """Evaluate every snapshot of the run; write metrics.jsonl (one record per snapshot,
+    train_loss, lr and elapsed_s null), summary.json and training_curves.png, under the run's
+    writer lock. Returns (records, summary). Refused on a run with its own training log
+    (has_training_log) unless `force`."""
     run = RunDir(run_dir).require_run()
     with writer_lock(run, "RUN_DIR"):
         return _evaluate_all_steps(run, batch_size, device, force, progress)

@@ -5,18 +5,13 @@ directory, so that `evaluate`, `analyze`, `compare-qk` work on it as on a run we
     result = import_checkpoints("../shared/authors/checkpoints", "configs/authors.toml",
                                 "runs/authors", train_pairs="../shared/authors/train_pairs.json")
 
-The run directory gets (names from RunDir): config.toml (the config, resolved),
-snapshots/step_XXXXXX.pt at every imported step, eval_sets.pt built once from the config, and
-imported.json (provenance: source folder, each file's step and sha256, the token map, the
-conversion check, the date, the command). It has no checkpoints/last.pt: its final model is
-its last snapshot.
-
-Nothing is written until every check passed: every file of the source is read, checked and
-converted in memory (empirical.model.tl_import), then the run directory is built in a
-temporary directory next to `out` and renamed into place. The conversion and the writing run
-under `out`'s writer lock (empirical.runs.lock: a directory another process writes is refused
-before any conversion), carried across the rename. An existing `out` is replaced only if it
-is an earlier import of the same source folder, an empty directory, or `overwrite`.
+The run directory gets config.toml, snapshots/step_XXXXXX.pt at every imported step,
+eval_sets.pt and imported.json (provenance: source, each file's step and sha256, the token
+map, the conversion check, date, command); no checkpoints/last.pt. Nothing is written until
+every file is read, converted (empirical.model.tl_import) and checked; the directory is built
+next to `out` and renamed into place, under `out`'s writer lock (carried across the rename).
+An existing `out` is replaced only if it is an earlier import of the same source folder, an
+empty directory, or `overwrite`. docs/import.md.
 """
 
 from __future__ import annotations
@@ -87,29 +82,19 @@ def source_files(src: str | os.PathLike, final_step: int) -> list[SourceFile]:
         raise CheckpointError(f"{src}: no such folder (the folder of checkpoint_step_N.pth files)")
     if not src.is_dir():
         raise CheckpointError(f"{src}: not a folder (give the folder of checkpoint_step_N.pth)")
-    files = [SourceFile(path, step_from_name(path, final_step)) for path in _listing(src)]
+    paths = sorted(p for p in src.iterdir() if p.is_file() and is_checkpoint_name(p))
+    files = [SourceFile(path, step_from_name(path, final_step)) for path in paths]
     if not files:
         raise CheckpointError(f"{src}: holds no checkpoint (*.pth or *.pt) file")
     files.sort(key=lambda f: f.step)
     for a, b in zip(files, files[1:], strict=False):
         if a.step == b.step:
-            hint = (
-                " (pass --final-step for the final model)"
-                if FINAL_NAME
-                in (
-                    a.path.name,
-                    b.path.name,
-                )
-                else ""
-            )
+            final = FINAL_NAME in (a.path.name, b.path.name)
+            hint = " (pass --final-step for the final model)" if final else ""
             raise CheckpointError(
                 f"{src}: {a.path.name} and {b.path.name} are both step {a.step}{hint}"
             )
     return files
-
-
-def _listing(src: Path) -> list[Path]:
-    return sorted(p for p in src.iterdir() if p.is_file() and is_checkpoint_name(p))
 
 
 def check_train_pairs(cfg: RunConfig, path: str | os.PathLike) -> dict:
@@ -178,23 +163,12 @@ def _refuse_existing(out: Path, src: Path, overwrite: bool) -> bool:
     )
 
 
-def _check_sequences(sets) -> torch.Tensor:
-    """A few sequences of every evaluation set (our ids), for the conversion check."""
-    return torch.cat([b.tokens[:CHECK_PER_SET] for b in sets.values()])
-
-
 def import_checkpoints(
-    src: str | os.PathLike,
-    config: str | os.PathLike | RunConfig,
-    out: str | os.PathLike,
-    *,
-    overrides: list[str] | None = None,
-    train_pairs: str | os.PathLike | None = None,
-    final_step: int | None = None,
-    overwrite: bool = False,
-    command: str | None = None,
+    src: str | os.PathLike, config: str | os.PathLike | RunConfig, out: str | os.PathLike, *,
+    overrides: list[str] | None = None, train_pairs: str | os.PathLike | None = None,
+    final_step: int | None = None, overwrite: bool = False, command: str | None = None,
     progress: bool = False,
-) -> ImportResult:
+) -> ImportResult:  # fmt: skip
     """Import every checkpoint of the folder `src` into the run directory `out` (see the
     module docstring). `config`: a RunConfig or the path of a run config (with `overrides`);
     `final_step`: the step of model_state_dict.pth (default: the config's train.steps)."""
@@ -231,13 +205,8 @@ def import_checkpoints(
             src, files, cfg, config_source, overrides, final, pairs_record, len(tokens), command
         )
         _write_run_directory(out, cfg, sets, files, models, record, lock)
-    return ImportResult(
-        out=out,
-        steps=[f.step for f in files],
-        files=files,
-        seconds=time.perf_counter() - t0,
-        replaced=replaced,
-    )
+    seconds = time.perf_counter() - t0
+    return ImportResult(out, [f.step for f in files], files, seconds, replaced)
 
 
 def _convert_and_check(files: list[SourceFile], cfg: RunConfig, model_cfg: ModelConfig, progress):
@@ -257,7 +226,7 @@ def _convert_and_check(files: list[SourceFile], cfg: RunConfig, model_cfg: Model
         state_dicts.append(sd)
 
     sets = build_eval_sets(cfg.task, cfg.seed, device="cpu")
-    tokens = _check_sequences(sets)
+    tokens = torch.cat([b.tokens[:CHECK_PER_SET] for b in sets.values()])  # a few of each set
     theirs = to_their_tokens(tokens, p, K)
     for f, model, sd in zip(files, models, state_dicts, strict=True):
         ref = tl_reference_forward(sd, theirs)[:, -1]
@@ -317,13 +286,10 @@ def _write_run_directory(out: Path, cfg, sets, files, models, record: dict, lock
         run.config.write_text(config_to_toml(cfg))
         save_eval_sets(sets, run.eval_sets)
         run.snapshots_dir.mkdir()
+        fingerprint = config_fingerprint(cfg)
         for f, model in zip(files, models, strict=True):
-            extra = {
-                "step": f.step,
-                "imported_from": f.path.name,
-                "config_fingerprint": config_fingerprint(cfg),
-            }
-            save_model(model, run.snapshot(f.step), extra)
+            extra = {"step": f.step, "imported_from": f.path.name}
+            save_model(model, run.snapshot(f.step), {**extra, "config_fingerprint": fingerprint})
         run.imported.write_text(json.dumps(record, indent=2) + "\n")
         lock.carry_into(tmp)
         _move_into_place(tmp, out)

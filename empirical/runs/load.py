@@ -4,21 +4,13 @@ its summary and analysis as typed dicts.
     from empirical import load_run, load_metrics, load_summary, load_analysis
     model, vocab = load_run("runs/authors/seed0")  # eval mode; step=N: a snapshot; device=
     df = load_metrics("runs/authors/seed0")       # pandas DataFrame, one row per evaluation
-    df.plot(x="step", y=["acc/1var/ind", "acc/2var/both"])
     summary = load_summary("runs/authors/seed0")  # summary.json (RunSummary)
-    summary["phases"]["first_spike"]["jump_end_step"]
     analysis = load_analysis("runs/authors/seed0")  # analysis/analysis.json (RunAnalysis)
 
-`load_metrics` flattens metrics.jsonl (whose per-set numbers are nested tables) into one
-column per number: `step`, `train_loss`, `lr`, `elapsed_s`, `full_eval`, `eval_n`, then
-`acc/<set>` and `loss/<set>` for every evaluation set. With pandas (the `analysis` extra:
-`pip install -e ".[analysis]"`) it is a DataFrame; without it, a list of dicts with the same
-keys (every row has every key; a number a record lacks is None). Importing this module does
-not import torch (load_run imports the model when called).
-
-The summary and the analysis are the JSON files as written (plain dicts, so every key a
-newer writer adds is kept); RunSummary, Phases, Spike and RunAnalysis document their keys
-for readers and type checkers.
+`load_metrics` has one column per number: METRIC_COLUMNS, then `acc/<set>` and `loss/<set>`
+(a list of dicts with the same keys without pandas). The summary and the analysis are the
+JSON files as written; RunSummary, Phases, Spike and RunAnalysis document their keys. No
+torch at import (load_run imports the model when called).
 """
 
 from __future__ import annotations
@@ -114,22 +106,12 @@ class RunAnalysis(TypedDict, total=False):
     seconds: float
 
 
-def _run(run: str | os.PathLike | RunDir) -> RunDir:
-    return run if isinstance(run, RunDir) else RunDir(run)
-
-
 def load_run(
     run_dir: str | os.PathLike, step: int | None = None, device: Any = None
 ) -> tuple[AssignAddTransformer, Vocabulary]:
     """(model, vocab) of the run in `run_dir`: its latest weights (checkpoints/last.pt, else
     the last snapshot) or, with `step`, the snapshot at that step; eval mode, on `device`
-    (default: the CPU). `vocab` is the task's tokenizer (`empirical.task.Vocabulary`), the
-    same as `model.vocab`:
-
-        model, vocab = load_run("runs/paper/seed0")
-        logits, cache = model.run_with_cache(model.to_tokens("c=1, b=17, a=42, b+19=?"))
-        logits[0, -1].argmax()     # the answer
-    """
+    (default: the CPU). `vocab` is the task's tokenizer, the same as `model.vocab`."""
     from empirical.families import family_of  # on call: the model imports torch
     from empirical.model import CheckpointError, load_model
 
@@ -158,7 +140,7 @@ def load_run(
 def metrics_rows(run: str | os.PathLike | RunDir) -> list[dict[str, Any]]:
     """metrics.jsonl of `run` as flat rows (see the module docstring), one per evaluation;
     [] when the run has no evaluation yet."""
-    records = _run(run).require_run().read_metrics()
+    records = RunDir(run).require_run().read_metrics()
     sets: list[str] = []
     for record in records:
         for table in PER_SET_TABLES:
@@ -203,13 +185,13 @@ def load_metrics(run: str | os.PathLike | RunDir, as_frame: bool | None = None):
 def load_summary(run: str | os.PathLike | RunDir) -> RunSummary:
     """The run's summary.json (RunSummary): final accuracies with intervals, the detected
     phases, timing and the config; an error naming the file if the run has none yet."""
-    return _run(run).require_run().read_summary()  # type: ignore[return-value]
+    return RunDir(run).require_run().read_summary()  # type: ignore[return-value]
 
 
 def load_analysis(run: str | os.PathLike | RunDir, step: int | None = None) -> RunAnalysis:
     """The analysis.json that `python -m empirical analyze RUN [--step S]` wrote (RunAnalysis):
     of the final model, or of the snapshot at `step`."""
-    run = _run(run).require_run()
+    run = RunDir(run).require_run()
     path = run.analysis_dir(step) / RunDir.ANALYSIS_JSON
     again = f"python -m empirical analyze {run.path}"
     again += f" --step {step}" if step is not None else ""

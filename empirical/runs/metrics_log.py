@@ -3,16 +3,11 @@
 {"step": 250, "train_loss": 4.1, "lr": 0.001, "elapsed_s": 12.3,
  "acc": {"0var/ind": 0.41, ...}, "loss": {"0var/ind": 3.2, ...}, "fingerprint": "..."}
 
-`fingerprint` is the run's config fingerprint (empirical.config.run.config_fingerprint); logs
-written before it existed lack it, which is accepted.
-
-Nothing is dropped silently. A line that is not a record (not JSON, no integer `step` or no
-`acc` table, a step not after the previous one, another run's fingerprint) is an error naming
-the line, whose repair is `python -m empirical repair RUN_DIR` (empirical.runs.repair: it keeps
-every valid line and says how many it dropped). The one exception is an incomplete last line
-(no newline at its end), which only a crash during the append can leave, or a reader that
-reads while the run's writer appends (readers take no lock: empirical.runs.lock): it is
-ignored with a note on stderr, and a resume removes it.
+`fingerprint`: the run's config fingerprint (older logs lack it: accepted). A line that is
+not a record of this run (not JSON, no integer `step` or `acc` table, a step not after the
+previous one, another run's fingerprint) is an error naming the line and its repair
+(`python -m empirical repair RUN_DIR`). Only an incomplete last line (a crash during the
+append, or a reader beside the writer) is skipped, with a note on stderr; a resume removes it.
 """
 
 from __future__ import annotations

@@ -4,20 +4,11 @@
     messages = repair_metrics(RunDir("runs/paper/seed0"))
     messages = rebuild_eval_sets(RunDir("runs/paper/seed0"))
 
-metrics.jsonl with bad lines (not JSON, not a record, a step out of order, another run's
-fingerprint, an incomplete last line): every valid line is kept, every other one dropped, and
-the messages say how many and which; the file as it was is kept as metrics.jsonl.bak.
-
-metrics.jsonl missing (a resume refuses to write a history with holes): it is rebuilt from
-the run's snapshots up to its checkpoint step and from the checkpoint itself, each record
-the accuracies and losses of those weights, with `train_loss`, `lr` and `elapsed_s` unknown
-(null) and `"rebuilt": true`.
-
-eval_sets.pt unreadable or another task's or seed's (`--rebuild-eval-sets`): built again from
-the run's config (the sets are a function of its [task] table and seed).
-
-Both hold the run directory's writer lock (empirical.runs.lock): a run another process is
-writing is refused, never repaired beside its writer.
+metrics.jsonl with bad lines: every valid line kept, the others dropped and named, the file
+as it was kept as metrics.jsonl.bak. metrics.jsonl missing: rebuilt from the snapshots up to
+the checkpoint step and the checkpoint itself (`train_loss`, `lr`, `elapsed_s` null,
+`"rebuilt": true`). eval_sets.pt unreadable or another task's or seed's: built again from
+the run's config. Both under the run directory's writer lock (docs/robustness.md).
 """
 
 from __future__ import annotations

@@ -5,40 +5,23 @@
     records = run.read_metrics()         # metrics.jsonl, one record per evaluation
     step, path = run.snapshots()[-1]     # snapshots/step_XXXXXX.pt
     model_path = run.final_model()       # checkpoints/last.pt, else the last snapshot
-    # the model itself: empirical.runs.load.load_run (also `from empirical import load_run`)
-
-A run directory holds:
 
     config.toml            the resolved RunConfig
-    config_history.jsonl   every start and resume of the run, with what a resume changed
-    eval_sets.pt           the seed's evaluation sets and held-out pairs (fixed per seed)
-    metrics.jsonl          one line per evaluation
-    metrics.jsonl.bak      the log as it was before `python -m empirical repair` rewrote it
+    config_history.jsonl   every start and resume, with what a resume changed
+    eval_sets.pt           the seed's evaluation sets and held-out pairs
+    metrics.jsonl(.bak)    one line per evaluation (.bak: before `repair` rewrote it)
     checkpoints/last.pt    resumable state (model, optimiser, RNG, step), replaced atomically
     snapshots/step_XXXXXX.pt   weights-only snapshots for analysis over training
-    summary.json           final accuracies, detected phase changes, timing
-    training_curves.png    the paper's Figure 2 for this run
-    stopped.json           a sweep member that stopped on a non-finite loss: why and when
-    running.json           a sweep member claimed by a cluster job while it trains (job id,
-                           host, pid; removed when the job ends; empirical.experiments.sweep.cluster)
-    imported.json          a run imported from another codebase's checkpoints: provenance
-    writer.lock            the writer lock (empirical.runs.lock): a process that writes the
-                           directory holds flock on it and writes its PID, host, command line
-                           and start time into it; removed on release (a killed writer leaves
-                           it, unlocked: the OS released the lock)
-    analysis/              `python -m empirical analyze` output (analysis/step_XXXXXX with --step):
-                           analysis.json, summary.md, figures
-    compare_qk/            `python -m empirical compare-qk` output: compare_qk.json,
-                           blocks.npz, summary.md, figures
-    compare_qk_spike1/     compare-qk of the first spike's snapshots only, written for a
-                           population's claims (`python -m empirical claims`)
+    summary.json, training_curves.png   final accuracies, phases, timing; Figure 2
+    stopped.json           why and when a run stopped on a diverged loss
+    running.json           a sweep member's claim by a cluster job (removed when it ends)
+    imported.json          provenance of a run imported from another codebase's checkpoints
+    writer.lock            the writer's lock (empirical.runs.lock): PID, host, command, start
+    analysis/, compare_qk/, compare_qk_spike1/   `analyze`, `compare-qk` (and the claims')
 
-Every other module asks this class for a path; no file name of a run appears elsewhere.
-
-A run directory knows what it holds: checkpoints, snapshots and metrics records carry the
-run's config fingerprint, eval_sets.pt the fingerprint of its task and seed
-(empirical.config.run); `read_metrics`, `read_eval_sets` and `check_model_file` refuse what
-carries another (files written before fingerprints existed are accepted).
+Checkpoints, snapshots and metrics records carry the run's config fingerprint, eval_sets.pt
+that of its task and seed (empirical.config.run); `read_metrics`, `read_eval_sets` and
+`check_model_file` refuse what carries another (files without one are accepted).
 """
 
 from __future__ import annotations
@@ -54,6 +37,11 @@ from empirical.config.io import ConfigError
 from empirical.runs.metrics_log import read_metrics
 
 SNAPSHOT_RE = re.compile(r"step_(\d+)\.pt")
+
+
+def _file(*parts: str) -> property:
+    """A read-only property: the path `parts` under the directory (`self.path`)."""
+    return property(lambda self: self.path.joinpath(*parts))
 
 
 class RunDir:
@@ -106,76 +94,29 @@ class RunDir:
 
     # -- paths ------------------------------------------------------------------------------
 
-    @property
-    def config(self) -> Path:
-        return self.path / self.CONFIG
-
-    @property
-    def config_history(self) -> Path:
-        return self.path / self.CONFIG_HISTORY
-
-    @property
-    def eval_sets(self) -> Path:
-        return self.path / self.EVAL_SETS
-
-    @property
-    def metrics(self) -> Path:
-        return self.path / self.METRICS
-
-    @property
-    def metrics_backup(self) -> Path:
-        return self.path / self.METRICS_BACKUP
-
-    @property
-    def checkpoints_dir(self) -> Path:
-        return self.path / self.CHECKPOINTS
-
-    @property
-    def last_checkpoint(self) -> Path:
-        return self.checkpoints_dir / self.LAST
-
-    @property
-    def snapshots_dir(self) -> Path:
-        return self.path / self.SNAPSHOTS
+    config = _file(CONFIG)
+    config_history = _file(CONFIG_HISTORY)
+    eval_sets = _file(EVAL_SETS)
+    metrics = _file(METRICS)
+    metrics_backup = _file(METRICS_BACKUP)
+    checkpoints_dir = _file(CHECKPOINTS)
+    last_checkpoint = _file(CHECKPOINTS, LAST)
+    snapshots_dir = _file(SNAPSHOTS)
+    summary = _file(SUMMARY)
+    training_curves = _file(TRAINING_CURVES)
+    stopped = _file(STOPPED)
+    running = _file(RUNNING)
+    imported = _file(IMPORTED)
+    writer_lock = _file(WRITER_LOCK)
+    compare_qk_dir = _file(COMPARE_QK)
+    compare_qk_spike1_dir = _file(COMPARE_QK_SPIKE1)
 
     def snapshot(self, step: int) -> Path:
         return self.snapshots_dir / f"step_{int(step):06d}.pt"
 
-    @property
-    def summary(self) -> Path:
-        return self.path / self.SUMMARY
-
-    @property
-    def training_curves(self) -> Path:
-        return self.path / self.TRAINING_CURVES
-
-    @property
-    def stopped(self) -> Path:
-        return self.path / self.STOPPED
-
-    @property
-    def running(self) -> Path:
-        return self.path / self.RUNNING
-
-    @property
-    def imported(self) -> Path:
-        return self.path / self.IMPORTED
-
-    @property
-    def writer_lock(self) -> Path:
-        return self.path / self.WRITER_LOCK
-
     def analysis_dir(self, step: int | None = None) -> Path:
         base = self.path / self.ANALYSIS
         return base if step is None else base / f"step_{int(step):06d}"
-
-    @property
-    def compare_qk_dir(self) -> Path:
-        return self.path / self.COMPARE_QK
-
-    @property
-    def compare_qk_spike1_dir(self) -> Path:
-        return self.path / self.COMPARE_QK_SPIKE1
 
     # -- what it holds ----------------------------------------------------------------------
 
@@ -392,7 +333,7 @@ class SweepDir:
     GRID_JSON = "grid.json"
     GRID_MD = "grid.md"
     GRID_FIGURE = "grid"  # grid.png (or .pdf / .svg)
-    JOBS = "jobs"  # submitit's files, one folder per submission (empirical.experiments.sweep.cluster)
+    JOBS = "jobs"  # submitit's files, one folder per submission (experiments.sweep.cluster)
     CLAIMS = "claims"  # `python -m empirical claims`: one folder per variant (a population)
     CLAIMS_JSON = "claims.json"
     CLAIMS_MD = "claims.md"
@@ -408,32 +349,18 @@ class SweepDir:
     def __str__(self) -> str:
         return str(self.path)
 
-    @property
-    def sweep_toml(self) -> Path:
-        return self.path / self.SWEEP_TOML
-
-    @property
-    def members_dir(self) -> Path:
-        return self.path / self.MEMBERS
+    sweep_toml = _file(SWEEP_TOML)
+    members_dir = _file(MEMBERS)
+    jobs_dir = _file(JOBS)
+    writer_lock = _file(WRITER_LOCK)
+    results_json = _file(RESULTS_JSON)
+    summary_md = _file(SUMMARY_MD)
+    grid_json = _file(GRID_JSON)
+    grid_md = _file(GRID_MD)
+    claims_dir = _file(CLAIMS)
 
     def member(self, dirname: str) -> RunDir:
         return RunDir(self.members_dir / dirname)
-
-    @property
-    def jobs_dir(self) -> Path:
-        return self.path / self.JOBS
-
-    @property
-    def writer_lock(self) -> Path:
-        return self.path / self.WRITER_LOCK
-
-    @property
-    def results_json(self) -> Path:
-        return self.path / self.RESULTS_JSON
-
-    @property
-    def summary_md(self) -> Path:
-        return self.path / self.SUMMARY_MD
 
     def results_json_at(self, step: int) -> Path:
         """results.json of the summary at an earlier evaluation step (sweep --at-step)."""
@@ -442,20 +369,8 @@ class SweepDir:
     def summary_md_at(self, step: int) -> Path:
         return self.path / f"summary_step_{step:06d}.md"
 
-    @property
-    def grid_json(self) -> Path:
-        return self.path / self.GRID_JSON
-
-    @property
-    def grid_md(self) -> Path:
-        return self.path / self.GRID_MD
-
     def figure(self, stem: str, fmt: str = "png") -> Path:
         return self.path / f"{stem}.{fmt}"
-
-    @property
-    def claims_dir(self) -> Path:
-        return self.path / self.CLAIMS
 
     def claims_of(self, variant: str) -> Path:
         """The folder of one variant's population claims (claims.json, claims.md, figures)."""

@@ -12,14 +12,11 @@ FIELDS = ("tokens", "labels", "n_vars", "operand_values", "value_positions", "op
 
 @dataclass
 class Batch:
-    """n sequences. All fields are long tensors on one device.
-
-    tokens (n, L); labels (n,) = sum of the operand values mod p; n_vars (n,) in {0, 1, 2}
-    (variable operands, so `c+c` counts 2); operand_values (n, 2) resolved values of the
-    operands at L-3, L-2; value_positions (n, 2) position holding each operand's value (the
-    operand itself for a number, else the position of the number assigned to the variable);
-    operand_vars (n, 2) variable index 0..K-1 at each operand position, -1 for a number.
-    """
+    """n sequences, all fields long tensors on one device: tokens (n, L); labels (n,) = sum of
+    the operand values mod p; n_vars (n,) in {0, 1, 2} (`c+c` counts 2); operand_values (n, 2)
+    resolved values of the operands at L-3, L-2; value_positions (n, 2) where each operand's
+    value sits (the operand itself for a number, else the number assigned to the variable);
+    operand_vars (n, 2) variable index 0..K-1 at each operand position, -1 for a number."""
 
     tokens: torch.Tensor
     labels: torch.Tensor

@@ -1,11 +1,6 @@
-"""Evaluation sets: fixed per seed, built on the CPU (identical whatever the device), saved
-with the run as one file (`save_eval_sets`, `load_eval_sets`).
-
-Which sets a config has, and how each is drawn, is its family's (empirical.families):
-assign_add's `0var/ind`, ..., `curated/held_out_pairs` and the optional Figure 3 sets
-(empirical/families/assign_add/eval_sets.py), chain's `chain/0var`, `chain/1var_h2`, ...
-`eval_set_names(cfg)` lists a config's sets; a set that cannot exist
-for the config (no held-out pair, no restricted variable) is left out of the dict.
+"""Evaluation sets: fixed per seed, built on the CPU (identical whatever the device) by the
+config's family, saved with the run as one file (`save_eval_sets`, `load_eval_sets`); a set
+that cannot exist for the config is left out of the dict (docs/task.md, "Evaluation sets").
 """
 
 from __future__ import annotations
@@ -58,31 +53,25 @@ class EvalSets(dict):
         self.fingerprint = fingerprint
 
     def to(self, device) -> EvalSets:
-        return EvalSets(
-            {k: v.to(device) for k, v in self.items()},
-            held_out=self.held_out,
-            seed=self.seed,
-            config=self.config,
-            enumerated=self.enumerated,
-            fingerprint=self.fingerprint,
-        )
+        meta = ("held_out", "seed", "config", "enumerated", "fingerprint")
+        return EvalSets({k: v.to(device) for k, v in self.items()},
+                        **{name: getattr(self, name) for name in meta})  # fmt: skip
 
 
 def eval_sets_mismatch(sets: EvalSets, cfg: TaskConfig, seed: int) -> str | None:
     """Why `sets` are not the evaluation sets of (cfg, seed); None: they are, or an older
     file records too little to tell (only a difference it records is refused)."""
-    if getattr(sets, "fingerprint", None):
-        expected = task_fingerprint(cfg, seed)
-        if sets.fingerprint == expected:
-            return None
-        if sets.seed is not None and int(sets.seed) != int(seed):
-            return f"they were built for seed {sets.seed}, this run's seed is {seed}"
-        return (
-            f"they were built for another [task] table (task fingerprint "
-            f"{str(sets.fingerprint)[:12]}, this run's {expected[:12]})"
-        )
+    fingerprint = getattr(sets, "fingerprint", None)
+    expected = task_fingerprint(cfg, seed) if fingerprint else None
+    if fingerprint and fingerprint == expected:
+        return None
     if getattr(sets, "seed", None) is not None and int(sets.seed) != int(seed):
         return f"they were built for seed {sets.seed}, this run's seed is {seed}"
+    if fingerprint:
+        return (
+            f"they were built for another [task] table (task fingerprint "
+            f"{str(fingerprint)[:12]}, this run's {expected[:12]})"
+        )
     saved = getattr(sets, "config", None)
     if isinstance(saved, dict):
         mine = to_dict(cfg)

@@ -18,11 +18,8 @@ if TYPE_CHECKING:  # the config module reads training-pair files with this one
 
 
 def derive_seed(seed: int, *tags: object) -> int:
-    """A 63-bit seed for one purpose (`"held_out"`, `"train"`, `"eval", name`) of a run seed.
-
-    Independent purposes get independent streams, so e.g. adding an evaluation set never
-    changes the training batches or the other sets.
-    """
+    """A 63-bit seed for one purpose (`"held_out"`, `"train"`, `"eval", name`) of a run seed:
+    independent purposes get independent streams."""
     text = "/".join([str(int(seed))] + [str(t) for t in tags])
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 1
 
@@ -46,13 +43,9 @@ _TRAIN_FILES: dict[tuple, torch.Tensor] = {}
 
 
 def read_train_pairs_file(cfg: TaskConfig) -> torch.Tensor:
-    """Sorted ranks n1*p + n2 of the ordered training pairs listed in cfg.train_pairs_file.
-
-    The file is JSON: a list of [n1, n2], or an object whose "train_pairs" holds that list
-    (and whose "p", if present, must equal task.p). A relative path is read from the current
-    working directory. Parsed once per (path, modification time, size, p). Any problem is a
-    ConfigError naming the file.
-    """
+    """Sorted ranks n1*p + n2 of the ordered training pairs listed in cfg.train_pairs_file:
+    JSON, a list of [n1, n2] or an object holding it under "train_pairs" (and "p", if present,
+    equal to task.p); parsed once per (path, mtime, size, p). A ConfigError names the file."""
     path = os.path.abspath(cfg.train_pairs_file)
     where = f"task.train_pairs_file = {cfg.train_pairs_file!r} ({path})"
     try:
@@ -86,12 +79,8 @@ def read_train_pairs_file(cfg: TaskConfig) -> torch.Tensor:
     if not data:
         raise ConfigError(f"{where}: lists no pair, which leaves no training pair")
     for i, pair in enumerate(data):
-        ok = (
-            isinstance(pair, list)
-            and len(pair) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in pair)
-        )
-        if not ok:
+        shaped = isinstance(pair, list) and len(pair) == 2
+        if not (shaped and all(isinstance(v, int) and not isinstance(v, bool) for v in pair)):
             raise ConfigError(f"{where}: entry {i} is {pair!r}, not a pair [n1, n2] of integers")
         if not (0 <= pair[0] < cfg.p and 0 <= pair[1] < cfg.p):
             raise ConfigError(
@@ -121,21 +110,10 @@ def _complement(train_ranks: torch.Tensor, p: int) -> torch.Tensor:
 
 def held_out_pairs(cfg: TaskConfig, seed: int) -> torch.Tensor:
     """The held-out value pairs of this seed: LongTensor (n, 2), deterministic, on the CPU.
-
-    held_out_form = "unordered": rows x <= y, sorted; a uniformly random subset of
-    cfg.n_held_out of the p(p+1)/2 pairs {x, y} (x == y included), from
-    derive_seed(seed, "held_out"). A held-out {x, y} is never trained in any order.
-
-    held_out_form = "ordered": the held-out ordered pairs (x, y), sorted by x*p + y;
-    (y, x) may be trained while (x, y) is held out. Which ones:
-    * train_pairs_file set: every pair the file does not list;
-    * pair_split = "seeded": a uniformly random subset of cfg.n_held_out of the p*p pairs,
-      from derive_seed(seed, "held_out");
-    * pair_split = "python_random" (the authors' rule): the training pairs are
-      random.Random(pair_seed).sample([(n1, n2) for n1 in range(p) for n2 in range(p)],
-      floor((1 - held_out_fraction) p^2)), pair_seed defaulting to the run seed; the rest
-      is held out.
-    """
+    "unordered": rows x <= y, a uniform subset of cfg.n_held_out of the p(p+1)/2 pairs {x, y};
+    "ordered": pairs (x, y) sorted by x*p + y, every pair train_pairs_file does not list, a
+    uniform subset of the p*p ("seeded"), or the complement of the authors' random.Random(
+    pair_seed).sample of training pairs ("python_random"; docs/task.md)."""
     p = cfg.p
     if cfg.held_out_form == "ordered":
         if cfg.train_pairs_file:
@@ -161,11 +139,8 @@ def held_out_pairs(cfg: TaskConfig, seed: int) -> torch.Tensor:
 
 
 def check_held_out(cfg: TaskConfig, held: torch.Tensor) -> torch.Tensor:
-    """Validate a held-out table and return it canonical: (n, 2) long, unique, sorted.
-
-    Rows are read per cfg.held_out_form: unordered pairs become x <= y (so (y, x) and
-    (x, y) are the same pair); ordered pairs are kept as they are (never canonicalised).
-    """
+    """Validate a held-out table and return it canonical: (n, 2) long, unique, sorted; with
+    held_out_form "unordered" rows become x <= y, "ordered" rows are kept as they are."""
     held = torch.as_tensor(held).detach().to("cpu", torch.long)
     if held.numel() == 0:
         return torch.zeros((0, 2), dtype=torch.long)
@@ -188,11 +163,8 @@ def check_held_out(cfg: TaskConfig, held: torch.Tensor) -> torch.Tensor:
 
 
 def ordered_ranks(held: torch.Tensor, p: int, form: str = "unordered") -> torch.Tensor:
-    """Sorted ranks x*p + y of every ordered pair (x, y) that the table holds out.
-
-    form "unordered": the table's rows are unordered pairs, so both (x, y) and (y, x)
-    (diagonal once); "ordered": exactly the table's rows.
-    """
+    """Sorted ranks x*p + y of every ordered pair (x, y) the table holds out: form
+    "unordered" both (x, y) and (y, x) of each row (diagonal once), "ordered" the rows."""
     if held.numel() == 0:
         return torch.zeros(0, dtype=torch.long)
     x, y = held[:, 0], held[:, 1]
@@ -215,12 +187,9 @@ def diagonal_values(held: torch.Tensor) -> torch.Tensor:
 def is_held(
     pairs: torch.Tensor, held: torch.Tensor, p: int | TaskConfig, form: str | None = None
 ) -> torch.Tensor:
-    """Bool (n,): whether each ordered pair (x, y) in `pairs` (n, 2) is held out.
-
-    `p` is the modulus or the TaskConfig (which then also gives the form). form
-    "unordered" (the default for an integer p): (x, y) is held out if {x, y} is;
-    "ordered": if (x, y) itself is a row of `held`.
-    """
+    """Bool (n,): whether each ordered pair (x, y) in `pairs` (n, 2) is held out. `p`: the
+    modulus or the TaskConfig (which then gives the form); form "unordered" (default for an
+    integer p): if {x, y} is held out, "ordered": if (x, y) is a row of `held`."""
     if not isinstance(p, int):  # a TaskConfig
         form = p.held_out_form if form is None else form
         p = p.p

@@ -1,9 +1,6 @@
-"""The training sampler of a task config, whatever its family, cached per (config, held-out
-pairs, device): `get_training_sampler`, and `sample_training_batch` (a batch drawn with it).
-
-The family (empirical.families) builds the sampler: `family_of(cfg).training_sampler(cfg,
-held_out, device)`, whose `sample(n, generator)` draws n rows of its training distribution
-(assign_add: empirical/families/assign_add/draw.py; the other families: their packages').
+"""The training sampler of a task config, whatever its family (built by
+`family_of(cfg).training_sampler`), cached per (config, held-out pairs, device):
+`get_training_sampler`, and `sample_training_batch` (a batch drawn with it).
 """
 
 from __future__ import annotations
@@ -63,21 +60,11 @@ def get_training_sampler(cfg: TaskConfig, held_out: torch.Tensor, device="cpu"):
     return _SAMPLERS[key]
 
 
-def sample_training_batch(
-    cfg: TaskConfig,
-    n: int,
-    generator: torch.Generator,
-    device=None,
-    held_out: torch.Tensor | None = None,
-) -> Batch:
-    """n training sequences drawn on the fly (see the module docstring for the distribution).
-
-    A thin cached wrapper of the family's sampler (`family_of(cfg).training_sampler(cfg,
-    held_out, device).sample(n, generator)`),
-    which a training loop may hold itself. held_out is required: pass
-    held_out_pairs(cfg, seed), or an empty (0, 2) tensor to hold nothing out. device
-    defaults to the generator's device.
-    """
+def sample_training_batch(cfg: TaskConfig, n: int, generator: torch.Generator, device=None,
+                          held_out: torch.Tensor | None = None) -> Batch:  # fmt: skip
+    """n training sequences drawn on the fly with the cached family sampler. held_out is
+    required: held_out_pairs(cfg, seed), or an empty (0, 2) tensor to hold nothing out.
+    device defaults to the generator's device."""
     if held_out is None:
         raise ValueError(
             "sample_training_batch needs held_out=held_out_pairs(cfg, seed) "

@@ -1,24 +1,8 @@
-"""Vocabulary and tokenizer of the assign-and-add task.
-
-Fixed id layout (the model relies on it):
-
-    0 .. p-1        numbers
-    p .. p+K-1      variables a, b, c, ...
-    p+K             `+`
-    p+K+1           `=`
-    p+K+2           `pad`
-    d_vocab = p+K+3; the model predicts one of p classes (the numbers).
-
-Two text forms, both accepted by `encode`:
-
-* the paper's form `c=1,b=17,a=42,b+19=?` (pads dropped; `encode` packs the assignments
-  from position 0 and pads after them, so only the canonical placement round-trips);
-* the token form `c 1 pad b 17 pad pad a 42 pad pad pad + b 19 =` (exactly L tokens; round
-  trips exactly with `decode_tokens`).
-
-With `pointers=True` (the chain family's vocabulary) an assignment may also bind a variable
-to another variable: `b=a`, in token form `b a`; labels then follow the pointers to a number.
-`Vocabulary.from_config(cfg)` is the tokenizer of cfg's task family (empirical.families).
+"""Vocabulary and tokenizer of the assign-and-add task (docs/task.md, "Vocabulary"): ids
+0..p-1 the numbers, p..p+K-1 the variables, then `+`, `=`, `pad`. `encode` takes the paper's
+form `c=1,b=17,a=42,b+19=?` (packed from position 0) or the token form of exactly L tokens
+(which round-trips with `decode_tokens`). With `pointers=True` (the chain family) an
+assignment may bind a variable to another variable, `b=a`; labels follow the pointers.
 """
 
 from __future__ import annotations
@@ -87,9 +71,6 @@ class Vocabulary:
     def is_number(self, ids: torch.Tensor) -> torch.Tensor:
         return (ids >= 0) & (ids < self.p)
 
-    def is_var(self, ids: torch.Tensor) -> torch.Tensor:
-        return (ids >= self.p) & (ids < self.p + self.K)
-
     # ------------------------------------------------------------------ text -> ids
     def _operand(self, text: str, where: str) -> int:
         if text in self.letters:
@@ -111,11 +92,8 @@ class Vocabulary:
         raise TokenizeError(f"{where}: expected {what}, got {text!r}")
 
     def encode(self, text: str, check: bool = True) -> torch.Tensor:
-        """Text (either form) -> LongTensor (L,).
-
-        With `check`, the sequence must also make sense: assigned variables distinct and
-        every variable operand assigned (so that its label is defined).
-        """
+        """Text (either form) -> LongTensor (L,); with `check` the sequence must also make
+        sense (assigned variables distinct, every variable operand assigned)."""
         if not isinstance(text, str):
             raise TypeError(f"encode expects a str, got {type(text).__name__}")
         stripped = text.strip()
@@ -171,12 +149,7 @@ class Vocabulary:
         ids = torch.full((self.L,), self.pad, dtype=torch.long)
         for j, (v, n) in enumerate(assigns):
             ids[2 * j], ids[2 * j + 1] = v, n
-        ids[self.L - 4], ids[self.L - 3], ids[self.L - 2], ids[self.L - 1] = (
-            self.plus,
-            a,
-            b,
-            self.eq,
-        )
+        ids[self.L - 4 :] = torch.tensor([self.plus, a, b, self.eq])
         return ids
 
     def _encode_token_form(self, text: str) -> torch.Tensor:
@@ -203,11 +176,7 @@ class Vocabulary:
         seq = [int(t) for t in (ids.tolist() if isinstance(ids, torch.Tensor) else ids)]
         if len(seq) != self.L:
             raise TokenizeError(f"sequence has {len(seq)} tokens, expected L = {self.L}")
-        for i, t in enumerate(seq):
-            if not 0 <= t < self.d_vocab:
-                raise TokenizeError(
-                    f"position {i}: id {t} is outside the vocabulary 0..{self.d_vocab - 1}"
-                )
+        self._check_range(seq)
         R, p = self.region, self.p
         assigns = []
         i = 0
@@ -300,12 +269,16 @@ class Vocabulary:
         if isinstance(ids, torch.Tensor) and ids.dim() == 2:
             return [self.decode_tokens(row) for row in ids.cpu()]
         seq = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        self._check_range(seq)
+        return " ".join(self.names[int(t)] for t in seq)
+
+    def _check_range(self, seq) -> None:
+        """A TokenizeError naming the first id outside the vocabulary."""
         for i, t in enumerate(seq):
             if not 0 <= int(t) < self.d_vocab:
                 raise TokenizeError(
                     f"position {i}: id {t} is outside the vocabulary 0..{self.d_vocab - 1}"
                 )
-        return " ".join(self.names[int(t)] for t in seq)
 
     def label_text(self, label: int) -> str:
         """A label as `sample` prints it (the number)."""

@@ -6,44 +6,27 @@
     summary_of(result.run_dir)["phases"]              # summary.json
     detect_phases(records)                            # the spikes of a metrics log
 
-Modules: `loop` (train_run, resume and its checks), `session` (the phases of a training
-session), `engine` (the skeleton's pieces: checks, loss windows, divergence, device),
-`learners` (model, forward, optimiser step), `evaluate` (the evaluation sets' accuracy),
-`phases` (spike detection), `summary` (summary.json, Figure 2), `plots`, `tensorboard`
-(train.tensorboard = true), `state`, `schedule`, `optim`, `batches`, `breakdown`,
-`cuda_graph`. See docs/training.md. The public names are imported on first use
-(disentangled.lazy_exports): importing the package does not import torch.
+`loop` (train_run, resume), `session` (a session's phases), `engine` (the skeleton's pieces),
+`learners` (model, forward, optimiser step), `evaluate`, `summary`, `plots`, `tensorboard`, ...
+See docs/training.md. Names are imported on first use (no torch at import).
 """
 
 from disentangled.lazy_exports import lazy_exports
 
 __all__ = [
-    "TrainResult",
-    "TrainingError",
-    "check_train_target",
-    "detect_phases",
-    "first_step_all_above",
-    "summary_of",
-    "train_run",
-    "write_summary",
-    "write_training_curves",
-]
+    "TrainResult", "TrainingError", "check_train_target", "detect_phases", "first_step_all_above",
+    "summary_of", "train_run", "write_summary", "write_training_curves",
+]  # fmt: skip
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "empirical.train.loop": [
-            "TrainResult",
-            "TrainingError",
-            "check_train_target",
-            "summary_of",
-            "train_run",
+            "TrainResult", "TrainingError", "check_train_target", "summary_of", "train_run",
         ],
         "empirical.analysis.phases": ["detect_phases"],
         "empirical.train.summary": [
-            "first_step_all_above",
-            "write_summary",
-            "write_training_curves",
+            "first_step_all_above", "write_summary", "write_training_curves",
         ],
     },
-)
+)  # fmt: skip

@@ -3,14 +3,10 @@
     stream = BatchStream(sampler, generator, batch_size=512, chunk=8)
     batch = stream.next()        # one step's batch
 
-With chunk = 1 every step draws its own batch. With chunk = k one sampler call draws
-k * batch_size sequences and the next k steps take consecutive slices: k times fewer sampler
-calls, which is what matters on a GPU, where each of the sampler's small ops costs a kernel
-launch. The sampler turns one row of uniforms into one sequence, so on the CPU (whose
-generator fills rows in order) the chunked stream is the chunk = 1 stream, bit for bit
-(tested); on CUDA it is another stream of the same distribution.
-A checkpoint falls on a chunk boundary (train.checkpoint_every is a multiple of the chunk),
-so a resumed run draws exactly what an uninterrupted one draws.
+One sampler call draws chunk * batch_size sequences and the next `chunk` steps take
+consecutive slices (fewer kernel launches on a GPU). On the CPU the chunked stream is the
+chunk = 1 stream bit for bit (tested); on CUDA another stream of the same distribution.
+Checkpoints fall on chunk boundaries, so a resumed run draws what an uninterrupted one draws.
 """
 
 from __future__ import annotations

@@ -6,20 +6,12 @@ direction projected out of the last block's W_QK (issue #36's interventions).
     constraints.after_step(values)                # after the optimiser step
 
 `values[name]` and `grads[name]` are [M, ...] views of every parameter (a single run: M = 1).
-
-- **train.freeze** (parameter groups, empirical.model.groups): the group's gradients are set
-  to zero before the step (so gradient clipping and AdamW's moments do not see them) and its
-  weights are put back after it (so neither the moments it had nor the weight decay move it):
-  a frozen group keeps its value exactly.
-- **train.project_out** (a file written by `save_direction`: a label-space block G [R, C] on
-  compare-qk's labels): after every step the factors W_Q, W_K of the last block are moved by
-  the smallest change (in parameter norm) that makes the step's update of W_QK = W_Q W_K^T
-  have no component along G in compare-qk's dual frame at the step's start, i.e.
-  <s Q* (W_QK' - W_QK) K*^T, G> = 0 (Q*, K* the dual vectors of the labelled query and key
-  vectors before the step, empirical.model.labels; s = sqrt(d_head)): the update compare-qk
-  would read is the same with its G-component removed. The constraint is linear in W_QK but
-  not in the factors, so the change is found by Newton steps along the constraint's gradient
-  (Y W_K, Y^T W_Q), Y = s Q*^T G K*, to |residual| <= 1e-9 of the removed component.
+train.freeze: the group's gradients are zeroed before the step (unseen by clipping and AdamW's
+moments) and its weights put back after it, so it keeps its value exactly. train.project_out
+(a label-space block G written by `save_direction`): after every step W_Q, W_K of the last
+block move by the smallest change making <s Q* (W_QK' - W_QK) K*^T, G> = 0 (Q*, K*: the dual
+vectors of the labelled query and key vectors before the step, empirical.model.labels;
+s = sqrt(d_head)), found by Newton steps along (Y W_K, Y^T W_Q), Y = s Q*^T G K*.
 """
 
 from __future__ import annotations
@@ -32,13 +24,7 @@ from torch import Tensor
 
 from empirical.config.io import ConfigError
 from empirical.model.groups import group_of
-from empirical.model.labels import (
-    col_labels,
-    dual_vectors,
-    ebar_of,
-    query_key_vectors,
-    row_labels,
-)
+from empirical.model.labels import col_labels, dual_vectors, ebar_of, query_key_vectors, row_labels
 
 NEWTON_STEPS = 4
 

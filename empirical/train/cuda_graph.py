@@ -3,29 +3,14 @@
     graphed = GraphedStep(full_step, optimizer, device)
     losses = graphed(tokens, labels, lr)       # each step; lr: this step's learning rate
 
-At the paper's size a training step is a few hundred small kernels, and on a GPU launching
-them from Python costs more than running them (5.5 ms a step on an H100, docs/gpu.md). A
-CUDA graph records the step's kernels once and replays them with one launch. This follows
-torch's "whole-network capture" recipe (https://pytorch.org/docs/stable/notes/cuda.html,
-CUDA Graphs): the first `warmup` steps run eagerly on a side stream (they create the
-optimiser state and the libraries' workspaces), the next step is captured, and every step
-from then on copies its batch into the graph's static input tensors and replays.
-
-Every step is a real training step, eager or replayed: the same kernels on the same
-tensors, so a graphed run and an eager run of the same config on the same GPU give the same
-numbers up to the GPU's own nondeterminism (atomic adds in the embedding gradients), which
-they already differ by from run to run.
-
-What the capture needs from the learner, and gets (empirical/train/engine.py):
-- an optimiser whose step reads its learning rate and step count from device tensors (torch's
-  fused AdamW with `capturable=True` and a tensor lr, which this class fills each step);
-- fixed shapes (the batch size and member count are constant) and no host synchronisation in
-  the step (none: the forward is empirical/model/fast.py, gradient clipping has no sync);
-- autocast without its weight cache (`cache_enabled=False`).
-
-The learner falls back to its eager step, for the rest of the session, once a member has
-stopped (the masked update of the survivors is not captured). `train.cuda_graph = false`
-turns the graph off; it is never used on a CPU or together with `train.compile`.
+A step is a few hundred small kernels, whose launches from Python cost more than running them
+on a GPU (docs/gpu.md). Following torch's whole-network capture recipe, the first `warmup`
+steps run eagerly on a side stream, the next is captured, and every later step copies its
+batch into the graph's static inputs and replays: the same kernels on the same tensors, so
+the same numbers up to the GPU's own nondeterminism. The capture needs torch's fused AdamW
+with `capturable=True` and a tensor lr (filled here each step), fixed shapes, no host sync in
+the step and autocast without its weight cache. Once a member stops, the learner runs eagerly
+for the rest of the session; never on a CPU or with `train.compile`.
 """
 
 from __future__ import annotations
@@ -45,12 +30,9 @@ class GraphedStep:
     set to None before it) run eagerly `warmup` times, then captured and replayed."""
 
     def __init__(
-        self,
-        full_step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-        optimizer: torch.optim.Optimizer,
-        device: torch.device,
-        warmup: int = 3,
-    ):
+        self, full_step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        optimizer: torch.optim.Optimizer, device: torch.device, warmup: int = 3,
+    ):  # fmt: skip
         self.full_step, self.optimizer, self.device = full_step, optimizer, device
         self.warmup = warmup
         self.eager_steps = 0

@@ -1,35 +1,17 @@
-"""One training skeleton for a single run and for a batch of members: its pieces (the
-checks, loss windows, divergence rule, the run directory's bookkeeping); the learners are
+"""The pieces of the one training skeleton (single run and batch of members alike): the
+checks, loss windows, divergence rule and the run directory's bookkeeping. The learners are
 empirical.train.learners; empirical.train.session runs them, phase by phase.
 
     results = run_training(trainees, SingleLearner(cfg, device))        # one run
     results = run_training(trainees, BatchLearner(cfgs, device))        # M members at once
 
-A *trainee* is a run config and its run directory. The skeleton owns everything the two kinds
-of training share, written once: each member's data stream and evaluation sets, resuming from
-`checkpoints/last.pt`, the schedule of evaluations (metrics.jsonl), snapshots and checkpoints,
-the running training-loss windows, the detection of a non-finite or exploding loss, the
-progress bar, and the summary at the end. A *learner* is what differs: the model(s), the
-forward and loss, the backward and the optimiser step (`SingleLearner`: one
-AssignAddTransformer and torch's AdamW; `BatchLearner`: a BatchedModel of M members and AdamW
-over the stacked weights, or MemberAdamW when members differ in lr or weight decay).
-
-No host synchronisation in the step: losses are accumulated on the device (float64 sums in
-step order, the same numbers as adding `loss.item()` on the host), and the first non-finite
-loss of each member is recorded on the device; both are read only where something is written
-(an evaluation, a snapshot, a checkpoint), so nothing non-finite is ever written.
-
-What a checkpoint holds (train/state.py) is everything the metrics depend on: the model, the
-optimiser, the data generator, torch's RNG, the step, the running loss sums of the current
-evaluation window and checkpoint window, and the mean loss of every earlier checkpoint window,
-so a run killed and resumed writes the metrics an uninterrupted run writes, field for field
-(but wall-clock time), for any evaluation / checkpoint cadence.
-
-Divergence: a member stops (stopped.json in its directory; no checkpoint written) when a loss
-is non-finite, or when at a checkpoint the mean training loss of the window since the previous
-checkpoint exceeds both `train.divergence_factor` times the median of the earlier windows'
-means and ln(p) (the loss of a uniform guess); its checkpoints/last.pt is then the last good
-state. When every member has stopped, a TrainingError says so.
+A *trainee* is a run config and its run directory. A checkpoint (train/state.py) holds
+everything the metrics depend on (model, optimiser, data generator, torch's RNG, step, the
+loss windows), so a run killed and resumed writes the metrics an uninterrupted run writes.
+A member stops (stopped.json) on a non-finite loss, or when a checkpoint window's mean loss
+exceeds both `train.divergence_factor` times the median of the earlier windows' means and
+ln(p); when every member has stopped, a TrainingError says so. docs/training.md, "How a
+step runs".
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
 """Accuracy and loss of a model on named evaluation sets: every set concatenated once, one
-forward per `batch_size` rows of the concatenation (not per set: with small sets the per-call
-overhead of the fast forward dominates), optionally on a fixed random subsample of each set.
+forward per `batch_size` rows of the concatenation, optionally on a fixed random subsample.
 
     evaluator = SetEvaluator(sets, batch_size=4096, subsample=1000, seed=0)
     acc, loss, n = evaluator.evaluate(model)               # every sequence of every set
     acc, loss, n = evaluator.evaluate(model, full=False)   # <= 1000 sequences per set
     record = evaluate_and_log(model, evaluator, run.metrics, step, train_loss, lr, elapsed)
 
-Evaluations (train.eval_every) are full (every sequence of every set) at step 0, at every
-multiple of train.full_eval_every and at the end; in between, with train.eval_subsample > 0,
-they read a fixed random subsample of that many sequences per set, and the metrics record
-says so (`eval_n`: sequences per set), so every accuracy comes with its binomial interval.
+Evaluations are full at step 0, at multiples of train.full_eval_every and at the end; in
+between, with train.eval_subsample > 0, they read the subsample and the record says so
+(`eval_n`: sequences per set).
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
-"""The learners of the training skeleton (empirical.train.engine, run by
-empirical.train.session): what differs between training one model and a batch of members.
+"""The learners of the training skeleton: what differs between training one model and a
+batch of members (empirical.train.engine, run by empirical.train.session).
 
     learner = SingleLearner(cfg, device)       # one AssignAddTransformer, torch's AdamW
     learner = BatchLearner(cfgs, device)       # M members as one BatchedModel
     losses = learner.train_step(tokens, labels, alive, step)    # [M] losses, on the device
 
-A learner holds the model(s), the forward and loss, the backward and the optimiser step
-(`SingleLearner`: torch's AdamW; `BatchLearner`: AdamW over the stacked weights, or
-MemberAdamW when members differ in lr or weight decay; gradient clipping per member), a
-member's model and optimiser state for its checkpoint (`model_of`, `optimizer_state`), and
-`load` from the members' checkpoints. The step runs eagerly, compiled (train.compile) or
-replayed as a CUDA graph (train.cuda_graph, empirical/train/cuda_graph.py).
+A learner holds the model(s), the forward and loss, the backward and optimiser step, each
+member's model and optimiser state for its checkpoint (`model_of`, `optimizer_state`) and
+`load` from the members' checkpoints. The step runs eagerly, compiled (train.compile) or as
+a CUDA graph (train.cuda_graph).
 """
 
 from __future__ import annotations
@@ -230,12 +228,10 @@ class BatchLearner(_Step):
     def optimizer_state(self, m: int) -> dict:
         """Member m's slice of the optimiser, as a single run's AdamW state_dict."""
         full = portable_optimizer_state(self.optimizer.state_dict())
-        state = {}
-        for i, entry in full["state"].items():
-            state[i] = {
-                k: (v[m].detach().cpu().clone() if k != "step" else v.detach().cpu().clone())
-                for k, v in entry.items()
-            }
+        state = {
+            i: {k: (v if k == "step" else v[m]).detach().cpu().clone() for k, v in entry.items()}
+            for i, entry in full["state"].items()
+        }
         groups = [dict(g) for g in full["param_groups"]]
         if isinstance(self.optimizer, MemberAdamW):
             groups = [{**self.optimizer.member_param_group(m), "params": groups[0]["params"]}]

@@ -3,11 +3,9 @@
     result = train_run(cfg, run_dir)                 # fresh run (refuses a directory in use)
     result = train_run(cfg, run_dir, resume=True)    # continue from checkpoints/last.pt
 
-The run directory's files are named by empirical.runs.rundir.RunDir; the loop itself is the shared
-skeleton of empirical.train.engine with a `SingleLearner` (empirical.train.learners). A resume
-may change how long and where the run goes (RESUMABLE_CHANGES) and, as a recovery after a
-divergence, the settings in RECOVERY_CHANGES; every start and resume is recorded in the run's
-config_history.jsonl with what it changed.
+The shared skeleton (empirical.train.session) with a `SingleLearner`. A resume may change
+RESUMABLE_CHANGES and, to recover from a divergence, RECOVERY_CHANGES; every start and resume
+is recorded in config_history.jsonl with what it changed.
 """
 
 from __future__ import annotations
@@ -44,20 +42,10 @@ from empirical.train.learners import SingleLearner
 from empirical.train.session import run_training
 
 __all__ = [
-    "check_run_dir_writable",
-    "check_train_target",
-    "RECOVERY_CHANGES",
-    "RESUMABLE_CHANGES",
-    "TrainResult",
-    "TrainingError",
-    "config_changes",
-    "evaluate_and_log",
-    "resolve_device",
-    "resume_view",
-    "steps_change_refusal",
-    "summary_of",
-    "train_run",
-]
+    "check_run_dir_writable", "check_train_target", "RECOVERY_CHANGES", "RESUMABLE_CHANGES",
+    "TrainResult", "TrainingError", "config_changes", "evaluate_and_log", "resolve_device",
+    "resume_view", "steps_change_refusal", "summary_of", "train_run",
+]  # fmt: skip
 
 
 @dataclass
@@ -106,9 +94,8 @@ def config_changes(old: RunConfig, new: RunConfig) -> dict[str, list]:
 
 
 def check_run_dir_writable(run_dir: str | Path | RunDir, flag: str = "--run-dir") -> None:
-    """Before any computation: the run directory can be created or written, and so can its
-    checkpoints/ and snapshots/ and the logs a run appends to (a UsageError naming `flag`
-    and the path otherwise)."""
+    """The run directory, its checkpoints/ and snapshots/ and its logs can be written (a
+    UsageError naming `flag` and the path otherwise)."""
     run = RunDir(run_dir)
     check_output_dir(run.path, flag)
     for sub in (run.checkpoints_dir, run.snapshots_dir):
@@ -124,10 +111,9 @@ def check_run_dir_writable(run_dir: str | Path | RunDir, flag: str = "--run-dir"
 def check_train_target(
     cfg: RunConfig, run_dir: str | Path | RunDir, resume: bool = False, flag: str | None = None
 ) -> RunConfig | None:
-    """Every refusal `train_run(cfg, run_dir, resume)` makes before computing anything: the
-    directory is writable (check_run_dir_writable; `flag` names it in the message) and may
-    take this config (a new run, or a resume of the same one). Returns the run's saved
-    config (None: a new run)."""
+    """Every refusal `train_run(cfg, run_dir, resume)` makes before computing anything (the
+    directory is writable, `flag` naming it, and may take this config). Returns the run's
+    saved config (None: a new run)."""
     run = RunDir(run_dir)
     check_run_dir_writable(run, flag or ("--resume" if resume else "run directory"))
     return _check_run_dir(cfg, run, resume)
@@ -179,39 +165,25 @@ def _check_run_dir(cfg: RunConfig, run: RunDir, resume: bool) -> RunConfig | Non
 
 
 def train_run(
-    cfg: RunConfig,
-    run_dir: str | Path | RunDir,
-    resume: bool = False,
-    progress: bool = True,
-    stop_at: int | None = None,
-    rebuild_eval_sets: bool = False,
+    cfg: RunConfig, run_dir: str | Path | RunDir, resume: bool = False, progress: bool = True,
+    stop_at: int | None = None, rebuild_eval_sets: bool = False,
     on_eval: Callable[[int, list[dict]], None] | None = None,
-) -> TrainResult:
-    """Train `cfg` in `run_dir`. `stop_at` ends the session early after that step (as if the
-    process were killed right after the checkpoint there); a later `resume=True` continues.
-    `on_eval(step, records)`: called after each evaluation (run_training's).
-    A resume that changes train.warmup_steps starts that warm-up at the resume step.
-    `rebuild_eval_sets`: build eval_sets.pt again from the config (replacing one that is
-    unreadable or belongs to another task or seed) instead of refusing it.
-
-    Every check of the directory (config, checkpoint, metrics log, evaluation sets) comes
-    before anything is written to it, and all of it under the directory's writer lock
-    (empirical.runs.lock: another process writing it is refused; re-entrant, so a caller that
-    holds the lock already just nests)."""
+) -> TrainResult:  # fmt: skip
+    """Train `cfg` in `run_dir`, every check before any write, under the directory's writer
+    lock (empirical.runs.lock; re-entrant). `stop_at` ends the session after that step (as if
+    killed right after it); a later `resume=True` continues, and a resume that changes
+    train.warmup_steps starts that warm-up at the resume step. `on_eval(step, records)`: after
+    each evaluation. `rebuild_eval_sets`: build eval_sets.pt again instead of refusing one
+    that is unreadable or another task's or seed's."""
     run = RunDir(run_dir)
     with writer_lock(run):
         return _train_locked(cfg, run, resume, progress, stop_at, rebuild_eval_sets, on_eval)
 
 
 def _train_locked(
-    cfg: RunConfig,
-    run: RunDir,
-    resume: bool,
-    progress: bool,
-    stop_at: int | None,
-    rebuild_eval_sets: bool,
-    on_eval: Callable[[int, list[dict]], None] | None = None,
-) -> TrainResult:
+    cfg: RunConfig, run: RunDir, resume: bool, progress: bool, stop_at: int | None,
+    rebuild_eval_sets: bool, on_eval: Callable[[int, list[dict]], None] | None = None,
+) -> TrainResult:  # fmt: skip
     existing = check_train_target(cfg, run, resume)
     start = checkpoint_step(run) if resume else 0
     if existing is not None and resume:
@@ -227,13 +199,9 @@ def _train_locked(
     if resume and run.stopped.exists():  # a recovery: the run trains again from last.pt
         run.stopped.unlink()
     session = run_training(
-        [Trainee(cfg, run)],
-        SingleLearner(cfg, device),
-        progress=progress,
-        stop_at=stop_at,
-        on_eval=on_eval,
-        rebuild_eval_sets=rebuild_eval_sets,
-    )
+        [Trainee(cfg, run)], SingleLearner(cfg, device), progress=progress, stop_at=stop_at,
+        on_eval=on_eval, rebuild_eval_sets=rebuild_eval_sets,
+    )  # fmt: skip
     record = session.records[0] or run.read_metrics()[-1]
     return TrainResult(
         run.path, session.step, record["acc"], session.elapsed[0], not session.finished

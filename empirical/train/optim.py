@@ -5,18 +5,10 @@
     opt.step()
 
 Member m's slice is updated as `torch.optim.AdamW(lr=lrs[m], weight_decay=weight_decays[m])`
-updates a single run (decoupled decay, bias-corrected moments; the same arithmetic as its
-single-tensor path, equal to float rounding). Its state_dict has AdamW's layout (per
-parameter: `step`, `exp_avg`, `exp_avg_sq`), so a member's slice is a single run's AdamW
-state (`member_param_group` gives that run's param group).
-
-Members that share lr and weight decay are trained with torch's own AdamW instead
-(bit-identical to a single run on CPU); this class is what lets a sweep batch members that
-differ in `train.lr` or `train.weight_decay`.
-
-An optimiser's state for a checkpoint is device-free (`portable_optimizer_state`: a CUDA run's
-checkpoint resumes on a CPU and back), and loads keeping the optimiser's own device flags
-(`load_optimizer_state`).
+updates a single run (equal to float rounding), and its state_dict has AdamW's layout. Members
+that share lr and weight decay use torch's own AdamW instead (bit-identical on CPU). An
+optimiser state for a checkpoint is device-free (`portable_optimizer_state`) and loads keeping
+the optimiser's own device flags (`load_optimizer_state`).
 """
 
 from __future__ import annotations
@@ -37,13 +29,9 @@ class MemberAdamW(torch.optim.Optimizer):
     parameter. `lrs` are the base rates; `set_lr_scale(s)` makes member m use s * lrs[m]."""
 
     def __init__(
-        self,
-        params: list[torch.Tensor],
-        lrs: list[float],
-        weight_decays: list[float],
-        betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8,
-    ):
+        self, params: list[torch.Tensor], lrs: list[float], weight_decays: list[float],
+        betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+    ):  # fmt: skip
         params = list(params)
         M = len(lrs)
         if len(weight_decays) != M:

@@ -50,36 +50,22 @@ def _series_color(name: str, i: int) -> str:
 
 
 def plot_training_curves(
-    records: list[dict],
-    phases: Phases | None,
-    path: str | os.PathLike | None = None,
-    title: str = "",
-    *,
-    sizes: dict[str, int] | None = None,
-    chance: float | None = None,
+    records: list[dict], phases: Phases | None, path: str | os.PathLike | None = None,
+    title: str = "", *, sizes: dict[str, int] | None = None, chance: float | None = None,
     fmt: str | None = None,
-):
+):  # fmt: skip
     """Accuracy (%) of every evaluation set over training steps, one panel per number of
-    variable operands (0, 1, 2; curated and other sets in their own), and the training loss.
-
-    Within a panel the split has one colour in every panel (trained pairs and positions,
-    held-out pair, untrained position, both), named in plain words with the code name in
-    brackets. sizes: sequences per evaluation set: each curve gets a shaded 95% Wilson
-    interval (what the finite set leaves uncertain; empirical.stats). chance: accuracy of a
-    uniform guess (1/p), drawn as a line. The phases are marked as every figure marks them
-    (empirical.analysis.phase_marks: the jumps). Returns the Figure; writes it to `path` (then
-    closes it) if given."""
+    variable operands (curated and other sets in their own), one colour per split in every
+    panel, and the training loss. sizes (sequences per set): a shaded 95% Wilson interval per
+    curve; chance: a uniform guess's accuracy, drawn as a line; phases marked as every figure
+    marks them. Returns the Figure; writes it to `path` (then closes it) if given."""
     names = sorted({n for r in records for n in r["acc"]})
     panels = _panels(names) or [("", [])]
     fig, axes = plt.subplots(
-        len(panels) + 1,
-        1,
-        figsize=(12.5, 2.5 * len(panels) + 2.4),
-        sharex=True,
-        gridspec_kw={"height_ratios": [3] * len(panels) + [2]},
-        layout="constrained",
+        len(panels) + 1, 1, figsize=(12.5, 2.5 * len(panels) + 2.4), sharex=True,
+        gridspec_kw={"height_ratios": [3] * len(panels) + [2]}, layout="constrained",
         squeeze=False,
-    )
+    )  # fmt: skip
     axes = list(axes[:, 0])
     ax_loss = axes[-1]
     band = "; bands: 95% interval over the set's sequences" if sizes else ""
@@ -124,13 +110,9 @@ def plot_training_curves(
 
 
 def plot_runs(
-    runs: list[tuple[str, list[dict], Phases | None]],
-    sets: list[str],
-    path: str | os.PathLike | None = None,
-    title: str = "",
-    *,
-    fmt: str | None = None,
-):
+    runs: list[tuple[str, list[dict], Phases | None]], sets: list[str],
+    path: str | os.PathLike | None = None, title: str = "", *, fmt: str | None = None,
+):  # fmt: skip
     """Several runs side by side: one panel per evaluation set, one curve per run (accuracy
     over training steps), each run's detected spikes (the phase detector's largest jumps)
     marked on its curve. runs: (label, metrics records, phases). Returns the Figure; writes it

@@ -8,13 +8,9 @@ SCHEDULES = ("constant", "cosine")
 
 
 def learning_rate(
-    step: int,
-    lr: float,
-    warmup_steps: int,
-    schedule: str = "constant",
-    total_steps: int = 0,
+    step: int, lr: float, warmup_steps: int, schedule: str = "constant", total_steps: int = 0,
     warmup_from: int = 0,
-) -> float:
+) -> float:  # fmt: skip
     """Learning rate used for optimiser step number `step` (0-based). 'cosine' decays from
     `lr` after the warm-up to 0 at `total_steps` (half a cosine period). A recovery warm-up
     (`warmup_from` > 0, set by a resume) ramps from 0 again over the steps that follow it and

@@ -3,17 +3,10 @@
     result = run_training(trainees, SingleLearner(cfg, device))     # one run
     result = run_training(trainees, BatchLearner(cfgs, device))     # M members at once
 
-`run_training` (empirical.train.engine's module docstring says what the skeleton owns) runs
-
-1. `check` - every trainee's checkpoint and evaluation sets checked, before any write;
-2. `prepare_directories` - run directories, config.toml, checkpoints/ and snapshots/;
-3. `open_data` - each member's training stream and its evaluation sets (built and saved once);
-4. `restore` - from the common checkpoint step (model, optimiser, data generator, loss
-   windows, metrics log cut at the step) or a fresh start (seeded RNG, no metrics log);
-5. `train` - the step loop, with the evaluations, snapshots and checkpoints of the schedule;
-6. `finish` - summary.json and training_curves.png of every member that trained on.
-
-Evaluations (train.eval_every) are full or subsampled: empirical.train.evaluate.
+`check` (every checkpoint and evaluation set, before any write), `prepare_directories`,
+`open_data` (training streams, evaluation sets built and saved once), `restore` (from the
+common checkpoint step, or a fresh start), `train` (the step loop and its evaluations,
+snapshots and checkpoints), `finish` (summary.json, training_curves.png). docs/training.md.
 """
 
 from __future__ import annotations
@@ -71,15 +64,10 @@ class TrainingSession:
     """The state one session shares between its phases (see the module docstring)."""
 
     def __init__(
-        self,
-        trainees: list[Trainee],
-        learner,
-        *,
-        progress: bool = True,
+        self, trainees: list[Trainee], learner, *, progress: bool = True,
         on_eval: Callable[[int, list[dict]], None] | None = None,
-        labels: list[str] | None = None,
-        metric: Callable[[int, dict], float] | None = None,
-    ):
+        labels: list[str] | None = None, metric: Callable[[int, dict], float] | None = None,
+    ):  # fmt: skip
         self.started = time.perf_counter()
         self.trainees = trainees
         self.learner = learner
@@ -105,15 +93,14 @@ class TrainingSession:
     # -- phases ----------------------------------------------------------------------------
 
     def check(self, rebuild_eval_sets: bool) -> None:
-        """Phase 1: every trainee's checkpoint and evaluation sets, before anything is
-        written (preflight)."""
+        """Phase 1: every trainee's checkpoint and evaluation sets (preflight)."""
         checked = [preflight(t, self.step, rebuild_eval_sets) for t in self.trainees]
         self.checkpoints = [ckpt for ckpt, _ in checked]
         self.loaded_sets = [sets for _, sets in checked]
 
     def prepare_directories(self) -> None:
         """Phase 2: each run directory with its config.toml, checkpoints/ and snapshots/
-        (temporaries an atomic write killed midway left there removed)."""
+        (stale temporaries removed)."""
         for t in self.trainees:
             t.run.path.mkdir(parents=True, exist_ok=True)
             remove_stale_temporaries(t.run)
@@ -124,7 +111,7 @@ class TrainingSession:
 
     def open_data(self) -> None:
         """Phase 3: each member's training stream and evaluation sets (built and saved when
-        the run has none yet), the latter concatenated once for evaluation."""
+        the run has none yet)."""
         tc = self.tc
         self.streams, self.generators, self.evaluators = [], [], []
         for cfg in self.cfgs:
@@ -143,8 +130,8 @@ class TrainingSession:
             )
 
     def restore(self) -> None:
-        """Phase 4: the learner, data generators, loss windows and metrics log from the
-        common checkpoint step, or a fresh start (torch seeded, no metrics log)."""
+        """Phase 4: learner, data generators, loss windows and metrics log from the common
+        checkpoint step, or a fresh start (torch seeded, no metrics log)."""
         M, device = self.M, self.device
         self.windows = [LossWindows() for _ in range(M)]
         self.elapsed_before = [0.0] * M
@@ -289,14 +276,12 @@ class TrainingSession:
         if self.on_eval is not None:
             self.on_eval(at, self.last_records)
         if self.progress and self.last_records[0]:
-            self.bar.set_postfix_str(
-                " ".join(
-                    f"{lab}:{self._value_of(m, rec['acc']):.2f}"
-                    for m, (lab, rec) in enumerate(zip(self.labels, self.last_records, strict=True))
-                    if rec
-                ),
-                refresh=False,
+            text = " ".join(
+                f"{lab}:{self._value_of(m, rec['acc']):.2f}"
+                for m, (lab, rec) in enumerate(zip(self.labels, self.last_records, strict=True))
+                if rec
             )
+            self.bar.set_postfix_str(text, refresh=False)
 
     def snapshot_all(self, at: int) -> None:
         for m in range(self.M):
@@ -316,28 +301,21 @@ class TrainingSession:
             classes = self.cfgs[m].task.n_classes  # the loss of chance: ln(classes)
             if w.ckpt_n and exploding(mean, w.history, tc.divergence_factor, classes):
                 self.stop_member(
-                    m,
-                    at,
-                    mean,
+                    m, at, mean,
                     f"mean training loss {mean:.4g} over the {w.ckpt_n} steps to here exploded "
                     f"(> {tc.divergence_factor:g} x the median {statistics.median(w.history):.4g}"
                     " of the earlier checkpoint windows, and above chance)",
-                )
+                )  # fmt: skip
                 continue
             if w.ckpt_n:
                 w.history.append(mean)
             w.ckpt_sum, w.ckpt_n = 0.0, 0
             self.ckpt_acc[m] = 0.0
             save_training_state(
-                self.runs[m].last_checkpoint,
-                self.learner.model_of(m),
-                self.learner.optimizer_state(m),
-                self.generators[m],
-                at,
-                self.cfgs[m],
-                self.elapsed_of(m),
-                w.to_dict(),
-            )
+                self.runs[m].last_checkpoint, self.learner.model_of(m),
+                self.learner.optimizer_state(m), self.generators[m], at, self.cfgs[m],
+                self.elapsed_of(m), w.to_dict(),
+            )  # fmt: skip
 
     # -- members' losses and stops ------------------------------------------------------------
 
@@ -395,26 +373,15 @@ class TrainingSession:
 
 
 def run_training(
-    trainees: list[Trainee],
-    learner,
-    *,
-    progress: bool = True,
-    stop_at: int | None = None,
-    on_eval: Callable[[int, list[dict]], None] | None = None,
-    labels: list[str] | None = None,
-    metric: Callable[[int, dict], float] | None = None,
-    rebuild_eval_sets: bool = False,
-) -> SessionResult:
+    trainees: list[Trainee], learner, *, progress: bool = True, stop_at: int | None = None,
+    on_eval: Callable[[int, list[dict]], None] | None = None, labels: list[str] | None = None,
+    metric: Callable[[int, dict], float] | None = None, rebuild_eval_sets: bool = False,
+) -> SessionResult:  # fmt: skip
     """Train every trainee with `learner` (which holds their models) from their common
-    checkpoint step (0: fresh) to train.steps, phase by phase (the module docstring).
-    rebuild_eval_sets: build and save eval_sets.pt again instead of loading it.
-
-    Every member's directory is held under its writer lock (empirical.runs.lock) for the
-    session: another process writing one of them is refused before anything is written.
-    stop_at: end after that step (as if killed right after it). on_eval(step, records): after
-    each evaluation. labels / metric(m, acc): the progress bar's per-member text and value.
-    At the end, each member that trained on gets summary.json and training_curves.png."""
-    # every member's writer lock first (re-entrant: a command that holds them just nests)
+    checkpoint step (0: fresh) to train.steps, phase by phase, each directory under its writer
+    lock (empirical.runs.lock; re-entrant). stop_at: end after that step (as if killed right
+    after it). on_eval(step, records): after each evaluation. labels / metric(m, acc): the
+    progress bar's per-member text and value. rebuild_eval_sets: build eval_sets.pt again."""
     with writer_locks([t.run for t in trainees]):
         session = TrainingSession(
             trainees, learner, progress=progress, on_eval=on_eval, labels=labels, metric=metric
@@ -449,10 +416,8 @@ def _all_stopped(stopped: list[str | None], runs: list[RunDir]) -> str:
 @contextlib.contextmanager
 def signals_held():
     """SIGTERM and SIGINT held back (raised again on exit) while the block runs, so a stop
-    that arrives while a batch writes its members' checkpoints (a guard's SIGTERM, Ctrl-C)
-    takes effect after all of them are written: every member of the batch keeps the same
-    step. In the main thread only (where Python runs signal handlers); elsewhere the block
-    runs as it is."""
+    during a batch's checkpoint writes leaves every member at the same step (main thread
+    only, where Python runs signal handlers)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -19,20 +19,12 @@ from empirical.model import CheckpointError, load_checkpoint, save_model
 
 
 def save_training_state(
-    path: str | os.PathLike,
-    model,
-    optimizer_state: dict,
-    data_generator: torch.Generator,
-    step: int,
-    run_config,
-    elapsed_s: float,
-    loss_windows: dict[str, Any],
-) -> None:
-    """Write everything a resume needs, atomically: the model, `optimizer_state` (an
-    optimiser's state_dict), the data generator's and torch's RNG states, the step, the run
-    config and its fingerprint (empirical.config.run.config_fingerprint), the elapsed time and
-    the running training-loss sums (`loss_windows`, see empirical.train.engine.LossWindows)
-    that the metrics of the next evaluations depend on."""
+    path: str | os.PathLike, model, optimizer_state: dict, data_generator: torch.Generator,
+    step: int, run_config, elapsed_s: float, loss_windows: dict[str, Any],
+) -> None:  # fmt: skip
+    """Write everything a resume needs, atomically: the model, `optimizer_state` (a
+    state_dict), the data generator's and torch's RNG states, the step, the run config and its
+    fingerprint, the elapsed time and the training-loss sums (`loss_windows`: LossWindows)."""
     extra = {
         "step": int(step),
         "config_fingerprint": config_fingerprint(run_config),
@@ -49,11 +41,8 @@ def save_training_state(
 def load_training_state(path: str | os.PathLike) -> dict[str, Any]:
     """The checkpoint dict, checked to hold everything a resume needs."""
     ckpt = load_checkpoint(path)
-    missing = [
-        k
-        for k in ("step", "optimizer_state", "data_rng_state", "torch_rng_state", "run_config")
-        if k not in ckpt
-    ]
+    needed = ("step", "optimizer_state", "data_rng_state", "torch_rng_state", "run_config")
+    missing = [k for k in needed if k not in ckpt]
     if missing:
         raise CheckpointError(
             f"checkpoint {Path(path)}: not a training checkpoint (missing {', '.join(missing)})"

@@ -43,17 +43,10 @@ def eval_set_sizes(run_dir: str | Path) -> dict[str, int]:
 
 
 def write_summary(
-    cfg,
-    run_dir: Path,
-    records: list[dict] | None = None,
-    elapsed_s=None,
-    device=None,
-    breakdown=None,
-    *,
-    sizes: dict[str, int] | None = None,
-    fmt: str = "png",
+    cfg, run_dir: Path, records: list[dict] | None = None, elapsed_s=None, device=None,
+    breakdown=None, *, sizes: dict[str, int] | None = None, fmt: str = "png",
     session: dict | None = None,
-):
+):  # fmt: skip
     """Write summary.json and the training curves (`fmt`: png, pdf or svg); returns the
     summary. `sizes` (sequences per evaluation set, for the intervals) default to the run's
     eval_sets.pt. `session`: where the last training session's time went (steps, step mode,
@@ -102,14 +95,9 @@ def write_training_curves(
     family = family_of(cfg.task)
     phases = detect_phases(records, sets=family.phase_sets) if phases is None else phases
     path = figure_path(run.training_curves, fmt)
-    plot_training_curves(
-        records,
-        phases,
-        path,
-        f"{family.title} training ({run.label(cfg)})",
-        sizes=sizes,
-        chance=1 / cfg.task.n_classes,  # a uniform guess over the output classes
-    )
+    title = f"{family.title} training ({run.label(cfg)})"
+    chance = 1 / cfg.task.n_classes  # a uniform guess over the output classes
+    plot_training_curves(records, phases, path, title, sizes=sizes, chance=chance)
     return path
 
 
@@ -119,7 +107,6 @@ def _device_name(device) -> str | None:
     device = torch.device(device)
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-
     return f"CPU ({cpu_model()}, {torch.get_num_threads()} threads)"
 
 

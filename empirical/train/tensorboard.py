@@ -3,16 +3,10 @@
     python -m empirical train --config configs/quick.toml train.tensorboard=true
     tensorboard --logdir runs/quick          # every run under it, one curve per run
 
-Every metrics record (one per evaluation, empirical.train.session.evaluate_all) is also
-written as TensorBoard scalars at its step, under the names of `empirical.load_metrics`'
-columns: `train_loss`, `lr`, `acc/<set>` and `loss/<set>` (TensorBoard groups them by the
-part before the first '/'). metrics.jsonl stays the record of the run: the event files are
-a view of it, flushed after every record. A resumed run adds another event file to the
-directory; TensorBoard reads them together.
-
-It uses torch.utils.tensorboard.SummaryWriter, which needs the `tensorboard` package (the
-`tensorboard` extra: pip install -e ".[tensorboard]"); without it a run asking for it is
-refused before it trains (`require_tensorboard`).
+Every metrics record is also written as scalars at its step, named as `empirical.load_metrics`'
+columns (`train_loss`, `lr`, `acc/<set>`, `loss/<set>`), flushed after every record;
+metrics.jsonl stays the record of the run. Needs the `tensorboard` extra (pip install -e
+".[tensorboard]"); without it a run asking for it is refused before it trains.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""Figures of the analysis, each titled, with labelled axes and legends.
-
-    from empirical.analysis import plots
-    plots.plot_qk1_embeddings(raw["qk1"], "qk1.pdf")
-
-Every function returns the matplotlib Figure; given a `path` it also writes it (png, pdf or
-svg: the suffix, or `fmt`) and closes it (empirical.analysis.figures.save_figure). Importing this
-package selects no backend. Modules: `mechanism` (Figures 4, 5, 5a, 11, probes),
-`qk_scores` (Figures 6, 7a, 7b), `over_training` (Figures 9, 12), `spike_steps` (Figures 8,
-9c, 9d), `style` (what they share).
+"""Figures of the analysis, each titled, with labelled axes and legends: every function returns
+the matplotlib Figure and, given a `path`, writes it (empirical.analysis.figures.save_figure).
+Modules: `mechanism` (Figures 4, 5, 5a, 11, probes), `qk_scores` (Figures 6, 7a, 7b),
+`over_training` (Figures 9, 12), `spike_steps` (Figures 8, 9c, 9d), `style` (what they share).
 """
 
 from empirical.analysis.plots.mechanism import (

@@ -24,9 +24,8 @@ def plot_attention_examples(examples: list[dict], path=None, title: str = "", *,
             im = attention_heatmap(ax, ex["pattern"][layer], labels)
             L = len(labels)
             for p in ex["value_positions"]:
-                ax.add_patch(
-                    Rectangle((p - 0.5, L - 1.5), 1, 1, fill=False, ec=C["vermillion"], lw=2)
-                )
+                ax.add_patch(Rectangle((p - 0.5, L - 1.5), 1, 1, fill=False, ec=C["vermillion"],
+                                       lw=2))  # fmt: skip
             ax.set_title(
                 f"layer {layer + 1}, {ex['kind'].replace('var', '-var')}\n"
                 f"{ex['text']}  (answer {ex['answer']}, predicted {ex['prediction']})",
@@ -53,22 +52,17 @@ def plot_ov_mlp_cosine(cos: dict, same: dict, path=None, title: str = "", *, fmt
     for patch, color in zip(box["boxes"], colors, strict=True):
         patch.set_facecolor(color)
         patch.set_alpha(0.6)
-    ax.set_xticks(range(1, len(ticks) + 1))
-    ax.set_xticklabels(ticks, fontsize=8)
+    ax.set_xticks(range(1, len(ticks) + 1), ticks, fontsize=8)
     ax.set_ylabel("cosine similarity")
     ax.set_title("MLP input at `=` vs (W_E[x] + W_E[y]) W_OV^2\n(matched operands vs shuffled)")
     ax.axhline(0, color="k", lw=0.5)
     ax.grid(alpha=0.3, axis="y")
     ax.legend(
-        [
-            Rectangle((0, 0), 1, 1, fc=C["blue"], alpha=0.6),
-            Rectangle((0, 0), 1, 1, fc=C["grey"], alpha=0.6),
-        ],
+        [Rectangle((0, 0), 1, 1, fc=C["blue"], alpha=0.6),
+         Rectangle((0, 0), 1, 1, fc=C["grey"], alpha=0.6)],
         ["this sequence's operand values", "another sequence's values"],
-        fontsize=8,
-        loc="best",
-        framealpha=0.9,
-    )
+        fontsize=8, loc="best", framealpha=0.9,
+    )  # fmt: skip
 
     for which, color, name in (
         ("matched", C["blue"], "same addition"),
@@ -77,14 +71,9 @@ def plot_ov_mlp_cosine(cos: dict, same: dict, path=None, title: str = "", *, fmt
         values = same["samples"][which]
         # each series binned over its own range (40 bins): a fixed [-1, 1] grid put a sharp
         # cosine peak (0.99 and up) into one or two bins
-        ax2.hist(
-            np.asarray(values),
-            bins=np.histogram_bin_edges(np.asarray(values, dtype=float), bins=40),
-            alpha=0.6,
-            color=color,
-            label=f"{name} (mean {same[which]['mean']:.3f})",
-            density=True,
-        )
+        edges = np.histogram_bin_edges(np.asarray(values, dtype=float), bins=40)
+        ax2.hist(np.asarray(values), bins=edges, alpha=0.6, color=color, density=True,
+                 label=f"{name} (mean {same[which]['mean']:.3f})")  # fmt: skip
     ax2.set_xlabel("cosine of MLP inputs: variable form vs direct form")
     ax2.set_ylabel("density")
     ax2.set_title("Same addition with variables vs with numbers (Fig. 5a)")
@@ -105,17 +94,14 @@ def plot_probes_and_circuit(
     )
     groups = ["all"] + list(probes["resid_mid"]["test_acc_by_kind"])
     x = np.arange(len(groups))
-    for i, (name, label, color) in enumerate(
-        (
-            ("resid_mid", "before layer-2 MLP (resid_mid)", C["orange"]),
-            ("resid_post", "after layer-2 MLP (resid_post)", C["blue"]),
-        )
-    ):
+    for i, (name, label, color) in enumerate((
+        ("resid_mid", "before layer-2 MLP (resid_mid)", C["orange"]),
+        ("resid_post", "after layer-2 MLP (resid_post)", C["blue"]),
+    )):  # fmt: skip
         vals = [probes[name]["test_acc"]] + list(probes[name]["test_acc_by_kind"].values())
         ax.bar(x + (i - 0.5) * 0.38, [100 * v for v in vals], 0.38, label=label, color=color)
     ax.axhline(100 / p, color="k", ls="--", lw=1, label=f"chance (1/{p})")
-    ax.set_xticks(x)
-    ax.set_xticklabels([g.replace("var", "-var") for g in groups])
+    ax.set_xticks(x, [g.replace("var", "-var") for g in groups])
     ax.set_ylabel("held-out probe accuracy (%)")
     ax.set_ylim(0, 105)
     ax.set_title("Linear probes for the answer at `=`")
@@ -139,14 +125,11 @@ def plot_probes_and_circuit(
 def plot_fourier_neuron(fit, model_pre, path=None, title: str = "", r2_model=None, *, fmt=None):
     n = fit.best_neuron
     k = int(fit.freq[n])
-    panels = [("pre-activation on the isolated OV-MLP input", fit.pre)]
-    panels.append(
-        (
-            f"fitted c + A_x cos(w x + phi_x) + A_y cos(w y + phi_y)\n"
-            f"k = {k}, R^2 = {fit.r2[n]:.3f}",
-            fit.fitted,
-        )
-    )
+    panels = [
+        ("pre-activation on the isolated OV-MLP input", fit.pre),
+        (f"fitted c + A_x cos(w x + phi_x) + A_y cos(w y + phi_y)\nk = {k}, R^2 = {fit.r2[n]:.3f}",
+         fit.fitted),
+    ]  # fmt: skip
     if model_pre is not None:
         extra = "" if r2_model is None else f"\nR^2 of the same-frequency fit: {r2_model:.3f}"
         panels.append((f"full model, 0-var sequences `+ x y =`{extra}", model_pre))

@@ -56,13 +56,8 @@ def _measure_panel(ax, history, names, phases, title):
     ax.set_ylabel("progress measure")
     ax.set_ylim(-0.02, 1.05)
     ax.grid(alpha=0.3)
-    ax.legend(
-        fontsize=8,
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-        title="measure (dot: first >= threshold)",
-        title_fontsize=8,
-    )
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              title="measure (dot: first >= threshold)", title_fontsize=8)  # fmt: skip
     ax.set_title(title, fontsize=10)
 
 
@@ -78,13 +73,8 @@ def plot_progress(history, records, phases, path=None, title: str = "", *, fmt=N
     axes = axes[:, 0]
     _measure_panel(axes[0], history, ours, phases, "Our definitions (docs/analysis.md)")
     if theirs:
-        _measure_panel(
-            axes[1],
-            history,
-            theirs,
-            phases,
-            "The authors' definitions (their progress_measures.py; same colour = same measure)",
-        )
+        _measure_panel(axes[1], history, theirs, phases, "The authors' definitions (their "
+                       "progress_measures.py; same colour = same measure)")  # fmt: skip
     axes[0].set_title(f"{title}\nOur definitions (docs/analysis.md)", fontsize=10)
     _acc_panel(axes[-1], records, phases)
     axes[-1].set_xlabel("training step")
@@ -104,13 +94,10 @@ def plot_second_spike(
         for i, (letter, series) in enumerate(history.second_spike.items()):
             restricted = letter in r2_letters
             ax.plot(
-                history.steps,
-                series[key],
-                "-" if restricted else "--",
-                lw=2.4 if restricted else 1.0,
-                color=CYCLE[i % len(CYCLE)],
+                history.steps, series[key], "-" if restricted else "--",
+                lw=2.4 if restricted else 1.0, color=CYCLE[i % len(CYCLE)],
                 label=f"{letter} second" + (" (never second in training)" if restricted else ""),
-            )
+            )  # fmt: skip
         phase_marks(ax, phases, label=key == "accuracy")
         ax.set_ylabel(label, fontsize=9)
         ax.set_ylim(-0.02, 1.02)
@@ -118,7 +105,7 @@ def plot_second_spike(
     axes[0].legend(
         fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="variable at position L-2"
     )
-    handles = [h for h in axes[-1].get_legend_handles_labels()[0][len(history.second_spike) :]]
+    handles = axes[-1].get_legend_handles_labels()[0][len(history.second_spike) :]
     if handles:
         axes[-1].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes[0].set_title(title)

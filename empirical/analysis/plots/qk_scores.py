@@ -32,10 +32,8 @@ def plot_qk1_embeddings(qk1: dict, path=None, title: str = "", *, fmt=None):
     names = [labels[i] for i in range(0, p, step)]
     names += [f"{labels[p]}..{labels[p + K - 1]}" if K > 1 else labels[p], "+ = pad"]
     names += [labels[i] for i in range(V, N, 2)]
-    ax.set_xticks(ticks)
-    ax.set_xticklabels(names, rotation=90, fontsize=8)
-    ax.set_yticks(ticks)
-    ax.set_yticklabels(names, fontsize=8)
+    ax.set_xticks(ticks, names, rotation=90, fontsize=8)
+    ax.set_yticks(ticks, names, fontsize=8)
     for b in (p, p + K, V):
         ax.axhline(b - 0.5, color="k", lw=0.6)
         ax.axvline(b - 0.5, color="k", lw=0.6)
@@ -58,17 +56,12 @@ def plot_qk1_embeddings(qk1: dict, path=None, title: str = "", *, fmt=None):
     ax2.set_ylabel("query embedding")
     eq = labels.index("=") - p + 1
     L = N - V
-    K = qk1["K"]
     ax2.add_patch(Rectangle((len(zl) - 3 - 0.5, eq - 0.5), 2, 1, fill=False, ec="k", lw=2.5))
     # purple: numbers -> variables; orange: positions 0..L-5 -> variables
     ax2.add_patch(Rectangle((0.5, -0.5), K, 1, fill=False, ec=C["purple"], lw=2.5))
     ax2.add_patch(Rectangle((0.5, V - p + 1 - 0.5), K, L - 4, fill=False, ec=C["orange"], lw=2.5))
-    ax2.add_patch(
-        Rectangle(
-            (V - p + 1 - 0.5, V - p + 1 - 0.5), L, L, fill=False, ec=C["vermillion"], lw=2.5,
-            ls="--",
-        )
-    )  # fmt: skip
+    ax2.add_patch(Rectangle((V - p + 1 - 0.5, V - p + 1 - 0.5), L, L, fill=False,
+                            ec=C["vermillion"], lw=2.5, ls="--"))  # fmt: skip
     ax2.set_title(
         f"(b) Zoom (numbers averaged). Black: `=` token -> pos {L - 3}, {L - 2} "
         f"(`=` prefers positions {qk1['eq_top2_positions']});\n"
@@ -96,8 +89,7 @@ def _plot_figure6_effects(sub, qk1: dict, T: np.ndarray):
     spread = np.concatenate([[rows[:, :p].std()], rows[:, p:V].std(0)])
     colors = [C["grey"]] + [C["purple"]] * K + [C["grey"]] * 3
     ax.bar(range(len(keys)), means, yerr=spread, color=colors, capsize=2)
-    ax.set_xticks(range(len(keys)))
-    ax.set_xticklabels(keys, fontsize=8)
+    ax.set_xticks(range(len(keys)), keys, fontsize=8)
     ax.axhline(0, color="k", lw=0.6)
     ax.set_xlabel("key token")
     ax.set_ylabel("layer-1 score of a number query\n(mean +- sd over the p numbers)")
@@ -111,10 +103,8 @@ def _plot_figure6_effects(sub, qk1: dict, T: np.ndarray):
     Z = np.concatenate([T[V : V + region, :p].mean(1, keepdims=True), T[V : V + region, p:V]], 1)
     vz = float(np.abs(Z).max()) or 1.0
     im = ax2.imshow(Z, cmap=DIVERGING, vmin=-vz, vmax=vz, aspect="auto")
-    ax2.set_xticks(range(len(keys)))
-    ax2.set_xticklabels(keys, fontsize=8)
-    ax2.set_yticks(range(region))
-    ax2.set_yticklabels([f"pos {t}" for t in range(region)], fontsize=8)
+    ax2.set_xticks(range(len(keys)), keys, fontsize=8)
+    ax2.set_yticks(range(region), [f"pos {t}" for t in range(region)], fontsize=8)
     ax2.add_patch(Rectangle((0.5, -0.5), K, region, fill=False, ec=C["orange"], lw=2.5))
     ax2.set_xlabel("key token")
     ax2.set_ylabel("query position (assignment region)")
@@ -156,8 +146,7 @@ def plot_qk1_positional(pref: dict, path=None, title: str = "", *, fmt=None):
         1, 2, figsize=(13, 6.2), gridspec_kw={"width_ratios": [3, 2]}, layout="constrained"
     )
     im = ax.imshow(np.ma.masked_invalid(S), cmap=SEQUENTIAL, aspect="auto")
-    ax.set_yticks(range(len(ts)))
-    ax.set_yticklabels([str(t) for t in ts])
+    ax.set_yticks(range(len(ts)), [str(t) for t in ts])
     ax.set_xticks(range(S.shape[1]))
     ax.set_xlabel("key position s (valid: s < t, s != t-2; blank otherwise)")
     ax.set_ylabel("position t of the number (query)")
@@ -179,11 +168,8 @@ def plot_qk1_positional(pref: dict, path=None, title: str = "", *, fmt=None):
     ax2.legend(
         [Rectangle((0, 0), 1, 1, fc=C["blue"]), Rectangle((0, 0), 1, 1, fc="0.75")],
         ["scored positions", "only s = t-1 is valid (not scored)"],
-        fontsize=8,
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.13),
-        ncol=2,
-    )
+        fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2,
+    )  # fmt: skip
     ax2.set_xlabel("position t of the number")
     ax2.set_ylabel("numbers n whose best valid s is t-1 (%)")
     ax2.set_ylim(0, 105)

@@ -37,8 +37,7 @@ def _paired_bars(ax, groups, before, after, steps, ylabel, title, ylim=(0, 1.05)
     for xi, (b, a) in enumerate(zip(before, after, strict=True)):
         ax.text(xi - 0.2, b + 0.01, f"{b:.2f}", ha="center", va="bottom", fontsize=8)
         ax.text(xi + 0.2, a + 0.01, f"{a:.2f}", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(x)
-    ax.set_xticklabels(groups, fontsize=9)
+    ax.set_xticks(x, groups, fontsize=9)
     ax.set_ylabel(ylabel)
     if ylim is not None:
         ax.set_ylim(*ylim)
@@ -56,26 +55,19 @@ def plot_first_spike_comparison(cmp: dict, path=None, title: str = "", *, fmt=No
     fig, axes = plt.subplots(2, 3, figsize=(20, 13.5), layout="constrained")
     for j, (step, st, when) in enumerate(((a, sa, "before"), (b, sb, "after"))):
         im = _pattern_panel(
-            axes[0, j],
-            st["example_pattern1"],
-            ex["labels"],
-            ex["value_positions"],
+            axes[0, j], st["example_pattern1"], ex["labels"], ex["value_positions"],
             f"({'ab'[j]}) step {step} ({when} the spike): layer-1 attention\n{ex['text']}\n"
             f"answer {ex['answer']}, predicted {st['example_prediction']}; white box: `=` -> "
             "operand positions,\nred box: `=` -> the variable's value",
-        )
+        )  # fmt: skip
     fig.colorbar(im, ax=axes[0, :2], shrink=0.7, label="layer-1 attention weight")
     groups = ["variable operand", "number operand", "elsewhere"]
     keys = ("l1_eq_on_variable_operand", "l1_eq_on_number_operand", "l1_eq_elsewhere")
     _paired_bars(
-        axes[0, 2],
-        groups,
-        [sa[k] for k in keys],
-        [sb[k] for k in keys],
-        (a, b),
+        axes[0, 2], groups, [sa[k] for k in keys], [sb[k] for k in keys], (a, b),
         "mean layer-1 attention from `=`",
         f"(c) `=` in layer 1, over {sa['n_1var']} 1-var probe sequences:\nwhere its attention goes",
-    )
+    )  # fmt: skip
     S = [np.asarray(st["S_authors"], dtype=float) for st in (sa, sb)]
     vmax = max(float(np.abs(m).max()) for m in S) or 1.0
     for j, (step, st, M) in enumerate(((a, sa, S[0]), (b, sb, S[1]))):
@@ -94,21 +86,11 @@ def plot_first_spike_comparison(cmp: dict, path=None, title: str = "", *, fmt=No
             fontsize=10,
         )
     fig.colorbar(im2, ax=axes[1, :2], shrink=0.7, label="layer-2 score (shared scale)")
-    groups = [
-        "identity\n(authors' matrix)",
-        "identity\n(ours, with `=`)",
-        "1-var accuracy\n(probe)",
-    ]
+    groups = ["identity\n(authors' matrix)", "identity\n(ours, with `=`)",
+              "1-var accuracy\n(probe)"]  # fmt: skip
     keys = ("identity_authors", "identity_ours", "accuracy_1var")
-    _paired_bars(
-        axes[1, 2],
-        groups,
-        [sa[k] for k in keys],
-        [sb[k] for k in keys],
-        (a, b),
-        "fraction",
-        "(f) Diagonal structure and 1-var accuracy",
-    )
+    _paired_bars(axes[1, 2], groups, [sa[k] for k in keys], [sb[k] for k in keys], (a, b),
+                 "fraction", "(f) Diagonal structure and 1-var accuracy")  # fmt: skip
     fig.suptitle(
         title + f"\nFrom step {a} to {b}: `=`'s layer-1 attention on the variable operand of 1-var "
         f"sequences {sa['l1_eq_on_variable_operand']:.2f} -> "
@@ -143,11 +125,9 @@ def _per_variable_bars(ax, cmp: dict, letters, key: str, ylabel: str, text: str)
                     i + dx, y + 0.015, f"{y:.2f}", ha="center", va="bottom", fontsize=8,
                     rotation=90,
                 )  # fmt: skip
-    ax.add_patch(
-        Rectangle((0, 0), 0, 0, color=C["grey"], alpha=0.25, label="never second in training")
-    )
-    ax.set_xticks(x)
-    ax.set_xticklabels(letters)
+    ax.add_patch(Rectangle((0, 0), 0, 0, color=C["grey"], alpha=0.25,
+                           label="never second in training"))  # fmt: skip
+    ax.set_xticks(x, letters)
     for tick, v in zip(ax.get_xticklabels(), letters, strict=True):
         if v in restricted:
             tick.set_fontweight("bold")
@@ -170,13 +150,11 @@ def _example_eq_rows(axes, cmp: dict):
     x = np.arange(L)
     rows = zip(axes, ("example_eq_layer1", "example_eq_layer2"), (1, 2), strict=True)
     for ax, key, layer in rows:
-        ax.bar(
-            x - 0.2, np.asarray(sa[key], dtype=float), 0.4, color=BEFORE, label=f"step {a} (before)"
-        )
+        ax.bar(x - 0.2, np.asarray(sa[key], dtype=float), 0.4, color=BEFORE,
+               label=f"step {a} (before)")  # fmt: skip
         ax.bar(x + 0.2, np.asarray(sb[key], dtype=float), 0.4, color=AFTER,
                label=f"step {b} (after)")  # fmt: skip
-        ax.set_xticks(x)
-        ax.set_xticklabels(labels, rotation=90, fontsize=8)
+        ax.set_xticks(x, labels, rotation=90, fontsize=8)
         target = L - 2 if layer == 1 else ex["value_positions"][1]
         ax.get_xticklabels()[target].set_color(C["vermillion"])
         ax.get_xticklabels()[target].set_fontweight("bold")

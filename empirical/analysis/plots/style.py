@@ -37,10 +37,8 @@ def label_matrix_axes(ax, labels, rotation=None, fontsize=None):
     n = len(labels)
     x_style = {} if rotation is None else {"rotation": rotation}
     size = {} if fontsize is None else {"fontsize": fontsize}
-    ax.set_xticks(range(n))
-    ax.set_xticklabels(labels, **x_style, **size)
-    ax.set_yticks(range(n))
-    ax.set_yticklabels(labels, **size)
+    ax.set_xticks(range(n), labels, **x_style, **size)
+    ax.set_yticks(range(n), labels, **size)
 
 
 def attention_heatmap(ax, pattern, labels):

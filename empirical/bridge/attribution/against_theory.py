@@ -1,26 +1,13 @@
-"""Each parameter group's observed change across a window against its first-order prediction
-(issue #36 item 5), the way compare-qk holds W_QK's update against G1: the cosine in a frame
-where the prediction is exact, and the sign-randomised null (the cosine two blocks with the
-same magnitude patterns but unrelated signs reach).
+"""Each parameter group's observed change across a window against a prediction, the way
+compare-qk holds W_QK's update against G1: the cosine in a frame where the prediction is exact,
+and the sign-randomised null (docs/attribution.md, "Each piece against its first-order theory").
 
-    readers = default_readers()                   # group -> how its change is read
     out = compare_pieces(cfg, w_A, w_B, {"layer2_qk": G1_dual})
     out["layer2_qk"]      # {"cos", "null95", "p_sign", "norm_observed", "frame", ...}
 
-The prediction is an input: `predicted[group]` is an array in the frame of that group's
-reader. Readers here:
-
-- `layer2_qk`: the change of W_QK = W_Q W_K^T read in compare-qk's dual frame of the window's
-  start (empirical.bridge.compare_qk: Frames(coordinates(model_A)).read(dW, "dual")), so that
-  G1's dual form (`pred_dual`, `compare_qk.snapshot.g1_direction`) is the prediction.
-- every other group (and `layer2_qk` with reader "param"): the parameter-space change of the
-  group's parameters, flattened and concatenated in empirical.model.groups order; the
-  prediction is then the predicted parameter change (e.g. minus the learning rate times the
-  first-order gradient, or its direction: only the direction matters).
-
-The per-piece first-order gradients (layer-1 OV, the embeddings, ...) are derived in
-disentangled/ (issue #36 item 1); wiring each into `predicted` (and, where it is written in
-the label basis, a reader for its frame) is the one remaining step.
+`predicted[group]` is an array in the frame of that group's reader (`default_readers`):
+`layer2_qk`'s change of W_QK in compare-qk's dual frame at the window's start; every other
+group's parameter-space change, flattened in empirical.model.groups order.
 """
 
 from __future__ import annotations
@@ -101,24 +88,15 @@ def compare_piece(observed: np.ndarray, predicted: np.ndarray, draws: int = NULL
         null95 = float(np.quantile(null, 0.95))
         p = float((1 + (null >= abs(c)).sum()) / (1 + draws))
     return {
-        "cos": c,
-        "null95": null95,
-        "p_sign": p,
+        "cos": c, "null95": null95, "p_sign": p,
         "beats_null": bool(np.isfinite(c) and abs(c) > null95),
-        "norm_observed": float(ny),
-        "norm_predicted": float(nx),
-        "entries": int(x.size),
-    }
+        "norm_observed": float(ny), "norm_predicted": float(nx), "entries": int(x.size),
+    }  # fmt: skip
 
 
-def compare_pieces(
-    cfg,
-    w_a: Mapping[str, Tensor],
-    w_b: Mapping[str, Tensor],
-    predicted: Mapping[str, np.ndarray],
-    readers: Mapping[str, Reader] | None = None,
-    draws: int = NULL_DRAWS,
-) -> dict[str, dict]:
+def compare_pieces(cfg, w_a: Mapping[str, Tensor], w_b: Mapping[str, Tensor],
+                   predicted: Mapping[str, np.ndarray], readers: Mapping[str, Reader] | None = None,
+                   draws: int = NULL_DRAWS) -> dict[str, dict]:  # fmt: skip
     """Every group with a prediction: its observed change from `w_a` to `w_b` (weights of
     `cfg`'s model, {parameter name: tensor}) read by its reader, against `predicted[group]`
     (`compare_piece`), with the frame named."""

@@ -1,32 +1,14 @@
-"""Each parameter group's change across a window against its first-order prediction at the
-window's start (issue #36 item 5): the prediction that can fail, piece by piece.
+"""Each parameter group's change across a window against its first-order predictions at the
+window's start (issue #36 item 5; docs/attribution.md, "Each piece against its first-order
+theory").
 
     out = first_order(cfg, targets, w_A, w_B)
     out["train"]["gradient"]["layer1_ov"]   # {"cos", "null95", "p_sign", ...}
-    out["g1"]["layer2_qk"]                          # G1 (the theorem) in compare-qk's dual frame
+    out["g1"]["layer2_qk"]                  # G1 (the theorem) in compare-qk's dual frame
 
-Predictions, each a direction per group (only the direction is compared):
-
-The losses: `train`, the training loss (the 0/1/2-var "ind" sets' losses weighted by the
-task's mix, frac_0var / frac_1var / frac_2var), and `loss/1var/ind`, the theorem's 1-var loss.
-
-- `gradient`: minus the gradient of a loss at the window's start w_A (plain gradient
-  descent's first step: the first-order calculation of Theorem C.1, for every group, evaluated
-  at the run's own operating point: its attention, its Gram matrices, its MLP).
-- `sign`: minus its sign (AdamW's first steps from a fresh state, m / sqrt(v) = sign(g): the
-  optimiser's normalisation, entry by entry).
-- `adam`: minus the gradient divided entry by entry by AdamW's denominator at w_A,
-  sqrt(v_hat) + eps (the direction of its steps once the momentum has turned to the gradient:
-  the optimiser's own first-order prediction; a replayed window only, where the optimiser's
-  state at A is known).
-- `g1`: for layer-2 W_QK only, the theorem's G1 read in compare-qk's dual frame at w_A (its
-  prediction at the measured attention a, b), as compare-qk and the interventions use it.
-
-Each is held against the observed change w_B - w_A of the group's parameters (the parameter
-space; W_QK in the dual frame for `g1`) with the sign-randomised null (`compare_piece`). The
-theorem's start (W^0) adds a prediction without a direction: no group but layer-2 W_QK has a
-first-order gradient that tells one variable from another (theory/piece_closed_form.py); its
-test is the attribution of the labelled score change (docs/attribution.md).
+Per loss (`train`: the "ind" sets' losses weighted by the task's mix; `loss/1var/ind`), the
+predictions `gradient` (minus the gradient at w_A), `sign` (minus its sign) and `adam` (minus
+the gradient over AdamW's denominator at w_A; a replayed window only); `g1` for layer-2 W_QK.
 """
 
 from __future__ import annotations

@@ -19,17 +19,11 @@ from empirical.bridge.compare_qk.outputs import jsonable
 from empirical.config.io import atomic_write_bytes
 
 GROUP_COLOURS = {
-    "W_E": OKABE_ITO["blue"],
-    "W_pos": OKABE_ITO["sky"],
-    "layer1_qk": OKABE_ITO["orange"],
-    "layer1_ov": OKABE_ITO["vermillion"],
-    "middle_qk": OKABE_ITO["yellow"],
-    "middle_ov": OKABE_ITO["yellow"],
-    "layer2_qk": OKABE_ITO["green"],
-    "layer2_ov": OKABE_ITO["purple"],
-    "mlp": OKABE_ITO["grey"],
-    "unembed": OKABE_ITO["black"],
-}
+    "W_E": OKABE_ITO["blue"], "W_pos": OKABE_ITO["sky"], "layer1_qk": OKABE_ITO["orange"],
+    "layer1_ov": OKABE_ITO["vermillion"], "middle_qk": OKABE_ITO["yellow"],
+    "middle_ov": OKABE_ITO["yellow"], "layer2_qk": OKABE_ITO["green"],
+    "layer2_ov": OKABE_ITO["purple"], "mlp": OKABE_ITO["grey"], "unembed": OKABE_ITO["black"],
+}  # fmt: skip
 COMPLETE = 0.01  # the completeness check: |residual| <= 1% of |total|
 
 

@@ -1,24 +1,12 @@
-"""Path integrals of the targets' gradients, split by parameter group.
-
-A target f changes along a path w(t) by f(w_B) - f(w_A) = integral of grad f . dw; cut into
-the parameter groups (empirical.model.groups) that is a sum of one integral per group, and
-what the groups miss of the total change (the quadrature's error) is the residual.
+"""Path integrals of the targets' gradients, split by parameter group: f(w_B) - f(w_A) =
+integral of grad f . dw, one integral per group (empirical.model.groups), and what the groups
+miss of the total (the quadrature's error) is the residual (docs/attribution.md, "Paths").
 
     along_steps(states, targets)       # the replayed training: one piece per optimiser step
     along_segments(weights, targets)   # straight lines between snapshots (an imported run)
 
-- **Training steps** (`along_steps`): the path is the run's own, one optimiser step w_t ->
-  w_{t+1} at a time. Two rules from the same gradients, one per state: `start`, the gradient
-  at the step's start (g_t . (w_{t+1} - w_t), first order) and `trapezoid`, the mean of the
-  gradients at its two ends (second order; the headline). Both are reported with their
-  residuals. `midpoint` and `simpson` (the default) add the gradient at the step's middle,
-  `simpson4` / `simpson8` at its quarters / eighths too (composite Simpson, 1 4 2 4 1 / 12:
-  twice / four times the gradients).
-- **Straight segments** (`along_segments`): where only snapshots exist (the paper's run, 100
-  steps apart) the path between two snapshots is taken to be the straight line, and the
-  integral along it is computed by Gauss-Legendre quadrature with `nodes` points per segment
-  (exact for a polynomial of degree 2 nodes - 1: the score targets, of degree 8 in the
-  weights, need 5). This is a path between the snapshots, not the path the training took.
+`along_steps` splits each step by `STEP_RULES` (every rule's parts kept); `along_segments`
+integrates each straight segment by Gauss-Legendre quadrature with `nodes` points.
 """
 
 from __future__ import annotations
@@ -31,7 +19,8 @@ from torch import Tensor
 
 from empirical.model.groups import groups_of_names
 
-# how one optimiser step's part is computed from the gradients along it (module docstring)
+# one optimiser step's part from the gradients along it: at its start (first order), the mean
+# of its two ends, at its middle, Simpson (start + 4 mid + end) / 6, composite Simpson
 STEP_RULES = ("start", "trapezoid", "midpoint", "simpson", "simpson4", "simpson8")
 COMPOSITE = {"simpson4": 4, "simpson8": 8}  # composite Simpson rules: pieces per step
 
@@ -71,12 +60,9 @@ class PathAttribution:
             s = float(summed[i].sum())
             residual = total - s
             out[t] = {
-                "total": total,
-                "groups": parts,
-                "sum_of_groups": s,
-                "residual": residual,
+                "total": total, "groups": parts, "sum_of_groups": s, "residual": residual,
                 "residual_rel": abs(residual) / abs(total) if total else float("inf"),
-            }
+            }  # fmt: skip
         return out
 
 
@@ -94,7 +80,7 @@ def along_steps(
     states: Iterable[tuple[int, dict[str, Tensor]]], targets, rule: str = "simpson"
 ) -> PathAttribution:
     """The replayed path (float64 weights at every step, in order), split by `rule` (one of
-    STEP_RULES, module docstring); every rule's parts are kept (`rules`), so each one's
+    STEP_RULES); every rule's parts are kept (`rules`), so each one's
     residual can be reported."""
     if rule not in STEP_RULES:
         raise ValueError(f"rule {rule!r}: allowed {', '.join(STEP_RULES)}")
@@ -109,10 +95,8 @@ def along_steps(
     for next_step, w_next in it:
         delta = {n: w_next[n] - w[n] for n in w}
         g_next = targets.gradients(w_next)
-        parts = {
-            "start": _dots(g, delta, names, groups),
-            "end": _dots(g_next, delta, names, groups),
-        }
+        parts = {"start": _dots(g, delta, names, groups),
+                 "end": _dots(g_next, delta, names, groups)}  # fmt: skip
         parts["trapezoid"] = 0.5 * (parts["start"] + parts["end"])
         if need_mid:
             mid = {n: w[n] + 0.5 * delta[n] for n in w}

@@ -4,13 +4,9 @@
         ...                            # state: the weights after `step` steps (float32, CPU)
     check_replayed(run, 5000, state)   # {"file": ..., "equal": True, "max_abs_diff": 0.0}
 
-The replay is the training step itself (empirical.train.learners.SingleLearner, the run's
-data stream restored from the checkpoint: empirical.train.engine.restore_data_generator and
-BatchStream), so on the machine kind the run was trained on it gives the run's own weights bit
-for bit (tests/test_attribution.py replays a tiny run and compares with torch.equal): a
-checkpoint holds everything the next steps depend on (docs/training.md, "Determinism"). It
-runs on the CPU; a run trained on a GPU is replayed as another realisation, which
-`check_replayed` reports.
+The replay is the training step itself with the run's data stream restored from the
+checkpoint: on the CPU kind the run was trained on it gives the run's own weights bit for bit
+(docs/training.md, "Determinism"); a run trained on a GPU replays as another realisation.
 """
 
 from __future__ import annotations
@@ -45,7 +41,6 @@ def replay_learner(cfg, checkpoint: dict, stop: int) -> Iterator[tuple[int, obje
         raise ValueError(f"cannot replay from step {start} back to {stop}")
     device = torch.device("cpu")
     cfg = replace(cfg, train=replace(cfg.train, device="cpu", init_from=""))
-    tc = cfg.train
     with torch.random.fork_rng(devices=[]):
         learner = SingleLearner(cfg, device)
         # a copy: the optimiser adopts the state's tensors and updates them in place
@@ -55,7 +50,7 @@ def replay_learner(cfg, checkpoint: dict, stop: int) -> Iterator[tuple[int, obje
         sampler = run_training_sampler(cfg.task, cfg.seed, device)
         generator = training_generator(cfg.seed, device)
         restore_data_generator(generator, checkpoint["data_rng_state"], cfg.seed, start)
-        stream = BatchStream(sampler, generator, tc.batch_size, tc.sample_chunk)
+        stream = BatchStream(sampler, generator, cfg.train.batch_size, cfg.train.sample_chunk)
         step = start
         yield step, learner
         while step < stop:

@@ -3,11 +3,9 @@
     result = attribute_window(run_dir, 3300, 3600, AttributionOptions())
     result["targets"]["loss/1var/ind"]     # {"total", "groups", "residual", "residual_rel", ...}
 
-The path (empirical.bridge.attribution.paths): for a trained run, its training replayed from a
-training checkpoint at or before the window's start (`replay`), checked bit for bit against
-every snapshot the run keeps in the replayed range (a mismatch is an error: the path would
-not be the run's); for an imported run (the paper's, snapshots only) the straight lines
-between its snapshots in the window (`straight`).
+The path: a trained run's training replayed from a checkpoint at or before the window's start,
+checked bit for bit against every snapshot it keeps in the range (`replay`); an imported run's
+straight lines between its snapshots (`straight`).
 """
 
 from __future__ import annotations
@@ -73,13 +71,10 @@ def attribute_window(run_dir, start: int, stop: int, opts: AttributionOptions) -
         raise AttributionError(f"--path {opts.path!r}: allowed auto, replay, straight")
     targets = Targets.of(cfg, sets, opts.eval_size, w_a, w_b)
     result = {
-        "run_dir": str(run.path),
-        "window": [start, stop],
-        "path": source,
-        "replay_checks": checks,
-        "eval_size": opts.eval_size,
+        "run_dir": str(run.path), "window": [start, stop], "path": source,
+        "replay_checks": checks, "eval_size": opts.eval_size,
         "first_order": first_order(cfg, targets, w_a, w_b, adam=adam),
-    }
+    }  # fmt: skip
     if opts.first_order_only:
         return result
     if kind == "replay":

@@ -1,24 +1,15 @@
-"""The scalar targets the attribution splits: each evaluation set's loss, and the labelled
-layer-2 score change (compare-qk's) along its own direction, as float64 functions of the
-weights with their gradients.
+"""The scalar targets the attribution splits, as float64 functions of the weights
+(`{parameter name: float64 tensor}` of a 2-layer, one-head model, `float64_weights`) with
+their gradients (docs/attribution.md, "Targets").
 
     targets = Targets.of(cfg, sets, n=1000, start=w_A, end=w_B)
     targets.values(w)              # {"loss/1var/ind": 2.31, ..., "score": 0.0, "score_barv": ...}
     targets.gradients(w)           # {target: {parameter name: gradient}}
 
-Weights are `{parameter name: float64 tensor}` of a 2-layer, one-head AssignAddTransformer
-(`float64_weights(state_dict)`); the model runs through the one forward
-(empirical.model.forward, positions="answer", a one-member stack).
-
-- `loss/<set>`: the mean cross-entropy at `=` on the first `n` sequences of the set (the
-  run's own evaluation sets, eval_sets.pt).
-- `score`: the labelled scores S = Q W_QK K^T / sqrt(d_head) (the raw reading of compare-qk:
-  the scores the model computes between the labelled vectors, empirical.model.labels),
-  projected on the unit direction of the window's total change, U = (S(w_B) - S(w_A)) /
-  |S(w_B) - S(w_A)|: target(w) = <S(w) - S(w_A), U>, so its total change is |S(w_B) - S(w_A)|
-  (the norm compare-qk reports, e.g. 31.1 across the paper's first spike) and a group's part
-  is its contribution to that norm. `score_barv`: the same on the bar_v x bar_v block (the
-  associative memory).
+`loss/<set>`: the mean cross-entropy at `=` on the set's first `n` sequences. `score`: the
+labelled scores S (`labelled_scores`) projected on the unit direction U of the window's total
+change, <S(w) - S(w_A), U> (total: |S(w_B) - S(w_A)|); `score_barv`: the same on the bar_v x
+bar_v block.
 """
 
 from __future__ import annotations
@@ -26,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -132,11 +122,3 @@ class Targets:
                 for (k, v), g in zip(leaves.items(), grads, strict=True)
             }
         return out
-
-
-def score_block(w: Mapping[str, Tensor], cfg) -> np.ndarray:
-    """The labelled scores of `w` (float64 weights of `cfg`'s run) as a numpy block."""
-    model_cfg = cfg.built_model_config()
-    with torch.no_grad():
-        S = labelled_scores(w, cfg.task.p, cfg.task.K, cfg.task.L, float(model_cfg.attn_scale))
-    return S.numpy()

@@ -4,17 +4,9 @@
     result = compare_run("runs/paper/seed0", Options(steps=[1000, 2000]))
     write_outputs(result, "runs/paper/seed0/compare_qk")
 
-Pieces: `coords` (labelled query/key vectors of a checkpoint, its raw / orth / dual readings,
-projection and lift), `frames` (the comparison's frames: 'dual', the exact default, 'score',
-and the legacy 'orth' and 'raw'), `prediction` (the theory's G1 at measured a, b: closed form,
-or the theorem's model on a sample of the run's distribution; the predictor the options
-choose), `observe` (gradients, attention, assumption measures), `updates` (the decay-only
-update, the score-change split), `metrics` (cosines, identity scores, attenuation signs, null
-levels, the theorem's terms), `options` (`Options`), `snapshot` (one snapshot analysed),
-`one_step` (the one-step test), `windows` (training windows), `follow` (snapshots analysed
-while the run trains), `run_comparison` (`compare_run`: every snapshot of a run), `summary`
-(summary.md), `outputs` (the files), `plots` / `step_plots` (figures). See
-docs/compare_qk.md. The public names are imported on first use (disentangled.lazy_exports)."""
+Modules: coords, frames, prediction, observe, updates, metrics, options, snapshot, one_step,
+windows, follow, run_comparison, summary, outputs, plots, step_plots (docs/compare_qk.md).
+The public names are imported on first use (disentangled.lazy_exports)."""
 
 from disentangled.lazy_exports import lazy_exports
 

@@ -1,43 +1,16 @@
 """The theorem's coordinates in a real checkpoint: labelled query and key vectors.
 
-The theory (shared/spec/theorem_c1.md, theory/) writes the layer-2 key-query matrix W in an
-orthonormal basis whose entries are scores, score_t = x_T^T W x_t. A checkpoint of
-`AssignAddTransformer` has no such basis, so we name one vector of the model's residual
-space per basis label and read the layer-2 key-query matrix between them:
-
-    query rows    '='        W_E[=]                       (token part of the query)
-                  'pos{L-1}' W_pos[L-1]                   (its position)
-                  'bar_v{u}' ebar_u = W_E[var u] @ W_OV^1 (what layer 1 copies into `=`)
-    key columns   'n{m}'     W_E[m]          'v{u}' W_E[var u]
-                  '=', '+', 'pad'  W_E[...]  'pos{t}' W_pos[t]
-                  'bar_v{u}' ebar_u          (what layer 1 copies into an assigned number)
-
-with W_OV^1 = W_V^1 W_O^1 (block 0) and the score block
-
-    S = Q @ W_QK^2 @ K^T / sqrt(d_head),   W_QK^2 = W_Q^2 W_K^2^T (block 1),
-
-so S[i, j] is the attention score (as the model computes it) between query component i and
-key component j: the theory's W entry for that pair.
-
-Frames: how a [d, d] matrix X of W_QK's space (a gradient, an update, the state) is read as a
-labelled block. Write s = sqrt(d_head). A loss that depends on W_QK through the labelled
-scores S = Q W_QK K^T / s, with label-space gradient G = dL/dS, has the parameter-space
-gradient dL/dW_QK = Q^T G K / s (`gradient_of`); a gradient step along it changes the
-labelled scores by (Q Q^T) G (K K^T) / s^2. The three readings of X = Q^T G K / s:
-
-    'raw'   Q X K^T / s                         = (QQ^T) G (KK^T) / s^2   (the score change)
-    'orth'  Q~ X K~^T / s, Q~ = (QQ^T)^-1/2 Q   = (QQ^T)^1/2 G (KK^T)^1/2 / s^2  (Loewdin)
-    'dual'  s Q* X K*^T,  Q* = (QQ^T)^+ Q       = G                        (exact)
-
-so only the dual frame reads a label-space gradient back as itself (`dual`, tested by a round
-trip); with linearly dependent labels it reads P_Q G P_K, the part of G the checkpoint's
-vectors can express (P: the projector onto the span of the Gram matrix). `frames.py` builds
-the comparisons on these readings.
+One vector of the model's residual space per label of the theorem's basis (query rows `=`,
+pos{L-1}, bar_v{u}; key columns the tokens, positions and bar_v{u}; ebar_u = W_E[var u] @
+W_OV^1), and the layer-2 key-query matrix read between them as S = Q W_QK K^T / sqrt(d_head),
+the scores the model computes. `Coordinates` reads a [d, d] matrix in three readings ('raw',
+'orth': Loewdin, 'dual': exact for a label-space gradient); `coordinates(model, p, K, L)`
+builds them. Definitions: docs/compare_qk.md, "Coordinates" and "Frames".
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -82,29 +55,19 @@ class Coordinates:
         return self.scale * (Qp @ S_t @ Kp.T)
 
     def gradient_of(self, G: np.ndarray) -> Tensor:
-        """Q^T G K / scale, [d, d]: the gradient dL/dW_QK of a loss whose gradient with respect
-        to the labelled scores S = Q W_QK K^T / scale is G (the chain rule through S); a
-        gradient step along G moves W_QK by a multiple of it. `dual().project` reads it back
-        as G (exactly for independent labels)."""
+        """Q^T G K / scale, [d, d]: dL/dW_QK of a loss whose gradient with respect to the
+        labelled scores is G; `dual().project` reads it back as G (independent labels)."""
         G_t = torch.as_tensor(G, dtype=torch.float64, device=self.Q.device)
         return (self.Q.T @ G_t @ self.K) / self.scale
 
     def dual(self) -> Coordinates:
-        """The dual frame: vectors Q* = (Q Q^T)^+ Q and K* = (K K^T)^+ K with the inverse scale,
-        so that `project(X)` = scale Q* X K*^T is the label-space matrix G with
-        X = Q^T G K / scale (`gradient_of`): exact for a gradient or a gradient step whatever
-        the Gram matrices, where the other frames read (QQ^T)^a G (KK^T)^a (raw: a = 1; orth:
-        a = 1/2). Gram eigenvalues below RTOL * max are dropped (merged labels, see
-        `deficit`): the frame then reads P_Q G P_K, P the projector onto the Gram's span.
-        `lift` in this frame is `gradient_of` (Q = pinv(Q*)^T)."""
-        return Coordinates(
-            self.rows, self.cols, dual_vectors(self.Q), dual_vectors(self.K), 1.0 / self.scale,
-            self.p, self.n_vars, self.L,
-        )  # fmt: skip
+        """The dual frame: Q* = (Q Q^T)^+ Q, K* = (K K^T)^+ K, inverse scale, so that
+        `project(X)` is G for X = Q^T G K / scale (`gradient_of`); with merged labels (see
+        `deficit`) it reads P_Q G P_K. `lift` in this frame is `gradient_of`."""
+        return replace(self, Q=dual_vectors(self.Q), K=dual_vectors(self.K), scale=1 / self.scale)
 
     def read(self, X: Tensor, frame: str) -> np.ndarray:
-        """X [d, d] read as a labelled block in `frame` ('raw', 'orth' or 'dual'; see the
-        module docstring)."""
+        """X [d, d] read as a labelled block in `frame` ('raw', 'orth' or 'dual')."""
         if frame == "raw":
             return self.project(X)
         if frame == "orth":
@@ -117,15 +80,11 @@ class Coordinates:
         """(Q Q^T, K K^T): the inner products of the coordinate vectors."""
         return (self.Q @ self.Q.T).cpu().numpy(), (self.K @ self.K.T).cpu().numpy()
 
-    def index(self, label: str, side: str) -> int:
-        return (self.rows if side == "row" else self.cols).index(label)
-
     @property
     def exact(self) -> bool:
-        """Whether the labelled vectors are linearly independent on each side, up to the
-        relative tolerance RTOL on the Gram eigenvalues (so `lift` realises any block and the
-        orth frame is orthonormal). Needs at least as many residual dimensions as key labels,
-        p + 2K + L + 3 <= d_model, and no two labels merged (see `deficit`)."""
+        """Whether the labelled vectors are linearly independent on each side (Gram
+        eigenvalues above RTOL * max), so `lift` realises any block and the orth frame is
+        orthonormal. Needs p + 2K + L + 3 <= d_model and no two labels merged (`deficit`)."""
         return self.deficit() == (0, 0)
 
     def deficit(self) -> tuple[int, int]:
@@ -135,14 +94,9 @@ class Coordinates:
         return _deficit(self.Q), _deficit(self.K)
 
     def orthonormalized(self) -> Coordinates:
-        """The same labels on the closest orthonormal vectors (Loewdin / symmetric
-        orthonormalisation, V -> (V V^T)^{-1/2} V, done separately for the query and the key
-        side): the frame in which the theorem's "orthogonal embeddings" hold by construction.
-        In it `lift` is well conditioned (and exact when `exact`)."""
-        return Coordinates(
-            self.rows, self.cols, lowdin(self.Q), lowdin(self.K), self.scale, self.p,
-            self.n_vars, self.L,
-        )  # fmt: skip
+        """The same labels on the closest orthonormal vectors (Loewdin, `lowdin`, each side
+        apart): the theorem's "orthogonal embeddings" by construction; `lift` well conditioned."""
+        return replace(self, Q=lowdin(self.Q), K=lowdin(self.K))
 
 
 def _deficit(V: Tensor, rtol: float = RTOL) -> int:
@@ -151,14 +105,9 @@ def _deficit(V: Tensor, rtol: float = RTOL) -> int:
 
 
 def lowdin(V: Tensor, rtol: float = RTOL) -> Tensor:
-    """(V V^T)^{-1/2} V: orthonormal rows, each as close to its row of V as possible.
-
-    Needs linearly independent rows (as many as the residual width at most); otherwise the
-    inverse square root is taken on the span only (eigenvalues below rtol * max dropped) and
-    the rows form a tight frame of that span rather than an orthonormal set (see
-    `Coordinates.exact`). E.g. two labels whose vectors have become parallel get the same
-    row (their common direction / sqrt 2) instead of rows dominated by their tiny, noisy
-    difference."""
+    """(V V^T)^{-1/2} V: orthonormal rows, each as close to its row of V as possible. For
+    dependent rows the inverse square root is taken on the span only (eigenvalues below
+    rtol * max dropped): a tight frame, e.g. two parallel labels get the same row."""
     G = V @ V.T
     e, U = torch.linalg.eigh(G)
     keep = e > rtol * e.max()
@@ -184,7 +133,7 @@ def theorem_w(model, layer: int = 1) -> Tensor:
 
 @torch.no_grad()
 def coordinates(model, p: int, K: int, L: int) -> Coordinates:
-    """The labelled query / key vectors of `model` (see the module docstring)."""
+    """The labelled query / key vectors of `model` (module docstring)."""
     ebar = ebar_vectors(model, p, K)
     return labelled_coordinates(model, p, K, L, ebar, ebar)
 
@@ -199,16 +148,8 @@ def labelled_coordinates(
     E = model.W_E.detach().to(torch.float64)
     P = model.W_pos.detach().to(torch.float64)
     Q, Kv = query_key_vectors(E, P, query_ebar, key_ebar, p, K, L)
-    return Coordinates(
-        rows=row_labels(K, L),
-        cols=col_labels(p, K, L),
-        Q=Q,
-        K=Kv,
-        scale=float(model.cfg.attn_scale),
-        p=p,
-        n_vars=K,
-        L=L,
-    )
+    return Coordinates(rows=row_labels(K, L), cols=col_labels(p, K, L), Q=Q, K=Kv,
+                       scale=float(model.cfg.attn_scale), p=p, n_vars=K, L=L)  # fmt: skip
 
 
 def set_qk(model, W: Tensor, layer: int = 1) -> None:

@@ -1,18 +1,14 @@
-"""compare-qk's per-snapshot analysis, done while the run trains.
-
-`compare_run` analyses every snapshot together with the next one (the observed update between
-them), which needs nothing but the two files, the run's config and the comparison's options.
-So once a snapshot has a successor on disk its analysis can be done before the training ends:
+"""compare-qk's per-snapshot analysis, done while the run trains: a snapshot with a successor
+on disk can be analysed before the training ends.
 
     inputs = SnapshotInputs.of(run_dir, opts)
     done = follow_snapshots(inputs, stop)         # in another process, until stop.is_set()
     result = compare_run(run_dir, opts, done=done)  # the rest, and everything after the loop
 
-`done` maps `snapshot_key(...)` (both steps, and both files' size and modification time) to the
-(scalars, blocks) that `analyse_snapshot` gave for that pair; `compare_run` takes an entry only
-where its key matches the files it finds then, and computes every other pair itself. The result
-is the same as without `done` (the same function on the same inputs, in the same process kind:
-tests/test_compare_qk_follow.py); `reproduce` uses it for our run's compare-qk."""
+`done` maps `snapshot_key(...)` (both steps, both files' size and modification time) to
+`analyse_snapshot`'s (scalars, blocks); `compare_run` takes an entry only where its key
+matches the files it finds, so the result is the same as without `done` (tested).
+"""
 
 from __future__ import annotations
 
@@ -21,13 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from empirical.bridge.compare_qk.observe import one_var_batch
-from empirical.bridge.compare_qk.prediction import make_predictor
-from empirical.bridge.compare_qk.snapshot import analyse_snapshot
+from empirical.bridge.compare_qk.snapshot import analyse_snapshot, comparison_inputs
 from empirical.bridge.compare_qk.updates import decay_factor
 from empirical.model import load_model
 from empirical.runs.rundir import RunDir
-from empirical.task import held_out_pairs
 
 
 def _signature(path: Path) -> tuple[int, int]:
@@ -61,13 +54,7 @@ class SnapshotInputs:
         run = RunDir(run_dir).require_run()
         if cfg is None:
             cfg = run.read_two_layer_config("compare-qk")
-        task = cfg.task
-        held = held_out_pairs(task, cfg.seed) if opts.distribution == "train" else None
-        batch = one_var_batch(
-            task, opts.batch_size, opts.seed, opts.order, opts.distribution, held,
-            opts.all_assigned,
-        )  # fmt: skip
-        return cls(run, cfg, opts, held, batch, make_predictor(task, opts, held_out=held))
+        return cls(run, cfg, opts, *comparison_inputs(cfg.task, cfg.seed, opts))
 
     def analyse(self, step: int, model, next_step: int | None, next_model) -> tuple[dict, dict]:
         """analyse_snapshot of the snapshot at `step` and its successor (None: the last)."""

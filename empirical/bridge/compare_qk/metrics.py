@@ -45,11 +45,15 @@ def subblock_cosines(pred, obs, rows, cols) -> dict[str, float]:
     }
 
 
+def _by_number(labels: list[str], prefix: str) -> list[int]:
+    """Indices of the labels `{prefix}{u}`, ordered by u."""
+    found = sorted((int(x[len(prefix) :]), i) for i, x in enumerate(labels) if x.startswith(prefix))
+    return [i for _, i in found]
+
+
 def barv_block(M: np.ndarray, rows: list[str], cols: list[str]) -> np.ndarray:
     """The [K, K] bar_v{u} x bar_v{v} block, ordered by u (rows) and v (columns)."""
-    ri = sorted((int(r[5:]), i) for i, r in enumerate(rows) if r.startswith("bar_v"))
-    ci = sorted((int(c[5:]), j) for j, c in enumerate(cols) if c.startswith("bar_v"))
-    return M[np.ix_([i for _, i in ri], [j for _, j in ci])]
+    return M[np.ix_(_by_number(rows, "bar_v"), _by_number(cols, "bar_v"))]
 
 
 def identity_score(B: np.ndarray) -> dict[str, float]:
@@ -60,10 +64,7 @@ def identity_score(B: np.ndarray) -> dict[str, float]:
     if K < 2:
         return {"row_argmax_on_diag": float("nan"), "diag_margin_over_std": float("nan")}
     off = ~np.eye(K, dtype=bool)
-    hits = 0
-    for i in range(K):
-        others = np.delete(B[i], i)
-        hits += int(B[i, i] > others.max())
+    hits = sum(int(B[i, i] > np.delete(B[i], i).max()) for i in range(K))
     std = B.std()
     margin = B.diagonal().mean() - B[off].mean()
     return {
@@ -79,9 +80,7 @@ def attenuation_entries(rows: list[str], cols: list[str], L: int, order: str) ->
     out = []
     positions = [f"pos{L - 2}"] if order == "fixed" else [f"pos{L - 3}", f"pos{L - 2}"]
     for r in rows:
-        for pos in positions:
-            if pos in cols:
-                out.append((r, pos))
+        out += [(r, pos) for pos in positions if pos in cols]
         if r.startswith("bar_v") and f"v{r[5:]}" in cols:
             out.append((r, f"v{r[5:]}"))
     return out
@@ -89,10 +88,8 @@ def attenuation_entries(rows: list[str], cols: list[str], L: int, order: str) ->
 
 def sign_agreement(pred, obs, rows, cols, entries) -> dict:
     """Fraction of `entries` (row, col) where obs has the sign of pred, and the values."""
-    vals = []
-    for r, c in entries:
-        i, j = rows.index(r), cols.index(c)
-        vals.append((r, c, float(pred[i, j]), float(obs[i, j])))
+    ij = [(r, c, rows.index(r), cols.index(c)) for r, c in entries]
+    vals = [(r, c, float(pred[i, j]), float(obs[i, j])) for r, c, i, j in ij]
     agree = [np.sign(pv) == np.sign(ov) for _, _, pv, ov in vals if pv != 0]
     return {
         "fraction": float(np.mean(agree)) if agree else float("nan"),
@@ -124,30 +121,12 @@ TERMS = ("assignment_wide", "memory", "operand_attenuation", "token_attenuation"
 
 
 def theorem_terms(M: np.ndarray, rows: list[str], cols: list[str], L: int) -> dict:
-    """Split a labelled block into the terms of the theorem's G1 (theory/statement.py):
-
-        G1 = gamma [ q rho^T                                        (q = e_= + pi_T + ebar_mean)
-                     + c_mem sum_v ebar_v (K ebar_v - sum_u ebar_u)^T  (associative memory)
-                     + c_tok sum_v ebar_v (K e_v  - sum_u e_u)^T ]     (token attenuation)
-
-    and q rho^T further into its operand-position columns (pos{L-3}, pos{L-2}: the
-    attenuation of the pre-existing attraction to the operands, the paper's W-tilde) and all
-    its other columns: the *assignment-wide* (all-assignment) term, which raises every
-    assignment's number (number slots, n{m}, every bar_v) and lowers tokens that carry no
-    number, whichever variable is queried (spec claim 5; the paper's "also gives some
-    attention to all assignments ... should be attenuated if one takes subsequent steps").
-
-    For any block the terms are orthogonal projections (Frobenius inner product) onto these
-    subspaces: q rho^T for a free key vector rho (rows `=` and pos{L-1} weight 1, each bar_v
-    row 1/K), and the centred identity K I - J on the bar_v x bar_v and bar_v x v blocks;
-    the subspaces are mutually orthogonal, so the energies add up, with a residual outside
-    the theorem's form. The theorem's G1 itself has no residual (tested).
+    """Split a labelled block by orthogonal projection into the terms of the theorem's G1
+    (`TERMS` and a residual; docs/compare_qk.md, "The theorem's terms").
 
     Returns {'energy': {term: |term|^2 ..., 'residual', 'total'}, 'share': {term: energy /
-    total}, 'aw_share_vs_memory': assignment-wide energy / (assignment-wide + memory): the
-    headline "share of the all-assignment term" (how much of the attention the block moves
-    toward assignments goes to all of them rather than to the bound one),
-    'aw_share_of_structured': assignment-wide energy / the four terms' energy,
+    total}, 'aw_share_vs_memory': assignment-wide / (assignment-wide + memory) energy,
+    'aw_share_of_structured': assignment-wide / the four terms' energy,
     'aw_over_memory_amplitude': |assignment_wide| / |memory|, 'c_mem', 'c_tok' (the
     coefficients of K I - J; positive c_mem: the bound number is raised more than the
     others), 'rho': the fitted key vector, 'terms': {term: block}}."""
@@ -158,8 +137,7 @@ def theorem_terms(M: np.ndarray, rows: list[str], cols: list[str], L: int) -> di
     op = [j for j, c in enumerate(cols) if c in (f"pos{L - 3}", f"pos{L - 2}")]
     A_op = np.zeros_like(A)
     A_op[:, op] = A[:, op]
-    A_aw = A - A_op
-    terms = {"assignment_wide": A_aw, "operand_attenuation": A_op}
+    terms = {"assignment_wide": A - A_op, "operand_attenuation": A_op}
     coef = {}
     for name, prefix in (("memory", "bar_v"), ("token_attenuation", "v")):
         terms[name], coef[name] = _centred_identity_term(M, rows, cols, prefix)
@@ -193,16 +171,10 @@ def _centred_identity_term(M, rows, cols, prefix: str) -> tuple[np.ndarray, floa
     """(the projection of M onto c (K I - J) on the bar_v x {prefix}{u} block, c): the
     associative memory (prefix 'bar_v') or the token attenuation ('v'); c is nan where the
     block is not K x K with K >= 2."""
-    bar_r = [i for i, r in enumerate(rows) if r.startswith("bar_v")]
-    K = len(bar_r)
+    ii, jj = _by_number(rows, "bar_v"), _by_number(cols, prefix)
+    K = len(ii)
     T = np.zeros_like(M)
-    ri = sorted((int(rows[i][5:]), i) for i in bar_r)
-    if prefix == "bar_v":
-        cj = sorted((int(c[5:]), j) for j, c in enumerate(cols) if c.startswith("bar_v"))
-    else:
-        cj = sorted((int(c[1:]), j) for j, c in enumerate(cols) if c[0] == "v")
-    if K >= 2 and len(cj) == K:
-        ii, jj = [i for _, i in ri], [j for _, j in cj]
+    if K >= 2 and len(jj) == K:
         C = K * np.eye(K) - np.ones((K, K))
         c = float((M[np.ix_(ii, jj)] * C).sum() / (C * C).sum())
         T[np.ix_(ii, jj)] = c * C
@@ -238,11 +210,9 @@ def sign_flips(n: int, draws: int = 1000, seed: int = 20) -> np.ndarray:
 def sign_null95(x: np.ndarray, y: np.ndarray, signs: np.ndarray | None = None,
                 draws: int = 1000, seed: int = 20) -> float:  # fmt: skip
     """95% quantile of |cos(e * x, y)| over random signs e (one per entry): the cosine two
-    blocks with x's and y's magnitude patterns but unrelated signs reach. Where a few entries
-    of both hold most of the energy (the theory's G1 puts 58% of its energy in four entries at
-    the paper's first spike) it is far above the isotropic level `null_cos95` (about
-    1.96 / sqrt(n)), which assumes spread-out blocks. signs: [draws, >= n] from `sign_flips`
-    (its first n columns are used; default: drawn from `seed`). Deterministic."""
+    blocks with x's and y's magnitude patterns but unrelated signs reach (far above
+    `null_cos95` where a few entries hold most of the energy). signs: [draws, >= n] from
+    `sign_flips` (its first n columns are used; default: drawn from `seed`). Deterministic."""
     x, y = np.asarray(x, float).ravel(), np.asarray(y, float).ravel()
     nx, ny = np.linalg.norm(x), np.linalg.norm(y)
     if len(x) < 2 or nx == 0 or ny == 0 or not (np.isfinite(nx) and np.isfinite(ny)):

@@ -1,21 +1,11 @@
 """What a checkpoint does: its layer-2 key-query gradient on 1-var data, its attention, and
 how far its first layer and embeddings are from the theorem's assumptions.
 
-Everything runs in float64 on copies of the weights. Only the query at the last position
-(`=`, L-1) reaches the logits, so layer 2 is computed for that query alone, from the fixed
-layer-1 residuals (the same numbers as `model(tokens)`, tested).
-
-The forward is the model split at layer 2's input (empirical.model.partial: `Weights`,
-`layer1`, `layer2`, `loss_of`, re-exported here): the theory needs what the training kernel
-never builds, the layer-1 residual at every position as a tensor (the keys of the theorem's
-coordinates), and a layer-2 score with a free [d, d] key-query matrix P in place of W_Q W_K^T
-(the theorem's parameter, differentiated at P = 0), both in float64.
-
-Gradients (docs/compare_qk.md). For the layer-2 scores we insert a [d, d] perturbation P of
-the key-query matrix, score_t = x_T (W_Q W_K^T + P) x_t^T / sqrt(d_head), and take autograd
-at P = 0: dL/dP = dL/dW_QK, the gradient with respect to the merged matrix (the theorem's
-parameter). The same backward pass gives dL/dW_Q and dL/dW_K, whose first-order effect on
-the product under a plain SGD step is dW_QK = -(dL/dW_Q W_K^T + W_Q dL/dW_K^T) per unit lr.
+Everything runs in float64 on copies of the weights, on the model split at layer 2's input
+(empirical.model.partial: `Weights`, `layer1`, `layer2`, `loss_of`, re-exported here), for the
+query `=` alone. Gradients: autograd at a [d, d] perturbation P = 0 of the key-query matrix
+gives dL/dW_QK (the theorem's parameter), and the same pass dL/dW_Q, dL/dW_K
+(docs/compare_qk.md, "Observed updates").
 """
 
 from __future__ import annotations
@@ -48,16 +38,11 @@ def one_var_batch(
     all_assigned: bool = False,
     stream: str = "compare-qk",
 ) -> Batch:
-    """n 1-var sequences, deterministic in the arguments, on the CPU.
-
-    order 'fixed': the variable is the second operand (L-2), the number the first (the
-    theorem's default); 'mixed': either, equal odds (the task's 1-var sequences).
-    distribution 'unrestricted': every variable at both operand positions, no held-out pair
-    (the theorem's population: all K variables are operands); 'train': the run's training
-    restrictions (r1, r2 and the held-out pairs `held_out`).
-    all_assigned: every one of the K variables is assigned (the theorem's sequences) instead
-    of the task's min..max_assignments. stream: names the random stream (another stream,
-    another sample of the same distribution)."""
+    """n 1-var sequences, deterministic in the arguments, on the CPU. order 'fixed': the
+    variable is the second operand (L-2, the theorem's); 'mixed': either, equal odds.
+    distribution 'unrestricted' (the theorem's: no r1, r2 or held-out pair) or 'train' (the
+    run's restrictions and its held-out pairs `held_out`). all_assigned: all K variables
+    assigned. stream: names the random stream (another stream, another sample)."""
     if order not in ("fixed", "mixed"):
         raise ValueError(f"order must be 'fixed' or 'mixed', got {order!r}")
     changes: dict = {"frac_1var": 1.0, "mix": "fractions", "two_var_frequency": 1.0}
@@ -85,15 +70,11 @@ def one_var_batch(
     return Batch.cat(parts).slice(0, n)
 
 
-# -- forward: the model split at layer 2's input (empirical.model.partial) ------------------
-
 @torch.no_grad()
 def oracle_routing_accuracy(w: Weights, resid1: Tensor, batch: Batch) -> float:
-    """Accuracy when layer 2's attention of `=` is replaced by the ideal routing: weight 1/2 on
-    each operand's value position (1 on it when both are the same position). The rest of the
-    network is the model's. The most any key-query update can achieve downstream: low
-    values mean that OV^2 + MLP cannot read numbers at assignment positions yet (the
-    theorem assumes they can: F reads only number coordinates)."""
+    """Accuracy when layer 2's attention of `=` is replaced by the ideal routing (1/2 on each
+    operand's value position; 1 when both are the same): the most any key-query update can
+    achieve downstream (low: OV^2 + MLP cannot read numbers at assignments yet)."""
     B, L, _ = resid1.shape
     pattern = torch.zeros(B, L, dtype=resid1.dtype)
     vp = batch.value_positions
@@ -118,52 +99,40 @@ class Gradients:
         return -(self.G_Q @ w.W_K2.T + w.W_Q2 @ self.G_K.T)
 
 
-def gradients(w: Weights, resid1: Tensor, labels: Tensor, kind: str = "ce") -> Gradients:
+def _gradients_of(w: Weights, resid1: Tensor, labels: Tensor, kinds: tuple[str, ...]):
+    """({kind: Gradients}, (logits, `=`'s layer-2 pattern)): one forward, a backward per kind."""
     WQ = w.W_Q2.clone().requires_grad_(True)
     WK = w.W_K2.clone().requires_grad_(True)
     P = torch.zeros(WQ.shape[0], WQ.shape[0], dtype=WQ.dtype, requires_grad=True)
-    logits, _ = layer2(w, resid1, WQ, WK, P)
-    loss = loss_of(logits, labels, kind)
-    gQ, gK, gP = torch.autograd.grad(loss, (WQ, WK, P))
-    return Gradients(gP, gQ, gK, float(loss.detach()))
+    logits, pattern = layer2(w, resid1, WQ, WK, P)
+    out = {}
+    for i, kind in enumerate(kinds):
+        loss = loss_of(logits, labels, kind)
+        gQ, gK, gP = torch.autograd.grad(loss, (WQ, WK, P), retain_graph=i < len(kinds) - 1)
+        out[kind] = Gradients(gP, gQ, gK, float(loss.detach()))
+    return out, (logits.detach(), pattern.detach())
+
+
+def gradients(w: Weights, resid1: Tensor, labels: Tensor, kind: str = "ce") -> Gradients:
+    return _gradients_of(w, resid1, labels, (kind,))[0][kind]
 
 
 def split_gradients(
     w: Weights, resid1: Tensor, labels: Tensor, kinds: tuple[str, ...] = ("ce",)
 ) -> dict[str, tuple[Gradients, Gradients, Gradients]]:
     """kind -> (whole batch, first half, second half) for each loss kind in `kinds`: the
-    gradients of the two halves (the noise floor of the comparison) and their size-weighted
-    mean, which is the whole batch's gradient (each loss is a mean over sequences). One
-    forward pass per half serves every kind (one backward pass each); its (logits, `=`'s
-    layer-2 pattern) for the whole batch are under "forward"."""
+    halves' gradients (the comparison's noise floor) and their size-weighted mean, the whole
+    batch's gradient. One forward per half; the whole batch's (logits, `=`'s layer-2
+    pattern) are under "forward"."""
     n = len(labels)
     h = n // 2
-    halves = []
-    for sl in (slice(0, h), slice(h, n)):
-        WQ = w.W_Q2.clone().requires_grad_(True)
-        WK = w.W_K2.clone().requires_grad_(True)
-        P = torch.zeros(WQ.shape[0], WQ.shape[0], dtype=WQ.dtype, requires_grad=True)
-        logits, pattern = layer2(w, resid1[sl], WQ, WK, P)
-        per = {"_forward": (logits.detach(), pattern.detach())}
-        for i, kind in enumerate(kinds):
-            loss = loss_of(logits, labels[sl], kind)
-            gQ, gK, gP = torch.autograd.grad(loss, (WQ, WK, P), retain_graph=i < len(kinds) - 1)
-            per[kind] = Gradients(gP, gQ, gK, float(loss.detach()))
-        halves.append(per)
+    halves = [_gradients_of(w, resid1[sl], labels[sl], kinds) for sl in (slice(0, h), slice(h, n))]
     f1, f2 = h / n, (n - h) / n
-    out = {
-        "forward": tuple(
-            torch.cat([halves[0]["_forward"][k], halves[1]["_forward"][k]]) for k in (0, 1)
-        )
-    }
+    out: dict = {"forward": tuple(torch.cat([halves[0][1][k], halves[1][1][k]]) for k in (0, 1))}
     for kind in kinds:
-        g1, g2 = halves[0][kind], halves[1][kind]
-        whole = Gradients(
-            f1 * g1.G_QK + f2 * g2.G_QK,
-            f1 * g1.G_Q + f2 * g2.G_Q,
-            f1 * g1.G_K + f2 * g2.G_K,
-            f1 * g1.loss + f2 * g2.loss,
-        )
+        g1, g2 = halves[0][0][kind], halves[1][0][kind]
+        fields = ("G_QK", "G_Q", "G_K", "loss")
+        whole = Gradients(*(f1 * getattr(g1, k) + f2 * getattr(g2, k) for k in fields))
         out[kind] = (whole, g1, g2)
     return out
 
@@ -173,12 +142,9 @@ def split_gradients(
 
 @torch.no_grad()
 def layer2_attention(pattern2: Tensor, batch: Batch, p: int, K: int) -> dict:
-    """Where `=` looks in layer 2 on 1-var sequences, and the theorem's weights a, b.
-
-    a_operands: mean attention per operand position (L-3, L-2), what W^0 describes;
-    a_values: mean attention per value position (the number operand and the number assigned
-    to the variable operand), what the trained circuit attends to. b = (1 - 2a) / (L - 2)
-    for each, so that 2a + (L-2) b = 1 as in the closed form."""
+    """Where `=` looks in layer 2 on 1-var sequences, and the theorem's weights: a_operands
+    (mean attention per operand position, what W^0 describes), a_values (per value position),
+    b = (1 - 2a) / (L - 2) for each (2a + (L-2) b = 1), beta = ln(a / b), and "mass"."""
     B, L = pattern2.shape
     tok = batch.tokens
     rows = torch.arange(B)
@@ -215,8 +181,7 @@ def layer2_attention(pattern2: Tensor, batch: Batch, p: int, K: int) -> dict:
         },
     }
     for key, a in (("operands", a_op), ("values", a_val)):
-        b = (1 - 2 * a) / (L - 2)
-        out[f"b_{key}"] = b
+        out[f"b_{key}"] = b = (1 - 2 * a) / (L - 2)
         out[f"beta_{key}"] = float(np.log(a / b)) if a > 0 and b > 0 else float("nan")
     return out
 
@@ -239,9 +204,8 @@ def layer1_measures(l1: Layer1, w: Weights, batch: Batch, p: int, K: int) -> dic
     # what layer 1 wrote, at `=` and at the assigned numbers (only there: [B, L, d] is large)
     added_eq = l1.resid1[:, L - 1] - l1.x[:, L - 1]
     added_num = l1.resid1[r, t] - l1.x[r, t]
-    var = torch.where(
-        batch.operand_vars[:, 0] >= 0, batch.operand_vars[:, 0], batch.operand_vars[:, 1]
-    )
+    ov = batch.operand_vars
+    var = torch.where(ov[:, 0] >= 0, ov[:, 0], ov[:, 1])
     q_cos = F.cosine_similarity(added_eq, ebar[var], dim=-1)
     n_cos = F.cosine_similarity(added_num, ebar[tok[r, t - 1] - p], dim=-1)
     # least-squares coefficient of ebar_v in what layer 1 wrote at `=` (theory: 1)
@@ -272,12 +236,10 @@ def embedding_measures(w: Weights, p: int, K: int, L: int) -> dict:
     names = [f"n{m}" for m in range(p)] + [f"v{u}" for u in range(K)] + ["+", "=", "pad"]
     names += [f"pos{t}" for t in range(L)]
     unit = E / np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-300)
-    C = np.abs(unit @ unit.T)
-    np.fill_diagonal(C, 0.0)
+    C_rest = np.abs(unit @ unit.T)
+    np.fill_diagonal(C_rest, 0.0)
     # `+` is always at L-4 and `=` at L-1: only the sums are seen by the model
-    together = [(p + K, V + L - 4), (p + K + 1, V + L - 1)]
-    C_rest = C.copy()
-    for x, y in together:
+    for x, y in ((p + K, V + L - 4), (p + K + 1, V + L - 1)):
         C_rest[x, y] = C_rest[y, x] = 0.0
     i, j = np.unravel_index(C_rest.argmax(), C_rest.shape)
     return {

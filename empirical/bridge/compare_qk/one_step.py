@@ -1,7 +1,6 @@
-"""The one-step test: the theorem's "one step on 1-var data" tried on a real snapshot. Steps on
-layer-2 W_Q, W_K only (plain SGD, or W_QK moved along a direction: the merged gradient, G1 in
-each frame, a random control), and every evaluation set's accuracy after each
-(docs/compare_qk.md, "The one-step test").
+"""The one-step test: the theorem's "one step on 1-var data" tried on a real snapshot: steps
+on layer-2 W_Q, W_K only, and every evaluation set's accuracy after each (docs/compare_qk.md,
+"One step on the real model").
 
     out = one_step_experiment(model, task, batch, sets, opts, order, predict)
 """
@@ -52,11 +51,9 @@ def _value_attention(w: Weights, l1_resid, batch) -> float:
 
 
 class StepProbe:
-    """A snapshot and what each model stepped from it is measured by: the 1-var batch's
-    layer-1 residuals (no step changes layer 1), the prediction in the headline frame, the
-    starting W_QK and its raw / orth readings, and a 2-var subset for the value attention.
-    `two`: the 2-var set (None: no value attention); predict: (a, b) -> G1 (default: the
-    closed form in `order`)."""
+    """A snapshot and what each model stepped from it is measured by (the batch's layer-1
+    residuals, G1 in the headline frame, the starting W_QK and its readings). `two`: the
+    2-var set (None: no value attention); predict: (a, b) -> G1 (default: closed form)."""
 
     def __init__(self, model, task, batch, two, opts: Options, order: str, predict=None):
         p, K, L = task.p, task.K, task.L
@@ -70,10 +67,10 @@ class StepProbe:
         _, pattern2 = layer2(self.w0, self.resid1)
         att = layer2_attention(pattern2, batch, p, K)
         self.a, self.b = att[f"a_{opts.ab_from}"], att[f"b_{opts.ab_from}"]
-        if predict is not None:
-            self.pred = predict(self.a, self.b)
-        else:
+        if predict is None:
             self.pred = g1_block(self.a, self.b, p, K, L, order, opts.layout)
+        else:
+            self.pred = predict(self.a, self.b)
         self.pred_f = self.frames.predicted(self.pred, self.frame)
         self.two_sub = two.slice(0, TWO_VAR_SUBSET) if two is not None else None
         # layer 1 is not changed by any step: its residuals are computed once
@@ -82,8 +79,7 @@ class StepProbe:
         self.S0_raw, self.S0_orth = self.raw.project(self.W0), self.orth.project(self.W0)
 
     def measures(self, m) -> dict:
-        """What a stepped model gives on the batch; its set accuracies come later, for every
-        stepped model at once (`_correct_each`: layer 1 is computed once per set)."""
+        """What a stepped model gives on the batch (its set accuracies: `_with_accuracies`)."""
         w = Weights.of(m)
         res: dict = {"_weights": w}
         logits, _ = layer2(w, self.resid1)
@@ -103,9 +99,8 @@ class StepProbe:
         return float(d.pow(2).mean().sqrt())
 
     def moved(self, m) -> dict:
-        """How far a stepped model's W_QK moved, and how much of the move is G1's direction:
-        in the headline frame (against G1 as that frame sees it) and, legacy, the orth frame
-        against G1 itself."""
+        """How far a stepped model's W_QK moved, and its cosine with G1 in the headline frame
+        (and, legacy, the orth frame against G1 itself)."""
         W = theorem_w(m)
         return {
             "rms_dscore": self.rms_dscore(W - self.W0),
@@ -159,24 +154,11 @@ def one_step_experiment(
 ) -> dict:
     """Steps on layer-2 W_Q, W_K from `model` on the 1-var sequences `batch` (operand order
     `order`, which the prediction uses too), and the accuracies they give on every set of
-    `sets` (the first opts.eval_size sequences of each; Wilson 95% intervals in
-    "intervals"). predict: (a, b) -> the G1 block (default: the closed form, `order`).
-
-    families:
-      sgd            plain SGD on W_Q, W_K (cross-entropy on `batch`), lr in opts.one_step_lrs,
-                     opts.one_step_steps full-batch steps
-      grad_merged    W_QK -= eta dL/dW_QK (the theorem's step on the merged matrix)
-      predicted_grad W_QK += Q^T G1 K / scale: a gradient step of a network whose
-                     label-space gradient is G1 (exact in the dual frame)
-      predicted_orth W_QK += the theory's G1 block lifted from the orth frame,
-                     dW = scale * Q~^T G1 K~ (well conditioned)
-      predicted_raw  the same lifted from the raw frame by least squares (pseudo-inverse):
-                     the labelled scores change by G1 (the theorem's W^1 = W^0 + eta G1)
-      random_orth    a random Gaussian block lifted like predicted_orth (control)
-    Every step except sgd is sized by t = the RMS change of the layer-2 scores of `=` over
-    the sequences of `batch` (score units, what the step does to real inputs); sgd rows
-    report the same RMS for each lr (`rms_dscore`).
-    """
+    `sets` (the first opts.eval_size of each; Wilson 95% intervals in "intervals").
+    predict: (a, b) -> the G1 block (default: the closed form). Families sgd (lr in
+    opts.one_step_lrs), grad_merged, predicted_grad, predicted_orth, predicted_raw and
+    random_orth (sized by t = the RMS change of `=`'s layer-2 scores): docs/compare_qk.md,
+    "One step on the real model"."""
     names = list(sets)
     if opts.eval_size:
         sets = {n: sets[n].slice(0, opts.eval_size) for n in names}
@@ -221,9 +203,7 @@ def _correct_each(
     ws: list[Weights], w0: Weights, sets: dict, dtype=torch.float32, chunk: int = 2048
 ) -> list[dict]:
     """[{set: correct}] for models that differ from w0 in layer 2's W_Q, W_K only: layer 1's
-    residuals of each chunk of each set are computed once (`observe.layer1`) and each model's
-    layer 2 (`observe.layer2`, in `dtype`: the model's own) reads them, instead of one full
-    forward per model and set."""
+    residuals of each chunk are computed once and each model's layer 2 (in `dtype`) reads them."""
     counts: list[dict] = [dict.fromkeys(sets, 0) for _ in ws]
     ws = [w.to(dtype) for w in ws]
     for name, batch in sets.items():

@@ -60,28 +60,16 @@ def write_figures(result: dict, out: Path, fmt: str = "png") -> dict[str, Path]:
     run = RunDir(result["run_dir"])
     name = run.label() if run.is_run() else run.name
     frame = result.get("frame", "orth")
-    made = {
-        "cosines": plots.plot_cosines(
-            result, at("cosines"), f"{name}: theory's G1 vs the layer-2 QK update"
-        ),
-    }
-    for f in frames_of(result):  # the other frames, one figure each (cosines_orth, ...)
-        if f != frame:
-            made[f"cosines_{f}"] = plots.plot_cosines(
-                result, at(f"cosines_{f}"), f"{name}: theory's G1 vs the layer-2 QK update",
-                frame=f,
-            )  # fmt: skip
-    made |= {
-        "terms": plots.plot_terms(
-            result, at("terms"), f"{name}: the theorem's all-assignment term along training"
-        ),
-        "structure": plots.plot_structure(
-            result, at("structure"), f"{name}: associative memory and attenuation"
-        ),
-        "assumptions": plots.plot_assumptions(
-            result, at("assumptions"), f"{name}: the theorem's assumptions, measured"
-        ),
-    }
+    cos_title = f"{name}: theory's G1 vs the layer-2 QK update"
+    made = {"cosines": plots.plot_cosines(result, at("cosines"), cos_title)}
+    for f in [f for f in frames_of(result) if f != frame]:  # cosines_orth, ...
+        made[f"cosines_{f}"] = plots.plot_cosines(result, at(f"cosines_{f}"), cos_title, frame=f)
+    for key, plot, title in (
+        ("terms", plots.plot_terms, "the theorem's all-assignment term along training"),
+        ("structure", plots.plot_structure, "associative memory and attenuation"),
+        ("assumptions", plots.plot_assumptions, "the theorem's assumptions, measured"),
+    ):
+        made[key] = plot(result, at(key), f"{name}: {title}")
     one = result.get("one_step")
     rows, cols = result["labels"]["rows"], result["labels"]["cols"]
     at_step = one.get("step") if one and "step" in one else result["steps"][-1]["step"]
@@ -104,8 +92,7 @@ def write_outputs(result: dict, out_dir, figures: bool = True, fmt: str = "png")
     Files are written atomically, with the umask's permissions."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    paths["json"] = out / RunDir.COMPARE_QK_JSON
+    paths = {"json": out / RunDir.COMPARE_QK_JSON}
     atomic_write_bytes(paths["json"], json.dumps(jsonable(result), indent=1).encode())
     paths["blocks"] = write_blocks(result, out / RunDir.BLOCKS_NPZ)
     paths["summary"] = out / RunDir.SUMMARY_MD

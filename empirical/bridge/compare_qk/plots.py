@@ -1,9 +1,7 @@
-"""Figures of the comparison along training: the cosines with G1 (`plot_cosines`), the
-all-assignment term (`plot_terms`), the bar_v block's structure (`plot_structure`) and the
-theorem's assumptions (`plot_assumptions`); the figures of one snapshot are in `step_plots`.
-Each function returns the matplotlib Figure and, given a path, writes it (png, pdf or svg: the
-suffix, or `fmt`) and closes it. Importing this module selects no backend; colours are Okabe &
-Ito's colour-blind-safe palette."""
+"""Figures of the comparison along training: `plot_cosines` (cosines with G1), `plot_terms`
+(the all-assignment term), `plot_structure` (the bar_v block) and `plot_assumptions`; one
+snapshot's figures are in `step_plots`. Each returns the Figure and, given a path, writes it
+(png, pdf or svg: the suffix, or `fmt`) and closes it. Selects no backend; Okabe & Ito colours."""
 
 from __future__ import annotations
 
@@ -35,7 +33,15 @@ def phase_marks(ax, phases: dict | None, label: bool = True) -> None:
     draw_phase_marks(ax, phases, label=label)
 
 
-def _series(result, frame, variant, *keys):
+def _x(r: dict, mid: bool):
+    """Where a record is drawn: its step, or (`mid`) the middle of its update's interval."""
+    nxt = r.get("next_step")
+    return 0.5 * (r["step"] + nxt) if mid and nxt is not None else r["step"]
+
+
+def _series(result, frame, variant, *keys, mid: bool = False):
+    """(xs, ys): comparison[frame][variant][*keys] at the snapshots that have the variant
+    (nan for None); `mid`: drawn at the middle of the update's interval."""
     xs, ys = [], []
     for r in result["steps"]:
         v = r["comparison"][frame].get(variant)
@@ -43,7 +49,7 @@ def _series(result, frame, variant, *keys):
             continue
         for k in keys:
             v = v[k]
-        xs.append(r["step"])
+        xs.append(_x(r, mid))
         ys.append(np.nan if v is None else v)
     return xs, ys
 
@@ -108,21 +114,6 @@ def window_marks(ax, result, label: bool = True, lo=None, hi=None, top: float = 
     return top + (len(lanes) + 0.9) * step if lanes else top
 
 
-def _cos_series(result, frame, variant, sub):
-    xs, ys = [], []
-    for r in result["steps"]:
-        v = r["comparison"][frame].get(variant)
-        if v is None:
-            continue
-        x = r["step"]
-        if variant.startswith("diff") and r.get("next_step") is not None:
-            x = 0.5 * (r["step"] + r["next_step"])
-        xs.append(x)
-        c = v["cos"][sub]
-        ys.append(np.nan if c is None else c)
-    return xs, ys
-
-
 def zoom_ranges(result, margin: int = 5) -> list[tuple[str, float, float]]:
     """(names, lo, hi): a zoom on each window named spike*, `margin` snapshots either side;
     overlapping zooms are merged (their names joined by '+')."""
@@ -151,7 +142,7 @@ def _null_series(result, frame, sub, key="null95_signs"):
         v = r["comparison"].get(frame, {}).get("diff")
         if v is None or r.get("next_step") is None:
             continue
-        xs.append(0.5 * (r["step"] + r["next_step"]))
+        xs.append(_x(r, True))
         y = (v.get(key) or {}).get(sub)
         ys.append(np.nan if y is None else y)
     return xs, ys
@@ -170,23 +161,13 @@ def _cosine_null(ax, result, frame, sub, lo, hi) -> None:
     its Gram null instead), the update's sign-randomised null as a dotted line."""
     if frame != "score":
         n95 = result["null95"][sub]
-        ax.axhspan(
-            -n95,
-            n95,
-            color="0.8",
-            alpha=0.7,
-            label=f"isotropic null: 95% of random directions (|cos| < {n95:.2f})",
-        )
+        label = f"isotropic null: 95% of random directions (|cos| < {n95:.2f})"
+        ax.axhspan(-n95, n95, color="0.8", alpha=0.7, label=label)
     else:
         xs, ys = _within(*_null_series(result, frame, sub, "null95_gram"), lo, hi)
-        ax.fill_between(
-            xs,
-            -np.array(ys, float),
-            np.array(ys, float),
-            color="0.8",
-            alpha=0.7,
-            label="Gram null of the update (95%)",
-        )
+        ys = np.array(ys, float)
+        ax.fill_between(xs, -ys, ys, color="0.8", alpha=0.7,
+                        label="Gram null of the update (95%)")  # fmt: skip
     xs, ys = _within(*_null_series(result, frame, sub), lo, hi)
     if xs:
         ax.plot(xs, ys, ":", color="0.3", lw=1, label="update's sign-randomised null (95%)")
@@ -199,7 +180,8 @@ def _cosine_panel(ax, result, frame, sub, lo=None, hi=None, label=False) -> None
     ax.axhline(0, color="k", lw=0.5)
     ytop = window_marks(ax, result, label=label, lo=lo, hi=hi, top=1.0, step=0.17)
     for var, (color, marker, lab) in COS_LINES.items():
-        xs, ys = _within(*_cos_series(result, frame, var, sub), lo, hi)
+        xs, ys = _within(*_series(result, frame, var, "cos", sub, mid=var.startswith("diff")),
+                         lo, hi)  # fmt: skip
         if xs:
             ax.plot(xs, ys, "-", marker=marker, ms=3.5 if lo is None else 5, lw=1,
                     color=color, label=lab)  # fmt: skip
@@ -209,10 +191,8 @@ def _cosine_panel(ax, result, frame, sub, lo=None, hi=None, label=False) -> None
 
 def plot_cosines(result, path=None, title: str = "", *, fmt=None, frame: str | None = None):
     """cos(predicted G1, observed) over steps, whole block (top) and bar_v x bar_v block
-    (bottom), in `frame` (default: the result's headline frame); the whole run on the left,
-    a zoom on each spike window to the right; the comparison's windows shaded, the isotropic
-    null level as a grey band (the score frame: its Gram null instead), the update's
-    sign-randomised null as a dotted line."""
+    (bottom), in `frame` (default: the headline frame): the whole run, then a zoom on each
+    spike window; windows shaded, null levels as in `_cosine_null`."""
     frame = frame or result.get("frame", "orth")
     zooms = zoom_ranges(result)
     ncol = 1 + len(zooms)
@@ -273,14 +253,10 @@ def plot_terms(result, path=None, title: str = "", *, fmt=None):
         xs, ys = [], []
         for r in result["steps"]:
             t = (r.get("terms") or {}).get(blk)
-            if t is None:
-                continue
-            x = r["step"]
-            if blk.startswith("diff") and r.get("next_step") is not None:
-                x = 0.5 * (r["step"] + r["next_step"])
-            xs.append(x)
-            v = t.get("aw_share_vs_memory")
-            ys.append(np.nan if v is None else v)
+            if t is not None:
+                xs.append(_x(r, blk.startswith("diff")))
+                v = t.get("aw_share_vs_memory")
+                ys.append(np.nan if v is None else v)
         if xs:
             ax.plot(xs, ys, ls, color=color, marker="o", ms=2.5 if lw < 2 else 3.5, lw=lw,
                     alpha=alpha, label=lab, zorder=3 if blk == "weights" else 2)  # fmt: skip
@@ -317,21 +293,17 @@ def plot_structure(result, path=None, title: str = "", *, fmt=None):
     sign agreement of the attenuation entries, in the result's headline frame."""
     fig, axes = plt.subplots(1, 3, figsize=(16, 5.2), sharex=True, layout="constrained")
     frame = result.get("frame", "orth")
+    keys = (("identity", "row_argmax_on_diag"), ("identity", "diag_margin_over_std"),
+            ("attenuation", "fraction"))  # fmt: skip
     for var, (color, lab) in VARIANT_STYLE.items():
-        xs, ys = _series(result, frame, var, "identity", "row_argmax_on_diag")
-        if xs:
-            axes[0].plot(xs, ys, "o-", ms=3, color=color, label=lab)
-        xs, ys = _series(result, frame, var, "identity", "diag_margin_over_std")
-        if xs:
-            axes[1].plot(xs, ys, "o-", ms=3, color=color, label=lab)
-        xs, ys = _series(result, frame, var, "attenuation", "fraction")
-        if xs:
-            axes[2].plot(xs, ys, "o-", ms=3, color=color, label=lab)
+        for ax, ks in zip(axes, keys, strict=True):
+            xs, ys = _series(result, frame, var, *ks)
+            if xs:
+                ax.plot(xs, ys, "o-", ms=3, color=color, label=lab)
     steps = [r["step"] for r in result["steps"]]
     wid = [r["comparison"][frame]["weights_identity"] for r in result["steps"]]
-    axes[0].plot(
-        steps, [w["row_argmax_on_diag"] for w in wid], "k:", label="current W_QK^2 (state)"
-    )
+    axes[0].plot(steps, [w["row_argmax_on_diag"] for w in wid], "k:",
+                 label="current W_QK^2 (state)")  # fmt: skip
     axes[1].plot(steps, [w["diag_margin_over_std"] for w in wid], "k:", label="current W_QK^2")
     K = result["task"]["K"]
     axes[0].axhline(1 / K, color="0.6", lw=0.8, label=f"chance 1/K = {1 / K:.2f}")
@@ -354,28 +326,19 @@ def plot_structure(result, path=None, title: str = "", *, fmt=None):
 def _embeddings_panel(ax, steps, R) -> None:
     """How orthogonal the embeddings and the ebar vectors are (theory: 0)."""
     emb = [r["assumptions"]["embeddings"] for r in R]
-    ax.plot(
-        steps,
-        [e["embeddings_max_abs_cos_excluding_cooccurring"] for e in emb],
-        label="max |cos|, W_E & W_pos rows (without +/pos12, =/pos15)",
-    )
-    ax.plot(
-        steps, [abs(e["cos_plus_pos_plus"]) for e in emb], ls=":", label="|cos(W_E[+], W_pos[12])|"
-    )
-    ax.plot(steps, [abs(e["cos_eq_pos_eq"]) for e in emb], ls=":", label="|cos(W_E[=], W_pos[15])|")
-    ax.plot(
-        steps, [e["embeddings"]["mean_abs_cos"] for e in emb], label="mean |cos|, W_E & W_pos rows"
-    )
-    ax.plot(steps, [e["ebar"]["max_abs_cos"] for e in emb], label="max |cos| among ebar_v")
-    ax.plot(steps, [e["ebar"]["mean_abs_cos"] for e in emb], label="mean |cos| among ebar_v")
-    ax.plot(
-        steps,
-        [e["ebar_vs_embeddings_max_abs_cos"] for e in emb],
-        label="max |cos| ebar vs embeddings",
-    )
-    ax.axhline(
-        emb[0]["random_baseline_abs_cos"], color="0.5", ls=":", label="random vectors (mean |cos|)"
-    )
+    ax.plot(steps, [e["embeddings_max_abs_cos_excluding_cooccurring"] for e in emb],
+            label="max |cos|, W_E & W_pos rows (without +/pos12, =/pos15)")  # fmt: skip
+    for key, lab in (("cos_plus_pos_plus", "|cos(W_E[+], W_pos[12])|"),
+                     ("cos_eq_pos_eq", "|cos(W_E[=], W_pos[15])|")):  # fmt: skip
+        ax.plot(steps, [abs(e[key]) for e in emb], ls=":", label=lab)
+    for group, key, lab in (("embeddings", "mean_abs_cos", "mean |cos|, W_E & W_pos rows"),
+                            ("ebar", "max_abs_cos", "max |cos| among ebar_v"),
+                            ("ebar", "mean_abs_cos", "mean |cos| among ebar_v")):  # fmt: skip
+        ax.plot(steps, [e[group][key] for e in emb], label=lab)
+    ax.plot(steps, [e["ebar_vs_embeddings_max_abs_cos"] for e in emb],
+            label="max |cos| ebar vs embeddings")  # fmt: skip
+    ax.axhline(emb[0]["random_baseline_abs_cos"], color="0.5", ls=":",
+               label="random vectors (mean |cos|)")  # fmt: skip
     ax.set_title("orthogonal embeddings? (0 = orthogonal)")
     ax.set_ylabel("|cosine|")
 
@@ -397,27 +360,14 @@ def _layer1_panel(ax, steps, A) -> None:
 def _accuracy_panel(ax, steps, R, A) -> None:
     """The isolated OV-MLP, ideal routing, the model's accuracies and the batch's."""
     ax.plot(steps, [a["ov2_mlp2_accuracy"] for a in A], "k-", label="isolated OV2-MLP2 accuracy")
-    ax.plot(
-        steps,
-        [a.get("oracle_routing_accuracy", np.nan) for a in A],
-        "-",
-        color=C["purple"],
-        label="batch accuracy with ideal layer-2 routing",
-    )
-    for name, color in (
-        ("0var/ind", C["blue"]),
-        ("1var/ind", C["orange"]),
-        ("2var/ind", C["green"]),
-    ):
+    ax.plot(steps, [a.get("oracle_routing_accuracy", np.nan) for a in A], "-", color=C["purple"],
+            label="batch accuracy with ideal layer-2 routing")  # fmt: skip
+    for name, color in (("0var/ind", C["blue"]), ("1var/ind", C["orange"]),
+                        ("2var/ind", C["green"])):  # fmt: skip
         ys = [r["metrics_acc"].get(name, np.nan) for r in R]
         ax.plot(steps, ys, color=color, ls="--", label=f"model accuracy {name}")
-    ax.plot(
-        steps,
-        [r["batch_accuracy"] for r in R],
-        color=C["vermillion"],
-        ls=":",
-        label="accuracy on the comparison batch",
-    )
+    ax.plot(steps, [r["batch_accuracy"] for r in R], color=C["vermillion"], ls=":",
+            label="accuracy on the comparison batch")  # fmt: skip
     ax.set_title("MLP in place? / accuracy")
     ax.set_ylabel("accuracy")
     ax.set_xlabel("training step")
@@ -428,13 +378,8 @@ def _attention_panel(ax, steps, R) -> None:
     att = [r["attention"] for r in R]
     ax.plot(steps, [a["a_operands"] for a in att], "k-", label="a (per operand position 13, 14)")
     ax.plot(steps, [a["a_values"] for a in att], "k--", label="a (per value position)")
-    for key in (
-        "number_operand",
-        "variable_operand",
-        "bound_number",
-        "other_assigned_numbers",
-        "self",
-    ):
+    for key in ("number_operand", "variable_operand", "bound_number", "other_assigned_numbers",
+                "self"):  # fmt: skip
         ax.plot(steps, [a["mass"][key] for a in att], lw=1, label=f"mass: {key.replace('_', ' ')}")
     ax.set_title("layer-2 attention of '=' on 1-var sequences")
     ax.set_ylabel("attention")

@@ -1,25 +1,8 @@
-"""The theory's prediction in the comparison's coordinates: the closed-form G1 of theory/, the
-theorem's model on a sampled population (`PopulationG1`), and the predictor a comparison's
-options choose between them (`make_predictor`).
-
-`theory.g1_closed_form` derives (sympy) every entry class of G1 as a rational function of
-(a, b, p, K); here it is evaluated at *measured* softmax weights a (per operand slot) and b
-(per other position) and restricted to the labelled block of `coords` (rows `=`, `pos{L-1}`,
-`bar_v{u}`; columns `n{m}`, `v{u}`, `=`, `+`, `pad`, `pos{t}`, `bar_v{u}`):
-
-    G1 = gamma [ (e_= + pi_T + ebar_mean) rho^T
-                 + (1-2b)/(2K^2) sum_v ebar_v (K ebar_v - sum_u ebar_u)^T
-                 - a/K^2 sum_v ebar_v (K e_v - sum_u e_u)^T ],   gamma = 4ab(1-1/p).
-
-The closed form assumes 2a + (L-2) b = 1 (softmax over L positions, two of them operands);
-`ab_from_beta`/`beta_from_ab` convert, and measured weights satisfy it by construction.
-
-Layout. The theorem packs the K assignments into slots (0,1), .., (2K-2, 2K-1) and pads the
-rest of 0..L-5; the real task places 1..max_assignments assignments at random places. With
-`layout="averaged"` (default) the columns pos0..pos{L-5} of the prediction are replaced by
-their mean: the expectation of G1 when each of those positions is equally likely to hold a
-number slot, a variable slot or a pad (G1 is linear in the population). `layout="packed"`
-keeps the theorem's columns.
+"""The theory's prediction in the comparison's coordinates: the closed-form G1 of theory/ at
+measured softmax weights a, b (`g1_block`), the theorem's model on a sampled population
+(`PopulationG1`), and the predictor a comparison's options choose (`make_predictor`).
+Layout `averaged` (default) replaces the columns pos0..pos{L-5} by their mean (random
+assignment places), `packed` keeps the theorem's. docs/compare_qk.md, "The prediction".
 """
 
 from __future__ import annotations
@@ -70,20 +53,14 @@ def g1_block(
     rows: list[str] | None = None,
     cols: list[str] | None = None,
 ) -> np.ndarray:
-    """G1[rows, cols] of the theory at softmax weights (a, b), float64.
-
-    rows / cols default to the comparison's labels (`coords.row_labels`, `coords.col_labels`).
-    order: 'fixed' (number operand at L-3, variable at L-2: the theorem's default) or
-    'mixed' (each order half the time). a, b: the attention weight per operand position and
-    per other position (2a + (L-2) b = 1)."""
+    """G1[rows, cols] of the theory at softmax weights (a, b) per operand / other position
+    (2a + (L-2) b = 1), float64; rows / cols default to `coords.row_labels` / `col_labels`.
+    order: 'fixed' (number at L-3, variable at L-2: the theorem's) or 'mixed' (half each)."""
     from theory.g1_closed_form import entry_key, query_row_labels, validate
 
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    if not (0 < a < 0.5 and 0 < b < 1):
-        raise ValueError(f"need 0 < a < 1/2 and 0 < b < 1, got a={a}, b={b}")
+    _check_ab(a, b, layout)
     if abs(2 * a + (L - 2) * b - 1) > 1e-6:
         raise ValueError(f"the closed form needs 2a + (L-2)b = 1; got {2 * a + (L - 2) * b}")
     validate(p, K, L)
@@ -96,16 +73,23 @@ def g1_block(
             continue
         for j, cl in enumerate(cols):
             G[i, j] = _entry_fn(order, L, *entry_key(rl, cl, K, L))(a, b, p, K)
+    return _laid_out(G, cols, L, layout)
+
+
+def _check_ab(a: float, b: float, layout: str) -> None:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if not (0 < a < 0.5 and 0 < b < 1):
+        raise ValueError(f"need 0 < a < 1/2 and 0 < b < 1, got a={a}, b={b}")
+
+
+def _laid_out(G: np.ndarray, cols: list[str], L: int, layout: str) -> np.ndarray:
+    """G with, for layout 'averaged', the columns pos0..pos{L-5} replaced by their mean."""
     if layout == "averaged":
         region = [j for j, c in enumerate(cols) if c.startswith("pos") and int(c[3:]) < L - 4]
         if region:
             G[:, region] = G[:, region].mean(axis=1, keepdims=True)
     return G
-
-
-def gamma(a: float, b: float, p: int) -> float:
-    """gamma = 4ab(1 - 1/p), the overall scale of G1 (theory/statement.py)."""
-    return 4 * a * b * (1 - 1 / p)
 
 
 # -- the theorem's G1 on a sampled population ---------------------------------------------------
@@ -121,24 +105,11 @@ def closed_form_applies(K: int, L: int) -> bool:
 
 class PopulationG1:
     """G1 of the theorem's model (orthonormal embeddings, augmented inputs, Gromov's MLP, W^0
-    with softmax weights a per operand position and b elsewhere) on a *sampled* population of
-    1-var sequences instead of the theorem's "all K variables assigned" population.
-
-    The closed form of `theory/` needs all K variables assigned in 2K slots, impossible when
-    2K > L - 4 (the paper authors' run: K = 12, 1..6 assignments per sequence). The
-    definition it evaluates still applies to any population (theory/g1_closed_form.py):
-
-        G1 = E[ x_T r^T ],   r = sum_t sigma_t (g_t - gbar) x_t,   gbar = sum_t sigma_t g_t,
-        g_t = 2 h_{y* - m_t} - 2 (1/p) sum_m h_m   at a key carrying the number m_t (else 0),
-        h_m = sum_t sigma_t [x_t carries e_m],
-
-    with x_T = e_= + pi_T + ebar_v (v the variable operand) and x_t the augmented input at t
-    (an assigned number carries ebar of its variable; the query is a key of itself). Given the
-    sequences (tokens, labels, variable operand) this is exact per sequence; the expectation
-    is the mean over the sample (Monte Carlo over values, layouts and variables). On the
-    theorem's own population it equals the closed form (tested). Rows: `=`, pos{L-1},
-    bar_v{u}; columns: `coords.col_labels`.
-    """
+    with weights a per operand position, b elsewhere) on a *sampled* population of 1-var
+    sequences (tokens, labels, variable operand), where the closed form needs all K variables
+    in 2K slots: G1 = E[x_T r^T] exact per sequence, averaged over the sample
+    (docs/compare_qk.md, "Many variables"). Rows `=`, pos{L-1}, bar_v{u}; columns
+    `coords.col_labels`."""
 
     def __init__(self, tokens, labels, var_operand, p: int, K: int, L: int):
         self.p, self.K, self.L = p, K, L
@@ -150,15 +121,11 @@ class PopulationG1:
         self.var = torch.as_tensor(var_operand, dtype=torch.long)
         if (self.var < 0).any() or (self.var >= K).any():
             raise ValueError("every sequence needs one variable operand (1-var data)")
-        cols = col_labels(p, K, L)
-        self.cols = cols
-        D = len(cols)
-        self.D = D
+        self.cols = cols = col_labels(p, K, L)
+        self.D = D = len(cols)
         # the column of each position's token, of its position, and of its ebar (D: none)
         tok_col = tokens.clone()  # numbers 0..p-1 and variables p..p+K-1 are the first columns
-        plus, eq, pad = p + K, p + K + 1, p + K + 2
-        name = {plus: "+", eq: "=", pad: "pad"}
-        for t, lab in name.items():
+        for t, lab in ((p + K, "+"), (p + K + 1, "="), (p + K + 2, "pad")):
             tok_col[tokens == t] = cols.index(lab)
         pos_col = torch.tensor([cols.index(f"pos{t}") for t in range(L)]).expand(self.N, L)
         bar0 = cols.index("bar_v0")
@@ -171,11 +138,9 @@ class PopulationG1:
         self._terms = self._monomial_terms(tokens, tok_col, pos_col, ebar_col)
 
     def _monomial_terms(self, tokens, tok_col, pos_col, ebar_col) -> dict:
-        """G1 is a polynomial in (a, b): with sigma = a A + b B (A: the two operand positions,
-        B: the others), h, S and g are linear in (a, b), gbar quadratic and each weight
-        c_t = sigma_t g_t - sigma_t gbar a sum of the monomials a^2, ab, b^2 (from
-        sigma_t g_t) and a^3, a^2 b, a b^2, b^3 (from sigma_t gbar). The [K + 1, D] sums of
-        each monomial's weights are computed once; `block` only combines them."""
+        """G1 is a polynomial in (a, b) (sigma = a A + b B, A: the two operand positions; g
+        linear, gbar quadratic; weights of degree 2 and 3): the [K + 1, D] sums of each of
+        the seven monomials' weights, computed once; `block` only combines them."""
         p, K, L, N, D = self.p, self.K, self.L, self.N, self.D
         is_num = tokens < p
         A = torch.zeros(N, L, dtype=torch.float64)
@@ -228,10 +193,7 @@ class PopulationG1:
     def block(self, a: float, b: float, rows: list[str] | None = None, layout: str = "averaged"):
         """G1[rows, cols] at softmax weights (a, b) (2a + (L-2) b = 1), float64 numpy."""
         K, L = self.K, self.L
-        if layout not in LAYOUTS:
-            raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-        if not (0 < a < 0.5 and 0 < b < 1):
-            raise ValueError(f"need 0 < a < 1/2 and 0 < b < 1, got a={a}, b={b}")
+        _check_ab(a, b, layout)
         rows = row_labels(K, L) if rows is None else rows
         acc = sum(a**i * b**j * M for (i, j), M in self._terms.items())
         G = np.zeros((len(rows), self.D))
@@ -240,11 +202,7 @@ class PopulationG1:
                 G[i] = acc[K]
             elif rl.startswith("bar_v"):
                 G[i] = acc[int(rl[5:])]
-        if layout == "averaged":
-            region = [j for j, cl in enumerate(self.cols)
-                      if cl.startswith("pos") and int(cl[3:]) < L - 4]  # fmt: skip
-            G[:, region] = G[:, region].mean(axis=1, keepdims=True)
-        return G
+        return _laid_out(G, self.cols, L, layout)
 
 
 # -- G1 for a comparison's options ------------------------------------------------------------
@@ -263,9 +221,8 @@ def closed_predictor(task, opts: Options, order: str | None = None):
 
 def population_predictor(task, opts: Options, order: str | None = None, held_out=None):
     """(a, b) -> G1 of the theorem's model on opts.prediction_size sampled 1-var sequences of
-    the comparison's distribution (opts.distribution in `order`, default opts.order; with
-    'train' the run's restrictions and its held-out pairs `held_out`), a sample of its own
-    (not the comparison batch)."""
+    opts.distribution (with 'train': the run's held-out pairs `held_out`) in `order`
+    (default opts.order), a sample of its own (not the comparison batch)."""
     order = opts.order if order is None else order
     batch = one_var_batch(
         task, opts.prediction_size, opts.seed, order, opts.distribution, held_out,

@@ -1,33 +1,12 @@
 """Theorem C.1's predicted layer-2 key-query update against a trained run, over its snapshots.
 
-    from empirical.bridge.compare_qk import compare_run, write_outputs
     result = compare_run("runs/paper/seed0")            # a dict of every number
     write_outputs(result, "runs/paper/seed0/compare_qk")  # JSON, blocks.npz, summary.md, PNGs
 
-Per snapshot (docs/compare_qk.md has the definitions; `snapshot.analyse_snapshot`):
-1. coordinates: labelled query/key vectors (`coords`) and their three readings ('raw',
-   'orth', 'dual'); the comparison's frames (`frames`: dual, the default and exact; score,
-   exact and Gram-weighted; orth and raw, the legacy readings against G1 itself);
-2. the layer-2 attention of `=` on 1-var sequences -> the theorem's softmax weights a, b;
-3. the prediction G1(a, b) of the theorem's model on the comparison's distribution (default:
-   the run's own 1-var training distribution, mixed operand order, its restrictions);
-4. observed matrices of W_QK^2's space, each read in every frame:
-   grad_ce      -dL/dW_QK, cross-entropy on the 1-var batch (a merged-matrix GD step)
-   grad_lin     -dL/dW_QK of the first-order loss -(f_y* - mean_y f_y) (the theorem's G1
-                definition applied to the real network: small-output limit)
-   sgd_factored first-order change of W_Q W_K^T under SGD on W_Q, W_K (cross-entropy)
-   diff         W_QK(next snapshot) - W_QK(this one) (what training did: AdamW, weight decay,
-                the full 0/1/2-var mix)
-   diff_nodecay diff without AdamW's weight decay (lr x wd per step on each factor added back,
-                `updates.undecayed_update`)
-   diff_perp    diff minus its whole component along W_QK(this snapshot) (not the decay: at
-                the paper's first spike that component is +0.062 of W, the decay -0.004)
-5. cosines (whole block and sub-blocks), identity scores, attenuation signs, null levels
-   (isotropic, sign-randomised, and the Gram null of the score frame);
-6. the labelled score change of each update split into the W_QK part and the moving vectors'
-   part (`updates.score_attribution`);
-7. the theorem's assumptions, measured.
-Over the run: the training windows (`windows`) and the one-step test (`one_step`).
+Each snapshot (`snapshot.analyse_snapshot`): the measured a, b, G1 at them, the observed
+matrices grad_ce, grad_lin, sgd_factored, diff, diff_nodecay, diff_perp read in every frame
+against it, and the theorem's assumptions; over the run: the training windows (`windows`) and
+the one-step test (`one_step`). Definitions: docs/compare_qk.md.
 """
 
 from __future__ import annotations
@@ -82,10 +61,7 @@ def one_step_default(records, phases, snap_steps) -> tuple[int | None, str]:
 
 
 def _metrics_at(records, step):
-    for r in records:
-        if r["step"] == step:
-            return r.get("acc", {})
-    return {}
+    return next((r.get("acc", {}) for r in records if r["step"] == step), {})
 
 
 @dataclass
@@ -107,14 +83,12 @@ class RunSnapshots:
 
 def chosen_steps(opts: Options, snap_steps: list[int]) -> list[int]:
     """The snapshots to analyse: --steps (each must be a snapshot), every --every-th."""
-    if opts.steps is not None:
-        missing = [s for s in opts.steps if s not in snap_steps]
-        if missing:
-            raise UsageError(f"--steps: no snapshot at steps {missing}; available: {snap_steps}")
-        chosen = sorted(set(opts.steps))
-    else:
-        chosen = snap_steps
-    return chosen[:: max(opts.every, 1)]
+    if opts.steps is None:
+        return snap_steps[:: max(opts.every, 1)]
+    missing = [s for s in opts.steps if s not in snap_steps]
+    if missing:
+        raise UsageError(f"--steps: no snapshot at steps {missing}; available: {snap_steps}")
+    return sorted(set(opts.steps))[:: max(opts.every, 1)]
 
 
 def check_options(task, opts: Options, snap_steps: list[int]) -> str:
@@ -156,9 +130,8 @@ def analyse_snapshots(
             nxt = load_model(snaps.by_step[next_step]) if next_step is not None else None
             cached_step, cached = next_step, nxt
             scal, blocks = inputs.analyse(step, model, next_step, nxt)
-        scal["step"] = step
-        scal["next_step"] = next_step
-        scal["metrics_acc"] = _metrics_at(snaps.records, step)
+        scal |= {"step": step, "next_step": next_step,
+                 "metrics_acc": _metrics_at(snaps.records, step)}  # fmt: skip
         records.append(scal)
         for k, v in blocks.items():
             all_blocks.setdefault(k, []).append((step, v))
@@ -168,12 +141,9 @@ def analyse_snapshots(
             labels = {"rows": raw.rows, "cols": raw.cols}
         if opts.progress:
             c = scal["comparison"][opts.frame]["grad_ce"]["cos"]
-            print(
-                f"[compare-qk] step {step:6d} ({i + 1}/{len(chosen)}, {time.time() - t0:5.0f}s) "
-                f"a={scal['a']:.3f} cos({opts.frame} grad_ce): all {c['all']:+.3f} "
-                f"bar_v {c['barv_barv']:+.3f}",
-                flush=True,
-            )
+            print(f"[compare-qk] step {step:6d} ({i + 1}/{len(chosen)}, {time.time() - t0:5.0f}s) "
+                  f"a={scal['a']:.3f} cos({opts.frame} grad_ce): all {c['all']:+.3f} "
+                  f"bar_v {c['barv_barv']:+.3f}", flush=True)  # fmt: skip
     return records, all_blocks, labels
 
 
@@ -203,10 +173,8 @@ def one_step_at(snaps: RunSnapshots, opts: Options, sets: dict | None, held) -> 
     res = one_step_experiment(
         load_model(snaps.by_step[at]), task, batch_os, sets, opts, opts.one_step_order, pred_os
     )
-    res["step"] = at
-    res["rule"] = rule
-    res["metrics_acc"] = _metrics_at(snaps.records, at)
-    res["elapsed_one_step_s"] = time.time() - t1
+    res |= {"step": at, "rule": rule, "metrics_acc": _metrics_at(snaps.records, at),
+            "elapsed_one_step_s": time.time() - t1}  # fmt: skip
     if opts.progress:
         print(f"[compare-qk] one-step test at step {at}: {time.time() - t1:.0f}s", flush=True)
     return res

@@ -1,14 +1,9 @@
 """The comparison at one snapshot: `analyse_snapshot` reads a checkpoint (and its successor)
-in the theorem's coordinates and holds every observed matrix against G1 (docs/compare_qk.md).
+in the theorem's coordinates and holds every observed matrix of W_QK's space (the gradients
+on the 1-var batch, the updates to the successor) against G1 in every frame, with the
+metrics, the theorem's terms, the noise floor and the assumptions (docs/compare_qk.md).
 
     scalars, blocks = analyse_snapshot(model, task, batch, opts, next_model, predict, decay)
-
-The observed matrices of W_QK's space (module docstring of `run_comparison`): the gradients
-grad_ce, grad_lin, sgd_factored on the 1-var `batch`, and with a successor the updates diff,
-diff_nodecay, diff_perp; each read in every frame (`frames`), with cosines, identity scores,
-attenuation signs and null levels (`metrics`), the theorem's terms, the gradients' split-half
-noise floor, the update's score-change split (`updates`) and the theorem's assumptions
-(`observe`).
 """
 
 from __future__ import annotations
@@ -18,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from torch import Tensor
 
-from empirical.bridge.compare_qk.coords import coordinates, theorem_w
+from empirical.bridge.compare_qk.coords import col_labels, coordinates, row_labels, theorem_w
 from empirical.bridge.compare_qk.frames import FRAMES, READ, Frames, check_frame
 from empirical.bridge.compare_qk.metrics import (
     attenuation_entries,
@@ -42,6 +37,7 @@ from empirical.bridge.compare_qk.observe import (
     layer1_measures,
     layer2,
     layer2_attention,
+    one_var_batch,
     oracle_routing_accuracy,
     ov2_mlp2_accuracy,
     split_gradients,
@@ -49,6 +45,7 @@ from empirical.bridge.compare_qk.observe import (
 from empirical.bridge.compare_qk.options import Options
 from empirical.bridge.compare_qk.prediction import beta_from_ab, make_predictor
 from empirical.bridge.compare_qk.updates import score_attribution, undecayed_update
+from empirical.task import held_out_pairs
 
 NULL_SUBS = ("all", "barv_barv")  # sub-blocks with a sign-randomised null
 
@@ -76,9 +73,8 @@ class BatchGradients:
     def of(cls, w: Weights, resid1: Tensor, labels: Tensor) -> BatchGradients:
         if len(labels) >= 4:
             grads = split_gradients(w, resid1, labels, ("ce", "first_order"))
-            g_ce, h1, h2 = grads["ce"]
-            g_lin, lin_h1, lin_h2 = grads["first_order"]
-            return cls(g_ce, g_lin, (h1, h2), (lin_h1, lin_h2), *grads["forward"])
+            ce, lin = grads["ce"], grads["first_order"]
+            return cls(ce[0], lin[0], ce[1:], lin[1:], *grads["forward"])
         g_ce = gradients(w, resid1, labels, "ce")
         g_lin = gradients(w, resid1, labels, "first_order")
         return cls(g_ce, g_lin, None, None, *layer2(w, resid1))
@@ -121,21 +117,20 @@ class Nulls:
 def compare_block(pred, obs, rows, cols, att_entries, nulls: Nulls) -> dict:
     """One observed block against the prediction in the same frame: sub-block cosines, the
     bar_v block's identity score, the attenuation signs, sizes and the sign-randomised null."""
-    valid = nulls.signs is not None
+
+    def null(sub: str) -> float:
+        if nulls.signs is None:
+            return float("nan")
+        return sign_null95(subblock(pred, rows, cols, sub), subblock(obs, rows, cols, sub),
+                           nulls.signs)  # fmt: skip
+
     return {
         "cos": subblock_cosines(pred, obs, rows, cols),
         "identity": identity_score(barv_block(obs, rows, cols)),
         "attenuation": sign_agreement(pred, obs, rows, cols, att_entries),
         "norm": float(np.linalg.norm(obs)),
         "max_abs": float(np.abs(obs).max()),
-        "null95_signs": {
-            sub: sign_null95(
-                subblock(pred, rows, cols, sub), subblock(obs, rows, cols, sub), nulls.signs
-            )
-            if valid
-            else float("nan")
-            for sub in NULL_SUBS
-        },
+        "null95_signs": {sub: null(sub) for sub in NULL_SUBS},
     }
 
 
@@ -174,14 +169,11 @@ def term_summaries(read: dict, preds: dict, frame: str, rows, cols, L, valid: bo
 def split_half_cosines(g: BatchGradients, fr: Frames, frame: str, rows, cols) -> dict:
     """The noise floor: cosines of each gradient's two halves of the batch, headline frame."""
     r = READ[frame]
-    (h1, h2), (lin_h1, lin_h2) = g.ce_halves, g.lin_halves
     return {
-        "split_half_cos_grad_ce": subblock_cosines(
+        f"split_half_cos_grad_{name}": subblock_cosines(
             fr.read(-h1.G_QK, r), fr.read(-h2.G_QK, r), rows, cols
-        ),
-        "split_half_cos_grad_lin": subblock_cosines(
-            fr.read(-lin_h1.G_QK, r), fr.read(-lin_h2.G_QK, r), rows, cols
-        ),
+        )
+        for name, (h1, h2) in (("ce", g.ce_halves), ("lin", g.lin_halves))
     }
 
 
@@ -203,8 +195,7 @@ def analyse_snapshot(
     l1 = layer1(w, batch.tokens)
     g = BatchGradients.of(w, l1.resid1, batch.labels)
     att = layer2_attention(g.pattern2, batch, p, K)
-    a = att[f"a_{opts.ab_from}"]
-    b = att[f"b_{opts.ab_from}"]
+    a, b = att[f"a_{opts.ab_from}"], att[f"b_{opts.ab_from}"]
     out: dict = {
         "batch_accuracy": float((g.logits.argmax(-1) == batch.labels).double().mean()),
         "attention": att,
@@ -257,25 +248,24 @@ def analyse_snapshot(
     return out, blocks
 
 
+def comparison_inputs(task, seed: int, opts: Options) -> tuple:
+    """(the held-out pairs or None, the comparison's 1-var batch, its G1 predictor) for a run
+    of `task` and `seed`, as compare-qk builds them."""
+    held = held_out_pairs(task, seed) if opts.distribution == "train" else None
+    batch = one_var_batch(
+        task, opts.batch_size, opts.seed, opts.order, opts.distribution, held, opts.all_assigned
+    )
+    return held, batch, make_predictor(task, opts, held_out=held)
+
+
 def g1_direction(cfg, model, batch_size: int = 2048, prediction_size: int = 16384):
     """(G1 in compare-qk's dual frame at `model` [R, C], rows, cols, info): the theory's
     first-order W_QK gradient at the checkpoint's measured attention (a, b), as compare-qk
     predicts it (its default options but the sizes)."""
-    from empirical.bridge.compare_qk.observe import one_var_batch
-    from empirical.bridge.compare_qk.options import Options
-    from empirical.bridge.compare_qk.prediction import make_predictor
-    from empirical.task import held_out_pairs
-
     opts = Options(batch_size=batch_size, prediction_size=prediction_size)
     task = cfg.task
-    held = held_out_pairs(task, cfg.seed) if opts.distribution == "train" else None
-    batch = one_var_batch(
-        task, opts.batch_size, opts.seed, opts.order, opts.distribution, held, opts.all_assigned
-    )  # fmt: skip (as compare-qk's SnapshotInputs.of)
-    predict = make_predictor(task, opts, held_out=held)
+    _, batch, predict = comparison_inputs(task, cfg.seed, opts)
     scalars, blocks = analyse_snapshot(model, task, batch, opts, None, predict)
-    from empirical.model.labels import col_labels, row_labels
-
     G = np.asarray(blocks["pred_dual"], dtype=float)
     if not np.isfinite(G).all():
         raise ValueError(

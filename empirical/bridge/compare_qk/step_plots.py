@@ -1,7 +1,5 @@
 """Figures of one snapshot of a comparison: its labelled blocks as heat maps (`plot_blocks`)
-and its one-step test (`plot_one_step`). Each function returns the matplotlib Figure and, given
-a path, writes it (png, pdf or svg: the suffix, or `fmt`) and closes it. Importing this module
-selects no backend; colours are Okabe & Ito's colour-blind-safe palette."""
+and its one-step test (`plot_one_step`); saved and returned as in `plots`."""
 
 from __future__ import annotations
 
@@ -47,7 +45,6 @@ def plot_blocks(blocks: dict, rows, cols, L: int, path=None, title: str = "", *,
         len(keys), 1, figsize=(13, 2.8 * len(keys) + 1), layout="constrained", squeeze=False
     )
     axes = axes[:, 0]
-    axes = np.atleast_1d(axes)
     for ax, k in zip(axes, keys, strict=True):
         names, M = condensed(blocks[k], rows, cols, L)
         m = np.nanmax(np.abs(M)) or 1.0
@@ -61,6 +58,16 @@ def plot_blocks(blocks: dict, rows, cols, L: int, path=None, title: str = "", *,
     axes[-1].set_xlabel("key component")
     fig.suptitle(title)
     return save(fig, path, fmt)
+
+
+FAMILY_STYLE = {  # one-step family -> (colour, label)
+    "sgd": (C["green"], "plain SGD on W_Q, W_K (lr)"),
+    "grad_merged": (C["blue"], "along -gradient of W_QK"),
+    "predicted_grad": (C["orange"], "gradient step along G1 (Q^T G1 K)"),
+    "predicted_orth": (C["vermillion"], "along G1 (orth frame)"),
+    "predicted_raw": (C["purple"], "along G1 (raw frame)"),
+    "random_orth": (C["grey"], "random direction (control)"),
+}
 
 
 def plot_one_step(one: dict, path=None, title: str = "", *, fmt=None):
@@ -77,28 +84,21 @@ def plot_one_step(one: dict, path=None, title: str = "", *, fmt=None):
     nrow = -(-len(panels) // ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.6 * ncol, 3.9 * nrow + 1),
                              layout="constrained", squeeze=False)  # fmt: skip
-    colors = {"sgd": C["green"], "grad_merged": C["blue"], "predicted_grad": C["orange"],
-              "predicted_orth": C["vermillion"], "predicted_raw": C["purple"],
-              "random_orth": C["grey"]}  # fmt: skip
-    labels = {"sgd": "plain SGD on W_Q, W_K (lr)", "grad_merged": "along -gradient of W_QK",
-              "predicted_grad": "gradient step along G1 (Q^T G1 K)",
-              "predicted_orth": "along G1 (orth frame)", "predicted_raw": "along G1 (raw frame)",
-              "random_orth": "random direction (control)"}  # fmt: skip
     sizes = one.get("set_sizes", {})
     for k, name in enumerate(panels):
         ax = axes[k // ncol, k % ncol]
-        for fam, color in colors.items():
-            if fam not in fams:
+        for fam, (color, label) in FAMILY_STYLE.items():
+            rows = fams.get(fam)
+            if rows is None:
                 continue
-            xs = [r["rms_dscore"] for r in fams[fam]]
-            ys = [r[name] for r in fams[fam]]
-            if name in sets and all("intervals" in r for r in fams[fam]):
-                lo = [r[name] - r["intervals"][name]["ci95"][0] for r in fams[fam]]
-                hi = [r["intervals"][name]["ci95"][1] - r[name] for r in fams[fam]]
+            xs, ys = [r["rms_dscore"] for r in rows], [r[name] for r in rows]
+            if name in sets and all("intervals" in r for r in rows):
+                lo = [r[name] - r["intervals"][name]["ci95"][0] for r in rows]
+                hi = [r["intervals"][name]["ci95"][1] - r[name] for r in rows]
                 ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", color=color, ms=3.5, lw=1,
-                            capsize=2, label=labels[fam])  # fmt: skip
+                            capsize=2, label=label)  # fmt: skip
             else:
-                ax.plot(xs, ys, "o-", color=color, ms=3.5, lw=1, label=labels[fam])
+                ax.plot(xs, ys, "o-", color=color, ms=3.5, lw=1, label=label)
         ax.axhline(before[name], color="k", ls="--", lw=1, label="before the step")
         iv = (before.get("intervals") or {}).get(name)
         if iv:

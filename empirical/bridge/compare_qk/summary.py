@@ -166,27 +166,24 @@ def one_step_lines(one: dict) -> list[str]:
         + " | ".join(names)
         + " | batch loss | 2-var value att. |",
         "|---" * (len(names) + 5) + "|",
-        "| before | - | 0 | " + " | ".join(_acc_cell(b.get("intervals", {}).get(n)) for n in names)
-        + f" | {_f(b.get('batch_loss'))} | {_f(b.get('2var_value_attention'))} |",
+        _one_step_row("before", "-", "0", b, names),
     ]  # fmt: skip
     for fam, rows in one["families"].items():
         for row in rows:
             size = f"lr={row['lr']:g}" if "lr" in row else f"t={row['t']:g}"
-            cells = " | ".join(_acc_cell(row.get("intervals", {}).get(n)) for n in names)
-            lines.append(
-                f"| {fam} | {size} | {_f(row['rms_dscore'], 2)} | {cells} | "
-                f"{_f(row.get('batch_loss'))} | {_f(row.get('2var_value_attention'))} |"
-            )
+            lines.append(_one_step_row(fam, size, _f(row["rms_dscore"], 2), row, names))
     return lines
 
 
-def _frame_line(result) -> str:
-    return DESCRIPTION.get(result.get("frame", "orth"), "")
+def _one_step_row(family: str, size: str, rms: str, row: dict, names: list[str]) -> str:
+    cells = " | ".join(_acc_cell(row.get("intervals", {}).get(n)) for n in names)
+    return (f"| {family} | {size} | {rms} | {cells} | {_f(row.get('batch_loss'))} | "
+            f"{_f(row.get('2var_value_attention'))} |")  # fmt: skip
 
 
 def header_lines(result: dict) -> list[str]:
     """The task, the batch, G1's source, the frame, the null levels and the phases."""
-    o = result["options"]
+    o, frame = result["options"], result.get("frame", "orth")
     lines = [
         f"# compare-qk: {result['run_dir']}",
         "",
@@ -201,7 +198,7 @@ def header_lines(result: dict) -> list[str]:
             "the comparison's distribution (the closed form needs 2K <= L - 4)."
         ),
         f"Definitions: docs/compare_qk.md. cos = cosine(theory's G1, observed) in the "
-        f"{result.get('frame', 'orth')} frame ({_frame_line(result)}).",
+        f"{frame} frame ({DESCRIPTION.get(frame, '')}).",
         f"Null level (95% of random blocks): whole {_f(result['null95']['all'])}, "
         f"bar_v x bar_v {_f(result['null95']['barv_barv'])}.",
         "",

@@ -1,9 +1,6 @@
-"""What an observed snapshot-to-snapshot update is made of: AdamW's weight decay, and the parts
-of the labelled score change that come from W_QK changing and from the vectors moving.
-
-    decay_factor(train_cfg, 5301, 5401)        # prod over the steps of (1 - lr_k * wd)
-    undecayed_update(W_Q0, W_K0, W_Q1, W_K1, c) # the update of W_Q W_K^T without the decay
-    score_attribution(c0, c1, W0, W1)           # total = W_QK part + vectors part + cross
+"""What an observed snapshot-to-snapshot update is made of: AdamW's weight decay
+(`decay_factor`, `undecayed_update`) and the parts of the labelled score change from W_QK
+changing and from the vectors moving (`score_attribution`).
 """
 
 from __future__ import annotations
@@ -18,11 +15,8 @@ from empirical.train.schedule import learning_rate, schedule_of
 
 def decay_factor(train_cfg, step: int, next_step: int) -> float:
     """prod_{k = step}^{next_step - 1} (1 - lr_k * weight_decay): what AdamW's decoupled weight
-    decay alone does to a parameter over the optimiser steps between two snapshots (a
-    snapshot at step s holds the weights after s steps, so the steps between s and s' are
-    numbered s .. s'-1; lr_k from the run's schedule, `empirical.train.schedule`). Every
-    parameter is decayed, W_Q and W_K included. A resume that changed lr or weight decay
-    (config_history.jsonl) is not seen: the run's config is used."""
+    decay alone does to a parameter between two snapshots (lr_k from the run's schedule; a
+    resume that changed lr or weight decay is not seen: the run's config is used)."""
     wd = float(train_cfg.weight_decay)
     kw = schedule_of(train_cfg)
     c = 1.0
@@ -33,27 +27,19 @@ def decay_factor(train_cfg, step: int, next_step: int) -> float:
 
 def undecayed_update(W_Q0: Tensor, W_K0: Tensor, W_Q1: Tensor, W_K1: Tensor, c: float) -> Tensor:
     """W_Q1' W_K1'^T - W_Q0 W_K0^T with F1' = F1 + (1 - c) F0 for each factor F (W_Q, W_K):
-    the update of the merged matrix with the weight decay of the starting factors added back,
-    c = `decay_factor` (lr x wd per step on each factor). Pure decay (F1 = c F0) gives 0
-    exactly. What it leaves in: the decay of the increments made within the interval,
-    (1 - c) of them at most (0.2% over the paper's 100 steps)."""
+    the merged update with the starting factors' weight decay added back, c = `decay_factor`
+    (pure decay gives 0 exactly)."""
     Q1 = W_Q1 + (1.0 - c) * W_Q0
     K1 = W_K1 + (1.0 - c) * W_K0
     return Q1 @ K1.T - W_Q0 @ W_K0.T
 
 
 def score_attribution(c0: Coordinates, c1: Coordinates, W0: Tensor, W1: Tensor) -> dict:
-    """The change of the labelled scores S = Q W_QK K^T / s between two snapshots (raw frame:
-    the scores the model computes between the labelled vectors), split exactly into
-
-        w_qk     Q0 (W1 - W0) K0^T / s           W_QK changes, the vectors held at snapshot 0
-                                                 (what the theorem is about)
-        vectors  (Q1 W0 K1^T - Q0 W0 K0^T) / s   the embeddings and ebar move, W_QK held
-        cross    Q1 dW K1^T / s - Q0 dW K0^T / s both at once
-
-    total = w_qk + vectors + cross (to rounding; tested). Returns {'norm': {sub: {part:
-    Frobenius norm}}, 'share': {sub: {part: <part, total> / |total|^2}}} for the whole block
-    ('all') and the bar_v block ('barv_barv'); the shares of the three parts sum to 1."""
+    """The change of the labelled scores S = Q W_QK K^T / s (raw) between two snapshots,
+    split exactly into w_qk = Q0 dW K0^T / s (W_QK changes, vectors held), vectors =
+    (Q1 W0 K1^T - Q0 W0 K0^T) / s and cross = Q1 dW K1^T / s - w_qk. Returns {'norm': {sub:
+    {part: Frobenius norm}}, 'share': {sub: {part: <part, total> / |total|^2}}} for 'all'
+    and 'barv_barv'; the three shares sum to 1."""
     S0 = c0.project(W0)
     parts = {
         "total": c1.project(W1) - S0,

@@ -1,16 +1,9 @@
 """Training windows of a comparison: named step ranges, and the mean and range of every main
-number over the snapshots (or snapshot-to-snapshot updates) inside each.
-
-    parse_windows("plateau1=4801:5301,spike=5301:5401")   # [("plateau1", 4801, 5301), ...]
-    default_windows(phases, steps)                         # from empirical.analysis.phases
-    window_summary(result["steps"], windows)               # name -> {quantity: {mean, ...}}
-
-A window `name=lo:hi` holds, for a quantity measured at a snapshot (a gradient, the current
-weights, an assumption), the snapshots with lo <= step <= hi; for a snapshot-to-snapshot
-update (`diff`, `diff_nodecay`, `diff_perp`: W_QK(next) - W_QK(this) and its variants), the
-updates that start and end inside it, lo <= step and next_step <= hi. So `spike=5301:5401`
-holds the gradients at 5 301 and 5 401 and the one update 5 301 -> 5 401; a snapshot on the
-boundary of two windows belongs to both.
+number over the snapshots (or snapshot-to-snapshot updates) inside each: `parse_windows`
+("plateau1=4801:5301,spike=5301:5401"), `default_windows` (from the detected phases),
+`window_summary`. A window lo:hi holds the snapshots with lo <= step <= hi and the updates
+(diff, diff_nodecay, diff_perp) with lo <= step and next_step <= hi (docs/compare_qk.md,
+"Training windows").
 """
 
 from __future__ import annotations
@@ -66,17 +59,8 @@ def _at_or_after(steps: list[int], x: int) -> int:
 
 def default_windows(phases: dict | None, steps: list[int]) -> list[tuple[str, int, int]]:
     """Windows from the detected phases (empirical.analysis.phases), on the snapshot grid:
-
-    before_0var  first snapshot .. 0-var learned (if later than the first snapshot)
-    plateau1     0-var learned .. the snapshot before the first spike's jump
-    spike1       the first spike's jump (the evaluation interval with the largest rise),
-                 widened to snapshots
-    plateau2     the end of the first spike's window .. the snapshot before the second
-                 spike's jump
-    spike2       the second spike's jump
-    after        the second spike's jump end .. the last snapshot
-
-    Windows that would be empty or reversed are left out; without phases, one window 'all'."""
+    before_0var, plateau1, spike1 (the first spike's jump), plateau2, spike2, after
+    (docs/compare_qk.md); empty or reversed ones left out; without phases, one window 'all'."""
     if not steps:
         return []
     first, last = steps[0], steps[-1]
@@ -184,83 +168,66 @@ def window_summary(
     records: list[dict], windows: list[tuple[str, int, int]], frame: str = "dual"
 ) -> dict:
     """name -> {'lo', 'hi', 'frame', 'snapshots': [steps], 'updates': [[step, next], ...],
-    'cos': {frame: {variant: {sub: stat}}} (every frame the records have), 'null95_signs':
-    {variant: {sub: stat}} (the sign-randomised null, `frame`), 'null95_gram': {variant:
-    {sub: stat}} (the score frame's Gram null), 'identity_rows', 'attenuation_sign':
-    {variant: stat} (`frame`), 'aw_share': {block: stat} (the all-assignment term's share,
-    metrics.theorem_terms' aw_share_vs_memory, in the records' headline frame; 'weights':
-    the state's scores, raw; 'weights_frame': the state in the headline frame),
-    'score_change': {sub: {part: stat}} (norms of updates.score_attribution's parts) and
-    'score_change_share', 'quantities': {label: stat}}. A stat's n is how many values its
-    max was chosen from."""
-    frames = []
-    for r in records:
-        for f in r.get("comparison", {}):
-            if f not in frames:
-                frames.append(f)
+    'cos': {frame: {variant: {sub: stat}}} (every frame the records have), 'null95_signs'
+    (`frame`) and 'null95_gram' (score frame): {variant: {sub: stat}}, 'identity_rows',
+    'attenuation_sign': {variant: stat} (`frame`), 'aw_share': {block: stat} (theorem_terms'
+    aw_share_vs_memory), 'score_change' and 'score_change_share': {sub: {part: stat}}
+    (updates.score_attribution), 'quantities': {label: stat}}. A stat's n is how many
+    values its max was chosen from."""
+    frames = list(dict.fromkeys(f for r in records for f in r.get("comparison", {})))
     return {name: window_entry(records, lo, hi, frames, frame) for name, lo, hi in windows}
+
+
+def _stat_of(records: list[dict], *path) -> dict:
+    """`stat` of the value at `path` in each record."""
+    return stat(_get(r, *path) for r in records)
 
 
 def _comparison_stats(snaps: list[dict], ups: list[dict], frames: list[str], frame: str) -> dict:
     """The per-variant statistics of a window's comparisons (`window_summary`'s 'cos',
     'null95_signs', 'null95_gram', 'identity_rows', 'attenuation_sign')."""
-    out: dict = {"cos": {}, "null95_signs": {}, "null95_gram": {}, "identity_rows": {},
-                 "attenuation_sign": {}}  # fmt: skip
-    for f in frames:
-        out["cos"][f] = {}
-        for var in COS_VARIANTS:
-            sel = ups if var in UPDATES else snaps
-            out["cos"][f][var] = {
-                sub: stat(_get(r, "comparison", f, var, "cos", sub) for r in sel) for sub in SUBS
-            }
-    for var in COS_VARIANTS:
-        sel = ups if var in UPDATES else snaps
-        out["null95_signs"][var] = {
-            sub: stat(_get(r, "comparison", frame, var, "null95_signs", sub) for r in sel)
-            for sub in SUBS
-        }
-        out["null95_gram"][var] = {
-            sub: stat(_get(r, "comparison", "score", var, "null95_gram", sub) for r in sel)
-            for sub in SUBS
-        }
-        out["identity_rows"][var] = stat(
-            _get(r, "comparison", frame, var, "identity", "row_argmax_on_diag") for r in sel
-        )
-        out["attenuation_sign"][var] = stat(
-            _get(r, "comparison", frame, var, "attenuation", "fraction") for r in sel
-        )
-    return out
+
+    def stats(f: str, var: str, *path) -> dict:
+        return _stat_of(ups if var in UPDATES else snaps, "comparison", f, var, *path)
+
+    def per_sub(f: str, key: str) -> dict:
+        return {var: {sub: stats(f, var, key, sub) for sub in SUBS} for var in COS_VARIANTS}
+
+    return {
+        "cos": {f: per_sub(f, "cos") for f in frames},
+        "null95_signs": per_sub(frame, "null95_signs"),
+        "null95_gram": per_sub("score", "null95_gram"),
+        "identity_rows": {
+            var: stats(frame, var, "identity", "row_argmax_on_diag") for var in COS_VARIANTS
+        },
+        "attenuation_sign": {
+            var: stats(frame, var, "attenuation", "fraction") for var in COS_VARIANTS
+        },
+    }
 
 
 def window_entry(records: list[dict], lo: int, hi: int, frames: list[str], frame: str) -> dict:
     """One window's entry of `window_summary`."""
     snaps = [r for r in records if in_window(r, lo, hi, False)]
     ups = [r for r in records if in_window(r, lo, hi, True)]
-    entry: dict = {
+    return {
         "lo": lo,
         "hi": hi,
         "snapshots": [r["step"] for r in snaps],
         "updates": [[r["step"], r["next_step"]] for r in ups],
         "frame": frame,
         **_comparison_stats(snaps, ups, frames, frame),
+        "score_change": {
+            sub: {k: _stat_of(ups, "score_change", "norm", sub, k) for k in ATTRIBUTION}
+            for sub in SUBS
+        },
+        "score_change_share": {
+            sub: {k: _stat_of(ups, "score_change", "share", sub, k) for k in ATTRIBUTION[1:]}
+            for sub in SUBS
+        },
+        "aw_share": {
+            blk: _stat_of(ups if blk in UPDATES else snaps, "terms", blk, "aw_share_vs_memory")
+            for blk in TERM_BLOCKS
+        },
+        "quantities": {k: _stat_of(snaps, *path) for k, path in SNAPSHOT_QUANTITIES.items()},
     }
-    entry["score_change"] = {
-        sub: {k: stat(_get(r, "score_change", "norm", sub, k) for r in ups)
-              for k in ATTRIBUTION}
-        for sub in SUBS
-    }  # fmt: skip
-    entry["score_change_share"] = {
-        sub: {k: stat(_get(r, "score_change", "share", sub, k) for r in ups)
-              for k in ATTRIBUTION[1:]}
-        for sub in SUBS
-    }  # fmt: skip
-    entry["aw_share"] = {
-        blk: stat(
-            _get(r, "terms", blk, "aw_share_vs_memory") for r in (ups if blk in UPDATES else snaps)
-        )
-        for blk in TERM_BLOCKS
-    }
-    entry["quantities"] = {
-        label: stat(_get(r, *path) for r in snaps) for label, path in SNAPSHOT_QUANTITIES.items()
-    }
-    return entry

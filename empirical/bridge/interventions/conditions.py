@@ -1,16 +1,8 @@
-"""The interventions at a spike (issue #36 item 4): what each condition changes in the
-training, and the G1 direction the last one projects out.
+"""The interventions at a spike (issue #36 item 4; docs/attribution.md, "`intervene`"): what
+each condition changes in the training (`CONDITIONS`: train.freeze / train.project_out,
+empirical/train/constraints.py), and the G1 direction `project_g1` projects out.
 
-    CONDITIONS["freeze_layer2_qk"]            # {"freeze": ("layer2_qk",)}
-    g1 = g1_direction(run_dir, model)         # G1 in compare-qk's dual frame at `model`
     member_configs(cfg, ["none", ...], 20, direction_file)   # [(condition, replicate, cfg)]
-
-| condition | what changes (train.freeze / train.project_out, empirical/train/constraints.py) |
-| --- | --- |
-| `none` | nothing: the run's own training from the checkpoint, another data order |
-| `freeze_layer2_qk` | layer-2 W_Q, W_K never change (the associative memory cannot grow) |
-| `freeze_layer1_embed` | W_E, W_pos and layer 1 (QK, OV) never change (the memory's vectors stay) |
-| `project_g1` | every W_QK update loses its G1 component (dual frame at the step's start) |
 """
 
 from __future__ import annotations
@@ -26,17 +18,6 @@ CONDITIONS: dict[str, dict] = {
     "freeze_layer1_embed": {"freeze": ("W_E", "W_pos", "layer1_qk", "layer1_ov")},
     "project_g1": {"project_out": True},
 }
-
-
-def check_conditions(names) -> list[str]:
-    out = []
-    for n in names:
-        if n not in CONDITIONS:
-            raise ValueError(f"condition {n!r}: allowed {', '.join(CONDITIONS)}")
-        out.append(n)
-    if not out:
-        raise ValueError(f"no condition; allowed {', '.join(CONDITIONS)}")
-    return out
 
 
 def member_configs(cfg, conditions: list[str], replicates: int, direction: str | None):

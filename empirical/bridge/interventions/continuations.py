@@ -1,20 +1,11 @@
 """Continuations of a run from one training checkpoint, as one batch of members: every
-condition (empirical.bridge.interventions.conditions) times every replicate, each replicate
-its own data order, the same for every condition (a paired design: replicate r of every
-condition sees the same batches).
+condition times every replicate, each replicate its own data order, the same for every
+condition (paired), each member from the checkpoint's weights and AdamW state with the run's
+own config (docs/attribution.md, "`intervene`").
 
     plan = Plan(steps=2000, replicates=20)
     members = member_configs(cfg, plan.conditions, plan.replicates, direction_file)
-    out = continue_members(cfg, checkpoint, members, eval_sets, plan, g1=G)
-
-Every member starts from the checkpoint's weights and optimiser state (full AdamW moments)
-and trains with the run's own config and schedule (empirical.train.learners.BatchLearner:
-the members' slices are updated exactly as single runs would be). Replicate r draws its
-batches from a generator seeded by (the run's seed, "intervention", r, the checkpoint's
-step): another realisation of the run's data stream. Every `eval_every` steps each member's
-accuracy on the tracked evaluation sets is measured (their first `eval_size` sequences); at
-each of `cosine_steps` the change of each member's layer-2 W_QK since the checkpoint is read
-in compare-qk's dual frame of the checkpoint (the replicates' cosines: the noise ceiling).
+    out = continue_members(cfg, checkpoint, members, eval_sets, plan)
 """
 
 from __future__ import annotations
@@ -55,7 +46,8 @@ def start_model(cfg, checkpoint: dict) -> AssignAddTransformer:
 
 
 def _streams(cfg, replicates, start: int, device) -> dict[int, BatchStream]:
-    """Replicate r's data stream: the run's sampler, a generator of its own (module docstring)."""
+    """Replicate r's data stream: the run's sampler, a generator seeded by (the run's seed,
+    "intervention", r, the checkpoint's step)."""
     sampler = run_training_sampler(cfg.task, cfg.seed, device)
     out = {}
     for r in replicates:
@@ -117,7 +109,8 @@ class _Measures:
 
 
 def continue_members(cfg, checkpoint: dict, members, sets, plan: Plan, progress: bool = True):
-    """Train every member `plan.steps` steps from `checkpoint` (module docstring). Returns
+    """Train every member `plan.steps` steps from `checkpoint`, measuring the tracked sets'
+    accuracies every `plan.eval_every` steps and the W_QK updates at `plan.cosine_steps`. Returns
     {"start", "last_step", "eval_steps", "members": [{"condition", "replicate", "curve":
     {set: [acc]}, "jump_step"}], "updates": {horizon: [M, R, C] dual-frame W_QK changes},
     "rows", "cols"}."""
@@ -148,11 +141,7 @@ def continue_members(cfg, checkpoint: dict, members, sets, plan: Plan, progress:
             measures.read_updates(done)
     dual = measures.frames.coords["dual"]
     return {
-        "start": start,
-        "last_step": start + plan.steps,
-        "eval_steps": measures.eval_steps,
-        "members": measures.members(members),
-        "updates": measures.updates,
-        "rows": dual.rows,
-        "cols": dual.cols,
-    }
+        "start": start, "last_step": start + plan.steps, "eval_steps": measures.eval_steps,
+        "members": measures.members(members), "updates": measures.updates,
+        "rows": dual.rows, "cols": dual.cols,
+    }  # fmt: skip

@@ -21,11 +21,9 @@ from empirical.config.io import atomic_write_bytes
 from empirical.experiments.population.statistics import kaplan_meier, logrank, share_interval
 
 COLOURS = {
-    "none": OKABE_ITO["black"],
-    "freeze_layer2_qk": OKABE_ITO["green"],
-    "freeze_layer1_embed": OKABE_ITO["vermillion"],
-    "project_g1": OKABE_ITO["blue"],
-}
+    "none": OKABE_ITO["black"], "freeze_layer2_qk": OKABE_ITO["green"],
+    "freeze_layer1_embed": OKABE_ITO["vermillion"], "project_g1": OKABE_ITO["blue"],
+}  # fmt: skip
 
 
 def _cos(x: np.ndarray, y: np.ndarray) -> float:
@@ -66,14 +64,11 @@ def summarise(result: dict, plan, g1: np.ndarray | None = None) -> dict:
         surv = kaplan_meier(times, [last] * n)
         jumped = sorted(t for t in times if t is not None)
         by[name] = {
-            "n": n,
-            "jumped": k,
-            "share": k / n if n else None,
-            "share_interval": share_interval(k, n),
-            "jump_steps": times,
+            "n": n, "jumped": k, "share": k / n if n else None,
+            "share_interval": share_interval(k, n), "jump_steps": times,
             "median_jump": float(np.median(jumped)) if jumped else None,
             "survival": {"steps": surv.steps, "survival": surv.survival},
-        }
+        }  # fmt: skip
     if "none" in by:
         base = [m["jump_step"] for m in members if m["condition"] == "none"]
         for name, entry in by.items():
@@ -82,15 +77,12 @@ def summarise(result: dict, plan, g1: np.ndarray | None = None) -> dict:
                 entry["logrank_vs_none"] = logrank(times, [last] * len(times),
                                                    base, [last] * len(base))  # fmt: skip
     return {
-        "start": result["start"],
-        "last_step": last,
-        "steps": plan.steps,
+        "start": result["start"], "last_step": last, "steps": plan.steps,
         "replicates": plan.replicates,
         "jump": f"first evaluation with {plan.jump_set} accuracy >= {plan.threshold} (first "
         f"{plan.eval_size} sequences, every {plan.eval_every} steps)",
-        "conditions": by,
-        "noise_ceiling": noise_ceiling(result["updates"], members, g1),
-    }
+        "conditions": by, "noise_ceiling": noise_ceiling(result["updates"], members, g1),
+    }  # fmt: skip
 
 
 def plot_survival(stats: dict, result: dict, path=None, fmt: str | None = None):

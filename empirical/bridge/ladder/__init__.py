@@ -1,7 +1,5 @@
-"""The assumption ladder from Theorem C.1's model to a trained snapshot (issue 20, item 2):
-a sequence of real `AssignAddTransformer`s, each differing from the one before in one named
-piece, with the layer-2 key-query gradient against G1 and the one-step test at every rung.
-See docs/ladder.md.
+"""The assumption ladder from Theorem C.1's model to a trained snapshot (issue 20, item 2;
+docs/ladder.md): real models, each differing from the one before in one named piece.
 
     from empirical.bridge.ladder import LadderOptions, run_ladder, write_outputs
     result = run_ladder("runs/authors", LadderOptions(step=5301))

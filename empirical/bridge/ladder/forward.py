@@ -1,24 +1,10 @@
 """A ladder rung's forward at the query position, its losses and its layer-2 key-query
-gradient, from the rung model's merged weights (`weights.Merged`).
+gradient, from the rung model's merged weights (`weights.Merged`; docs/ladder.md).
 
-The forward is the model split at layer 2's input (empirical.model.partial, as compare-qk
-uses it): layer 1 at every position, then layer 2 for the query at the last position (`=`)
-alone, which is the only one that reaches the logits; the numbers equal the model's own hooked
-forward (`hooked_logits`, tested). Layer 1 is either the model's softmax head or, for the
-theorem's rungs, the theorem's routing written into its attention pattern (`routing_pattern`,
-the same hook point TransformerLens users patch). The merged matrices are the split forward's
-factors beside an identity (W_Q := QK, W_K := I; W_V := OV, W_O := I), as the rung model
-stores them (weights.build_model); the identities are left out of the products.
-
-The theorem's routing on any layout of the task (eq. 1 of theorem_c1.md): an assigned number
-(a number right after a variable in the assignment region) attends 1/2 to its variable and 1/2
-to itself; the query `=` 1/2 to each operand; every other position attends to itself, except
-a variable outside those roles, whose row is 0 (layer 1 writes nothing there). With layer 1's
-value-output e_{v_u} -> 2 ebar_u and 0 for every other token and position, an assigned number
-gets ebar of its variable, the query ebar_v1 + ebar_v2, nothing else is written. A softmax head
-cannot leave a variable at position 0 untouched (it can only attend to itself), hence the
-pattern is set rather than computed (empirical/bridge/theorem_model/layout.py has the same
-obstruction for the theorem's own layout, solved there by reordering the positions).
+The model split at layer 2's input (empirical.model.partial): layer 1 at every position, then
+layer 2 for the query `=` alone; equal to the rung model's own hooked forward (`hooked_logits`,
+tested). Layer 1 is the model's softmax head or, for the theorem's rungs, the theorem's routing
+set as its attention pattern (`routing_pattern`, at the hook point blocks.0.attn.hook_pattern).
 """
 
 from __future__ import annotations
@@ -36,15 +22,17 @@ __all__ = ["LOSSES", "Forward", "hooked_logits", "loss_of", "qk_gradient", "rout
 
 
 def routing_pattern(tokens: Tensor, p: int, K: int) -> Tensor:
-    """[B, L, L] layer-1 attention of the theorem's routing (module docstring)."""
+    """[B, L, L] layer-1 attention of the theorem's routing (eq. 1 of theorem_c1.md): an
+    assigned number (right after a variable) 1/2 to its variable and 1/2 to itself, the query
+    `=` 1/2 to each operand, every other position to itself but a variable outside those roles
+    (row 0)."""
     B, L = tokens.shape
     is_var = (tokens >= p) & (tokens < p + K)
     is_num = tokens < p
     pat = torch.zeros((B, L, L), dtype=torch.float64)
     idx = torch.arange(L)
     pat[:, idx, idx] = (~is_var).to(torch.float64)
-    region = L - 4
-    for t in range(1, region):
+    for t in range(1, L - 4):  # the assignment region
         bound = is_num[:, t] & is_var[:, t - 1]
         pat[bound, t, t - 1] = 0.5
         pat[bound, t, t] = 0.5

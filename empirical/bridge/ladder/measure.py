@@ -1,10 +1,6 @@
 """What the ladder measures at one rung: the layer-2 key-query gradient against G1 in
-compare-qk's dual frame (cosines, null levels, the theorem's terms, the attenuation signs) and
-the one-step test.
-
-Everything reuses compare-qk (empirical/bridge/compare_qk/: frames, metrics, coordinates); nothing
-here re-defines a frame or a null.
-"""
+compare-qk's dual frame (cosines, null levels, the theorem's terms, the attenuation signs;
+compare-qk's frames and metrics reused) and the one-step test."""
 
 from __future__ import annotations
 
@@ -42,9 +38,7 @@ def gradient_measures(coords, direction: Tensor, G1: np.ndarray, order: str, L: 
     terms = theorem_terms(obs, rows, cols, L)
     att = sign_agreement(pred, obs, rows, cols, attenuation_entries(rows, cols, L, order))
     return {
-        "cos_whole": cos["all"],
-        "cos_bar_v": cos["barv_barv"],
-        "cos_subblocks": cos,
+        "cos_whole": cos["all"], "cos_bar_v": cos["barv_barv"], "cos_subblocks": cos,
         "null_whole": null_cos95(obs.size),
         "null_bar_v": null_cos95(subblock(obs, rows, cols, "barv_barv").size),
         "null_signs_whole": sign_null95(pred, obs, signs),
@@ -53,13 +47,10 @@ def gradient_measures(coords, direction: Tensor, G1: np.ndarray, order: str, L: 
         ),
         "memory_share": terms["share"]["memory"],
         "all_assignment_share": terms["share"]["assignment_wide"],
-        "all_assignment_vs_memory": terms["aw_share_vs_memory"],
-        "c_mem": terms["c_mem"],
-        "attenuation_sign_agreement": att["fraction"],
-        "attenuation": att["entries"],
-        "obs_block": obs,
-        "pred_block": pred,
-    }
+        "all_assignment_vs_memory": terms["aw_share_vs_memory"], "c_mem": terms["c_mem"],
+        "attenuation_sign_agreement": att["fraction"], "attenuation": att["entries"],
+        "obs_block": obs, "pred_block": pred,
+    }  # fmt: skip
 
 
 def rms_dscore(fwd: Forward, resid1: Tensor, D: Tensor) -> float:
@@ -78,14 +69,12 @@ class EvalCache:
         self.fwd = fwd
         self.parts = {}
         with torch.no_grad():
-            names = sorted(sets, key=lambda n: n != "2var/ind")  # 2var/ind first, then as given
-            for name in names:
+            for name in sorted(sets, key=lambda n: n != "2var/ind"):  # 2var/ind first
                 batch = sets[name]
-                pieces = []
-                for i in range(0, len(batch), chunk):
-                    r = fwd.resid1(batch.tokens[i : i + chunk])
-                    pieces.append((r, batch.labels[i : i + chunk]))
-                self.parts[name] = pieces
+                self.parts[name] = [
+                    (fwd.resid1(batch.tokens[i : i + chunk]), batch.labels[i : i + chunk])
+                    for i in range(0, len(batch), chunk)
+                ]
 
     @torch.no_grad()
     def accuracy(self, QK2: Tensor) -> dict[str, float]:
@@ -120,17 +109,15 @@ def one_step(cache: EvalCache, fwd: Forward, resid1: Tensor, D: Tensor, grid) ->
     the rung's batch); best_eta: the t with the best 2var/ind accuracy (ties: the smallest),
     accuracy: every set's accuracy there; best_per_set: each set's best over the grid."""
     size = rms_dscore(fwd, resid1, D)
-    rows = []
     if not np.isfinite(size) or size == 0:
-        return {"best_eta": None, "accuracy": {}, "grid": rows, "best_per_set": {}}
+        return {"best_eta": None, "accuracy": {}, "grid": [], "best_per_set": {}}
     accs = cache.along(fwd.w.QK2, D / size, list(grid))
     rows = [{"eta": float(t), "accuracy": a} for t, a in zip(grid, accs, strict=True)]
     key = first_set(rows[0]["accuracy"])
     best = max(rows, key=lambda r: (r["accuracy"][key], -r["eta"]))
-    names = list(rows[0]["accuracy"])
     return {
         "best_eta": best["eta"],
         "accuracy": best["accuracy"],
-        "best_per_set": {n: max(r["accuracy"][n] for r in rows) for n in names},
+        "best_per_set": {n: max(r["accuracy"][n] for r in rows) for n in rows[0]["accuracy"]},
         "grid": rows,
     }

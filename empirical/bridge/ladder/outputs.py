@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from empirical.bridge.compare_qk.outputs import jsonable
+from empirical.bridge.ladder.measure import first_set
 from empirical.config.io import atomic_write_bytes
 
 
@@ -22,7 +23,7 @@ def _f(x, fmt="+.3f") -> str:
 
 def key_set(result: dict) -> str:
     names = list(result.get("eval_sets", {}))
-    return "2var/ind" if "2var/ind" in names else (sorted(names)[0] if names else "")
+    return first_set(names) if names else ""
 
 
 def summary_markdown(result: dict) -> str:
@@ -126,10 +127,8 @@ def write_outputs(result: dict, out_dir, figures: bool = True, fmt: str = "png")
     paths = {"json": out / "ladder.json", "summary": out / "summary.md"}
     atomic_write_bytes(paths["json"], (json.dumps(jsonable(result), indent=1) + "\n").encode())
     atomic_write_bytes(paths["summary"], summary_markdown(result).encode())
-    arrays = {}
-    for r in result["rungs"]:
-        for name, blk in r.get("_blocks", {}).items():
-            arrays[f"{r['name']}__{name}"] = blk
+    arrays = {f"{r['name']}__{name}": blk for r in result["rungs"]
+              for name, blk in r.get("_blocks", {}).items()}  # fmt: skip
     if arrays:
         paths["blocks"] = out / "blocks.npz"
         atomic_write_bytes(paths["blocks"], _npz_bytes(arrays))

@@ -1,36 +1,16 @@
 """The rungs of the assumption ladder: from Theorem C.1's model to the trained model at one
-snapshot, each differing from the one before in exactly one named piece (docs/ladder.md).
+snapshot, each differing from the one before in exactly one named piece (`RUNG_NAMES`,
+`CHANGED`, `DESCRIPTION`; docs/ladder.md, "The rungs").
 
-    rung        changed      what it is
-    theorem     -            the theorem's model (orthonormal embeddings, layer 1 = the
-                             theorem's routing, W^0 = beta e_= (pi_{L-3} + pi_{L-2})^T, the
-                             theorem's W_OV, Gromov's Fourier MLP F), the first-order loss, on
-                             1-var data with the variable second and no restriction
-    order       order        either operand order (the task's 1-var sequences), unrestricted
-    data        data         the run's own restrictions (r1 / r2, held-out pairs): the run's
-                             1-var training distribution, compare-qk's batch
-    loss        loss         cross-entropy at the trained model's logit scale (logits xi F,
-                             xi = RMS of the trained model's centred logits / RMS of F's)
-    readout     readout      the trained layer-2 OV, MLP and unembedding in place of W_OV and
-                             F, reading the theorem's residual through the label map
-    layer1      layer1       the trained layer 1 (attention and OV) in place of the routing,
-                             reading the theorem's embeddings through the label map
-    embeddings  embeddings   the trained token and position embeddings; W^0 kept as the same
-                             label-space matrix, lifted through the trained label vectors
-    trained     qk           the trained layer-2 W_QK in place of W^0: the trained model
-    optimiser   update       the AdamW update to the next snapshot in place of the gradient
-
-The label map P (theorem's residual -> the trained model's): each basis label to its trained
-vector (n{m} -> W_E[m], v{u} -> W_E[var u], `=`, `+`, pad -> W_E, pos{t} -> W_pos[t],
-bar_v{u} -> ebar_u = W_E[var u] W_OV^1, bar_n -> 0); the theorem's W_OV space and F's output
-space map to 0 (nothing the trained model has). A rung's residual is the theorem's residual
-space (2 dim + p coordinates) followed by the trained model's (d_model); a trained piece reads
-the first through P and the second as is, and writes into the second.
+A rung's residual is the theorem's residual space (2 dim + p coordinates) followed by the
+trained model's (d_model); a trained piece reads the first through the label map P
+(`label_map`: each basis label to its trained vector) and the second as is, and writes into
+the second.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -119,7 +99,9 @@ class Sizes:
 
 def label_map(t: Merged, s: Sizes) -> Tensor:
     """P [e_offset, d_trained]: each coordinate of the theorem's residual to the trained
-    vector of its label (module docstring); W_OV's and F's spaces to 0."""
+    vector of its label (n{m} -> W_E[m], v{u} -> W_E[var u], `=`, `+`, pad -> W_E,
+    pos{t} -> W_pos[t], bar_v{u} -> ebar_u = W_E[var u] W_OV^1, bar_n -> 0); W_OV's and F's
+    spaces to 0."""
     b, p, K = s.basis, s.p, s.K
     P = torch.zeros((s.e_offset, s.d_trained), dtype=DTYPE)
     ebar = t.W_E[p : p + K] @ t.OV1
@@ -219,10 +201,8 @@ def with_readout(base: Merged, t: Merged, s: Sizes) -> Merged:
     OV2[:, s.e_offset :] = _lift_reader(P, t.OV2)
     W_out = _zeros(t.W_out.shape[0], s.d)
     W_out[:, s.e_offset :] = t.W_out
-    return Merged(
-        base.W_E, base.W_pos, base.QK1, base.OV1, base.QK2, OV2,
-        _lift_reader(P, t.W_in), W_out, _lift_reader(P, t.W_U), base.scale, t.act_fn,
-    )  # fmt: skip
+    return replace(base, OV2=OV2, W_in=_lift_reader(P, t.W_in), W_out=W_out,
+                   W_U=_lift_reader(P, t.W_U), act_fn=t.act_fn)  # fmt: skip
 
 
 def with_layer1(base: Merged, t: Merged, s: Sizes) -> Merged:
@@ -233,16 +213,14 @@ def with_layer1(base: Merged, t: Merged, s: Sizes) -> Merged:
     QK1 = R @ (t.QK1 / t.scale) @ R.T * base.scale
     OV1 = torch.zeros_like(base.OV1)
     OV1[:, s.e_offset :] = R @ t.OV1
-    return Merged(base.W_E, base.W_pos, QK1, OV1, base.QK2, base.OV2, base.W_in, base.W_out,
-                  base.W_U, base.scale, base.act_fn)  # fmt: skip
+    return replace(base, QK1=QK1, OV1=OV1)
 
 
 def square_scale(t: Merged) -> Merged:
     """`t` with its score matrices rescaled to the scale sqrt(d_model) of a d_head = d_model
     model (the same scores): QK * sqrt(d_model) / scale."""
     r = float(np.sqrt(t.d_model)) / t.scale
-    return Merged(t.W_E, t.W_pos, t.QK1 * r, t.OV1, t.QK2 * r, t.OV2, t.W_in, t.W_out, t.W_U,
-                  float(np.sqrt(t.d_model)), t.act_fn)  # fmt: skip
+    return replace(t, QK1=t.QK1 * r, QK2=t.QK2 * r, scale=float(np.sqrt(t.d_model)))
 
 
 def build_rungs(trained_model, p: int, K: int, L: int, beta: float, xi: float) -> list[Rung]:
@@ -267,17 +245,10 @@ def build_rungs(trained_model, p: int, K: int, L: int, beta: float, xi: float) -
     step("loss", thx, True, "ce", "run", tc, "loss",
          f"xi = {xi:.4g}: RMS of the trained model's centred logits over F's")  # fmt: skip
     ro = with_readout(thx, t, s)
-    step(
-        "readout",
-        ro,
-        True,
-        "ce",
-        "run",
-        tc,
-        "readout",
-        "the trained OV, MLP and unembedding read the theorem's residual through the label "
-        "map P (each label's coordinate -> its trained vector; W_OV's and F's spaces -> 0)",
-    )
+    step("readout", ro, True, "ce", "run", tc, "readout",
+         "the trained OV, MLP and unembedding read the theorem's residual through the label "
+         "map P (each label's coordinate -> its trained vector; W_OV's and F's spaces "
+         "-> 0)")  # fmt: skip
     l1 = with_layer1(ro, t, s)
     ebar = _into_trained(s, ebar_vectors(trained_model, p, K))
     step("layer1", l1, False, "ce", "run", theorem_coords(s, bar_v=ebar), "layer1",
@@ -288,19 +259,11 @@ def build_rungs(trained_model, p: int, K: int, L: int, beta: float, xi: float) -
     tc_trained = Coordinates(tc_trained.rows, tc_trained.cols, tc_trained.Q, tc_trained.K,
                              t.scale, p, K, L)  # fmt: skip
     W0 = tc_trained.lift(w0_block(beta, tc_trained.rows, tc_trained.cols, L))
-    emb = Merged(t.W_E, t.W_pos, t.QK1, t.OV1, W0, t.OV2, t.W_in, t.W_out, t.W_U, t.scale,
-                 t.act_fn)  # fmt: skip
-    step(
-        "embeddings",
-        emb,
-        False,
-        "ce",
-        "run",
-        tc_trained,
-        "embeddings",
-        "W^0 kept as the same label-space block, lifted through the trained label vectors "
-        "(minimum-norm W_QK with those labelled scores, compare-qk's Coordinates.lift); the "
-        "theorem's coordinates are empty from here on, so the model is the trained width",
-    )
+    emb = replace(t, QK2=W0)
+    step("embeddings", emb, False, "ce", "run", tc_trained, "embeddings",
+         "W^0 kept as the same label-space block, lifted through the trained label vectors "
+         "(minimum-norm W_QK with those labelled scores, compare-qk's Coordinates.lift); the "
+         "theorem's coordinates are empty from here on, so the model is the trained "
+         "width")  # fmt: skip
     step("trained", t, False, "ce", "run", tc_trained, "qk")
     return out

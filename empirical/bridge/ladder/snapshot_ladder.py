@@ -24,7 +24,7 @@ from empirical.bridge.compare_qk.options import Options
 from empirical.bridge.compare_qk.prediction import beta_from_ab, make_predictor
 from empirical.bridge.compare_qk.run_comparison import one_step_default
 from empirical.bridge.ladder.forward import Forward, hooked_logits, qk_gradient
-from empirical.bridge.ladder.measure import EvalCache, gradient_measures, one_step
+from empirical.bridge.ladder.measure import EvalCache, first_set, gradient_measures, one_step
 from empirical.bridge.ladder.rungs import CHANGED, DESCRIPTION, Rung, build_rungs
 from empirical.bridge.ladder.weights import Merged, build_model
 from empirical.model import load_model
@@ -214,7 +214,7 @@ def measure_rung(rung: Rung, direction, batches, predictors, sets, opts, task) -
 
 def _progress_line(entry: dict) -> str:
     os_, g1 = entry["one_step"], entry["g1_step"]
-    key = "2var/ind" if "2var/ind" in entry["before"] else sorted(entry["before"])[0]
+    key = first_set(entry["before"])
     return (
         f"{entry['name']:10s} cos whole {entry['cos_whole']:+.3f} bar_v "
         f"{entry['cos_bar_v']:+.3f} | {key} before {entry['before'][key]:.3f} own step "

@@ -1,10 +1,6 @@
-"""The merged weights a ladder rung's forward reads, taken from an `AssignAddTransformer`, and
-the inverse: writing merged weights into a fresh float64 `AssignAddTransformer`.
-
-Every rung of the ladder is a real model of the project's class; its pieces are stored as
-merged matrices (score matrices W_Q W_K^T and value-output matrices W_V W_O) with
-d_head = d_model, so any [d, d] matrix is represented exactly (W_Q := M, W_K := I;
-W_V := OV, W_O := I).
+"""The merged weights a ladder rung's forward reads (score matrices W_Q W_K^T, value-output
+matrices W_V W_O), taken from an `AssignAddTransformer`, and written back into a fresh float64
+one with d_head = d_model (W_Q := M, W_K := I; W_V := OV, W_O := I: any [d, d] matrix exactly).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The dynamics ladder (issue 20, item 3): Theorem C.1's model trained as a transformer,
-first exactly as the theorem has it (only layer 2's score matrix, plain SGD, 1-var data),
-then with one constraint released at a time, each alone and cumulatively. See
-docs/ladder.md ("The dynamics ladder").
+"""The dynamics ladder (issue 20, item 3; docs/ladder.md): Theorem C.1's model trained as a
+transformer, as the theorem has it, then with one constraint released at a time.
 
     from empirical.config.io import load_config
     from empirical.bridge.ladder_dynamics import DynamicsConfig, run_ladder_dynamics, write_outputs

@@ -1,16 +1,10 @@
-"""`DynamicsConfig`: the dynamics ladder's settings (configs/ladder_dynamics.toml).
+"""`DynamicsConfig`: the dynamics ladder's settings (configs/ladder_dynamics.toml; docs/ladder.md,
+"The dynamics ladder"). Every bad value is a `ConfigError` naming the field.
 
-The theorem's instance (p, K, beta, L, xi, as `TheoremModelConfig`), the training schedule
-shared by every variant (steps, minibatch, evaluation cadence), the two optimisers (plain SGD
-of the baseline, AdamW of the `adamw` release), the authors' 0/1/2-var mix of the `mix`
-release, and which releases the ladder runs. Every bad value is a `ConfigError` naming the
-field (the CLI prints it as one `error:` line, exit 2).
-
-Step sizes. `sgd.lr_qk` is the step on the theorem's score matrix W itself, the simulator's
-unit: one SGD step moves W by exactly -lr_qk dL/dW (the trainer scales the optimiser's rate on
-the stored layer-2 W_Q by d_head, see `trainer.py`). `sgd.lr` is the plain rate of every
-released piece. AdamW's rates are the optimiser's own, `adamw.lr_qk` on the stored W_Q
-(W moves by about lr_qk / sqrt(d_head) per step), `adamw.lr` on the released pieces.
+Step sizes: `sgd.lr_qk` moves the theorem's score matrix W itself by exactly -lr_qk dL/dW per
+step (the simulator's unit; the trainer scales the rate on the stored W_Q by d_head);
+`sgd.lr` is the rate of every released piece. AdamW's rates are the optimiser's own on the
+stored W_Q (`adamw.lr_qk`: W moves by about lr_qk / sqrt(d_head) per step) and the pieces.
 """
 
 from __future__ import annotations

@@ -1,24 +1,15 @@
-"""The baseline's one-step checks: the first SGD update against the simulator's exact
-population gradient, and the smallest composing step size, transformer against simulator.
-
-- `first_update_check`: one plain-SGD step of the baseline (only layer 2's W_Q trains) on
-  the whole 1-var population moves the theorem's W by dW = -lr_qk dL/dW. Compared with
-  `disentangled`'s exact population gradient (`population_gradient`), and split as the
-  simulator splits it: -dL/dW = xi G1 + R(xi) (`g1`, `remainder`).
-- `composing_step`: the smallest step size lr whose single step W^0 - lr dL/dW(W^0) (the
-  cross-entropy gradient at logit scale xi, what SGD takes) brings the 2-var accuracy to the
-  threshold, found on a geometric grid and refined by bisection in log lr (relative
-  tolerance 1e-3): once with the simulator (its gradient and `population_stats`), once with
-  the transformer (its autograd gradient, the step written into its W_Q, its logits on the
-  2-var token population). The simulator's own theorem-side prediction, eta* of a step along
-  G1 (`disentangled.one_step`), is reported beside it as eta* / xi: the two differ by what
-  R(xi) does to the step.
+"""The baseline's one-step checks (docs/ladder.md, "The dynamics ladder"):
+`first_update_check`, the first plain-SGD update (dW = -lr_qk dL/dW) against the simulator's
+exact population gradient and its split xi G1 + R(xi); `composing_step`, the smallest step
+size lr whose single step W^0 - lr dL/dW(W^0) brings the 2-var accuracy to the threshold,
+simulator against transformer (geometric grid, then bisection in log lr to a relative 1e-3),
+beside the simulator's eta* of a step along G1 (`disentangled.one_step`) as eta* / xi.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -44,7 +35,7 @@ REL_TOL = 1e-3
 def first_update_check(cfg: DynamicsConfig) -> dict:
     """One full-population SGD step of the baseline (the real trainer and optimiser) against
     lr_qk x the simulator's exact -dL/dW; max abs errors and the update's split."""
-    one = _replace(cfg, steps=1, batch_size=0, releases=[])
+    one = replace(cfg, steps=1, batch_size=0, releases=[])
     ctx = Context.build(one)
     run = train_run(ctx, (), seed=0)
     sim = cfg.theorem.model_config().sim_config()
@@ -53,29 +44,23 @@ def first_update_check(cfg: DynamicsConfig) -> dict:
     G1, R = g1(sim, "1var"), remainder(sim, xi, "1var")
     dW = run.first_update
     return {
-        "lr_qk": lr,
-        "max_abs_update": float(dW.abs().max()),
+        "lr_qk": lr, "max_abs_update": float(dW.abs().max()),
         "max_abs_error_vs_exact_gradient": float((dW - lr * exact).abs().max()),
         "max_abs_error_vs_xi_G1_plus_R": float((dW - lr * (xi * G1 + R)).abs().max()),
-        "norm_xi_G1": float((xi * G1).norm()),
-        "norm_R": float(R.norm()),
+        "norm_xi_G1": float((xi * G1).norm()), "norm_R": float(R.norm()),
         "cos_update_G1": run.cos_first,
-    }
-
-
-def _replace(cfg: DynamicsConfig, **changes) -> DynamicsConfig:
-    return dataclasses.replace(cfg, **changes)
+    }  # fmt: skip
 
 
 def smallest_composing(
-    composes: Callable[[float], bool], grid: tuple[float, ...] = GRID
+    composes: Callable[[float], bool], grid: tuple[float, ...] = GRID, rel_tol: float = REL_TOL
 ) -> float | None:
-    """The smallest grid lr that composes, its lower edge bisected in log lr against the grid
-    point below it; None when nothing on the grid composes."""
+    """The smallest grid lr that composes, its lower edge bisected in log lr (to `rel_tol`)
+    against the grid point below it; None when nothing on the grid composes."""
     prev = None
     for lr in grid:
         if composes(lr):
-            return lr if prev is None else log_bisect(composes, prev, lr, REL_TOL)
+            return lr if prev is None else log_bisect(composes, prev, lr, rel_tol)
         prev = lr
     return None
 
@@ -85,7 +70,7 @@ def composing_step(cfg: DynamicsConfig, xi: float | None = None) -> dict:
     with the transformer's 2-var accuracy 5% below, at and 5% above the simulator's; at
     logit scale `xi` (default the config's)."""
     if xi is not None:
-        cfg = _replace(cfg, theorem=_replace(cfg.theorem, xi=float(xi)))
+        cfg = replace(cfg, theorem=replace(cfg.theorem, xi=float(xi)))
     tcfg = cfg.theorem.model_config()
     sim, xi, thr = tcfg.sim_config(), cfg.theorem.xi, cfg.threshold
     W0 = initial_W(sim)
@@ -108,16 +93,11 @@ def composing_step(cfg: DynamicsConfig, xi: float | None = None) -> dict:
     eta_g1 = one_step(sim).solving_intervals  # its default grid, edges bisected
     eta_star = eta_g1[0][0] if eta_g1 else None
     out = {
-        "threshold": thr,
-        "xi": xi,
-        "lr_simulator": lr_sim,
-        "lr_transformer": lr_model,
-        "relative_gap": None,
-        "eta_star_g1": eta_star,
-        "eta_star_g1_over_xi": eta_star / xi if eta_star else None,
-        "accuracy_at": {},
+        "threshold": thr, "xi": xi, "lr_simulator": lr_sim, "lr_transformer": lr_model,
+        "relative_gap": None, "eta_star_g1": eta_star,
+        "eta_star_g1_over_xi": eta_star / xi if eta_star else None, "accuracy_at": {},
         "max_abs_gradient_gap": float((g_model - g_sim).abs().max()),
-    }
+    }  # fmt: skip
     if lr_sim is not None:
         if lr_model is not None:
             out["relative_gap"] = abs(lr_model - lr_sim) / lr_sim

@@ -104,10 +104,8 @@ def plot_ladder_dynamics(result: dict, path=None, fmt: str | None = None):
     which 2-var composes (per seed; 'never' at the right edge) and the cosines with G1."""
     import matplotlib.pyplot as plt
 
-    rows = result["variants"]
-    runs = result["runs"]
-    steps_total = result["config"]["steps"]
-    thr = result["config"]["threshold"]
+    rows, runs = result["variants"], result["runs"]
+    steps_total, thr = result["config"]["steps"], result["config"]["threshold"]
     fig, (ax1, ax2, ax3) = plt.subplots(
         1, 3, figsize=(17, 7.5), layout="constrained",
         gridspec_kw={"width_ratios": [1.5, 1, 0.8]},
@@ -139,7 +137,7 @@ def plot_ladder_dynamics(result: dict, path=None, fmt: str | None = None):
         xs = [never if s is None else s for s in v["emergence_steps"]]
         ax2.scatter(xs, [y] * len(xs), color=OKABE_ITO["blue"], zorder=3, s=28)
     ax2.axvline(never, color="grey", lw=0.8, ls="--")
-    ticks = [t for t in np.linspace(0, steps_total, 4)]
+    ticks = list(np.linspace(0, steps_total, 4))
     ax2.set_xticks([*ticks, never], [f"{t:.0f}" for t in ticks] + ["never"])
     ax2.set_yticks(ypos, names, fontsize=9)
     ax2.set_xlim(0, steps_total * 1.28)

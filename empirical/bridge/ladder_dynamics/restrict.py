@@ -1,14 +1,8 @@
 """The `task` release's training distribution: the theorem's population with the authors'
-task rules applied, as their task generator applies them (empirical/task; docs/task.md):
-
-- variables of `r1` are never the first operand, variables of `r2` never the second;
-- a fraction of the ordered operand-value pairs (x, y) is held out of training (chosen by
-  `held_out_seed`), the sum over the resolved operands (a variable's assigned value);
-
-every other sequence keeps its weight (renormalised to sum 1). The layouts stay the
-theorem's (the hand-set layer 1 routes those), so the rules are the authors', the layouts
-not. Evaluation is always on the whole population: held-out pairs and restricted placements
-are then tests of generalization, as in the paper's sets."""
+task rules applied as their task generator applies them (docs/task.md): variables of `r1`
+never the first operand, of `r2` never the second, a seeded fraction of the ordered
+operand-value pairs held out; every other sequence keeps its weight (renormalised). The
+layouts stay the theorem's; evaluation is always on the whole population."""
 
 from __future__ import annotations
 

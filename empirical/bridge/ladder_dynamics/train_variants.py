@@ -29,10 +29,8 @@ def aggregate(name: str, releases: tuple[str, ...], runs: list[RunResult]) -> di
     """One row of the table: a variant's seeds together."""
     finals = [r.final.get("2var") for r in runs]
     return {
-        "variant": name,
-        "releases": list(releases),
-        "changed": [DESCRIPTIONS[r] for r in releases],
-        "seeds": [r.seed for r in runs],
+        "variant": name, "releases": list(releases),
+        "changed": [DESCRIPTIONS[r] for r in releases], "seeds": [r.seed for r in runs],
         "composed": sum(r.emergence_step is not None for r in runs),
         "diverged": sum(r.diverged for r in runs),
         "emergence_steps": [r.emergence_step for r in runs],
@@ -49,7 +47,7 @@ def aggregate(name: str, releases: tuple[str, ...], runs: list[RunResult]) -> di
         "final_2var_allowed": _mean([r.final.get("2var_allowed") for r in runs]),
         "memory_diag": _mean([r.memory["diag"] for r in runs]),
         "memory_offdiag": _mean([r.memory["offdiag"] for r in runs]),
-    }
+    }  # fmt: skip
 
 
 def run_ladder_dynamics(cfg: DynamicsConfig, progress: Callable[[str], None] | None = None) -> dict:
@@ -72,10 +70,5 @@ def run_ladder_dynamics(cfg: DynamicsConfig, progress: Callable[[str], None] | N
                 f"composed at {r.emergence_step}, {r.seconds:.1f} s")  # fmt: skip
         rows.append(aggregate(name, releases, mine))
         runs += [r.to_json() for r in mine]
-    return {
-        "config": to_dict(cfg),
-        "one_step": one,
-        "variants": rows,
-        "runs": runs,
-        "seconds": time.perf_counter() - start,
-    }
+    return {"config": to_dict(cfg), "one_step": one, "variants": rows, "runs": runs,
+            "seconds": time.perf_counter() - start}  # fmt: skip

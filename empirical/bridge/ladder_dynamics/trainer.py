@@ -1,29 +1,12 @@
 """One run of the dynamics ladder: the theorem's model trained with some constraints
-released, one seed, with the layer-2 score matrix's updates measured against G1.
+released, one seed, with the layer-2 score matrix's updates measured against G1 (docs/ladder.md,
+"The dynamics ladder").
 
-Parametrisation. The theorem's model stores layer 2's score matrix as W_Q = sqrt(d_head) W,
-W_K = I (`theorem_model.set_score_matrix`). W_K stays frozen at I in every variant and W_Q
-trains, so the trained object is the merged matrix M = W_Q W_K^T itself: an SGD step of rate
-r on W_Q moves W = M / sqrt(d_head) by -(r / d_head) dL/dW. The baseline's rate on W_Q is
-therefore `sgd.lr_qk * d_head`, and one step moves W by exactly -lr_qk dL/dW, the simulator's
-step (`python -m disentangled dynamics`). With `qk_factors` W_K trains too, at W_Q's rate:
-the two-factor dynamics, whose update of M is -r (G W_K W_K^T + W_Q W_Q^T G) + O(r^2)
-(docs/theorem_model.md); from the stored rank-1 W_Q it multiplies the `=` row of G by
-1 + 2 d_head beta^2 and leaves the other rows (the memory's) as they are.
-
-Data. Each step draws `batch_size` sequences with replacement from the population by its
-weights (a seeded torch.Generator: the seed's only effect, since every released piece starts
-from the theorem's value); batch_size 0 takes the whole population with its weights, the
-exact population gradient.
-
-Measured: the loss of every step, the 2-var accuracy on the whole 2-var population every
-`eval_every` steps, the score matrix's basis block W at step 0, 1, 10 and every evaluation;
-from them the cosine with G1 of the first update (W_1 - W_0), of the first ten
-(W_10 - W_0), and of the update across the spike (the evaluation window after the first
-with the largest rise of the 2-var accuracy), the step at which the 2-var accuracy first
-reaches the threshold, the final 0/1/2-var accuracies, and the associative memory of the
-final W: the mean diagonal and off-diagonal entry of its bar_v x bar_v block (query ebar_u,
-key ebar_u'; 0 at W^0).
+Layer 2's score matrix is stored as W_Q = sqrt(d_head) W, W_K = I; W_K stays frozen and W_Q
+trains at rate `sgd.lr_qk * d_head`, so one SGD step moves W by exactly -lr_qk dL/dW, the
+simulator's step. With `qk_factors` W_K trains too, at W_Q's rate (the two-factor dynamics).
+Each step draws `batch_size` sequences with replacement by the population's weights (a seeded
+torch.Generator, the seed's only effect); batch_size 0 takes the whole weighted population.
 """
 
 from __future__ import annotations
@@ -108,6 +91,10 @@ def cosine(a: Tensor, b: Tensor) -> float | None:
 
 @dataclass
 class RunResult:
+    """One run's measures: per-step losses, the 2-var accuracy every `eval_every` steps, the
+    cosines with G1 of W's first update, first ten and update across the spike (`_spike`), the
+    first step at the threshold, final accuracies, the final W's memory (`memory_entries`)."""
+
     variant: str
     releases: list[str]
     seed: int
@@ -133,7 +120,7 @@ class RunResult:
 
 def make_optimizer(model, cfg: DynamicsConfig, releases: tuple[str, ...]):
     """Freeze everything but the released pieces (and layer 2's W_Q) and build the run's
-    optimiser with one parameter group per piece (module docstring's rates)."""
+    optimiser with one parameter group per piece (config.py's rates)."""
     params = dict(model.named_parameters())
     for p in params.values():
         p.requires_grad_(False)
@@ -160,6 +147,14 @@ def _batch(pop: TokenPopulation, size: int, gen: torch.Generator):
     idx = torch.multinomial(pop.weights, size, replacement=True, generator=gen)
     w = torch.full((size,), 1.0 / size, dtype=torch.float64)
     return pop.tokens[idx], pop.labels[idx], w
+
+
+def memory_entries(block: Tensor) -> dict[str, float]:
+    """The mean diagonal and off-diagonal entry of a bar_v x bar_v block (query ebar_u, key
+    ebar_u'): the theorem's associative memory."""
+    K = block.shape[0]
+    return {"diag": float(block.diagonal().mean()),
+            "offdiag": float((block.sum() - block.diagonal().sum()) / (K * (K - 1)))}  # fmt: skip
 
 
 def _spike(steps: list[int], acc: list[float], Ws: dict[int, Tensor], G1: Tensor) -> dict:
@@ -211,20 +206,16 @@ def train_run(ctx: Context, releases: tuple[str, ...], seed: int) -> RunResult:
             if not math.isfinite(acc[-1]) or not torch.isfinite(Ws[step]).all():
                 diverged = True
                 break
-    steps_run = len(losses)
     emergence = next((s for s, a in zip(eval_steps, acc, strict=True) if a >= cfg.threshold),
                      None)  # fmt: skip
     final = {} if diverged else population_accuracy(model, ctx.eval_all)
     if final and "task" in releases and ctx.allowed is not None:
         final["2var_allowed"] = population_accuracy(model, ctx.allowed)["2var"]
     first = Ws[1] - Ws[0] if 1 in Ws else torch.zeros_like(Ws[0])
-    block = ebar_block(W_now(), cfg.theorem.model_config().sim_config())
-    K = block.shape[0]
-    memory = {"diag": float(block.diagonal().mean()),
-              "offdiag": float((block.sum() - block.diagonal().sum()) / (K * (K - 1)))}  # fmt: skip
+    memory = memory_entries(ebar_block(W_now(), cfg.theorem.model_config().sim_config()))
     return RunResult(
         variant=variant_name(releases), releases=list(releases), seed=seed,
-        steps_run=steps_run, diverged=diverged, eval_steps=eval_steps, acc_2var=acc,
+        steps_run=len(losses), diverged=diverged, eval_steps=eval_steps, acc_2var=acc,
         loss=losses, emergence_step=emergence, cos_first=cosine(first, ctx.G1),
         cos_first10=cosine(Ws[10] - Ws[0], ctx.G1) if 10 in Ws else None,
         spike=_spike(eval_steps, acc, Ws, ctx.G1), final=final, memory=memory,

@@ -1,22 +1,10 @@
 """The dynamics ladder's variants: which pieces of the theorem's model train, with which
-optimiser, on which data.
+optimiser, on which data (docs/ladder.md, "The baseline and the releases").
 
-The baseline trains only layer 2's score matrix (stored W_Q = sqrt(d_head) W, W_K = I and
-frozen: plain SGD on W_Q is then exactly gradient descent on the theorem's W, the
-simulator's dynamics) with plain SGD on the theorem's 1-var population. Each release frees
-one constraint, starting from the theorem's own value of the released piece:
-
-    ov          layer 2's W_V, W_O trainable (from the theorem's W_OV)
-    mlp         the MLP's W_in, W_out and the unembedding W_U trainable (from F and xi)
-    layer1      layer 1's W_Q, W_K, W_V, W_O trainable (from the hand-set routing)
-    embeddings  W_E and W_pos trainable (from the orthonormal ones)
-    adamw       torch.optim.AdamW instead of SGD (the authors' betas and weight decay)
-    mix         the authors' 0/1/2-var mix and mixed operand order instead of 1-var data
-    task        the authors' task rules on the training data (r1/r2 restrictions, held-out
-                value pairs; restrict.py), on the theorem's layouts
-
-`ladder_variants(releases)` lists the baseline, every release alone, and the cumulative ladder
-(the first k releases together, k >= 2), each as (name, releases).
+The baseline trains only layer 2's score matrix (W_Q; W_K = I frozen) with plain SGD on the
+theorem's 1-var population; each release frees one constraint (`DESCRIPTIONS`), starting from
+the theorem's own value of the released piece. `ladder_variants(releases)` lists the
+baseline, every release alone, and the cumulative ladder (the first k releases, k >= 2).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""The race (issue 36, item 2; docs/race.md): a criterion computed at step 0 of a
-dynamics-ladder configuration (the memory's time T_mem against the inputs' time T_in) that
-predicts whether the configuration composes 2-var sequences, and its test on the race's
-configurations (each trained by the ladder on several seeds; one constant tau fitted on the
-fit half, the test half reported).
+"""The race (issue 36, item 2; docs/race.md): a step-0 criterion (the memory's time T_mem
+against the inputs' time T_in) that predicts whether a dynamics-ladder configuration composes
+2-var, tested on the race's configurations (tau fitted on the fit half, the test half reported).
 
     from empirical.bridge.race import run_race, select, write_outputs
     write_outputs(run_race(select(None), "runs/race"), "runs/race")

@@ -1,18 +1,9 @@
-"""The race criterion of docs/race.md, computed at step 0 of one dynamics-ladder configuration.
-
-From the exact gradient of the training loss over the whole training population (the
-expectation of every minibatch's) with every piece at the theorem's start, and the optimiser's
-first update of each trainable tensor (SGD: -lr g; AdamW, modelled per tensor: -lr g / RMS(g)):
-
-- T_mem: the smallest s (steps) at which W^0 + s dW composes the 2-var population (accuracy
-  >= the ladder's threshold), dW the first update of layer 2's score matrix (from its stored
-  factors); infinite if none on the grid does;
-- D_in: the first-order decrease of the training loss per step through layer 1 and the
-  embeddings, sum over their tensors of g . (-dX); T_in = lambda / D_in, lambda the training
-  loss at the start;
-- the prediction (`predict`): the memory wins iff T_mem <= tau T_in; then composed iff
-  T_mem <= S (the run's steps); if the inputs win, composed iff 2-var sequences are trained
-  and tau T_in <= S.
+"""The race criterion of docs/race.md ("The criterion"), computed at step 0 of one
+dynamics-ladder configuration from the exact population gradient and the optimiser's first
+update of each trainable tensor (SGD: -lr g; AdamW, modelled per tensor: -lr g / RMS(g)):
+T_mem, the steps along the first update dW of layer 2's score matrix until W^0 + s dW composes
+2-var (`memory_time`); T_in = lambda / D_in, the training loss over its first-order decrease per
+step through layer 1 and the embeddings; `predict`: the memory wins iff T_mem <= tau T_in.
 """
 
 from __future__ import annotations
@@ -25,8 +16,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from disentangled.experiments import ebar_block, log_bisect
-from empirical.bridge.ladder_dynamics.trainer import Context, make_optimizer
+from disentangled.experiments import ebar_block
+from empirical.bridge.ladder_dynamics.onestep import smallest_composing
+from empirical.bridge.ladder_dynamics.trainer import Context, make_optimizer, memory_entries
 from empirical.bridge.theorem_model import (
     build_theorem_model,
     population_accuracy,
@@ -130,23 +122,17 @@ def memory_time(ctx: Context, dW: Tensor, grid: tuple[float, ...] = GRID) -> flo
         set_score_matrix(model, W0 + s * dW)
         return population_accuracy(model, ctx.eval_2var)["2var"] >= ctx.cfg.threshold
 
-    prev = None
-    for s in grid:
-        if composes(s):
-            return s if prev is None else log_bisect(composes, prev, s, REL_TOL)
-        prev = s
-    return INF
+    s = smallest_composing(composes, grid, REL_TOL)
+    return INF if s is None else s
 
 
 def _memory_block(dW: Tensor, ctx: Context) -> dict[str, float]:
     """The memory block of dW (query bar_v x key bar_v): mean diagonal, mean off-diagonal, and
     the smallest row contrast (diagonal minus the row's largest off-diagonal entry)."""
     block = ebar_block(dW, ctx.cfg.theorem.model_config().sim_config())
-    K = block.shape[0]
     off = block.clone().fill_diagonal_(-math.inf)
-    return {"diag": float(block.diagonal().mean()),
-            "offdiag": float((block.sum() - block.diagonal().sum()) / (K * (K - 1))),
-            "contrast_min": float((block.diagonal() - off.max(dim=1).values).min())}  # fmt: skip
+    contrast = float((block.diagonal() - off.max(dim=1).values).min())
+    return {**memory_entries(block), "contrast_min": contrast}
 
 
 def step_zero(ctx: Context, releases: tuple[str, ...]) -> StepZero:

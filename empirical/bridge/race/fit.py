@@ -1,12 +1,8 @@
 """Fitting the race's one constant tau on the fit half, and scoring the prediction
-(docs/race.md, "How it is tested").
-
-The prediction depends on tau only through "the memory wins iff T_mem <= tau T_in", so it is
-constant between consecutive values of T_mem / T_in. tau is the geometric middle of the
-interval between consecutive fit-half values with the highest fit accuracy (ties: the widest in
-log; an unbounded interval is the widest), or, for an unbounded interval, its finite end times
-or divided by 10. Rows are dicts with the criterion's `StepZero` under "step_zero", "composed"
-and "split"; nothing of the test half is read while fitting.
+(docs/race.md, "How it is tested"). The prediction is constant in tau between consecutive fit
+values of T_mem / T_in: tau is the geometric middle of the interval with the highest fit
+accuracy (ties: the widest in log; unbounded is widest), an unbounded one's finite end x or
+/ 10. Rows: dicts with "step_zero" (`StepZero`), "composed" and "split".
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""`TheoremModelConfig`: which instance of Theorem C.1's simplified model to build.
-
-The theorem's parameters (../shared/spec/theorem_c1.md): modulus p, K variables (each
-assigned once), the scale beta of W^0 = beta e_= (pi_{L-3} + pi_{L-2})^T, the length L, the
-1-var operand order, and xi, the logit scale of f = xi F. One more number belongs to the
-transformer only: `routing_scale`, the layer-1 attention score of a routed position (the
-others score 0), which makes layer 1's softmax leak e^-routing_scale of its weight; 40 keeps
-the leak below 1e-16 (`routing_leak`), far below the 1e-13 the tests ask for.
+"""`TheoremModelConfig`: which instance of Theorem C.1's simplified model to build: the
+theorem's parameters (../shared/spec/theorem_c1.md) p, K, beta, L, the 1-var operand order, the
+logit scale xi, and the transformer's `routing_scale` (layer 1's score of a routed position;
+the softmax leaks e^-routing_scale, below 1e-16 at 40: `routing_leak`).
 """
 
 from __future__ import annotations

@@ -3,30 +3,11 @@
     model = build_theorem_model(TheoremModelConfig(p=5, K=3, beta=4.0))
     logits, cache = model.run_with_cache(tokens)        # an ordinary hooked model
 
-Every weight is set by hand (layout: `empirical.bridge.theorem_model.layout`; d_head = d_model,
-so each W_Q W_K^T and W_V W_O is stored as (matrix, identity)):
-
-- embeddings: W_E[id] = e_{token label}, W_pos[t] = pi_{theorem position of t}: orthonormal.
-- layer 1 (block 0), the routing: scores depend on positions only, routing_scale on the
-  routed keys and 0 on the others. An assigned number (theorem position 2j+1, j < K) attends
-  1/2 to itself and 1/2 to its variable (2j); the query (`=`) 1/2 to each operand; every
-  other position to the `+` at sequence position 0. OV: e_{v_u} -> 2 ebar_u (= 2 bar_v{u}),
-  everything else -> 0. So an assigned number gets exactly ebar of its variable, the query
-  ebar_v1 + ebar_v2 over its variable operands (2 ebar_v when v1 = v2, none for 0-var), and
-  nothing else is written: the layer-1 residual is the augmented input of eq. (1), up to the
-  softmax leak (`routing_leak`, < 1e-16 at the default routing_scale 40). (One head must
-  average, hence the factor 2 and the weights 1/2: the query needs the sum of two copies.)
-- layer 2 (block 1): the score matrix W = W_Q W_K^T / sqrt(d_head) is W^0 = beta e_= (pi_{L-3}
-  + pi_{L-2})^T in the basis block (`set_score_matrix`); OV: basis vector i -> coordinate
-  dim + i (the theorem's W_OV, every basis vector to a fresh orthonormal vector).
-- MLP (block 1, act_fn "quadratic"): F(h)_y = (1/p) Re sum_k w^-ky z_k^2, z_k = c_k + i s_k,
-  c_k = sum_m cos(2 pi k m / p) h_m, s_k = sum_m sin(2 pi k m / p) h_m, h_m = <u_m, resid>:
-      Re(w^-ky z_k^2) = cos(2 pi k y / p) (c_k^2 - s_k^2) + sin(2 pi k y / p) 2 c_k s_k,
-      2 c_k s_k = ((c_k + s_k)^2 - (c_k - s_k)^2) / 2,
-  so 4 neurons per frequency (pre-activations c_k, s_k, c_k + s_k, c_k - s_k; d_mlp = 4p)
-  square and W_out combines them into F's output coordinates 2 dim + y.
-- unembedding: W_U[2 dim + y, y] = xi, 0 elsewhere: logits = xi F, read from F's subspace
-  only (the residual also carries x_T and the attention output).
+Every weight is set by hand (layout: `layout.py`; d_head = d_model, each W_Q W_K^T and
+W_V W_O stored as (matrix, identity)): orthonormal embeddings, layer 1 routing by position
+(ebar of each variable into its number and into the query; leak `routing_leak`), layer 2's
+W^0 and the theorem's W_OV, the MLP computing F exactly (4 neurons per frequency, quadratic
+activation), W_U = xi on F's coordinates. docs/theorem_model.md, "The construction".
 """
 
 from __future__ import annotations
@@ -131,9 +112,9 @@ def build_theorem_model(cfg: TheoremModelConfig, W: Tensor | None = None) -> Ass
 
     l1 = model.blocks[0].attn
     S = routing_scores(cfg)
-    pos_index = [basis.pos(theta) for theta in lay.theorem_position]
+    pos = torch.tensor([basis.pos(theta) for theta in lay.theorem_position])
     WQ1 = torch.zeros((d, d), dtype=DTYPE)
-    WQ1[np_index(pos_index, pos_index)] = S * model.cfg.attn_scale
+    WQ1[pos[:, None], pos[None, :]] = S * model.cfg.attn_scale
     l1.W_Q[0].copy_(WQ1)
     l1.W_K[0].copy_(eye)
     for u in range(cfg.K):
@@ -154,10 +135,3 @@ def build_theorem_model(cfg: TheoremModelConfig, W: Tensor | None = None) -> Ass
     model.W_U[lay.f_offset : lay.f_offset + p] = cfg.xi * torch.eye(p, dtype=DTYPE)
     model.eval()
     return model
-
-
-def np_index(rows: list[int], cols: list[int]) -> tuple[Tensor, Tensor]:
-    """Advanced index of the [rows x cols] sub-block (for assignment into a matrix)."""
-    r = torch.tensor(rows, dtype=torch.long)
-    c = torch.tensor(cols, dtype=torch.long)
-    return r[:, None], c[None, :]

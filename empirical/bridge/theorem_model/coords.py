@@ -1,12 +1,6 @@
-"""The theorem's model in compare-qk's coordinates (empirical.bridge.compare_qk.coords.Coordinates).
-
-compare-qk names one residual vector per label of a trained checkpoint. For the theorem's
-model the labels are exact unit vectors of the basis block (layout.py), so its frames read
-the theorem's W and gradients directly. Two things differ from what
-`compare_qk.coords.coordinates(model, ...)` would infer from the weights: the positional
-embedding of sequence position t is pi of the theorem position of t (`+` moved to the front),
-and layer 1's OV maps a variable to 2 ebar (one head averages two keys; layout.py), so the
-bar_v vectors are e_{bar_v} itself, not W_E[var] W_OV^1.
+"""The theorem's model in compare-qk's coordinates (compare_qk.coords.Coordinates): the labels
+are exact unit vectors of the basis block (layout.py), unlike what `compare_qk.coords.
+coordinates(model, ...)` would infer (sequence positions reordered, layer 1 writing 2 ebar).
 """
 
 from __future__ import annotations

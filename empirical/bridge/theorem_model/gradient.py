@@ -1,26 +1,12 @@
 """Losses and layer-2 key-query gradients of the theorem's model, by a real forward and
 backward of `AssignAddTransformer` over the theorem's whole population.
 
-Losses (per sequence, averaged with the population's weights):
-
-    "ce"           cross-entropy of softmax(logits) against y* (eq. 4; logits = xi F);
-    "first_order"  (mean_y logits_y - logits_{y*}) / xi = mean_y F_y - F_{y*}: the
-                   xi-derivative of the cross-entropy at xi = 0, the theorem's linear loss,
-                   as `disentangled.gradient.first_order_terms` computes it, so
-                   G1(W) = -grad_W of its expectation.
-
-Gradient of the merged matrix. The loss depends on layer 2's W_Q, W_K only through
-M = W_Q W_K^T, and the scores through the score matrix W = M / sqrt(d_head) (TransformerLens
-divides by sqrt(d_head)). `merged_gradient` computes dL/dM by autograd with M itself as the
-leaf: the forward runs with W_Q := M, W_K := I, whatever factors the model stores (identical
-scores). The theorem's gradient is dL/dW = sqrt(d_head) dL/dM, read in the theorem's basis
-as its [:dim, :dim] block (`theorem_gradient`); the rest of dL/dM is 0 because nothing
-outside the basis block reaches layer 2's keys or query.
-
-Dynamics. `python -m disentangled dynamics` steps W itself, W <- W - lr dL/dW. Plain gradient
-descent on the factors W_Q, W_K is a different dynamics (its update of M is
--lr (G W_K W_K^T + W_Q W_Q^T G) for G = dL/dM, not -lr G), so `gradient_descent` steps W
-and refactors (W_Q = sqrt(d_head) W, W_K = I; `set_score_matrix`).
+Losses per sequence: "ce" (cross-entropy, logits = xi F) and "first_order" ((mean_y logits_y -
+logits_{y*}) / xi, the theorem's linear loss: G1(W) = -grad_W of its expectation).
+`merged_gradient` differentiates with M = W_Q W_K^T itself as the leaf (W_Q := M, W_K := I);
+the theorem's dL/dW = sqrt(d_head) dL/dM, read by its [:dim, :dim] block
+(`theorem_gradient`). `gradient_descent` steps W itself and refactors (`set_score_matrix`),
+not the factors (docs/theorem_model.md, "Losses, gradients, dynamics").
 """
 
 from __future__ import annotations
@@ -28,8 +14,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from disentangled.gradient import cross_entropy_terms, first_order_terms, weighted_expectation
+from disentangled.gradient import weighted_expectation
 from disentangled.metrics import unique_argmax_correct
+from disentangled.pieces import per_sequence
 from empirical.bridge.theorem_model.construct import score_matrix, set_score_matrix
 from empirical.bridge.theorem_model.token_population import TokenPopulation
 from empirical.model import AssignAddTransformer
@@ -48,13 +35,11 @@ def _check(loss: str, path: str) -> None:
 
 
 def per_sequence_loss(logits: Tensor, labels: Tensor, loss: str, xi: float) -> Tensor:
-    """Per-sequence loss [N] of last-position logits [N, p] (module docstring): disentangled's
-    terms (`cross_entropy_terms` of the logits, `first_order_terms` of F = logits / xi)."""
-    if loss == "ce":
-        return cross_entropy_terms(logits, labels, 1.0)
-    if loss == "first_order":
-        return first_order_terms(logits, labels) / xi
-    raise ValueError(f"loss={loss!r}: must be one of {list(LOSSES)}")
+    """Per-sequence loss [N] of last-position logits [N, p] (module docstring), by
+    `disentangled.pieces.per_sequence`."""
+    if loss not in LOSSES:
+        raise ValueError(f"loss={loss!r}: must be one of {list(LOSSES)}")
+    return per_sequence(logits, labels, loss, xi)
 
 
 def logits_with_merged(

@@ -1,33 +1,11 @@
 """Where the theorem's objects live in the transformer: residual subspaces, positions, tokens.
 
-Residual stream (d_model = 2 dim + p, dim = the theorem basis' size, 2p + K + 3 + L):
-
-    [0, dim)            the theorem's basis itself, in `disentangled.basis.Basis` order
-                        (n{m}, v{u}, =, +, pad, pos{t}, bar_n{m}, bar_v{u}): coordinate i of
-                        the residual IS basis label i, so a [d_model, d_model] matrix is read
-                        in the theorem's basis by its [:dim, :dim] block;
-    [dim, 2 dim)        W_OV's output space: basis vector i is sent to coordinate dim + i
-                        (the theorem's "fresh orthonormal vector"; u_m = dim + index(n{m}));
-    [2 dim, 2 dim + p)  F's output: the MLP writes F(h)_y at 2 dim + y, and the unembedding
-                        reads only these p coordinates (times xi).
-
-Positions. The theorem's layout puts an assignment variable at position 0. With causal
-attention, position 0 attends only to itself, so layer 1 would write that variable's copy
-there: a single head cannot leave position 0 untouched and still copy variables elsewhere.
-The token sequence therefore holds the theorem's positions in the order
-
-    sequence position  0     1 .. L-4         L-3   L-2   L-1
-    theorem position   L-4   0 .. L-5         L-3   L-2   L-1
-    token              +     assignments/pad  operand operand =
-
-(the `+` moved to the front, everything else one place later up to the operands), and the
-positional embedding of sequence position t is pi_{theorem position of t}. The theorem's
-model sees positions only through pi_t, and its layer-2 softmax runs over every position,
-so the order is invisible to it; the `+` at sequence position 0 is the sink that every
-position with nothing to copy attends to (its layer-1 OV image is 0).
-
-Tokens: the vocabulary of empirical.task (numbers 0..p-1, variables p..p+K-1, `+` p+K,
-`=` p+K+1, `pad` p+K+2); note the theorem basis orders `=` before `+`.
+Residual stream (d_model = 2 dim + p, dim = the theorem basis' size, 2p + K + 3 + L): [0, dim)
+the theorem's basis in `disentangled.basis.Basis` order (a [d_model, d_model] matrix is read
+in the basis by its [:dim, :dim] block), [dim, 2 dim) W_OV's output space, [2 dim, 2 dim + p)
+F's output. Sequence position t holds theorem position `theorem_position[t]`: the `+` first
+(the sink of layer 1), then 0..L-5, then the operands and `=` (docs/theorem_model.md,
+"Positions"). Tokens: empirical.task's vocabulary (the basis orders `=` before `+`).
 """
 
 from __future__ import annotations
@@ -68,10 +46,6 @@ class Layout:
     def f_offset(self) -> int:
         """First coordinate of F's output (p coordinates)."""
         return 2 * self.dim
-
-    @property
-    def d_vocab(self) -> int:
-        return self.cfg.p + self.cfg.K + 3
 
     # -- positions ----------------------------------------------------------------------
 

@@ -1,16 +1,11 @@
 """The gradient of the theorem's model, as our transformer, with respect to every piece the
 dynamics ladder releases, in the pieces of `disentangled.pieces` (issue 36, item 1).
 
-The transformer stores layer 1's and layer 2's key-query and value-output maps as factors
-(W_Q, W_K; W_V, W_O, d_head = d_model) and its positions in sequence order (`+` first,
-layout.py). `model_pieces` reads it as `disentangled.pieces.Pieces`: score matrices
-W_Q W_K^T / sqrt(d_head), OV matrices W_V W_O, token rows in the basis' token order, position
-rows by theorem position. `model_piece_gradients` differentiates the model's own forward
-(the answer-only kernel, `empirical.model.forward`) over a token population with every merged
-matrix as the leaf (W_Q := M, W_K := I; W_V := OV, W_O := I: the same logits), so its
-gradients are those of the pieces, comparable entry by entry with
-`disentangled.pieces.piece_gradients` on the same population (`layer1_mask` gives the
-simulator the transformer's causal mask, in theorem positions).
+`model_pieces` reads the model as `disentangled.pieces.Pieces` (score matrices W_Q W_K^T /
+sqrt(d_head), OV matrices W_V W_O, token rows in basis order, position rows by theorem
+position); `model_piece_gradients` differentiates the model's own answer-only forward with
+every merged matrix as the leaf, comparable entry by entry with
+`disentangled.pieces.piece_gradients` (`layer1_mask`: the causal mask in theorem positions).
 """
 
 from __future__ import annotations
@@ -26,6 +21,9 @@ from empirical.model import AssignAddTransformer
 from empirical.model.forward import forward
 
 DEFAULT_CHUNK = 4096
+# leaves that are parameters as they are: leaf name -> parameter name
+_PLAIN = {"W_E": "embed.W_E", "W_pos": "pos_embed.W_pos", "w_in": "blocks.1.mlp.W_in",
+          "w_out": "blocks.1.mlp.W_out", "w_u": "unembed.W_U"}  # fmt: skip
 
 
 def _basis_vocab(lay: Layout) -> list[int]:
@@ -42,10 +40,7 @@ def _merged_leaves(model: AssignAddTransformer) -> dict[str, Tensor]:
         pre = f"blocks.{block}.attn"
         out[f"qk{block + 1}"] = w[f"{pre}.W_Q"][0] @ w[f"{pre}.W_K"][0].T
         out[f"ov{block + 1}"] = w[f"{pre}.W_V"][0] @ w[f"{pre}.W_O"][0]
-    out |= {"W_E": w["embed.W_E"], "W_pos": w["pos_embed.W_pos"],
-            "w_in": w["blocks.1.mlp.W_in"], "w_out": w["blocks.1.mlp.W_out"],
-            "w_u": w["unembed.W_U"]}  # fmt: skip
-    return out
+    return out | {k: w[name] for k, name in _PLAIN.items()}
 
 
 def _as_pieces(leaves: dict[str, Tensor], lay: Layout, scale: float) -> dict[str, Tensor]:
@@ -84,10 +79,7 @@ def _merged_weights(model: AssignAddTransformer, leaves: dict[str, Tensor]) -> d
         weights[f"{pre}.W_K"] = eye[None, None]
         weights[f"{pre}.W_V"] = leaves[f"ov{block + 1}"][None, None]
         weights[f"{pre}.W_O"] = eye[None, None]
-    weights["embed.W_E"] = leaves["W_E"][None]
-    weights["pos_embed.W_pos"] = leaves["W_pos"][None]
-    for name, key in (("blocks.1.mlp.W_in", "w_in"), ("blocks.1.mlp.W_out", "w_out"),
-                      ("unembed.W_U", "w_u")):  # fmt: skip
+    for key, name in _PLAIN.items():
         weights[name] = leaves[key][None]
     return weights
 

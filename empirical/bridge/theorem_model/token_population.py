@@ -1,19 +1,9 @@
-"""The theorem's population as token sequences of empirical.task's vocabulary.
-
-theorem_c1.md's population, sequence for sequence as `disentangled.population` enumerates it
-(every layout, value and operand, uniform weights), written as token ids:
-
-- every one of the K variables is assigned exactly once (assignment count K, no distractor
-  choice), in slot pairs (2j, 2j+1) of the theorem's positions in any of the K! orders, with
-  values uniform on Z_p^K; the rest of the assignment region is `pad`;
-- 1-var: a number and a variable operand, in the config's operand order (fixed: number
-  first; swapped; mixed: both, weight 1/2); 2-var: (v1, v2) independent, v1 = v2 included;
-  0-var: two numbers (assignments present);
-- positions in the sequence order of `layout.py` (`+` first), tokens by id (numbers 0..p-1,
-  variables p..p+K-1, `+` p+K, `=` p+K+1, `pad` p+K+2).
-
-The ebar components of the augmented inputs are not in the tokens: the model's layer 1
-writes them (`augmented_inputs` gives what it must write, for the tests).
+"""The theorem's population as token sequences of empirical.task's vocabulary: theorem_c1.md's
+population, sequence for sequence as `disentangled.population` enumerates it (every K
+variables assigned once, in any slot order, values uniform; 1-var in the config's operand
+order, 2-var, 0-var), written as token ids in `layout.py`'s sequence order. The ebar parts of
+the augmented inputs are written by the model's layer 1 (`augmented_inputs`: what it must
+write). docs/theorem_model.md, "The population as token sequences".
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """A population's claims: every paper check counted over the members, with its interval and
-its verdict by one stated rule; the jump steps, robust final accuracies, late collapses and the
-first spike's theory-vs-run cosines over the members.
+its verdict by one stated rule (`verdict`, RULE; docs/populations.md, "The verdict rule"); the
+jump steps, robust final accuracies, late collapses and the first spike's theory-vs-run
+cosines over the members. A member counts for a claim when it measures it; "no (timing)"
+counts as not holding.
 
     claims = population_claims(members, variant="ours", name="population_authors.ours")
     claims["claims"][0]   # {"claim", "holds": k, "of": n, "share", "ci95", "verdict", ...}
-    verdict(8, 8)         # "holds"
-
-**The verdict rule** (`verdict(k, n)`; docs/populations.md): with the Wilson 95% interval
-[lo, hi] of the share k / n of members where the claim holds,
-
-- `holds`: k / n >= 0.9 and lo > 0.5 (in at least 9 of 10 members, and in most runs of the
-  config with 95% confidence: 4/4, 8/8, 29/32 or more);
-- `fails`: k / n <= 0.1 and hi < 0.5;
-- `one draw`: n = 1 (a single run, such as the paper's: it cannot say how often);
-- `too few members`: the share is at either end but the interval still reaches 1/2 (2/2,
-  3/3);
-- `seed-dependent`: anything between (0.1 < k / n < 0.9).
-
-A member counts for a claim when it measures it (a check paper_check_rows does not make on a
-member, e.g. one without analysis.json, is left out of that claim's n). "no (timing)" (a spike
-at other steps than the paper's) counts as not holding.
 """
 
 from __future__ import annotations
@@ -65,7 +51,7 @@ RULE = (
 
 
 def verdict(k: int, n: int) -> str:
-    """The population's verdict on a claim that holds in k of n members (module docstring)."""
+    """The population's verdict on a claim that holds in k of n members (RULE)."""
     if n == 0:
         return "not measured"
     if n == 1:
@@ -87,26 +73,13 @@ def count(outcomes: list[str | None]) -> dict:
     measured = [o for o in outcomes if o not in (None, "-")]
     k, n = sum(o == "yes" for o in measured), len(measured)
     ci = share_interval(k, n)
-    return {
-        "holds": k,
-        "of": n,
-        "share": k / n if n else None,
-        "ci95": list(ci) if ci else None,
-        "verdict": verdict(k, n),
-    }
+    return {"holds": k, "of": n, "share": k / n if n else None, "ci95": list(ci) if ci else None,
+            "verdict": verdict(k, n)}  # fmt: skip
 
 
 def _claim_entry(claim: str, paper: str, kind: str, outcomes, values, quantity) -> dict:
-    return {
-        "claim": claim,
-        "paper": paper,
-        "kind": kind,
-        **count(outcomes),
-        "outcomes": outcomes,
-        "quantity": quantity,
-        "values": values,
-        "values_summary": multi_bootstrap(values),
-    }
+    return {"claim": claim, "paper": paper, "kind": kind, **count(outcomes), "outcomes": outcomes,
+            "quantity": quantity, "values": values, "values_summary": multi_bootstrap(values)}
 
 
 def member_checks(member: Member, window: int = ROBUST_WINDOW) -> dict:
@@ -126,28 +99,17 @@ def member_checks(member: Member, window: int = ROBUST_WINDOW) -> dict:
         checks[claim] = (paper, holds, q, v, "robust")
     for claim, (holds, cos) in theory_outcomes(member.spike).items():
         checks[claim] = ("(the theory: Theorem C.1's G1)", holds, "cosine with G1", cos, "theory")
-    return {
-        "checks": checks,
-        "robust": robust,
-        "jumps": jump_steps(summary),
-        "collapses": collapses(member.records),
-    }
+    return {"checks": checks, "robust": robust, "jumps": jump_steps(summary),
+            "collapses": collapses(member.records)}  # fmt: skip
 
 
 def population_claims(
-    members: list[Member],
-    *,
-    variant: str,
-    name: str,
-    overrides: list[str] | None = None,
-    not_counted: list[dict] | None = None,
-    window: int = ROBUST_WINDOW,
-) -> dict:
-    """claims.json's content for the finished `members` of one variant (every one of the
-    same population config, checked when read). `not_counted`: members that exist but are
-    not in the statistics ({"member", "status", "step"}: unfinished, stopped, missing).
-    `window`: the robust final accuracy is the mean over the evaluations of the last
-    `window` steps."""
+    members: list[Member], *, variant: str, name: str, overrides: list[str] | None = None,
+    not_counted: list[dict] | None = None, window: int = ROBUST_WINDOW,
+) -> dict:  # fmt: skip
+    """claims.json's content for the finished `members` of one variant (of one population
+    config, checked when read). `not_counted`: members not in the statistics ({"member",
+    "status", "step"}). `window`: the robust final accuracy's window in steps."""
     if not members:
         raise ValueError("population_claims: no member")
     members = sorted(members, key=lambda m: m.seed)
@@ -157,21 +119,14 @@ def population_claims(
     by_set, events = collapses_by_set(members, per, sets)
     return {
         **provenance(members, name=name, variant=variant, overrides=overrides),
-        "not_counted": list(not_counted or []),
-        "rule": RULE,
-        "final_window": window,
-        "definitions": _definitions(window),
-        "claims": claim_entries(per),
-        "jumps": jumps_over(members, per),
-        "final": final,
-        "final_last": final_last,
-        "final_stats": final_stats,
-        "collapses": {"by_set": by_set, "events": events},
-        "theory": theory_over(members),
-        "theory_claims": list(THEORY_CLAIMS.values()),
+        "not_counted": list(not_counted or []), "rule": RULE, "final_window": window,
+        "definitions": _definitions(window), "claims": claim_entries(per),
+        "jumps": jumps_over(members, per), "final": final, "final_last": final_last,
+        "final_stats": final_stats, "collapses": {"by_set": by_set, "events": events},
+        "theory": theory_over(members), "theory_claims": list(THEORY_CLAIMS.values()),
         "not_analysed": {m.name: "; ".join(m.notes) or "no analysis.json" for m in members
-                         if m.analysis is None},  # fmt: skip
-    }
+                         if m.analysis is None},
+    }  # fmt: skip
 
 
 def provenance(members: list[Member], *, name: str, variant: str, overrides) -> dict:
@@ -183,20 +138,14 @@ def provenance(members: list[Member], *, name: str, variant: str, overrides) -> 
         devices[d] = devices.get(d, 0) + 1
     cfg = members[0].config
     return {
-        "config": name,
-        "variant": variant,
-        "overrides": list(overrides or []),
+        "config": name, "variant": variant, "overrides": list(overrides or []),
         "config_fingerprint": population_fingerprint(cfg),
         "population_config": population_config(cfg),
         "device": ", ".join(devices) if len(devices) > 1 else next(iter(devices)),
-        "devices": devices,
-        "torch": _torch_version(),
-        "commit": repository_commit(),
-        "members": len(members),
-        "member_names": [m.name for m in members],
-        "seeds": [m.seed for m in members],
-        "steps": cfg.train.steps,
-    }
+        "devices": devices, "torch": _torch_version(), "commit": repository_commit(),
+        "members": len(members), "member_names": [m.name for m in members],
+        "seeds": [m.seed for m in members], "steps": cfg.train.steps,
+    }  # fmt: skip
 
 
 def _definitions(window: int) -> dict:
@@ -216,11 +165,7 @@ def _definitions(window: int) -> dict:
 def claim_entries(per: list[dict]) -> list[dict]:
     """Every claim any member measures (member_checks' results `per`), counted over the
     members: paper checks in paper_check_rows' order, then robust and theory claims."""
-    order: list[str] = []
-    for p in per:
-        for claim in p["checks"]:
-            if claim not in order:
-                order.append(claim)
+    order = list(dict.fromkeys(claim for p in per for claim in p["checks"]))
     kinds = {"paper": 0, "robust": 1, "theory": 2}
     order.sort(key=lambda c: kinds[next(p["checks"][c][4] for p in per if c in p["checks"])])
     claims = []
@@ -262,13 +207,15 @@ def final_accuracies(members: list[Member], per: list[dict], sets: list[str]):
         final_stats[s] = {
             "robust": multi_bootstrap(robust, robust_n if all(robust_n) else None),
             "last": multi_bootstrap(last, last_n if all(last_n) else None),
-            "robust_at_least_99": count(["yes" if a is not None and a >= 0.99 else "no"
-                                         for a in robust]),
-            "last_at_least_99": count(["yes" if a is not None and a >= 0.99 else "no"
-                                       for a in last]),
+            "robust_at_least_99": _at_least_99(robust),
+            "last_at_least_99": _at_least_99(last),
             "n_evals": [p["robust"].get(s, {}).get("n_evals") for p in per],
         }  # fmt: skip
     return final, final_last, final_stats
+
+
+def _at_least_99(values: list) -> dict:
+    return count(["yes" if a is not None and a >= 0.99 else "no" for a in values])
 
 
 def collapses_by_set(members: list[Member], per: list[dict], sets: list[str]):
@@ -280,11 +227,8 @@ def collapses_by_set(members: list[Member], per: list[dict], sets: list[str]):
     by_set = {}
     for s, rows in falls.items():
         hit = sorted({r["member"] for r in rows})
-        by_set[s] = {
-            **count(["yes" if m.name in hit else "no" for m in members]),
-            "members": hit,
-            "collapse_steps": [r["collapse_step"] for r in rows],
-        }
+        by_set[s] = {**count(["yes" if m.name in hit else "no" for m in members]), "members": hit,
+                     "collapse_steps": [r["collapse_step"] for r in rows]}  # fmt: skip
     return by_set, [c for s in falls.values() for c in s]
 
 

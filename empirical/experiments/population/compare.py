@@ -2,7 +2,6 @@
 of their jump steps and Fisher's exact test of each claim's counts.
 
     cmp = compare_populations({"ours": claims_a, "paper_init": claims_b})
-    cmp["pairs"][0]["jumps"]["first"]["pvalue"]    # 'their init learns 8/8, ours 5/8' as a p
     write_comparison(cmp, {"ours": claims_a, ...}, "runs/population/NAME/claims")
 """
 
@@ -36,19 +35,16 @@ def compare_populations(populations: dict[str, dict]) -> dict:
             if d is None:
                 continue
             rows.append({
-                "claim": c["claim"],
-                "a": [c["holds"], c["of"]],
-                "b": [d["holds"], d["of"]],
+                "claim": c["claim"], "a": [c["holds"], c["of"]], "b": [d["holds"], d["of"]],
                 "fisher_p": fisher_exact(c["holds"], c["of"], d["holds"], d["of"]),
             })  # fmt: skip
         pairs.append({"a": a, "b": b, "jumps": jumps, "claims": rows})
     return {
-        "variants": list(populations),
-        "members": {k: v["members"] for k, v in populations.items()},
+        "variants": list(populations), "members": {k: v["members"] for k, v in populations.items()},
         "tests": "jump steps: log-rank, two-sided, members without a jump censored at their "
         "last step; claims: Fisher's exact test of the counts, two-sided",
         "pairs": pairs,
-    }
+    }  # fmt: skip
 
 
 def _p(p) -> str:

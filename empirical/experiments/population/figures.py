@@ -1,19 +1,13 @@
-"""The figures of a population's claims (PNG by default; each function takes `path=None` and
-`fmt=None` and returns the matplotlib Figure, as empirical.analysis.figures says):
-
-    plot_jumps(claims, "jumps.png")          # histograms of the first and second jump steps
-    plot_survival([("ours", claims)], "survival.png")   # Kaplan-Meier: share still before
-    plot_final(claims, "final.png")          # robust final vs last-step accuracy per set
-    plot_theory(claims, "theory.png")        # the first spike's update vs G1, per member
-
-The paper's run is marked in the jump figures (its jumps: PAPER_JUMPS).
-"""
+"""The figures of a population's claims: `plot_jumps`, `plot_survival`, `plot_final`,
+`plot_theory` (each takes `path=None` and `fmt=None` and returns the matplotlib Figure, as
+empirical.analysis.figures says). The paper's run is marked in the jump figures."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from empirical.analysis.figures import OKABE_ITO, save_figure
+from empirical.experiments.population.statistics import Survival
 
 JUMPS = (("first", "first spike (variable routing)"), ("second", "second spike (var-restricted)"))
 COLOURS = [OKABE_ITO[c] for c in ("blue", "vermillion", "green", "orange", "purple", "sky")]
@@ -72,7 +66,7 @@ def plot_survival(populations: list[tuple[str, dict]], path=None, fmt: str | Non
                     label=f"{name} ({surv['events']} of {surv['n']} jump)")  # fmt: skip
             cens = surv["censored"]
             if cens:
-                at = [_survival_at(surv, c) for c in cens]
+                at = [Survival(surv["steps"], surv["survival"]).at(c) for c in cens]
                 ax.plot(cens, at, "|", color=colour, ms=10, mew=1.5)
         paper = populations[0][1]["jumps"]["paper"][key]
         _mark_paper(ax, paper, steps_max, OKABE_ITO["grey"])
@@ -101,15 +95,6 @@ def _mark_paper(ax, paper: int, steps_max: int, colour) -> None:
     else:
         ax.plot([], [], "--", color=colour, label=f"the paper's run: {paper} (after these "
                 f"runs' last step, {steps_max})")  # fmt: skip
-
-
-def _survival_at(surv: dict, step: int) -> float:
-    value = 1.0
-    for s, v in zip(surv["steps"], surv["survival"], strict=True):
-        if s > step:
-            break
-        value = v
-    return value
 
 
 def plot_final(claims: dict, path=None, fmt: str | None = None):

@@ -1,18 +1,8 @@
-"""Reading a population: the member run directories of one config, each checked to be a run
-of that config (seed aside) and read once.
-
-    key = population_config(cfg)                 # the config without seed, name, execution
-    population_fingerprint(cfg)                  # sha256 of it: which population a run is of
-    status = member_status(RunDir(d), steps=40000)   # "finished", "unfinished", ...
-    member = read_member(RunDir(d), key)         # Member: summary, metrics, analysis, ...
-
-A member is a standard run directory (a grid member: `members/<variant>_seed<S>`). It counts
-in the population's statistics once it is finished: its summary.json is at the config's
-`train.steps`. What is an error (one `error:` line, exit 2, via UserError): a member whose
-config differs from the population's in anything but the seed, the name and how it was
-executed (device, threads, compile, ...: `EXECUTION_FIELDS`); a finished member without
-metrics.jsonl (or with a summary.json that is not JSON); a population without a finished
-member.
+"""Reading a population: its member run directories (`members/<variant>_seed<S>`), each
+checked to be a run of the population's config in everything but the seed, the name and how
+it was executed (`population_config`, `EXECUTION_FIELDS`) and read once (`read_member`). A
+member counts once finished (summary.json at `train.steps`); what is an error (a
+PopulationError): docs/populations.md, "The command".
 """
 
 from __future__ import annotations
@@ -35,15 +25,8 @@ class PopulationError(UserError):
 # [train] fields that say how a member was executed, not which run it is (a population may be
 # trained on several machines): run_config.RESUMABLE_CHANGES without `steps` (a population at
 # 2 000 steps is not the one at 40 000), and sample_chunk
-EXECUTION_FIELDS = (
-    "device",
-    "threads",
-    "eval_batch_size",
-    "compile",
-    "cuda_graph",
-    "tensorboard",
-    "sample_chunk",
-)
+EXECUTION_FIELDS = ("device", "threads", "eval_batch_size", "compile", "cuda_graph", "tensorboard",
+                    "sample_chunk")
 
 
 def population_config(cfg, full: bool = False) -> dict[str, Any]:
@@ -77,23 +60,23 @@ def _flat(d: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _differences(found: dict, expected: dict, missing: str) -> list[str]:
+    a, b = _flat(found), _flat(expected)
+    return [f"{key} = {a.get(key, missing)!r} (the population's: {b.get(key, missing)!r})"
+            for key in sorted(set(a) | set(b)) if a.get(key, missing) != b.get(key, missing)]
+
+
 def dict_differences(found: dict, expected: dict) -> list[str]:
     """config_differences of two population_config dicts (a field absent from one is at its
     default there)."""
-    a, b = _flat(found), _flat(expected)
-    missing = "(default)"
-    return [f"{key} = {a.get(key, missing)!r} (the population's: {b.get(key, missing)!r})"
-            for key in sorted(set(a) | set(b)) if a.get(key, missing) != b.get(key, missing)]
+    return _differences(found, expected, "(default)")
 
 
 def config_differences(found, expected) -> list[str]:
     """'train.lr = 0.003 (the population's: 0.001)' for every field in which two RunConfigs
     differ, the seed, the name and the execution fields aside."""
-    a = _flat(population_config(found, full=True))
-    b = _flat(population_config(expected, full=True))
-    missing = "(not set)"
-    return [f"{key} = {a.get(key, missing)!r} (the population's: {b.get(key, missing)!r})"
-            for key in sorted(set(a) | set(b)) if a.get(key, missing) != b.get(key, missing)]
+    return _differences(population_config(found, full=True),
+                        population_config(expected, full=True), "(not set)")
 
 
 FINISHED, UNFINISHED, STOPPED, MISSING = "finished", "unfinished", "stopped", "missing"
@@ -141,10 +124,9 @@ def check_config(run: RunDir, expected, variant: str):
     if population_config(cfg) != population_config(expected):
         diff = config_differences(cfg, expected) or ["fields at their defaults"]
         shown = "; ".join(diff[:3]) + (f"; and {len(diff) - 3} more" if len(diff) > 3 else "")
-        raise PopulationError(
-            f"{run.path}: a run of another config than population {variant!r} ({shown}): a "
-            "population is one config and its seeds; give it its own --out or variant"
-        )
+        raise PopulationError(f"{run.path}: a run of another config than population {variant!r} "
+                              f"({shown}): a population is one config and its seeds; give it "
+                              "its own --out or variant")
     return cfg
 
 
@@ -169,18 +151,15 @@ class Member:
 
 def read_member(run: RunDir, expected, variant: str) -> Member:
     """A finished member directory as a Member (analysis and spike numbers filled in by
-    empirical.experiments.population.prepare): its config checked against the population's, its
-    summary.json and metrics.jsonl read."""
+    `prepare`): its config checked against the population's, summary.json and metrics read."""
     cfg = check_config(run, expected, variant)
     if not run.summary.exists():
         raise PopulationError(f"{run.path}: no {RunDir.SUMMARY}: the member has not finished")
     summary = _read_json(run.summary)
     if not run.metrics.exists():
-        raise PopulationError(
-            f"{run.metrics}: missing: a member without metrics cannot be counted (jumps, "
-            "robust final accuracy and collapses are read from it); retrain the member or "
-            "remove its directory"
-        )
+        raise PopulationError(f"{run.metrics}: missing: a member without metrics cannot be counted "
+                              "(jumps, robust final accuracy and collapses are read from it); "
+                              "retrain the member or remove its directory")
     records = run.read_metrics()
     if not records:
         raise PopulationError(f"{run.metrics}: empty: a member without metrics cannot be counted")

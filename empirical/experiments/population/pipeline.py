@@ -1,14 +1,8 @@
-"""From a population directory to its claims: read every variant's members, analyse the
-finished ones where needed, count, write.
+"""From a population directory (a grid directory) to its claims: check every existing member's
+config, analyse the finished members where needed, count, write. A variant without a finished
+member is a PopulationError.
 
     done = summarize_population(base, spec, "runs/population/population_authors", jobs=4)
-    done["ours"]["claims"]       # claims.json's content of variant `ours`
-
-The directory is a grid directory (`python -m empirical grid` or `claims` trained it):
-members/<variant>_seed<S>/ per member. Every existing member directory is checked to hold a
-run of its variant's config (seed aside) before anything is analysed; finished members are
-counted, unfinished, stopped or missing ones listed. A variant without a finished member is
-an error (one line naming it), as is a finished member without metrics.
 """
 
 from __future__ import annotations
@@ -35,10 +29,9 @@ def read_variants(base, spec, out: Path) -> tuple[dict[str, list], dict[str, lis
 
     root = SweepDir(out)
     if not root.members_dir.is_dir():
-        raise PopulationError(
-            f"{out}: empty population (no {SweepDir.MEMBERS}/ folder): train it with the same "
-            "command without --summarize, or give the population's directory with --out"
-        )
+        raise PopulationError(f"{out}: empty population (no {SweepDir.MEMBERS}/ folder): train it "
+                              "with the same command without --summarize, or give the "
+                              "population's directory with --out")
     planned = expand_grid(base, spec)
     finished: dict[str, list] = {v: [] for v in spec.variants}
     skipped: dict[str, list[dict]] = {v: [] for v in spec.variants}
@@ -61,32 +54,21 @@ def read_variants(base, spec, out: Path) -> tuple[dict[str, list], dict[str, lis
                 f"variant {variant!r}: empty population: no finished member of "
                 f"{len(skipped[variant])} in {root.members_dir} ("
                 + ("none trained" if missing else ", ".join(states))
-                + "); train it (the same command without --summarize) or leave it out with "
-                "--only"
+                + "); train it (the same command without --summarize) or leave it out with --only"
             )
     return finished, skipped
 
 
 def summarize_population(
-    base,
-    spec,
-    out,
-    *,
-    jobs: int = 1,
-    analysis: bool = True,
-    fmt: str = "png",
-    window: int | None = None,
-    figures: bool = True,
-    paper_run=None,
+    base, spec, out, *, jobs: int = 1, analysis: bool = True, fmt: str = "png",
+    window: int | None = None, figures: bool = True, paper_run=None,
     log: Callable[[str], None] | None = None,
-) -> dict[str, dict]:
+) -> dict[str, dict]:  # fmt: skip
     """claims.json content per variant, written with claims.md and the figures to
     OUT/claims/<variant>/ (and OUT/claims/comparison/ for two or more variants). analysis:
     run analyze and compare-qk where a finished member lacks them (False: use what exists).
-    window: the robust final accuracy's window in steps (default ROBUST_WINDOW). figures:
-    False writes the JSON and markdown files only. paper_run: a run directory (the paper's
-    imported run) placed in every population (claims.json's `paper_run`, a claims.md
-    section)."""
+    window: the robust final accuracy's window (default ROBUST_WINDOW). figures: False writes
+    JSON and markdown only. paper_run: a run directory placed in every population."""
     from empirical.experiments.population.claims import population_claims
     from empirical.experiments.population.compare import compare_populations, write_comparison
     from empirical.experiments.population.prepare import existing_spike, prepare_members

@@ -1,16 +1,10 @@
-"""One run placed in its published population: per paper check this run's value, its percentile
-among the population's members and the population's verdict with its interval, so that a run
-in the population's tail is told so instead of contradicting the README.
+"""One run placed in its published population (docs/populations.md, "A single run in its
+population"): per paper check this run's value, its percentile among the members and the
+population's verdict, so that a run in the population's tail is told so. Published populations
+are claims.json files under docs/results/populations/<name>/; a run's is the one whose
+`config_fingerprint` equals its `population_fingerprint` (the most members where several do).
 
     section = population_section("runs/authors/seed0")   # "## This run in its population" ...
-    found = find_population(cfg)                         # (path, claims) or None
-    placed = place_run("runs/authors/seed0", claims)     # the numbers behind the section
-
-Published populations are claims.json files under docs/results/populations/<name>/ (written by
-`python -m empirical claims`, copied there when published). A run's population is the one whose
-`config_fingerprint` equals the run's `population_fingerprint`: the same config in everything
-but the seed, the name and how it was executed (empirical.experiments.population.members).
-When several match, the one with the most members is used.
 """
 
 from __future__ import annotations
@@ -43,8 +37,7 @@ def published_dir() -> Path:
 
 
 def _shown(path: Path) -> Path:
-    """`path` relative to the repository where it lies inside it (no machine paths in a
-    report)."""
+    """`path` relative to the repository where it lies inside it (no machine paths)."""
     try:
         return path.resolve().relative_to(repo_root())
     except ValueError:
@@ -107,12 +100,8 @@ def place_run(run_dir, claims: dict) -> list[dict]:
                     f"{'every member' if pctl in (0.0, 100.0) else 'nearly every member'} "
                     f"(percentile {pctl:.0f} of {n})")
         rows.append({
-            "claim": entry["claim"],
-            "kind": entry.get("kind", "paper"),
-            "outcome": outcome,
-            "value": value,
-            "quantity": quantity,
-            "percentile": pctl,
+            "claim": entry["claim"], "kind": entry.get("kind", "paper"), "outcome": outcome,
+            "value": value, "quantity": quantity, "percentile": pctl,
             "same_outcome": None if same is None else [same, len(measured)],
             "population": {k: entry.get(k) for k in ("holds", "of", "share", "ci95", "verdict")},
             "tail": tail,

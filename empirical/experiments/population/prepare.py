@@ -1,20 +1,11 @@
-"""What each member needs before its claims can be counted, done where it is missing: the
-analysis that paper_check_rows reads (analysis.json, `analyze` without the snapshot dynamics
-and without figures) and compare-qk across the first spike only (the snapshots between the
-last one before its jump and the first one after it).
+"""What each member needs before its claims can be counted, done where it is missing (outputs
+newer than the final model are kept): analysis.json as `analyze --no-dynamics --no-figures`
+writes it, and compare-qk across the first spike only (`compare_qk_spike1/`; a full
+`compare_qk/` with a `spike1` window is used as it is). Docs: docs/populations.md, "What each
+member needs". Each member is written under its writer lock; one another process writes is
+left out, with a note.
 
-    analysis, spike, notes = prepare_member(run_dir)   # one member (kept where up to date)
     prepare_members(members, jobs=4)                   # all of them, in 4 processes
-
-Outputs go where the commands put them: `analysis/analysis.json` (and summary.md) as
-`python -m empirical analyze RUN --no-dynamics --no-figures --first-spike-steps off
---second-spike-steps off` writes them, and `compare_qk_spike1/` (compare_qk.json, blocks.npz,
-summary.md) as `python -m empirical compare-qk RUN --steps ... --windows spike1=LO:HI
---no-one-step --no-figures --out RUN/compare_qk_spike1` does. An output newer than the
-member's final model is kept; a full `compare_qk/compare_qk.json` with a `spike1` window is
-used as it is. Each member's files are written under its writer lock (empirical.runs.lock): a
-member that another process writes (or that cannot be written here) is left out of the
-analysis, with a note.
 """
 
 from __future__ import annotations
@@ -34,9 +25,8 @@ from empirical.runs.rundir import RunDir
 
 def spike_window(summary: dict, snapshot_steps: list[int]) -> tuple[list[int], tuple] | str:
     """(snapshot steps to analyse, ("spike1", lo, hi)) for compare-qk across the first spike:
-    lo the last snapshot at or before its jump's start, hi the first at or after its end,
-    the steps every snapshot in [lo, hi) (each analysed with its successor: the updates that
-    make up the window). A string says why there is none."""
+    lo the last snapshot at or before its jump's start, hi the first at or after its end, the
+    steps every snapshot in [lo, hi). A string says why there is none."""
     rise = (summary.get("phases") or {}).get("first_spike")
     if not rise:
         return "no first spike detected"
@@ -141,12 +131,9 @@ def _worker_init() -> None:  # one torch thread per process: the processes share
 
 
 def prepare_members(
-    members: list[Member],
-    jobs: int = 1,
-    analysis: bool = True,
-    theory: bool = True,
+    members: list[Member], jobs: int = 1, analysis: bool = True, theory: bool = True,
     log: Callable[[str], None] | None = None,
-) -> None:
+) -> None:  # fmt: skip
     """Fill in each member's analysis, spike numbers and notes (prepare_member), in `jobs`
     processes (1: in this one)."""
     say = log or (lambda _text: None)

@@ -1,13 +1,7 @@
-"""What one run contributes to its population: per paper check the number behind it, the jump
-steps, the robust final accuracy, its late collapses, and the first spike's theory-vs-run
-cosines. Each is read from the run's summary.json, metrics.jsonl, analysis.json and
-compare-qk output; the claims themselves are judged by empirical.experiments.paper_checks alone.
-
-    claim_values(summary, analysis)    # {claim: (quantity, value)}, per paper_check_rows claim
-    robust_final(records)              # {set: {"acc", "n_evals", "n"}}: mean of the last 2 000
-    jump_steps(summary)                # {"first": 5401, "second": None}
-    collapses(records)                 # [{"set", "reached_step", "collapse_step", ...}]
-    spike_numbers(compare_qk_json)     # cosines of the first spike's update and their nulls
+"""What one run contributes to its population, read from its summary.json, metrics.jsonl,
+analysis.json and compare-qk output: per paper check the number behind it (`claim_values`),
+the jump steps, the robust final accuracy, its late collapses, and the first spike's
+theory-vs-run cosines (`spike_numbers`). The claims are judged by paper_checks alone.
 """
 
 from __future__ import annotations
@@ -85,10 +79,8 @@ def claim_values(summary: dict, analysis: dict | None) -> dict[str, tuple[str, f
 def robust_final(records: list[dict], sizes: dict | None = None,
                  window: int = ROBUST_WINDOW) -> dict[str, dict]:  # fmt: skip
     """Per evaluation set: the mean accuracy over the evaluations at steps s with
-    last - window < s <= last ("acc"), how many evaluations that is ("n_evals"), and the
-    fewest sequences any of them read ("n": its `eval_n`, else the set's size in `sizes`; the
-    evaluations share their sequences, so the mean is known no better than one evaluation's
-    worth of them)."""
+    last - window < s <= last ("acc"), how many ("n_evals"), and the fewest sequences any of
+    them read ("n": its `eval_n`, else the set's size in `sizes`)."""
     if not records:
         return {}
     last = records[-1]["step"]
@@ -99,15 +91,11 @@ def robust_final(records: list[dict], sizes: dict | None = None,
         for r in window_records:
             if name in r.get("acc", {}):
                 vals.append(r["acc"][name])
-                n = (r.get("eval_n") or {}).get(name, (sizes or {}).get(name))
-                ns.append(n)
+                ns.append((r.get("eval_n") or {}).get(name, (sizes or {}).get(name)))
         if vals:
             known = [n for n in ns if n]
-            out[name] = {
-                "acc": sum(vals) / len(vals),
-                "n_evals": len(vals),
-                "n": min(known) if known else None,
-            }
+            out[name] = {"acc": sum(vals) / len(vals), "n_evals": len(vals),
+                         "n": min(known) if known else None}  # fmt: skip
     return out
 
 
@@ -158,10 +146,9 @@ def collapses(records: list[dict], reached: float = REACHED,
 
 
 def spike_numbers(result: dict | None) -> dict | None:
-    """The first spike's theory-vs-run headline from a compare-qk result (compare_qk.json):
-    the cosine of G1 with the observed layer-2 QK update across the first spike (`diff`, the
-    headline frame, whole block and bar_v block) and its sign-randomised null (95%), as the
-    `spike1` window's means. None when the result has no spike1 window with an update."""
+    """From a compare-qk result (compare_qk.json): the `spike1` window's mean cosine of G1 with
+    the observed layer-2 QK update (`diff`, headline frame; whole and bar_v block) and its
+    sign-randomised null (95%). None when there is no spike1 window with an update."""
     if not result:
         return None
     window = (result.get("windows") or {}).get("spike1")
@@ -175,14 +162,9 @@ def spike_numbers(result: dict | None) -> dict | None:
         v = (d.get(sub) or {}).get("mean")
         return float(v) if v is not None and math.isfinite(v) else None
 
-    out = {
-        "frame": frame,
-        "updates": window["updates"],
-        "cos_whole": mean(cos, "all"),
-        "cos_barv": mean(cos, "barv_barv"),
-        "null_whole": mean(null, "all"),
-        "null_barv": mean(null, "barv_barv"),
-    }
+    out = {"frame": frame, "updates": window["updates"], "cos_whole": mean(cos, "all"),
+           "cos_barv": mean(cos, "barv_barv"), "null_whole": mean(null, "all"),
+           "null_barv": mean(null, "barv_barv")}  # fmt: skip
     return out if out["cos_whole"] is not None else None
 
 

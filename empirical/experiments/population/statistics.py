@@ -1,28 +1,11 @@
-"""The statistics of a population of runs: how often a claim holds, when a jump happens, and
-how sure each number is (scipy.stats where it has the statistic).
+"""The statistics of a population of runs (docs/populations.md, "Intervals"; scipy.stats where
+it has the statistic): Wilson intervals of shares, Kaplan-Meier survival of a jump (members
+without it right-censored at their last step), the log-rank and Fisher tests between
+populations, the multi-bootstrap over members and evaluation sequences (Sellam et al. 2022),
+mid-rank percentiles.
 
     share_interval(7, 8)                       # (0.529.., 0.977..): Wilson 95% of 7 of 8
     kaplan_meier([3400, None, 5600], [40000, 40000, 40000])   # Survival: S(t) with censoring
-    logrank([3400, 5600], [40000, 40000], [2100, 2200], [40000, 40000])  # {"pvalue": ...}
-    multi_bootstrap([0.99, 0.95, 0.80], sizes=[10000, 10000, 10000])  # mean and its interval
-    percentile_of([0.9, 0.95, 0.99], 0.99)     # 83.3..: mid-rank percentile
-    fisher_exact(8, 8, 5, 8)                   # two-sided p of 8/8 against 5/8
-
-- **Shares** (a claim holds in k of n members): the Wilson score interval
-  (`empirical.stats.accuracy_interval`, scipy's binomtest), good at k = 0 and k = n.
-- **Survival** of a jump (the share of members still before it at each step): the
-  Kaplan-Meier estimate (`scipy.stats.ecdf` on `CensoredData`); a member without the jump is
-  right-censored at its last evaluated step (it had not jumped by then; it might later).
-- **Two populations' jump steps**: the log-rank test (`scipy.stats.logrank`), censoring
-  included, so "their init learns 8/8, ours 5/8" is one p-value; **two populations' counts**
-  of a claim: Fisher's exact test (`scipy.stats.fisher_exact`).
-- **Continuous quantities** (an accuracy, a jump step, a cosine) over few members measured on
-  finite evaluation sets: the multi-bootstrap (Sellam et al. 2022, "The MultiBERTs"): each
-  draw resamples the members with replacement and, where the quantity is an accuracy on
-  `sizes[m]` sequences, that member's evaluation sequences too (a binomial draw of its
-  correct answers: the metrics hold accuracies, not answers per sequence); the interval is the
-  2.5-97.5% percentiles of the draws' means. It covers the seed (which members) and the
-  evaluation set (which sequences), not the machine (docs/populations.md).
 """
 
 from __future__ import annotations
@@ -73,14 +56,8 @@ class Survival:
         return next((s for s, v in zip(self.steps, self.survival, strict=True) if v <= 0.5), None)
 
     def to_dict(self) -> dict:
-        return {
-            "steps": self.steps,
-            "survival": [round(v, 6) for v in self.survival],
-            "n": self.n,
-            "events": self.events,
-            "censored": self.censored,
-            "median": self.median(),
-        }
+        return {"steps": self.steps, "survival": [round(v, 6) for v in self.survival], "n": self.n,
+                "events": self.events, "censored": self.censored, "median": self.median()}
 
 
 def _split(times: Sequence[int | None], last: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -108,21 +85,13 @@ def kaplan_meier(times: Sequence[int | None], last: Sequence[int]) -> Survival:
     from scipy.stats import ecdf
 
     sf = ecdf(_censored_data(events, censored)).sf
-    return Survival(
-        steps=[int(q) for q in sf.quantiles],
-        survival=[float(p) for p in sf.probabilities],
-        n=n,
-        events=len(events),
-        censored=sorted(censored),
-    )
+    return Survival(steps=[int(q) for q in sf.quantiles],
+                    survival=[float(p) for p in sf.probabilities], n=n, events=len(events),
+                    censored=sorted(censored))  # fmt: skip
 
 
-def logrank(
-    times_a: Sequence[int | None],
-    last_a: Sequence[int],
-    times_b: Sequence[int | None],
-    last_b: Sequence[int],
-) -> dict:
+def logrank(times_a: Sequence[int | None], last_a: Sequence[int], times_b: Sequence[int | None],
+            last_b: Sequence[int]) -> dict:  # fmt: skip
     """Log-rank test of two populations' event steps (two-sided): {"statistic", "pvalue",
     "events": [a, b], "n": [a, b]}; pvalue None when neither population has an event (no
     information to compare) or one is empty."""
@@ -131,11 +100,9 @@ def logrank(
     out = {
         "test": "log-rank (scipy.stats.logrank), two-sided; members without the event censored "
         "at their last evaluated step",
-        "events": [len(ea), len(eb)],
-        "n": [len(ea) + len(ca), len(eb) + len(cb)],
-        "statistic": None,
-        "pvalue": None,
-    }
+        "events": [len(ea), len(eb)], "n": [len(ea) + len(ca), len(eb) + len(cb)],
+        "statistic": None, "pvalue": None,
+    }  # fmt: skip
     if not (ea or eb) or not (ea or ca) or not (eb or cb):
         return out
     from scipy.stats import logrank as scipy_logrank
@@ -156,20 +123,14 @@ def fisher_exact(k_a: int, n_a: int, k_b: int, n_b: int) -> float | None:
 
 
 def multi_bootstrap(
-    values: Sequence[float | None],
-    sizes: Sequence[int | None] | None = None,
-    draws: int = BOOTSTRAP_DRAWS,
-    confidence: float = CONFIDENCE,
-    seed: int = BOOTSTRAP_SEED,
-) -> dict | None:
-    """Mean over members of a per-member quantity, with its multi-bootstrap interval.
-
-    `values[m]`: member m's value (None: not measured, left out). `sizes[m]`: the number of
-    evaluation sequences behind an accuracy (resampled too: a binomial draw), None for a
-    quantity without evaluation-set sampling (a step, a cosine of weights). Returns {"mean",
-    "ci95": [lo, hi], "n", "median", "min", "max", "resampled"} (None if no member has a
-    value); with one member only the sequences are resampled (and without sizes the interval
-    is the value itself)."""
+    values: Sequence[float | None], sizes: Sequence[int | None] | None = None,
+    draws: int = BOOTSTRAP_DRAWS, confidence: float = CONFIDENCE, seed: int = BOOTSTRAP_SEED,
+) -> dict | None:  # fmt: skip
+    """Mean over members of a per-member quantity with its multi-bootstrap interval: each draw
+    resamples the members and, where `sizes[m]` (evaluation sequences behind an accuracy) is
+    given, their sequences (a binomial draw). `values[m]` None: left out. Returns {"mean",
+    "ci95": [lo, hi], "n", "median", "min", "max", "resampled"}, or None if no member has a
+    value."""
     keep = [i for i, v in enumerate(values) if v is not None and math.isfinite(v)]
     if not keep:
         return None
@@ -194,14 +155,10 @@ def multi_bootstrap(
     lo, hi = np.quantile(means, [tail, 1 - tail])
     key = f"ci{round(100 * confidence):d}"
     return {
-        "mean": float(x.mean()),
-        key: [float(lo), float(hi)],
-        "n": n,
-        "median": float(np.median(x)),
-        "min": float(x.min()),
-        "max": float(x.max()),
+        "mean": float(x.mean()), key: [float(lo), float(hi)], "n": n,
+        "median": float(np.median(x)), "min": float(x.min()), "max": float(x.max()),
         "resampled": "members and evaluation sequences" if n_seq is not None else "members",
-    }
+    }  # fmt: skip
 
 
 def percentile_of(population: Sequence[float | None], value: float) -> float | None:

@@ -1,36 +1,13 @@
-"""Sweeps and grids on many machines: one job per batch of members, through submitit.
+"""Sweeps and grids on many machines: one job per batch of members, through submitit
+(docs/sweep.md, "Many machines"; the options and the executor: `executors`).
 
-    python -m empirical sweep --config C --executor slurm --slurm-partition gpu \\
-        --members-per-job 20 --gpus-per-job 1 --job-time 60
+    python -m empirical sweep --config C --executor slurm --slurm-partition gpu
     python -m empirical sweep --config C --summarize        # when the jobs have finished
-    python -m empirical sweep --config C --executor local --members-per-job 10   # this machine
 
-The submitting process plans exactly what the in-process runner would (`run_members`:
-finished members skipped, interrupted ones resumed from their checkpoint, the rest grouped
-into batches of at most N members with the same batch key and start step), writes the
-sweep's own files (sweep.toml; results.json, summary.md and the figure only when it
-summarizes), and submits one job per batch. A job (`train_job`, a module-level function, so
-submitit pickles it by reference) runs `run_members` on its members alone: it classifies them
-again (a member finished meanwhile is skipped), trains them as one batched model, and writes
-only their member directories (each checkpoint atomic, per member). Two jobs never write the
-same file: every member belongs to one job, the summary files to the submitter, and
-submitit's own files (jobs/<submission>/) are named by job id.
-
-A job takes the writer lock of each of its members (empirical.runs.lock: flock, released by
-the OS when the job dies) before it writes anything: that lock is the guard, so a member is
-never trained by two processes at once; a member whose lock another process holds is left
-to it (the job's `busy`). A job also claims its members with `running.json` in each member
-directory (job id, host, pid) and removes it when it ends: the claims tell a new submission
-which members a job may still be training (the submitter plans without taking the members'
-locks). A new submission skips members claimed by a job that may still run (a local job
-whose process is gone, or a SLURM job that `squeue` no longer lists, is not running) unless
-`force` is set; so re-submitting while jobs still run trains only the rest, and
-re-submitting after a job died resumes its members from their last checkpoint.
-
-The summary gathered afterwards (`--summarize`, or at once when the submitter waits for the
-jobs: always for the local executor, with `--wait` for SLURM) is the in-process run's: the
-same member directories, summarized by the same code. The options and the executor they
-make: empirical.experiments.sweep.executors.
+The submitter plans what `run_members` would and submits one job per batch (`train_job`,
+module-level so that submitit pickles it by reference); a job writes only its members'
+directories, under their writer locks, and claims them with `running.json` so that a new
+submission skips members a live job may still train (unless `force`).
 """
 
 from __future__ import annotations
@@ -61,11 +38,8 @@ def _job_id() -> str:
     for var in ("SLURM_ARRAY_JOB_ID", "SLURM_JOB_ID"):
         if os.environ.get(var):
             task = os.environ.get("SLURM_ARRAY_TASK_ID")
-            return (
-                f"{os.environ[var]}_{task}"
-                if var == "SLURM_ARRAY_JOB_ID" and task
-                else (os.environ[var])
-            )
+            array = var == "SLURM_ARRAY_JOB_ID" and task
+            return f"{os.environ[var]}_{task}" if array else os.environ[var]
     return f"local-{os.getpid()}"
 
 
@@ -86,11 +60,8 @@ def claim(run: RunDir, job_id: str) -> dict:
 def release(run: RunDir, info: dict) -> None:
     """Remove the member's running.json if it is still this job's claim."""
     current = read_claim(run)
-    if (
-        current is not None
-        and current.get("pid") == info["pid"]
-        and (current.get("host") == info["host"])
-    ):
+    same_pid = current is not None and current.get("pid") == info["pid"]
+    if same_pid and current.get("host") == info["host"]:
         run.running.unlink(missing_ok=True)
 
 
@@ -118,12 +89,8 @@ def _slurm_job_running(job_id: str) -> bool | None:
     if not shutil.which("squeue"):
         return None
     try:
-        out = subprocess.run(
-            ["squeue", "-h", "-j", str(job_id), "-o", "%T"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        out = subprocess.run(["squeue", "-h", "-j", str(job_id), "-o", "%T"],
+                             capture_output=True, text=True, timeout=30)  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0:  # an unknown (long finished) job id is an error for squeue
@@ -162,13 +129,9 @@ def _job_metric(name: str | None) -> Callable[[Member, dict], float] | None:
 
 
 def train_job(sweep_dir: str, members: list[Member], metric: str | None = None) -> dict:
-    """What one job runs: train these members (one batch of the plan) in their member
-    directories under sweep_dir, nothing else. Returns what it did (for the submitter).
-
-    The job holds the writer lock of each of its members (empirical.runs.lock), all taken
-    before it writes anything (its claims included); a member another process writes
-    (another job given it too, a `train --resume` of it) is left to that process: listed in
-    `busy`, never trained twice."""
+    """What one job runs: train these members (one batch of the plan) in their directories
+    under sweep_dir, nothing else; returns what it did. It holds each member's writer lock,
+    taken before it writes anything; a member another process writes is left to it (`busy`)."""
     out = SweepDir(sweep_dir)
     job_id = _job_id()
     with writer_locks([out.member(m.dirname) for m in members], skip_busy=True) as elsewhere:
@@ -178,30 +141,17 @@ def train_job(sweep_dir: str, members: list[Member], metric: str | None = None) 
         mine = [m for m in members if m.dirname not in busy]
         claims = [(out.member(m.dirname), claim(out.member(m.dirname), job_id)) for m in mine]
         try:
-            ran = run_members(
-                mine,
-                out,
-                max_batch=len(mine),
-                progress=False,
-                log=lambda text: print(text, flush=True),
-                metric=_job_metric(metric),
-                metric_name=metric or "",
-            )
+            ran = run_members(mine, out, max_batch=len(mine), progress=False,
+                              log=lambda text: print(text, flush=True),
+                              metric=_job_metric(metric), metric_name=metric or "")
         finally:
             for run, info in claims:
                 release(run, info)
     return {
-        "job_id": job_id,
-        "host": socket.gethostname(),
-        "members": [m.dirname for m in members],
-        "busy": busy,
-        "skipped": ran.skipped,
-        "resumed": ran.resumed,
-        "fresh": ran.fresh,
-        "stopped": ran.stopped,
-        "timings": ran.timings,
-        "stopped_early": ran.stopped_early,
-    }
+        "job_id": job_id, "host": socket.gethostname(), "members": [m.dirname for m in members],
+        "busy": busy, "skipped": ran.skipped, "resumed": ran.resumed, "fresh": ran.fresh,
+        "stopped": ran.stopped, "timings": ran.timings, "stopped_early": ran.stopped_early,
+    }  # fmt: skip
 
 
 # ------------------------------------------------------------------------------ submitting
@@ -224,30 +174,18 @@ class Submission:
 
 
 def submit_members(
-    members: list[Member],
-    out: SweepDir,
-    max_batch: int,
-    opts: ExecutorOptions,
-    *,
-    log: Callable[[str], None] = print,
-    metric: str | None = None,
-    name: str = "sweep",
-) -> Submission:
+    members: list[Member], out: SweepDir, max_batch: int, opts: ExecutorOptions, *,
+    log: Callable[[str], None] = print, metric: str | None = None, name: str = "sweep",
+) -> Submission:  # fmt: skip
     """Plan the members' batches (at most opts.members_per_job, and max_batch, members
     each), submit one job per batch, and wait for them when opts.waits."""
     require_submitit()
-    per_job = (
-        min(n for n in (opts.members_per_job, max_batch) if n)
-        if (opts.members_per_job or max_batch)
-        else 0
-    )
+    per_job = min((n for n in (opts.members_per_job, max_batch) if n), default=0)
     sub = Submission()
     busy = {} if opts.force else claimed_elsewhere(members, out)
     for dirname, job in busy.items():
-        log(
-            f"{dirname}: claimed by job {job}, which may still run "
-            f"({out.member(dirname).running}): not submitted; --force submits it anyway"
-        )
+        log(f"{dirname}: claimed by job {job}, which may still run "
+            f"({out.member(dirname).running}): not submitted; --force submits it anyway")
     todo = [m for m in members if m.dirname not in busy]
     plan = run_members(todo, out, per_job, train=False, log=log)
     sub.skipped, sub.stopped, sub.busy = plan.skipped, plan.stopped, busy
@@ -262,10 +200,8 @@ def submit_members(
     executor = make_executor(opts, sub.folder, name)
     target = str(out.path.resolve())
     with executor.batch():
-        jobs = [
-            executor.submit(train_job, target, [by_name[n] for n in batch], metric)
-            for batch in plan.batches
-        ]
+        jobs = [executor.submit(train_job, target, [by_name[n] for n in batch], metric)
+                for batch in plan.batches]
     sub.jobs = [str(j.job_id) for j in jobs]
     for job, batch in zip(jobs, plan.batches, strict=True):
         log(f"job {job.job_id}: {len(batch)} members: {', '.join(batch)}")
@@ -277,12 +213,8 @@ def submit_members(
 
 def claimed_elsewhere(members: list[Member], out: SweepDir) -> dict[str, str]:
     """{member: job id} of the members claimed by a job that may still be running."""
-    busy = {}
-    for m in members:
-        info = live_claim(out.member(m.dirname))
-        if info is not None:
-            busy[m.dirname] = str(info.get("job_id"))
-    return busy
+    claims = {m.dirname: live_claim(out.member(m.dirname)) for m in members}
+    return {name: str(info.get("job_id")) for name, info in claims.items() if info is not None}
 
 
 def _wait_for(jobs: list, sub: Submission, log: Callable[[str], None]) -> None:

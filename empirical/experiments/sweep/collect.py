@@ -1,5 +1,5 @@
-"""A sweep's results from its member directories: one row per member (its final evaluation,
-or its evaluation at a given step), summarized by empirical.experiments.sweep.results.summarize."""
+"""A sweep's results from its member directories: a row per member (its final evaluation, or
+its evaluation at a given step), summarized by empirical.experiments.sweep.results.summarize."""
 
 from __future__ import annotations
 
@@ -11,15 +11,8 @@ from empirical.stats import accuracy_intervals
 from empirical.train.summary import eval_set_sizes
 
 
-def collect_results(
-    members: list[Member],
-    spec: SweepSpec,
-    out: SweepDir,
-    metric: str,
-    title: str,
-    command,
-    at_step: int | None = None,
-) -> dict:
+def collect_results(members: list[Member], spec: SweepSpec, out: SweepDir, metric: str,
+                    title: str, command, at_step: int | None = None) -> dict:  # fmt: skip
     """The results of the finished members (their final evaluation), or with `at_step` of
     every member whose metrics.jsonl has an evaluation at that step (finished or not)."""
     rows, missing, stopped = [], [], {}
@@ -34,46 +27,29 @@ def collect_results(
             missing.append(m.dirname)
             continue
         rows.append(member_row(m, run, spec, metric, *found))
-    return summarize(
-        rows,
-        param=spec.param,
-        x_label=spec.x_label(),
-        metric=metric,
-        target=spec.target,
-        missing=missing,
-        title=title,
-        command=command,
-        stopped=stopped,
-    )
+    return summarize(rows, param=spec.param, x_label=spec.x_label(), metric=metric,
+                     target=spec.target, missing=missing, title=title, command=command,
+                     stopped=stopped)  # fmt: skip
 
 
-def member_row(
-    m: Member, run: RunDir, spec: SweepSpec, metric: str, step: int, acc: dict
-) -> dict:
-    """One member's row of results.json: its metric (and the secondary ones) at the
-    evaluation `step` with accuracies `acc`, with binomial intervals where the sets' sizes
-    are known."""
+def member_row(m: Member, run: RunDir, spec: SweepSpec, metric: str, step: int, acc: dict) -> dict:
+    """One member's row of results.json: its metric (and the secondary ones) at evaluation
+    `step` with accuracies `acc`, with binomial intervals where the sets' sizes are known."""
     weights = MetricWeights(m.cfg)
     try:
         intervals = accuracy_intervals(acc, _set_sizes(run))
     except ImportError:  # no scipy: accuracies without their intervals
         intervals = {}
     row = {
-        "member": m.dirname,
-        "value": m.value,
-        "x": spec.x_value(m.value),
-        "seed": m.seed,
-        "final_step": step,
-        "metric": metric_value(metric, acc, weights),
+        "member": m.dirname, "value": m.value, "x": spec.x_value(m.value), "seed": m.seed,
+        "final_step": step, "metric": metric_value(metric, acc, weights),
         "aux": {a: metric_value(a, acc, weights) for a in aux_metrics(metric)},
-        "pair_weight": weights.pair,
-        "final_acc": acc,
+        "pair_weight": weights.pair, "final_acc": acc,
         "final_ci": intervals,  # per set: n, correct, binomial (Wilson) 95% interval
-    }
+    }  # fmt: skip
     if metric in intervals:  # the metric is one evaluation set: its interval
         got = intervals[metric]
-        row |= {"metric_n": got["n"], "metric_correct": got["correct"]}
-        row["metric_ci"] = got["ci95"]
+        row |= {"metric_n": got["n"], "metric_correct": got["correct"], "metric_ci": got["ci95"]}
     return row
 
 

@@ -58,10 +58,8 @@ def require_submitit():
     try:
         import submitit
     except ImportError:
-        raise UsageError(
-            "--executor needs submitit, an optional dependency: pip install -e '.[cluster]' "
-            "(or pip install submitit)"
-        ) from None
+        raise UsageError("--executor needs submitit, an optional dependency: pip install -e "
+                         "'.[cluster]' (or pip install submitit)") from None
     return submitit
 
 
@@ -69,10 +67,8 @@ def check_slurm() -> None:
     """A UsageError unless SLURM's commands are on this machine's PATH."""
     missing = [c for c in ("sbatch", "srun") if not shutil.which(c)]
     if missing:
-        raise UsageError(
-            f"--executor slurm: {' and '.join(missing)} not found: submit from a SLURM login "
-            "node (or use --executor local on this machine)"
-        )
+        raise UsageError(f"--executor slurm: {' and '.join(missing)} not found: submit from a "
+                         "SLURM login node (or use --executor local on this machine)")
 
 
 def _local_gpus() -> int:
@@ -96,13 +92,10 @@ def make_executor(opts: ExecutorOptions, folder: Path, name: str = "sweep"):
     except RuntimeError as exc:  # submitit: no srun
         raise UsageError(f"--executor slurm: {exc}") from None
     params: dict[str, Any] = {
-        "name": name,
-        "timeout_min": opts.time_min,
-        "nodes": 1,
-        "tasks_per_node": 1,
+        "name": name, "timeout_min": opts.time_min, "nodes": 1, "tasks_per_node": 1,
         "cpus_per_task": opts.cpus_per_job,
         "gpus_per_node": 1 if opts.gpus_per_job is None else opts.gpus_per_job,
-    }
+    }  # fmt: skip
     if opts.partition:
         params["slurm_partition"] = opts.partition
     if opts.mem_gb:

@@ -41,7 +41,6 @@ def plot_sweep(results: dict, path: Path | None = None, *, fmt: str | None = Non
     `path` (png, pdf or svg: the suffix, or `fmt`) and closes it when a path is given."""
     import matplotlib.pyplot as plt
 
-
     blue, others = OKABE_ITO["blue"], ["orange", "green", "vermillion", "purple", "sky"]
     points = results["points"]
     xs = [p["x"] for p in points]

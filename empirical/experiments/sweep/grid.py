@@ -1,21 +1,14 @@
-"""Many named configs x seeds trained at once: the exploration tool behind issue #5's search.
-
-A grid config is a run config plus a `[grid]` table of named variants, each a list of
-run-config overrides applied to the base:
+"""Many named configs x seeds trained at once (docs/sweep.md, "Grids"): a run config plus a
+`[grid]` table of named variants, each a list of run-config overrides; every (variant, seed)
+is a member, trained as in a sweep. The results (every set's final accuracy per member and per
+variant, the spikes, the first step at which every set reached the target) go to `grid.json`,
+`grid.md` and a heat map `grid.png`.
 
     [grid]
     seeds = [0, 1]
-    max_batch = 0
     [grid.variants]
     spec = []
     disjoint_wd01 = ['task.r2=["b", "c"]', "train.weight_decay=0.1"]
-
-Every (variant, seed) is a member, trained as in a sweep (`train_batch`: members that share
-the architecture and the [train] settings other than lr and weight decay share one batched
-model; each member directory is a standard run directory; a second call skips finished
-members and resumes the rest). The results are every evaluation set's final accuracy per
-member and per variant (mean, min and max over seeds), the first step at which every set
-reached the target, in `grid.json`, `grid.md` and a heatmap `grid.png`.
 """
 
 from __future__ import annotations
@@ -31,12 +24,7 @@ from typing import Any
 from empirical.analysis.phases import detect_phases
 from empirical.analysis.set_timeline import set_timeline
 from empirical.config.field_types import MUST, integer, number
-from empirical.config.io import (
-    ConfigError,
-    atomic_write_bytes,
-    config_class,
-    from_dict,
-)
+from empirical.config.io import ConfigError, atomic_write_bytes, config_class, from_dict
 from empirical.config.run import RunConfig
 from empirical.experiments.sweep.spec import Member, expand_variants, load_config_with_table
 from empirical.runs.rundir import SweepDir
@@ -61,9 +49,8 @@ class GridSpec:
             raise ConfigError("grid.variants: give at least one variant (name = [overrides])")
         for name, overrides in self.variants.items():
             if not _NAME.match(name):
-                raise ConfigError(
-                    f"grid.variants: name {name!r}: use letters, digits, '_', '.', '+', '-'"
-                )
+                raise ConfigError(f"grid.variants: name {name!r}: use letters, digits, '_', '.', "
+                                  "'+', '-'")
             if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
                 raise ConfigError(
                     f"grid.variants.{name} = {overrides!r} must be a list of override strings "
@@ -91,21 +78,14 @@ def expand_grid(base: RunConfig, spec: GridSpec) -> list[Member]:
 
 
 def run_grid(
-    base: RunConfig,
-    spec: GridSpec,
-    out_dir: str | Path,
-    *,
-    progress: bool = True,
-    log: Callable[[str], None] | None = print,
-    train: bool = True,
-    executor=None,
-) -> dict:
+    base: RunConfig, spec: GridSpec, out_dir: str | Path, *, progress: bool = True,
+    log: Callable[[str], None] | None = print, train: bool = True, executor=None,
+) -> dict:  # fmt: skip
     """Train every unfinished member, then write grid.json, grid.md and grid.png.
     train=False: only (re)write them from the member directories. executor
     (cluster.ExecutorOptions): train each batch as a job; the files are written when the jobs
-    are waited for (else: {} is returned; gather them later with train=False). The grid
-    directory's files are written under its writer lock, the members' under theirs
-    (runner.sweep_dir_lock, runner.run_members)."""
+    are waited for (else {} is returned: gather them later with train=False). Writes under
+    the grid directory's writer lock and the members' (runner.sweep_dir_lock, run_members)."""
     from empirical.experiments.sweep.runner import sweep_dir_lock
 
     out = SweepDir(out_dir)
@@ -115,15 +95,9 @@ def run_grid(
 
 
 def _run_grid(
-    base: RunConfig,
-    spec: GridSpec,
-    out: SweepDir,
-    *,
-    progress: bool,
-    log: Callable[[str], None] | None,
-    train: bool,
-    executor,
-) -> dict:
+    base: RunConfig, spec: GridSpec, out: SweepDir, *, progress: bool,
+    log: Callable[[str], None] | None, train: bool, executor,
+) -> dict:  # fmt: skip
     from empirical.experiments.sweep.runner import run_members
 
     say = log or (lambda _text: None)
@@ -133,11 +107,9 @@ def _run_grid(
 
     def announce(plan) -> None:  # every member directory is checked by now
         out.path.mkdir(parents=True, exist_ok=True)
-        say(
-            f"grid {base.name}: {len(spec.variants)} variants x {len(spec.seeds)} seeds = "
+        say(f"grid {base.name}: {len(spec.variants)} variants x {len(spec.seeds)} seeds = "
             f"{len(members)} members in {out}; {len(plan.skipped) + len(plan.stopped)} done "
-            f"or stopped, {len(plan.batches)} batch(es) to train"
-        )
+            f"or stopped, {len(plan.batches)} batch(es) to train")
 
     if not train or executor is not None:
         plan = run_members(members, out, spec.max_batch, log=say, train=False)
@@ -151,24 +123,17 @@ def _run_grid(
                 name=base.name,
             )  # fmt: skip
             if not sub.waited:
-                say(
-                    "when the jobs have finished, gather the tables: the same command with "
-                    "--summarize instead of --executor"
-                )
+                say("when the jobs have finished, gather the tables: the same command with "
+                    "--summarize instead of --executor")
                 return {}
             timings = sub.timings
             failed = sub.failed
         else:
             timings = run_members(
-                members,
-                out,
-                spec.max_batch,
-                progress=progress,
-                log=say,
-                metric=lambda _m, acc: min(acc.values()),
-                metric_name="lowest set",
+                members, out, spec.max_batch, progress=progress, log=say,
+                metric=lambda _m, acc: min(acc.values()), metric_name="lowest set",
                 announce=announce,
-            ).timings
+            ).timings  # fmt: skip
     elif not out.members_dir.exists():
         return {}
     elif out.grid_json.exists():  # --summarize keeps the timings of the run that trained
@@ -195,21 +160,17 @@ def collect_grid(members: list[Member], spec: GridSpec, out_dir: Path) -> dict:
         records = run.read_metrics()
         last = records[-1] if records else None
         phases = detect_phases(records).to_dict() if records else {}
-        rows.append(
-            {
-                "member": m.dirname,
-                "variant": m.value,
-                "seed": m.seed,
-                "step": last["step"] if last else 0,
-                "finished": bool(last) and last["step"] == m.cfg.train.steps and stop is None,
-                "stopped": stop["reason"] if stop else None,
-                "final_acc": last["acc"] if last else {},
-                "first_step_all_above_target": first_step_all_above(records, spec.target),
-                "first_spike": _jump(phases.get("first_spike")),
-                "second_spike": _jump(phases.get("second_spike")),
-                "first_90": {name: t["first_90"] for name, t in set_timeline(records).items()},
-            }
-        )
+        rows.append({
+            "member": m.dirname, "variant": m.value, "seed": m.seed,
+            "step": last["step"] if last else 0,
+            "finished": bool(last) and last["step"] == m.cfg.train.steps and stop is None,
+            "stopped": stop["reason"] if stop else None,
+            "final_acc": last["acc"] if last else {},
+            "first_step_all_above_target": first_step_all_above(records, spec.target),
+            "first_spike": _jump(phases.get("first_spike")),
+            "second_spike": _jump(phases.get("second_spike")),
+            "first_90": {name: t["first_90"] for name, t in set_timeline(records).items()},
+        })  # fmt: skip
     sets = sorted({k for r in rows for k in r["final_acc"]}, key=_set_order)
     variants = []
     for name, overrides in spec.variants.items():
@@ -219,29 +180,19 @@ def collect_grid(members: list[Member], spec: GridSpec, out_dir: Path) -> dict:
             vals = [r["final_acc"][s] for r in mine if s in r["final_acc"]]
             if vals:
                 acc[s] = {"mean": sum(vals) / len(vals), "min": min(vals), "max": max(vals)}
-        variants.append(
-            {
-                "variant": name,
-                "overrides": overrides,
-                "members": [r["member"] for r in mine],
-                "steps": sorted({r["step"] for r in mine}),
-                "acc": acc,
-                "min_set_mean": min((a["mean"] for a in acc.values()), default=math.nan),
-                "first_spike": _spread([r["first_spike"] for r in mine]),
-                "second_spike": _spread([r["second_spike"] for r in mine]),
-                "first_90": {
-                    s: _spread([r.get("first_90", {}).get(s) for r in mine]) for s in sets
-                },
-            }
-        )
+        variants.append({
+            "variant": name, "overrides": overrides, "members": [r["member"] for r in mine],
+            "steps": sorted({r["step"] for r in mine}), "acc": acc,
+            "min_set_mean": min((a["mean"] for a in acc.values()), default=math.nan),
+            "first_spike": _spread([r["first_spike"] for r in mine]),
+            "second_spike": _spread([r["second_spike"] for r in mine]),
+            "first_90": {s: _spread([r.get("first_90", {}).get(s) for r in mine]) for s in sets},
+        })  # fmt: skip
     return {
         "name": members[0].cfg.name.split(".")[0] if members else "grid",
-        "target": spec.target,
-        "seeds": spec.seeds,
-        "sets": sets,
-        "variants": variants,
+        "target": spec.target, "seeds": spec.seeds, "sets": sets, "variants": variants,
         "members": rows,
-    }
+    }  # fmt: skip
 
 
 def _jump(rise: dict | None) -> int | None:
@@ -288,14 +239,12 @@ def _pct(x: float) -> str:
 def grid_markdown(results: dict) -> str:
     sets = results["sets"]
     lines = [
-        f"# Grid: final accuracy (%) per evaluation set, mean over seeds {results['seeds']}",
-        "",
+        f"# Grid: final accuracy (%) per evaluation set, mean over seeds {results['seeds']}", "",
         "min over seeds in parentheses; 'all >= target' is each member's first evaluated step "
-        f"with every set >= {100 * results['target']:g}%.",
-        "",
+        f"with every set >= {100 * results['target']:g}%.", "",
         "| variant | steps | " + " | ".join(sets) + " | all >= target |",
         "| --- | --- | " + " | ".join("---" for _ in sets) + " | --- |",
-    ]
+    ]  # fmt: skip
     by_variant = {}
     for r in results["members"]:
         by_variant.setdefault(r["variant"], []).append(r)
@@ -306,27 +255,22 @@ def grid_markdown(results: dict) -> str:
             cells.append("-" if a is None else f"{_pct(a['mean'])} ({_pct(a['min'])})")
         firsts = [str(r["first_step_all_above_target"]) for r in by_variant.get(v["variant"], [])]
         steps = ",".join(map(str, v["steps"])) or "0"
-        lines.append(
-            f"| {v['variant']} | {steps} | " + " | ".join(cells) + f" | {', '.join(firsts)} |"
-        )
+        lines.append(f"| {v['variant']} | {steps} | " + " | ".join(cells)
+                     + f" | {', '.join(firsts)} |")
     lines += [
-        "",
-        "## Phase changes (empirical.analysis.phases): step each spike's largest jump ends at",
-        "",
-        "| variant | first spike: mean (sd) [min-max], members with one | second spike |",
+        "", "## Phase changes (empirical.analysis.phases): step each spike's largest jump ends at",
+        "", "| variant | first spike: mean (sd) [min-max], members with one | second spike |",
         "| --- | --- | --- |",
-    ]
+    ]  # fmt: skip
     for v in results["variants"]:
         cells = [_spread_text(v.get(key) or {}) for key in ("first_spike", "second_spike")]
         lines.append(f"| {v['variant']} | {cells[0]} | {cells[1]} |")
     lines += [
-        "",
-        "## First evaluated step at >= 90% per set (summary.json's set_timeline):",
-        "median over the members that reached it [min-max], members that reached it",
-        "",
+        "", "## First evaluated step at >= 90% per set (summary.json's set_timeline):",
+        "median over the members that reached it [min-max], members that reached it", "",
         "| variant | " + " | ".join(sets) + " |",
         "| --- | " + " | ".join("---" for _ in sets) + " |",
-    ]
+    ]  # fmt: skip
     for v in results["variants"]:
         firsts = v.get("first_90") or {}
         cells = [_median_text(firsts.get(s) or {}) for s in sets]
@@ -351,35 +295,23 @@ def plot_grid(results: dict, path: Path | None = None, *, fmt: str | None = None
     from empirical.analysis.figures import save_figure
 
     sets, variants = results["sets"], results["variants"]
-    data = np.array(
-        [[v["acc"].get(s, {}).get("mean", np.nan) * 100 for s in sets] for v in variants]
-    )
-    fig, ax = plt.subplots(
-        figsize=(3.5 + 0.9 * len(sets), 3.0 + 0.45 * len(variants)), layout="constrained"
-    )
+    data = np.array([[v["acc"].get(s, {}).get("mean", np.nan) * 100 for s in sets]
+                     for v in variants])
+    fig, ax = plt.subplots(figsize=(3.5 + 0.9 * len(sets), 3.0 + 0.45 * len(variants)),
+                           layout="constrained")
     im = ax.imshow(data, vmin=0, vmax=100, cmap="viridis", aspect="auto")
     ax.set_xticks(range(len(sets)), sets, rotation=45, ha="right")
     ax.set_yticks(range(len(variants)), [v["variant"] for v in variants])
     for i in range(len(variants)):
         for j in range(len(sets)):
             if not np.isnan(data[i, j]):
-                ax.text(
-                    j,
-                    i,
-                    f"{data[i, j]:.1f}",
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                    color="white" if data[i, j] < 60 else "black",
-                )
+                ax.text(j, i, f"{data[i, j]:.1f}", ha="center", va="center", fontsize=8,
+                        color="white" if data[i, j] < 60 else "black")
     ax.set_xlabel("evaluation set")
     ax.set_ylabel("variant")
     steps = sorted({r["step"] for r in results["members"]})
-    ax.set_title(
-        f"{results.get('name', 'grid')}: final accuracy (%) per evaluation set,\nmean over "
-        f"seeds {results['seeds']} (step {', '.join(map(str, steps))})",
-        fontsize=10,
-    )
+    ax.set_title(f"{results.get('name', 'grid')}: final accuracy (%) per evaluation set,\nmean "
+                 f"over seeds {results['seeds']} (step {', '.join(map(str, steps))})", fontsize=10)
     fig.colorbar(im, ax=ax, label="accuracy (%)")
     return save_figure(fig, path, fmt)
 

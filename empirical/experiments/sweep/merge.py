@@ -1,12 +1,9 @@
-"""One sweep's results from several `results.json` files: seeds (or values) of the same sweep
-trained on different machines or in different calls (e.g. seed 0 on one GPU, seeds 1-2 on
-another), pooled as if they had been one sweep.
+"""One sweep's results from several `results.json` files (seeds or values trained apart), pooled
+as if they had been one sweep and summarised again from the members' rows (docs/sweep.md,
+"Seeds trained apart: `--merge`").
 
     python -m empirical sweep --merge A/results.json B/results.json --out DIR
-
-The files must agree on what was swept and measured (param, metric, target) and must not
-share a member; the merged results are summarised again from the members' own rows
-(`results.summarize`: means, pooled binomial intervals, per-seed thresholds)."""
+"""
 
 from __future__ import annotations
 
@@ -68,16 +65,11 @@ def merge_results(paths: list[Path]) -> dict:
     for part in parts:
         stopped.update(part.get("stopped_members") or {})
     return summarize(
-        rows,
-        param=first["param"],
-        x_label=first.get("x_label", first["param"]),
-        metric=first["metric"],
-        target=first["target"],
-        missing=[m for part in parts for m in part.get("missing_members", [])],
-        title=title,
-        command="; ".join(str(part.get("command")) for part in parts),
-        stopped=stopped,
-    ) | {"merged_from": [str(p) for p in paths]}
+        rows, param=first["param"], x_label=first.get("x_label", first["param"]),
+        metric=first["metric"], target=first["target"],
+        missing=[m for part in parts for m in part.get("missing_members", [])], title=title,
+        command="; ".join(str(part.get("command")) for part in parts), stopped=stopped,
+    ) | {"merged_from": [str(p) for p in paths]}  # fmt: skip
 
 
 def figure_name(results: dict) -> str:

@@ -1,22 +1,8 @@
-"""The metric a sweep plots and thresholds, from one evaluation record.
-
-Metrics (`metric_value(name, acc, cfg)`): any evaluation-set name (`0var/ind`, `2var/var`,
-..., and the exact Figure-3 sets `fig3/2var_union`, `fig3/0var_held_out`, which a sweep adds
-to its members' task.extra_eval_sets: `with_metric_sets`) or a derived accuracy over several
-sets of one kind k in {0var, 1var, 2var}:
-
-    k/all_pairs  (1 - w) acc(k/ind) + w acc(k/pair): a uniformly random ordered value pair,
-                 variables at trained positions; w = share of the p^2 ordered pairs (x, y)
-                 held out for this member (0 when nothing is held out)
-    k/all        0var: = 0var/all_pairs (every 0-var sequence). 1var, 2var: (1 - f) all_pairs
-                 of (ind, pair) + f all_pairs of (var, both), f = share of the variable-operand
-                 configurations that put a restricted variable at a restricted position
-                 (1var: (|R1| + |R2|) / 2K; 2var: ordered variable pairs (u, v) with u in R1
-                 or v in R2, among all allowed ones): every sequence of the kind
-    k/mean       unweighted mean of the evaluation sets of kind k that exist
-    all/mean     unweighted mean of every evaluation set
-    auto         0var/all for a held-out-fraction / pair-fraction sweep, 2var/all for a
-                 task.ratio_2var_to_0var sweep, all/mean otherwise
+"""The metric a sweep plots and thresholds, from one evaluation record (`metric_value`): an
+evaluation-set name (the exact Figure-3 sets `fig3/...` are added to the members'
+task.extra_eval_sets: `with_metric_sets`) or a derived accuracy `k/all_pairs`, `k/all`,
+`k/mean` (k in 0var, 1var, 2var), `all/mean` or `auto`; their definitions: docs/sweep.md,
+"Metrics".
 """
 
 from __future__ import annotations
@@ -117,7 +103,7 @@ def _combine(acc: dict, parts: list[tuple[str, float]]) -> float:
 
 
 def metric_value(name: str, acc: dict, weights: MetricWeights) -> float:
-    """The value of metric `name` (see the module docstring) from one evaluation record."""
+    """The value of metric `name` (the module docstring) from one evaluation record."""
     if name in acc:
         return float(acc[name])
     if name == "all/mean":
@@ -131,15 +117,8 @@ def metric_value(name: str, acc: dict, weights: MetricWeights) -> float:
         return _combine(acc, [(f"{kind}/ind", 1 - w), (f"{kind}/pair", w)])
     if what == "all":
         f = weights.restricted[kind]
-        return _combine(
-            acc,
-            [
-                (f"{kind}/ind", (1 - f) * (1 - w)),
-                (f"{kind}/pair", (1 - f) * w),
-                (f"{kind}/var", f * (1 - w)),
-                (f"{kind}/both", f * w),
-            ],
-        )
+        return _combine(acc, [(f"{kind}/ind", (1 - f) * (1 - w)), (f"{kind}/pair", (1 - f) * w),
+                              (f"{kind}/var", f * (1 - w)), (f"{kind}/both", f * w)])
     return math.nan
 
 

@@ -1,21 +1,10 @@
 """A parameter sweep (Figure 3): one run-config field swept over values, every value trained
-for each seed, and the metric against the swept value summarized with its threshold.
+for each seed (the grid whose variants are `param=value`, trained by runner.run_members or as
+jobs), and the metric against the swept value summarized with its threshold. The sweep
+directory: docs/sweep.md, "Outputs".
 
     base, spec = load_sweep_config("configs/sweep_pairs.toml")
     outcome = run_sweep(base, spec, "runs/sweep/sweep_pairs")
-
-A sweep is the grid whose variants are `param=value` for each swept value
-(spec.expand_variants): its members are trained by the one runner of members
-(empirical.experiments.sweep.runner.run_members), or as jobs
-(empirical.experiments.sweep.cluster); `run_sweep` and `grid.run_grid` differ only in what
-they summarize.
-
-Sweep directory:
-    sweep.toml              the resolved sweep (base run config + [sweep] table)
-    members/<param>=<value>_seed<s>/   one standard run directory per member (see trainer.py)
-    results.json            per member and per swept value (mean, std, min, max), threshold
-    summary.md              the same as a table, with the threshold sentence and the figure
-    <name>.png              the Figure-3 panel: metric vs swept value, band over seeds
 """
 
 from __future__ import annotations
@@ -39,7 +28,7 @@ from empirical.experiments.sweep.metrics import (
 from empirical.experiments.sweep.results import write_results
 from empirical.experiments.sweep.runner import RunOutcome, run_members, sweep_dir_lock
 from empirical.experiments.sweep.spec import Member, SweepSpec, expand_members, sweep_to_toml
-from empirical.experiments.sweep.summary_md import threshold_sentence
+from empirical.experiments.sweep.summary_md import fmt_x, threshold_sentence
 from empirical.runs.rundir import SweepDir
 
 
@@ -62,29 +51,17 @@ def default_sweep_dir(base: RunConfig) -> Path:
 
 
 def run_sweep(
-    base: RunConfig,
-    spec: SweepSpec,
-    sweep_dir: str | Path | None = None,
-    *,
-    progress: bool = True,
-    log: Callable[[str], None] | None = print,
-    stop_at: int | None = None,
-    train: bool = True,
-    command: str | None = None,
-    executor=None,
-    at_step: int | None = None,
-) -> SweepOutcome:
+    base: RunConfig, spec: SweepSpec, sweep_dir: str | Path | None = None, *,
+    progress: bool = True, log: Callable[[str], None] | None = print, stop_at: int | None = None,
+    train: bool = True, command: str | None = None, executor=None, at_step: int | None = None,
+) -> SweepOutcome:  # fmt: skip
     """Train every unfinished member (batched), then write results.json, summary.md and the
     figure. stop_at: each batch ends after that step (tests: as if killed there).
-    train=False: only (re)write the summary from the finished members; with `at_step`, a
-    summary of every member's evaluation at that step instead (results_step_NNNNNN.json,
-    summary_step_NNNNNN.md, NAME_step_NNNNNN.png; members still training included).
-    executor (cluster.ExecutorOptions): train each batch as a job instead; the summary is
-    written when the jobs are waited for (else later, with train=False).
-
-    The sweep directory's own files are written under its writer lock (sweep_dir_lock); the
-    member directories under theirs (run_members; a member another process writes is left
-    to it and missing from the summary)."""
+    train=False: only (re)write the summary from the finished members; with `at_step`, of
+    every member's evaluation at that step (results_step_NNNNNN.json, summary_step_NNNNNN.md,
+    NAME_step_NNNNNN.png). executor (cluster.ExecutorOptions): train each batch as a job; the
+    summary is written when the jobs are waited for (else later, with train=False). Writes
+    under the sweep directory's writer lock (sweep_dir_lock) and the members' (run_members)."""
     if at_step is not None and train:
         raise ValueError("at_step summarizes an earlier evaluation: only with train=False")
     out = SweepDir(sweep_dir if sweep_dir is not None else default_sweep_dir(base))
@@ -96,18 +73,10 @@ def run_sweep(
 
 
 def _run_sweep(
-    base: RunConfig,
-    spec: SweepSpec,
-    out: SweepDir,
-    *,
-    progress: bool,
-    log: Callable[[str], None] | None,
-    stop_at: int | None,
-    train: bool,
-    command: str | None,
-    executor,
-    at_step: int | None,
-) -> SweepOutcome:
+    base: RunConfig, spec: SweepSpec, out: SweepDir, *, progress: bool,
+    log: Callable[[str], None] | None, stop_at: int | None, train: bool, command: str | None,
+    executor, at_step: int | None,
+) -> SweepOutcome:  # fmt: skip
     say = log or (lambda _text: None)
     metric = resolve_metric(spec.metric, spec.param)
     with_sets = with_metric_sets(base, metric)
@@ -121,15 +90,12 @@ def _run_sweep(
         ran = run_members(members, out, spec.max_batch, log=say, train=False)
     elif executor is not None:
         announce(run_members(members, out, spec.max_batch, log=say, train=False))
-        sub = submit_members(
-            members, out, spec.max_batch, executor, log=say, metric=metric, name=base.name
-        )
+        sub = submit_members(members, out, spec.max_batch, executor, log=say, metric=metric,
+                             name=base.name)  # fmt: skip
         ran = RunOutcome(sub.skipped, sub.stopped, sub.resumed, sub.fresh, sub.batches)
         if not sub.waited:
-            say(
-                "when the jobs have finished, gather the summary: the same command with "
-                "--summarize instead of --executor"
-            )
+            say("when the jobs have finished, gather the summary: the same command with "
+                "--summarize instead of --executor")
             return SweepOutcome(
                 out.path, {}, ran.skipped, ran.stopped, ran.resumed, ran.fresh, ran.batches,
                 submission=sub,
@@ -152,40 +118,27 @@ def _run_sweep(
 
 
 def _announcer(
-    base: RunConfig,
-    spec: SweepSpec,
-    out: SweepDir,
-    members: list[Member],
-    metric: str,
+    base: RunConfig, spec: SweepSpec, out: SweepDir, members: list[Member], metric: str,
     say: Callable[[str], None],
-) -> Callable[[RunOutcome], None]:
+) -> Callable[[RunOutcome], None]:  # fmt: skip
     """What the sweep does once every member directory is checked (the plan) and before
     anything trains: sweep.toml written, the plan said."""
 
     def announce(plan: RunOutcome) -> None:
         out.path.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(out.sweep_toml, sweep_to_toml(base, spec).encode())
-        say(
-            f"sweep {base.name}: {len(members)} members ({len(spec.values)} values x "
+        say(f"sweep {base.name}: {len(members)} members ({len(spec.values)} values x "
             f"{len(spec.seeds)} seeds) in {out}: {len(plan.skipped)} finished "
             f"(skipped), {len(plan.resumed)} resuming, {len(plan.fresh)} new; "
-            f"{len(plan.batches)} batch(es); metric {metric}"
-        )
+            f"{len(plan.batches)} batch(es); metric {metric}")
 
     return announce
 
 
 def _summarize(
-    base: RunConfig,
-    spec: SweepSpec,
-    members: list[Member],
-    out: SweepDir,
-    metric: str,
-    command: str | None,
-    train: bool,
-    at_step: int | None,
-    say: Callable[[str], None],
-) -> dict:
+    base: RunConfig, spec: SweepSpec, members: list[Member], out: SweepDir, metric: str,
+    command: str | None, train: bool, at_step: int | None, say: Callable[[str], None],
+) -> dict:  # fmt: skip
     """The sweep's results from its member directories, written as results.json, summary.md
     and the figure when the sweep trained or has members (a summary keeps the command that
     trained the sweep)."""
@@ -206,9 +159,7 @@ def _summarize(
 
 
 def _short_label(m: Member, spec: SweepSpec) -> str:
-    x = spec.x_value(m.value)
-    text = f"{x:g}" if isinstance(x, float) else str(x)
-    return f"{text}/s{m.seed}"
+    return f"{fmt_x(spec.x_value(m.value))}/s{m.seed}"
 
 
 def _title(spec: SweepSpec, metric: str, base: RunConfig, at_step: int | None = None) -> str:
@@ -220,7 +171,5 @@ def _title(spec: SweepSpec, metric: str, base: RunConfig, at_step: int | None = 
         when = f"at step {at_step} of {base.train.steps}"
         accuracy = what.get(kind, "accuracy")
     seeds = f"{len(spec.seeds)} seed{'s' if len(spec.seeds) != 1 else ''}"
-    return (
-        f"{base.name}: {accuracy} ({metric}) {when}\n"
-        f"vs {spec.short_name} (p = {base.task.p}, {seeds})"
-    )
+    return (f"{base.name}: {accuracy} ({metric}) {when}\n"
+            f"vs {spec.short_name} (p = {base.task.p}, {seeds})")

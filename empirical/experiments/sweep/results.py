@@ -1,8 +1,5 @@
-"""A sweep's results: the rows of its members (`collect_results`: each member's final
-evaluation, or its evaluation at a given step), summarized over seeds with the threshold
-(`summarize`: results.json's content), and written as results.json, summary.md and the figure
-(`write_results`). The metrics are empirical.experiments.sweep.metrics', the threshold rule
-empirical.experiments.sweep.thresholds'."""
+"""A sweep's members' rows summarized over seeds with the threshold (`summarize`: results.json's
+content) and written as results.json, summary.md and the figure (`write_results`)."""
 
 from __future__ import annotations
 
@@ -22,17 +19,10 @@ from empirical.runs.rundir import SweepDir
 
 
 def summarize(
-    rows: list[dict],
-    *,
-    param: str,
-    x_label: str,
-    metric: str,
-    target: float,
-    missing: list[str],
-    title: str,
-    command: str | None = None,
+    rows: list[dict], *, param: str, x_label: str, metric: str, target: float,
+    missing: list[str], title: str, command: str | None = None,
     stopped: dict[str, str] | None = None,
-) -> dict:
+) -> dict:  # fmt: skip
     """The results dict (`results.json`) of finished members' rows
     ({"member", "value", "x", "seed", "final_step", "metric", "aux": {...}, "final_acc"})."""
     points = aggregate(rows)
@@ -45,18 +35,10 @@ def summarize(
     thr = curve_threshold(points, [p["mean"] for p in points], target)
     thr.update(threshold_uncertainty(rows, points, target))
     return {
-        "title": title,
-        "param": param,
-        "x_label": x_label,
-        "metric": metric,
-        "target": target,
-        "command": command,
-        "threshold": thr,
-        "points": points,
-        "members": rows,
-        "missing_members": missing,
-        "stopped_members": dict(stopped or {}),
-    }
+        "title": title, "param": param, "x_label": x_label, "metric": metric, "target": target,
+        "command": command, "threshold": thr, "points": points, "members": rows,
+        "missing_members": missing, "stopped_members": dict(stopped or {}),
+    }  # fmt: skip
 
 
 def write_results(

@@ -1,16 +1,8 @@
-"""The one runner of sweeps' and grids' members (and of their cluster jobs): classify each
-member's directory (finished, stopped, resume, fresh), plan the rest into batches, train each
-batch as one batched model.
+"""The one runner of the members of sweeps, grids and cluster jobs (`run_members`): classify
+each member's directory (finished, stopped, resume, fresh; one holding another config is a
+SweepError, never overwritten), batch the rest by batch key and start step, train each batch.
 
     outcome = run_members(members, SweepDir("runs/sweep/pairs"), max_batch=0)
-    outcome.fresh, outcome.resumed, outcome.skipped, outcome.batches
-
-A member directory is a standard run directory (empirical.experiments.sweep.trainer); one
-that holds a run of another config is an error (SweepError), never overwritten. Members are
-batched together when they share the batch key (empirical.experiments.sweep.spec.batch_key)
-and the start step. `run_sweep` (empirical.experiments.sweep.param_sweep), `run_grid`
-(empirical.experiments.sweep.grid) and a cluster job
-(empirical.experiments.sweep.cluster.train_job) all train through `run_members`.
 """
 
 from __future__ import annotations
@@ -46,10 +38,8 @@ def member_status(member: Member, run_dir: Path) -> tuple[str, int]:
     except ConfigError as exc:
         raise SweepError(f"{config_path} is not a readable run config: {exc}") from None
     if resume_view(existing) != resume_view(member.cfg):
-        raise SweepError(
-            f"member directory {run_dir} holds a run with a different config; use another "
-            "sweep directory (--out) or remove that member directory"
-        )
+        raise SweepError(f"member directory {run_dir} holds a run with a different config; use "
+                         "another sweep directory (--out) or remove that member directory")
     refusal = steps_change_refusal(existing, member.cfg)
     if refusal:
         raise SweepError(f"member {run_dir.name}: {refusal}")
@@ -58,9 +48,8 @@ def member_status(member: Member, run_dir: Path) -> tuple[str, int]:
         return "stopped", step
     steps = member.cfg.train.steps
     if step > steps:
-        raise SweepError(
-            f"member {run_dir.name} has trained {step} steps, more than train.steps = {steps}"
-        )
+        raise SweepError(f"member {run_dir.name} has trained {step} steps, more than "
+                         f"train.steps = {steps}")
     if step == steps and run.summary.exists():
         try:
             final = run.read_summary().get("final_step")
@@ -71,9 +60,8 @@ def member_status(member: Member, run_dir: Path) -> tuple[str, int]:
     return ("resume", step) if step > 0 else ("fresh", 0)
 
 
-def plan_batches(
-    members: list[Member], starts: dict[str, int], max_batch: int
-) -> list[list[Member]]:
+def plan_batches(members: list[Member], starts: dict[str, int],
+                 max_batch: int) -> list[list[Member]]:  # fmt: skip
     """Members grouped by (batch_key, start step), in first-appearance order, each group cut
     into batches of at most max_batch (0: no limit)."""
     groups: dict[tuple[str, int], list[Member]] = {}
@@ -101,30 +89,17 @@ class RunOutcome:
 
 
 def run_members(
-    members: list[Member],
-    out: SweepDir,
-    max_batch: int,
-    *,
-    progress: bool = True,
-    log: Callable[[str], None] = print,
-    stop_at: int | None = None,
-    train: bool = True,
+    members: list[Member], out: SweepDir, max_batch: int, *, progress: bool = True,
+    log: Callable[[str], None] = print, stop_at: int | None = None, train: bool = True,
     labels: Callable[[Member], str] = lambda m: m.dirname,
-    metric: Callable[[Member, dict], float] | None = None,
-    metric_name: str = "",
+    metric: Callable[[Member, dict], float] | None = None, metric_name: str = "",
     announce: Callable[[RunOutcome], None] | None = None,
-) -> RunOutcome:
-    """The one runner of sweeps and grids: classify every member's directory (finished,
-    stopped, resume, fresh; a directory holding another config is an error), group the rest
-    into batches (same batch key and start step, at most max_batch), and train each batch
-    with `train_batch`. train=False: only classify. announce(plan): called once every
-    directory is classified and before anything trains (so every check comes before the
-    caller's first write).
-
-    Training holds the writer lock of every member directory (empirical.runs.lock), all
-    taken before the first check and released at the end; a member another process is
-    writing (a `train --resume` of it, another job) is left to it: logged, listed in
-    `busy`, not trained here."""
+) -> RunOutcome:  # fmt: skip
+    """Classify every member's directory, batch the rest (at most max_batch each) and train
+    each batch with `train_batch`. train=False: only classify. announce(plan): called once
+    every directory is classified, before anything trains. Training holds every member's
+    writer lock (empirical.runs.lock), taken before the first check; a member another process
+    writes is left to it: logged, listed in `busy`, not trained here."""
     if not train:
         outcome = RunOutcome()
         classify(members, out, max_batch, outcome, log)
@@ -144,32 +119,23 @@ def run_members(
                 log(f"  members differ in {', '.join(diff)}: batched separately")
         trainer = _BatchTrainer(out, outcome, progress, log, stop_at, labels, metric, metric_name)
         for i, batch in enumerate(batches):
-            log(
-                f"batch {i + 1}/{len(batches)}: {len(batch)} members from step "
+            log(f"batch {i + 1}/{len(batches)}: {len(batch)} members from step "
                 f"{starts[batch[0].dirname]} to {batch[0].cfg.train.steps}: "
-                f"{', '.join(m.dirname for m in batch)}"
-            )
+                f"{', '.join(m.dirname for m in batch)}")
             trainer.train(batch)
             log(f"  batch {i + 1} took {outcome.timings[-1]['seconds']:.0f} s")
         return outcome
 
 
 def classify(
-    members: list[Member],
-    out: SweepDir,
-    max_batch: int,
-    outcome: RunOutcome,
+    members: list[Member], out: SweepDir, max_batch: int, outcome: RunOutcome,
     log: Callable[[str], None],
-) -> tuple[list[list[Member]], dict[str, int]]:
+) -> tuple[list[list[Member]], dict[str, int]]:  # fmt: skip
     """Each member's status into `outcome` (skipped, stopped, resumed, fresh, batches);
     returns the batches to train and each member's start step."""
     statuses = {m.dirname: member_status(m, out.member(m.dirname).path) for m in members}
-    lists = {
-        "finished": outcome.skipped,
-        "stopped": outcome.stopped,
-        "resume": outcome.resumed,
-        "fresh": outcome.fresh,
-    }
+    lists = {"finished": outcome.skipped, "stopped": outcome.stopped, "resume": outcome.resumed,
+             "fresh": outcome.fresh}  # fmt: skip
     for m in members:
         lists[statuses[m.dirname][0]].append(m.dirname)
     for name in outcome.stopped:
@@ -201,13 +167,11 @@ class _BatchTrainer:
         t0 = time.perf_counter()
         metric = self.metric
         records = train_batch(
-            [(m.cfg, self.out.member(m.dirname).path) for m in batch],
-            progress=self.progress,
+            [(m.cfg, self.out.member(m.dirname).path) for m in batch], progress=self.progress,
             stop_at=self.stop_at,
             on_eval=lambda step, records: self._on_eval(step, records, batch, short, t0),
-            labels=short,
-            metric=None if metric is None else (lambda j, acc: metric(batch[j], acc)),
-        )
+            labels=short, metric=None if metric is None else (lambda j, acc: metric(batch[j], acc)),
+        )  # fmt: skip
         for m, r in zip(batch, records, strict=True):
             self._member_ended(m, r)
         self.outcome.timings.append({"members": len(batch), "seconds": time.perf_counter() - t0})
@@ -215,11 +179,8 @@ class _BatchTrainer:
     def _on_eval(self, step, records, batch, short, t0) -> None:
         if self.progress or self.metric is None:
             return
-        text = ", ".join(
-            f"{s} {self.metric(m, r['acc']):.3f}"
-            for s, m, r in zip(short, batch, records, strict=True)
-            if r
-        )
+        text = ", ".join(f"{s} {self.metric(m, r['acc']):.3f}"
+                         for s, m, r in zip(short, batch, records, strict=True) if r)
         self.log(f"  step {step} ({time.perf_counter() - t0:.0f} s): {self.metric_name}: {text}")
 
     def _member_ended(self, m: Member, record: dict) -> None:

@@ -1,21 +1,8 @@
-"""What a sweep is: a base run config, one swept parameter with its values, and seeds.
-
-A sweep config file is a run config (name, seed, [task], [model], [train], as in
-configs/paper.toml) plus a `[sweep]` table (`SweepSpec`):
-
-    [sweep]
-    param = "pair_fraction"          # or any dotted run-config field, e.g. task.held_out_fraction
-    values = [1.0, 0.8, 0.6, 0.4]
-    seeds = [0, 1, 2]
-    metric = "auto"                  # the accuracy plotted and thresholded (see results.py)
-    target = 0.99                    # threshold: mean accuracy over seeds >= target
-    max_batch = 0                    # members per batched model (0: no limit)
-    note = "..."                     # printed when the sweep starts
-
-`expand_members(base, spec)` turns this into one `Member` (a complete RunConfig and a run
+"""What a sweep is: a base run config, one swept parameter with its values, and seeds. A sweep
+config file is a run config plus a `[sweep]` table (`SweepSpec`; docs/sweep.md, "`[sweep]`
+table"). `expand_members(base, spec)` makes one `Member` (a complete RunConfig and a run
 directory name) per (value, seed); `batch_key(cfg)` says which members can share a batched
-model: the same architecture and the same training settings (everything but the seed and
-the task fields that only change the data).
+model (the same architecture and training settings).
 """
 
 from __future__ import annotations
@@ -134,9 +121,8 @@ class Member:
 def check_param(param: str) -> None:
     """A clear ConfigError unless `param` is an alias or a sweepable run-config field."""
     if not param:
-        raise ConfigError(
-            "no swept parameter: give --param KEY=V1,V2,... (or [sweep] param and values)"
-        )
+        raise ConfigError("no swept parameter: give --param KEY=V1,V2,... (or [sweep] param and "
+                          "values)")
     if param in ALIASES:
         return
     if param in NOT_SWEEPABLE:
@@ -151,10 +137,8 @@ def check_param(param: str) -> None:
             prefix = ".".join(parts[:i])
             allowed = ", ".join(f"{prefix}.{h}" if prefix else h for h in sorted(hints))
             aliases = ", ".join(sorted(ALIASES))
-            raise ConfigError(
-                f"--param {param}: unknown field {part!r}; allowed: {allowed} "
-                f"(or the alias {aliases})"
-            )
+            raise ConfigError(f"--param {param}: unknown field {part!r}; allowed: {allowed} "
+                              f"(or the alias {aliases})")
         tp = hints[part]
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         raise ConfigError(f"--param {param}: is a table, not a field; name one of its fields")
@@ -172,10 +156,8 @@ def split_values(text: str) -> list[str]:
 def parse_param(text: str) -> tuple[str, list[str]]:
     """'task.held_out_fraction=0.5,0.4' -> ('task.held_out_fraction', ['0.5', '0.4'])."""
     if "=" not in text:
-        raise ConfigError(
-            f"--param {text!r} is not of the form KEY=V1,V2,... "
-            "(e.g. task.held_out_fraction=0.5,0.4)"
-        )
+        raise ConfigError(f"--param {text!r} is not of the form KEY=V1,V2,... "
+                          "(e.g. task.held_out_fraction=0.5,0.4)")
     key, values = text.split("=", 1)
     key = key.strip()
     check_param(key)
@@ -271,12 +253,10 @@ def expand_members(base: RunConfig, spec: SweepSpec) -> list[Member]:
             raise ConfigError(f"--param {spec.param}: value {text!r}: {exc}") from None
         typed = _get(cfg, target)
         if isinstance(typed, float) and _is_number_text(exact) and float(exact) != typed:
-            raise ConfigError(
-                f"--param {spec.param}: value {text!r} becomes {typed!r} in the run config: "
-                "another field sets this one (task.train_pair_fraction sets "
-                "task.held_out_fraction; task.mix = 'rows' sets frac_1var and "
-                "ratio_2var_to_0var); sweep that field instead"
-            )
+            raise ConfigError(f"--param {spec.param}: value {text!r} becomes {typed!r} in the run "
+                              "config: another field sets this one (task.train_pair_fraction "
+                              "sets task.held_out_fraction; task.mix = 'rows' sets frac_1var "
+                              "and ratio_2var_to_0var); sweep that field instead")
         shown = "+".join(map(str, typed)) if isinstance(typed, (list, tuple)) else _format(typed)
         canon.append((typed, shown, _exact(typed)))
     texts = [t for _, t, _ in canon]
@@ -302,10 +282,9 @@ def _check_distinct(members: list[Member], spec: SweepSpec) -> None:
             continue
         key = config_to_toml(dataclasses.replace(m.cfg, name="member"))
         if key in seen:
-            raise ConfigError(
-                f"--param {spec.param}: values {seen[key]!r} and {m.value!r} give the same "
-                "run config (the field is overridden or unused by this config)"
-            )
+            raise ConfigError(f"--param {spec.param}: values {seen[key]!r} and {m.value!r} give "
+                              "the same run config (the field is overridden or unused by this "
+                              "config)")
         seen[key] = m.value
 
 
@@ -319,14 +298,11 @@ def expand_variants(
     values: dict[str, Any] | None = None,
     where: dict[str, str] | None = None,
 ) -> list[Member]:
-    """One Member per (variant, seed): the base config with the variant's overrides, named
-    `{base.name}.{variant}`, in the member directory `{variant}_seed{seed}`. This is what a
-    grid is, and a sweep is the grid whose variants are `param=value` for each value.
-    values: each variant's Member.value (default: its name); where: each variant's name in
-    error messages (default `grid.variants.NAME`). Every config is validated here, so a bad
-    variant fails before anything trains. `{seed}` in an override stands for the member's
-    seed (`train.init_from=runs/stage1/members/h1_seed{seed}/checkpoints/last.pt`: each seed
-    starts from its own stage-1 model, a curriculum as two grids)."""
+    """One Member per (variant, seed), validated here: the base config with the variant's
+    overrides, named `{base.name}.{variant}`, in the member directory `{variant}_seed{seed}`
+    (a grid; a sweep is the grid of `param=value` variants). values: each variant's
+    Member.value (default: its name); where: its name in error messages (default
+    `grid.variants.NAME`). `{seed}` in an override stands for the member's seed."""
     members = []
     for name, overrides in variants.items():
         for seed in seeds:
@@ -363,21 +339,14 @@ def batch_key(cfg: RunConfig) -> str:
     decay and the update constraints (freeze, project_out: PER_MEMBER_TRAIN_FIELDS)."""
     task = {k: getattr(cfg.task, k) for k in ARCHITECTURE_TASK_FIELDS}
     train = {k: v for k, v in to_dict(cfg.train).items() if k not in PER_MEMBER_TRAIN_FIELDS}
-    return json.dumps(
-        {"model": to_dict(cfg.built_model_config()), "train": train, "task": task},
-        sort_keys=True,
-    )
+    model = to_dict(cfg.built_model_config())
+    return json.dumps({"model": model, "train": train, "task": task}, sort_keys=True)
 
 
 def describe_key_difference(a: RunConfig, b: RunConfig) -> list[str]:
     """Fields that make two members' batch keys differ (for messages)."""
-    out = []
     da, db = json.loads(batch_key(a)), json.loads(batch_key(b))
-    for section in da:
-        for k in da[section]:
-            if da[section][k] != db[section][k]:
-                out.append(f"{section}.{k}")
-    return out
+    return [f"{s}.{k}" for s in da for k in da[s] if da[s][k] != db[s][k]]
 
 
 def sweep_to_toml(base: RunConfig, spec: SweepSpec) -> str:

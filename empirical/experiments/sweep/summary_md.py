@@ -23,11 +23,9 @@ def uncertainty_sentence(results: dict) -> str:
             text += f"; range {fmt_x(thr['seed_min'])} - {fmt_x(thr['seed_max'])}"
     if "ci_range" in thr:
         lo, hi = thr["ci_range"]
-        text += (
-            "; from the binomial 95% intervals of the pooled accuracies: "
-            f"{'none' if lo is None else fmt_x(lo)} (upper bounds) to "
-            f"{'none' if hi is None else fmt_x(hi)} (lower bounds)"
-        )
+        text += ("; from the binomial 95% intervals of the pooled accuracies: "
+                 f"{'none' if lo is None else fmt_x(lo)} (upper bounds) to "
+                 f"{'none' if hi is None else fmt_x(hi)} (lower bounds)")
     return text
 
 
@@ -38,10 +36,8 @@ def threshold_sentence(results: dict) -> str:
         return "no finished members yet"
     if thr["threshold"] is None:
         return f"no threshold: the mean {metric} accuracy stays below {100 * target:g}% at every x"
-    text = (
-        f"threshold {fmt_x(thr['threshold'])}: the smallest {results['x_label']} at which the "
-        f"mean {metric} accuracy over seeds is >= {100 * target:g}%"
-    )
+    text = (f"threshold {fmt_x(thr['threshold'])}: the smallest {results['x_label']} at which "
+            f"the mean {metric} accuracy over seeds is >= {100 * target:g}%")
     if not thr["monotone"]:
         stable = thr["stable_threshold"]
         text += " (not monotone: " + (
@@ -56,13 +52,11 @@ def markdown(results: dict, figure_name: str) -> str:
     lines = [f"# {results['title'].replace(chr(10), ' ')}", ""]
     if results.get("command"):
         lines += ["```", results["command"], "```", ""]
-    lines += [
-        f"- swept: `{results['param']}` (x axis: {results['x_label']})",
-        f"- metric: `{results['metric']}` ({_evaluated_when(results)}), target "
-        f"{results['target']:g}",
-        f"- criterion: {results['threshold']['criterion']}",
-        f"- **{threshold_sentence(results)}**",
-    ]
+    lines += [f"- swept: `{results['param']}` (x axis: {results['x_label']})",
+              f"- metric: `{results['metric']}` ({_evaluated_when(results)}), target "
+              f"{results['target']:g}",
+              f"- criterion: {results['threshold']['criterion']}",
+              f"- **{threshold_sentence(results)}**"]
     if uncertainty_sentence(results):
         lines.append(f"- uncertainty: {uncertainty_sentence(results)}")
     lines += ["", f"![sweep]({figure_name})", ""]
@@ -79,19 +73,14 @@ def markdown(results: dict, figure_name: str) -> str:
         cells += [_pct(p.get("aux", {}).get(a, math.nan)) for a in aux]
         lines.append("| " + " | ".join(cells) + " |")
     member_ci = any(r.get("metric_ci") for r in results["members"])
-    lines += [
-        "",
-        "## Members",
-        "",
-        "| member | seed | x | step | metric |" + (" 95% CI | sequences |" if member_ci else ""),
-        "| --- | --- | --- | --- | --- |" + (" --- | --- |" if member_ci else ""),
-    ]
+    lines += ["", "## Members", "",
+              "| member | seed | x | step | metric |"
+              + (" 95% CI | sequences |" if member_ci else ""),
+              "| --- | --- | --- | --- | --- |" + (" --- | --- |" if member_ci else "")]
     for r in results["members"]:
         extra = f" {_ci(r.get('metric_ci'))} | {r.get('metric_n', '-')} |" if member_ci else ""
-        lines.append(
-            f"| {r['member']} | {r['seed']} | {fmt_x(r['x'])} | {_or_dash(r.get('final_step'))} | "
-            f"{_pct(r['metric'])} |" + extra
-        )
+        lines.append(f"| {r['member']} | {r['seed']} | {fmt_x(r['x'])} | "
+                     f"{_or_dash(r.get('final_step'))} | {_pct(r['metric'])} |" + extra)
     if results["missing_members"]:
         lines += ["", "Not finished yet: " + ", ".join(results["missing_members"])]
     for name, reason in results.get("stopped_members", {}).items():

@@ -1,17 +1,7 @@
-"""A sweep's curve over seeds and its threshold.
-
-Threshold (`find_threshold`): the smallest swept x at which the mean over seeds is >= the
-target (None if no x passes). `stable_threshold`: the smallest x such that the mean passes at
-x and at every larger swept x (larger x = more pairs / more 2-var data, expected to help;
-None when the largest x fails). They differ only when the curve is not monotone, which the
-summary then says.
-
-Uncertainty (`summarize`): the threshold of each seed's own curve (`threshold.per_seed`, its
-min and max: the spread across seeds; one seed has none), and, when the metric is one
-evaluation set of known size, the binomial (Wilson, 95%) interval of every accuracy
-(members: that member's set; points: the correct answers pooled over seeds) and the range of
-thresholds those intervals allow (`threshold.ci_range`: the smallest x whose upper bound, and
-whose lower bound, reaches the target).
+"""A sweep's curve over seeds and its threshold (docs/sweep.md, "Threshold criterion" and
+"Uncertainty"): the smallest swept x at which the mean over seeds is >= the target (None if no
+x passes); `stable_threshold`: the smallest x at which it passes and at every larger x (None
+when the largest x fails); and the threshold's spread over seeds and binomial intervals.
 """
 
 from __future__ import annotations
@@ -25,7 +15,7 @@ from empirical.stats import accuracy_interval
 
 
 def find_threshold(xs: list[float], means: list[float], target: float) -> dict[str, Any]:
-    """Threshold of a curve: see the module docstring. xs need not be sorted."""
+    """Threshold of a curve (the module docstring). xs need not be sorted."""
     pts = sorted((float(x), float(m)) for x, m in zip(xs, means, strict=True))
     passing = [(not math.isnan(m)) and m >= target for _, m in pts]
     stable = None
@@ -35,15 +25,11 @@ def find_threshold(xs: list[float], means: list[float], target: float) -> dict[s
         stable = pts[i][0]
     first = next((x for (x, _), ok in zip(pts, passing, strict=True) if ok), None)
     return {
-        "threshold": first,
-        "stable_threshold": stable,
-        "monotone": stable == first,
+        "threshold": first, "stable_threshold": stable, "monotone": stable == first,
         "target": target,
-        "criterion": (
-            f"smallest swept x with mean accuracy over seeds >= {target:g} (stable: also at "
-            "every larger swept x)"
-        ),
-    }
+        "criterion": f"smallest swept x with mean accuracy over seeds >= {target:g} (stable: also "
+        "at every larger swept x)",
+    }  # fmt: skip
 
 
 def aggregate(rows: list[dict], key: str = "metric") -> list[dict]:
@@ -54,16 +40,8 @@ def aggregate(rows: list[dict], key: str = "metric") -> list[dict]:
     out = []
     for x in sorted(by_x, key=_sort_key):
         v = np.array(by_x[x], dtype=float)
-        out.append(
-            {
-                "x": x,
-                "n": int(v.size),
-                "mean": float(v.mean()),
-                "std": float(v.std()),
-                "min": float(v.min()),
-                "max": float(v.max()),
-            }
-        )
+        out.append({"x": x, "n": int(v.size), "mean": float(v.mean()), "std": float(v.std()),
+                    "min": float(v.min()), "max": float(v.max())})  # fmt: skip
     return out
 
 
@@ -101,8 +79,9 @@ def pooled_intervals(rows: list[dict], points: list[dict]) -> None:
 
 
 def threshold_uncertainty(rows: list[dict], points: list[dict], target: float) -> dict:
-    """The threshold of each seed's own curve (spread across seeds) and the range of
-    thresholds the points' binomial intervals allow (see the module docstring)."""
+    """The threshold of each seed's own curve (spread across seeds) and the range of thresholds
+    the points' binomial intervals allow (`ci_range`: the smallest x whose upper bound, and
+    whose lower bound, reaches the target)."""
     by_seed: dict[int, list[dict]] = {}
     for r in rows:
         by_seed.setdefault(r["seed"], []).append(r)

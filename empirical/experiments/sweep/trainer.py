@@ -1,20 +1,8 @@
-"""Train several run configs at once as one `BatchedModel`, each in its own run directory.
+"""Train several run configs at once as one `BatchedModel`, each in its own standard run
+directory, every member the run `train_run(cfg, run_dir)` would train (docs/sweep.md,
+"Batching design"; the loop is empirical.train.engine's with a `BatchLearner`).
 
     train_batch([(cfg_a, dir_a), (cfg_b, dir_b)], progress=True)
-
-Every member is the run `train_run(cfg, run_dir)` would train: the same init (its seed), the
-same data stream (its own `TrainingSampler`, held-out pairs and `training_generator(seed)`),
-the same AdamW updates, the same evaluations on its own evaluation sets. Its directory ends up
-a standard run directory (empirical.runs.rundir.RunDir): `python -m empirical train --resume DIR`
-and the analysis tools work on it. The loop is the shared skeleton of
-empirical.train.engine with a `BatchLearner`.
-
-What the members share: the architecture and the [train] settings but lr and weight decay
-(`spec.batch_key`), and the step they start from. A member whose loss becomes non-finite or
-explodes stops alone (stopped.json in its directory; its checkpoints/last.pt, if any, stays
-its last good state); the others train on. Checkpoints are per member, each written
-atomically, all at the same step, so a sweep resumes member by member and members can be
-regrouped on resume.
 """
 
 from __future__ import annotations
@@ -68,13 +56,6 @@ def train_batch(
         import torch
 
         torch.set_num_threads(cfgs[0].train.threads)
-    session = run_training(
-        [Trainee(cfg, run) for cfg, run in zip(cfgs, runs, strict=True)],
-        BatchLearner(cfgs, device),
-        progress=progress,
-        stop_at=stop_at,
-        on_eval=on_eval,
-        labels=labels,
-        metric=metric,
-    )
-    return session.records
+    trainees = [Trainee(cfg, run) for cfg, run in zip(cfgs, runs, strict=True)]
+    return run_training(trainees, BatchLearner(cfgs, device), progress=progress, stop_at=stop_at,
+                        on_eval=on_eval, labels=labels, metric=metric).records

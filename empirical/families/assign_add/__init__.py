@@ -1,10 +1,7 @@
-"""The assign_add family: the paper's task, `c=1,b=17,a=42,b+19=?` (docs/task.md).
-
-Its fields are TaskConfig's own (the paper's task, validated by `fields.py`); its operand
-designs (`design.py`), vectorised draws and training sampler (`draw.py`) and evaluation sets
-(`eval_sets.py`: `0var/ind` ... `curated/held_out_pairs`, the optional Figure 3 sets) are
-imported when used; its analysis is the paper's (`python -m empirical analyze`,
-empirical.analysis.run_analysis). Importing this package imports no torch.
+"""The assign_add family: the paper's task, `c=1,b=17,a=42,b+19=?` (docs/task.md). Its fields
+are TaskConfig's own (`fields.py`); operand designs (`design.py`), draws and sampler
+(`draw.py`) and evaluation sets (`eval_sets.py`) are imported when used; its analysis is the
+paper's. Importing this package imports no torch.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""Operand designs of the assign-and-add family, and the per-config tables a draw picks rows
-from (empirical.families.assign_add.draw: the sampling; the chain family draws its operands
-from the same designs).
-
-A *design* is a small table of operand configurations (v1, v2), -1 meaning a number, with
-sampling weights, and the operand values they draw from: the ordered value pairs allowed (or
-held out), a same-variable configuration (`c+c`) the diagonal pairs {x, x} instead.
+"""Operand designs of the assign-and-add family (a table of operand configurations (v1, v2),
+-1 meaning a number, with weights, and the value pairs they draw from), the per-config tables
+a draw picks rows from (empirical.families.assign_add.draw), and the draw helpers the chain
+and lego families share.
 """
 
 from __future__ import annotations
@@ -17,6 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from empirical.config.io import ConfigError
+from empirical.task.batch import Batch
 from empirical.task.pairs import check_held_out, diagonal_values, ordered_ranks
 
 if TYPE_CHECKING:
@@ -36,6 +34,45 @@ CPU_CHUNK = 1024
 # VOFF are adjacent pairs so that one addcmul gives (n_assign, value index); KB_CANON,
 # KB_LAY are the key bases of the canonical-list and layout tables.
 SPAN, VSIZE, LO, VOFF, KB_CANON, KB_LAY, V1, V2, TOK1, TOK2, NV, D, LAB1, LAB2, REL = range(15)
+
+
+def row_chunks(n: int, device: torch.device) -> list[slice]:
+    """Slices of n rows: CPU_CHUNK rows each on the CPU, one chunk elsewhere."""
+    step = CPU_CHUNK if device.type == "cpu" else max(n, 1)
+    return [slice(i, i + step) for i in range(0, max(n, 1), step)]
+
+
+def draw_in_chunks(draw, n: int, width: int, device: torch.device, generator) -> Batch:
+    """`draw(U)` over the `row_chunks` of n rows of uniforms U (n, width), concatenated."""
+    U = torch.rand((n, width), generator=generator, device=device, dtype=torch.float64)
+    parts = [draw(U[rows]) for rows in row_chunks(n, device)]
+    return parts[0] if len(parts) == 1 else Batch.cat(parts)
+
+
+def weights_cdf(weights, device) -> torch.Tensor:
+    """The cumulative distribution (float64) of relative `weights`, its last entry exactly 1."""
+    w = torch.tensor(weights, dtype=torch.float64)
+    cdf = (w / w.sum()).cumsum(0)
+    cdf[-1] = 1.0
+    return cdf.to(device)
+
+
+def block_positions(n_blocks, u, arA, arR, gaps: bool) -> torch.Tensor:
+    """(n, A) start positions, in order within 0..R-1, of n_blocks two-token blocks (entries
+    past n_blocks: unused) from uniforms u (n, R) (A, R: the lengths of arA, arR): uniform
+    over arrangements, or with `gaps` each of the R - 2n pads in a uniformly chosen gap."""
+    A, R = arA.shape[0], arR.shape[0]
+    if gaps:
+        # pad j goes to gap g_j, uniform on 0..n; block i starts after the pads in gaps 0..i
+        # and the i blocks before it
+        gap = (u * (n_blocks + 1).double()[:, None]).long()
+        gap = torch.minimum(gap, n_blocks[:, None])  # (guards u * (n + 1) rounding up)
+        gap = torch.where(arR < (R - 2 * n_blocks)[:, None], gap, A + 1)
+        return (gap[:, :, None] <= arA).sum(1) + 2 * arA
+    free = arR >= (R - n_blocks)[:, None]
+    slots = (u + 2.0 * free.double()).argsort(dim=1)[:, :A]
+    valid = arA < n_blocks[:, None]
+    return torch.where(valid, slots, R + A).sort(dim=1).values + arA
 
 
 def _canon_rows(K: int, A: int, d: int, n: int) -> list[list[int]]:
@@ -152,15 +189,8 @@ class Design:
         return self.n_diag if a == b >= 0 else self.n_pair
 
 
-def design_from_configs(
-    cfg: TaskConfig,
-    configs: Configs,
-    weights: list[float],
-    pair_ranks,
-    diag_values,
-    device,
-    count: str | None = None,
-) -> Design:
+def design_from_configs(cfg: TaskConfig, configs: Configs, weights: list[float], pair_ranks,
+                        diag_values, device, count: str | None = None) -> Design:  # fmt: skip
     """count: the assignment-count rule ("uniform" or "clamped"; default the config's)."""
     p, K, A = cfg.p, cfg.K, cfg.max_assignments
     clamped = (cfg.assignment_count if count is None else count) == "clamped"
@@ -205,22 +235,12 @@ def design_from_configs(
     )
 
 
-def make_design(
-    cfg: TaskConfig,
-    groups: Groups,
-    held: torch.Tensor,
-    values: str,
-    device,
-    strict: bool = False,
-) -> Design | None:
-    """Split each group's weight uniformly over its usable configurations.
-
-    values: "allowed" (pairs not held out) or "held"; `held` is read per
-    cfg.held_out_form (unordered pairs hold out both orders). A same-variable configuration
-    is unusable if no diagonal pair {x, x} is available. An emptied group with weight > 0 is
-    a ConfigError if `strict` (training), else its weight goes to the other groups; None if
-    nothing is left.
-    """
+def make_design(cfg: TaskConfig, groups: Groups, held: torch.Tensor, values: str, device,
+                strict: bool = False) -> Design | None:  # fmt: skip
+    """Split each group's weight uniformly over its usable configurations (a same-variable one
+    needs an available diagonal pair {x, x}). values: "allowed" (pairs not held out, per
+    cfg.held_out_form) or "held". An emptied group with weight > 0 is a ConfigError if
+    `strict` (training), else its weight goes to the other groups; None if nothing is left."""
     p = cfg.p
     held = check_held_out(cfg, held)
     if values == "allowed":

@@ -1,25 +1,9 @@
 """Vectorized sampling (and, for tiny supports, enumeration) of the assign_add family's
-sequences, and its training sampler (`TrainingSampler`).
+sequences, and its training sampler (`TrainingSampler`): no loop over rows, no rejection
+(docs/task.md, "How a sequence is drawn").
 
-Every sequence is drawn without per-row Python loops and without rejection:
-
-1. Operands from a *design*: a small table of operand configurations (v1, v2), -1 meaning
-   a number, with sampling weights, and the operand values: uniform over the design's
-   ordered value pairs (the allowed ones, or the held-out ones); a same-variable
-   configuration (`c+c`) draws from the diagonal pairs {x, x} instead.
-2. Assignments: their number n uniform over [max(min_assignments, d), max_assignments],
-   d = distinct operand variables (assignment_count = "clamped": uniform over
-   [min_assignments, max_assignments], then raised to d); the operand variables plus a
-   uniform random subset of the others (distractors), in uniform random order; distractor
-   values uniform on Z_p; the n two-token blocks placed uniformly over all C(L-4-n, n)
-   arrangements of n blocks and L-4-2n pads in positions 0..L-5 (padding = "gaps": each
-   of the L-4-2n pads independently in one of the n+1 gaps before, between and after the
-   blocks, chosen uniformly).
-
-Step 2 works on *canonical* labels: the operand variables are labels 0..d-1, the others
-d..K-1, and a per-configuration relabeling maps labels to variables. A uniformly random
-ordered list of n distinct labels containing 0..d-1 then relabels to a uniformly random
-ordered list of variables containing the operand variables. Where small (default: 438
+The assignments are drawn on *canonical* labels (the operand variables 0..d-1, the others
+d..K-1), which a per-configuration relabeling maps to variables. Where small (default: 438
 lists, 210 layouts), the lists and the layouts are tabulated and one uniform picks a row;
 otherwise sorts of random keys draw them (same distribution).
 """
@@ -32,7 +16,6 @@ from typing import TYPE_CHECKING
 import torch
 
 from empirical.families.assign_add.design import (
-    CPU_CHUNK,
     KB_CANON,
     KB_LAY,
     LAB1,
@@ -52,7 +35,10 @@ from empirical.families.assign_add.design import (
     _canon_rows,
     _Ctx,
     _layout_rows,
+    block_positions,
+    draw_in_chunks,
     make_design,
+    row_chunks,
     training_groups,
 )
 from empirical.task.batch import Batch
@@ -127,35 +113,14 @@ def _draw(ctx: _Ctx, design: Design, c, U, values=None) -> Batch:
         if ctx.layouts is not None:
             lay = ctx.pick(ctx.layouts, row[:, KB_LAY] + n_assign, U[:, col])
             col += 1
-        elif ctx.gaps:
-            # pad j (of the R - 2n) goes to gap g_j, uniform on 0..n; block i then starts
-            # after the pads in gaps 0..i and the i blocks before it
-            R, L = ctx.R, ctx.L
-            valid = ctx.arA < n_assign[:, None]
-            gap = (U[:, col : col + R] * (n_assign + 1).double()[:, None]).long()
-            gap = torch.minimum(gap, n_assign[:, None])  # (guards u * (n + 1) rounding up)
-            gap = torch.where(ctx.arR < (R - 2 * n_assign)[:, None], gap, A + 1)
-            col += R
-            pos = (gap[:, :, None] <= ctx.arA).sum(1) + 2 * ctx.arA
-            lay = torch.cat(
-                [
-                    torch.where(valid, pos, L - 3),
-                    torch.where(valid, pos + 1, L - 2),
-                    ctx.layout_tail.expand(pos.shape[0], 2),
-                ],
-                dim=1,
-            )
         else:
-            R, L = ctx.R, ctx.L
             valid = ctx.arA < n_assign[:, None]
-            free = ctx.arR >= (R - n_assign)[:, None]
-            slots = (U[:, col : col + R] + 2.0 * free.double()).argsort(dim=1)[:, :A]
-            col += R
-            pos = torch.where(valid, slots, R + A).sort(dim=1).values + ctx.arA
+            pos = block_positions(n_assign, U[:, col : col + ctx.R], ctx.arA, ctx.arR, ctx.gaps)
+            col += ctx.R
             lay = torch.cat(
                 [
-                    torch.where(valid, pos, L - 3),
-                    torch.where(valid, pos + 1, L - 2),
+                    torch.where(valid, pos, ctx.L - 3),
+                    torch.where(valid, pos + 1, ctx.L - 2),
                     ctx.layout_tail.expand(pos.shape[0], 2),
                 ],
                 dim=1,
@@ -164,19 +129,12 @@ def _draw(ctx: _Ctx, design: Design, c, U, values=None) -> Batch:
     return _build(ctx, design, c, row, values, canon, lay, dv)
 
 
-def _chunks(ctx: _Ctx, n: int):
-    step = CPU_CHUNK if ctx.device.type == "cpu" else max(n, 1)
-    return [slice(i, i + step) for i in range(0, max(n, 1), step)]
-
-
 def sample_design(ctx: _Ctx, design: Design, n: int, generator: torch.Generator) -> Batch:
-    U = torch.rand((n, ctx.width), generator=generator, device=ctx.device, dtype=torch.float64)
-    parts = []
-    for s in _chunks(ctx, n):
-        u = U[s]
+    def draw(u):
         c = torch.searchsorted(design.cdf, u[:, 0].contiguous(), right=True)  # cdf <= u
-        parts.append(_draw(ctx, design, c, u))
-    return parts[0] if len(parts) == 1 else Batch.cat(parts)
+        return _draw(ctx, design, c, u)
+
+    return draw_in_chunks(draw, n, ctx.width, ctx.device, generator)
 
 
 def draw_given(ctx: _Ctx, design: Design, c, x, y, generator: torch.Generator) -> Batch:
@@ -184,7 +142,7 @@ def draw_given(ctx: _Ctx, design: Design, c, x, y, generator: torch.Generator) -
     n = c.shape[0]
     U = torch.rand((n, ctx.width), generator=generator, device=ctx.device, dtype=torch.float64)
     values = torch.stack([x, y], dim=1)
-    parts = [_draw(ctx, design, c[s], U[s], values[s]) for s in _chunks(ctx, n)]
+    parts = [_draw(ctx, design, c[s], U[s], values[s]) for s in row_chunks(n, ctx.device)]
     return parts[0] if len(parts) == 1 else Batch.cat(parts)
 
 
@@ -245,28 +203,15 @@ def enumerate_design(ctx: _Ctx, design: Design) -> Batch:
             if k:
                 dv[:, :A] = dvals.index_select(0, idv).gather(1, rank)
             c = torch.full((cn.shape[0],), i, dtype=torch.long, device=dev)
-            parts.append(
-                _build(
-                    ctx,
-                    design,
-                    c,
-                    design.ltab.index_select(0, c),
-                    pairs.index_select(0, iv),
-                    cn,
-                    lays.index_select(0, il),
-                    dv,
-                )
-            )
+            row = design.ltab.index_select(0, c)
+            values, lay = pairs.index_select(0, iv), lays.index_select(0, il)
+            parts.append(_build(ctx, design, c, row, values, cn, lay, dv))
     return Batch.cat(parts)
 
 
 class TrainingSampler:
-    """Draws training batches of one config and held-out table on one device.
-
-    Built once (tables on the device), then `sample(n, generator)` is a fixed sequence of
-    vectorized ops: no Python loop over rows and no rejection. (The other families have their
-    own samplers; `empirical.families.family_of(cfg).training_sampler` builds a config's.)
-    """
+    """Draws training batches of one config and held-out table on one device: built once
+    (tables on the device), then `sample(n, generator)` is a fixed sequence of torch ops."""
 
     def __init__(self, cfg: TaskConfig, held_out: torch.Tensor, device="cpu", tables: bool = True):
         """tables=False forces the sort-based draws (same distribution; for testing)."""

@@ -1,30 +1,9 @@
-"""The evaluation sets of the assign-and-add family, built on the CPU from the seed.
-
-    {0var,1var,2var}/ind    obeys both training restrictions
-    {0var,1var,2var}/pair   held-out value pair, variables at allowed positions
-    {1var,2var}/var         allowed value pair, some variable at a position it never held
-                            in training (v in R1 first, or v in R2 second)
-    {1var,2var}/both        held-out value pair and a restricted variable position
-    curated/novel_orderings 1-var, allowed pair, a variable that training saw only at the
-                            other operand position (v in R1 \\ R2 first, v in R2 \\ R1 second)
-    curated/held_out_pairs  every held-out pair in every form, stratified: each ordered
-                            held-out pair (x, y) as `x+y`, `v+y` (v=x), `x+v` (v=y) and
-                            `u+v` (u=x, v=y), variables at allowed positions
-
-Each set has cfg.eval_size sequences (curated/held_out_pairs: the smallest multiple of its
-(pair, form) cells that is at least eval_size), or all of its support if that is smaller.
-A set that cannot exist for the config (no held-out pair, no restricted variable) is left
-out of the dict. "Held-out pair" follows cfg.held_out_form: for "ordered", (x, y) is held
-out while (y, x) may be a training pair.
-
-Optional sets (cfg.extra_eval_sets, EXTRA_EVAL_SET_NAMES), the metrics of the paper's
-Figure 3 sweeps, built exactly (each cell once, whatever eval_size):
-
-    fig3/0var_held_out      every held-out ordered pair (x, y) once as `x+y`
-    fig3/2var_union         distinct variables v1 != v2 only, each (x, y, v1, v2) once:
-                            held-out pairs x (v1 not in R1, v2 not in R2), training pairs x
-                            (v1 in R1 xor v2 in R2), training pairs x (v1 in R1, v2 in R2);
-                            max(2, min_assignments)..max_assignments assignments, uniform
+"""The evaluation sets of the assign-and-add family, built on the CPU from the seed
+(docs/task.md, "Evaluation sets"): `{0var,1var,2var}/{ind,pair}`, `{1var,2var}/{var,both}`,
+`curated/novel_orderings`, `curated/held_out_pairs` (stratified over (pair, form) cells), each
+of eval_size sequences or its whole support if smaller, a set the config cannot have left out;
+and the optional exact Figure 3 sets `fig3/0var_held_out`, `fig3/2var_union` ("Optional exact
+sets: the paper's Figure 3 metrics").
 """
 
 from __future__ import annotations
@@ -49,19 +28,11 @@ if TYPE_CHECKING:
     from empirical.config.task import TaskConfig
 
 EVAL_SET_NAMES = (
-    "0var/ind",
-    "0var/pair",
-    "1var/ind",
-    "1var/pair",
-    "1var/var",
-    "1var/both",
-    "2var/ind",
-    "2var/pair",
-    "2var/var",
-    "2var/both",
-    "curated/novel_orderings",
-    "curated/held_out_pairs",
-)
+    "0var/ind", "0var/pair",
+    "1var/ind", "1var/pair", "1var/var", "1var/both",
+    "2var/ind", "2var/pair", "2var/var", "2var/both",
+    "curated/novel_orderings", "curated/held_out_pairs",
+)  # fmt: skip
 
 
 def _groups(cfg: TaskConfig, name: str):
@@ -154,7 +125,7 @@ def _cells(ranks: torch.Tensor, configs: list[int]) -> tuple[torch.Tensor, torch
 
 
 def _fig3_set(cfg: TaskConfig, name: str, held: torch.Tensor, g) -> Batch | None:
-    """An exact Figure-3 set (see the module docstring), rows shuffled; None if empty."""
+    """An exact Figure-3 set (docs/task.md), rows shuffled; None if empty."""
     p, K = cfg.p, cfg.K
     held_ranks = ordered_ranks(held, p, cfg.held_out_form)
     none = torch.zeros(0, dtype=torch.long)

@@ -1,8 +1,6 @@
-"""The paper's task fields together (TaskConfig's own: p, K, L, the assignments, the held-out
-value pairs, the mix and layout), which the assign_add family reads and the chain family
-reads too. Each field on its own is checked by its declared type (empirical/config/task.py);
-these are the checks across fields. Errors are ConfigErrors naming the field as `task.<name>`
-and what is allowed; a bad field is answered before torch is imported (no torch here).
+"""The paper's task fields together (TaskConfig's own, read by the assign_add and chain
+families): the checks across fields (each on its own is checked by its declared type,
+empirical/config/task.py). Errors are ConfigErrors naming `task.<name>`; no torch here.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """The chain family: multi-hop assignment, `a=17,c=4,b=a,d=b,b+5=?` (docs/task.md, "The chain
-family"; docs/chain.md; ../shared/spec/chain.md).
-
-Its pieces: the `chain_*` task fields and their validation (`fields.py`), the vectorised draw
-and training sampler (`draw.py`), the evaluation sets `chain/0var`, `chain/1var_h{H}`,
-`chain/2var_h{H}`, `chain/held_out_pointers` (`eval_sets.py`); the analyses it adds
-(`analysis/`: attention per layer, patching, the last MLP and QK, the two-hop compare-qk) and
-their commands (`commands/`: chain-attention, chain-patching, chain-compare-qk, and what
-`python -m empirical analyze` runs on a chain run). It reads the paper's task fields too (the
-operands, value pairs and mix are drawn as assign_add draws them). No torch on import.
+family"; docs/chain.md). Fields in `fields.py`, the sampler in `draw.py`, the sets in
+`eval_sets.py`, analyses in `analysis/`, commands in `commands/`. No torch on import.
 """
 
 from __future__ import annotations
@@ -30,19 +23,13 @@ class Chain(Family):
     set_prefixes = ("chain/",)
     analysis = f"{_COMMANDS}.analyze:analyze_chain"
     commands = {
-        "chain-attention": (
-            f"{_COMMANDS}.attention",
-            "a chain run's attention onto the chain's targets, per layer",
-        ),
-        "chain-patching": (
-            f"{_COMMANDS}.patching",
-            "a chain run's residual stream patched: which layer carries which hop",
-        ),
-        "chain-compare-qk": (
-            f"{_COMMANDS}.compare_qk",
-            "a chain run's QK updates vs the two-hop theory, and the order of the hops",
-        ),
-    }
+        "chain-attention": (f"{_COMMANDS}.attention",
+                            "a chain run's attention onto the chain's targets, per layer"),
+        "chain-patching": (f"{_COMMANDS}.patching",
+                           "a chain run's residual stream patched: which layer carries which hop"),
+        "chain-compare-qk": (f"{_COMMANDS}.compare_qk", "a chain run's QK updates vs the "
+                             "two-hop theory, and the order of the hops"),
+    }  # fmt: skip
 
     def validate(self, task) -> None:
         from empirical.families.assign_add.fields import validate_paper_fields

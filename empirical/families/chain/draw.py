@@ -1,27 +1,7 @@
-"""The chain family: multi-hop assignment (`a=17,c=4,b=a,d=b,b+5=?`), drawn vectorised.
-
-A sequence holds *chains*: v_1=v_2, v_2=v_3, ..., v_h=NUMBER, h assignments and h distinct
-variables; v_1 has hop count h. An operand variable is the head of its own chain (a `c+c`
-sequence has one chain for both operands); up to `chain_distractors` more chains of 1 to
-`chain_distractor_length` assignments are distractors. Each row, as torch ops over the batch:
-
-1. Operands, as in the assign_add family (empirical.families.assign_add.design): the operand
-   configuration (v1, v2) (-1: a number) from the 0/1/2-var mix and r1/r2, the values (x, y)
-   uniform over the ordered pairs that are not held out.
-2. Hop counts: the sequence's largest hop count H from the plan's weights. A 1-var operand
-   has hop count H; in a 2-var sequence with two variables, one operand (each with odds 1/2)
-   has H and the other a hop count uniform over the plan's hop counts <= H.
-3. Distractor chains: their number uniform on 0..chain_distractors, each length uniform on
-   1..chain_distractor_length; a chain that would not fit (min(K, (L-4) // 2) assignments
-   in all) is dropped with those after it (never in training: validated).
-4. Variables, slot by slot (a loop over the at most min(K, (L-4)/2) slots, not over rows):
-   the operand variables head their chains (reserved first); every other slot takes a
-   variable uniformly among the unused ones, and a chain's next variable w after u never
-   makes a held-out pointer pair u->w (training: guaranteed by the validation; evaluation
-   sets fall back to any unused variable only where nothing else is left).
-5. Order of the assignments: uniform over all orders ("random"), or uniform over the orders
-   in which every target is assigned before its pointer ("targets_first"). Padding as the
-   config's `padding` ("layouts": uniform over block arrangements; "gaps").
+"""The chain family's sequences (`a=17,c=4,b=a,d=b,b+5=?`), drawn vectorised: operand chains
+v_1=v_2, ..., v_h=NUMBER and distractor chains, in five steps (operands, hop counts,
+distractor chains, variables, order and padding; docs/task.md, "How a chain sequence is
+drawn"), as torch ops over the batch; `ChainSampler` is the family's training sampler.
 """
 
 from __future__ import annotations
@@ -33,15 +13,16 @@ import torch
 
 from empirical.config.task import TaskConfig
 from empirical.families.assign_add.design import (
-    CPU_CHUNK,
     V1,
     V2,
     VOFF,
     VSIZE,
     Design,
-    Groups,
+    block_positions,
+    draw_in_chunks,
     make_design,
     training_groups,
+    weights_cdf,
 )
 from empirical.families.assign_add.draw import TrainingSampler
 from empirical.families.chain.fields import capacity, held_out_pointer_pairs, training_hops
@@ -76,10 +57,7 @@ class ChainDraw:
         self.gaps = cfg.padding == "gaps"
         self.targets_first = cfg.chain_order == "targets_first"
         K, A = self.K, self.A
-        w = torch.tensor(plan.weights, dtype=torch.float64)
-        cdf = (w / w.sum()).cumsum(0)
-        cdf[-1] = 1.0
-        self.hop_cdf = cdf.to(dev)
+        self.hop_cdf = weights_cdf(plan.weights, dev)
         self.hops = torch.tensor(plan.hops, dtype=torch.long, device=dev)
         # the other operand's candidates per H: the plan's other hop counts <= H, and H
         cands = [sorted({h for h in plan.other_hops if h <= H} | {H}) for H in plan.hops]
@@ -117,14 +95,10 @@ class ChainDraw:
 
     # ------------------------------------------------------------------ drawing
     def sample(self, n: int, generator: torch.Generator) -> Batch:
-        U = torch.rand((n, self.width), generator=generator, device=self.device,
-                       dtype=torch.float64)  # fmt: skip
-        step = CPU_CHUNK if self.device.type == "cpu" else max(n, 1)
-        parts = [self._draw(U[i : i + step]) for i in range(0, max(n, 1), step)]
-        return parts[0] if len(parts) == 1 else Batch.cat(parts)
+        return draw_in_chunks(self._draw, n, self.width, self.device, generator)
 
     def _draw(self, U: torch.Tensor) -> Batch:
-        """One chunk of rows from its uniforms U (n, width): steps 1-5 of the module docstring."""
+        """One chunk of rows from its uniforms U (n, width): the five steps."""
         s = self._operands(U)
         self._chains(U, s)
         self._variables(U, s)
@@ -240,8 +214,8 @@ class ChainDraw:
             by_hop = (chain_raw * big + torch.where(valid, hop, rank)).argsort(1)
             rank = torch.empty_like(rank).scatter_(1, by_hop, rank.gather(1, by_rank))
         col += A  # the distractor numbers, read above
-        pos = self._block_positions(s.n_total, U[:, col : col + self.R])
-        start = pos.gather(1, rank)  # (n, A) first position of each slot's block
+        pos = block_positions(s.n_total, U[:, col : col + self.R], self.arA, self.arR, self.gaps)
+        start = torch.where(valid, pos, 0).gather(1, rank)  # (n, A) start of each slot's block
         tok = self.template.expand(n, L).contiguous()
         vpos = torch.where(valid, start, L - 3)  # unused slots write into the operands,
         tok.scatter_(1, vpos, p + var.clamp(max=K - 1))
@@ -264,29 +238,8 @@ class ChainDraw:
             operand_vars=torch.stack([v1, v2], dim=1),
         )
 
-    def _block_positions(self, n_blocks: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        """(n, A) start positions of the n_blocks two-token blocks, in order, within
-        0..R-1 (entries past n_blocks are unused): uniform over arrangements ("layouts"), or
-        each of the R - 2n pads in a uniformly chosen gap ("gaps")."""
-        R, A = self.R, self.A
-        valid = self.arA < n_blocks[:, None]
-        if self.gaps:
-            gap = (u * (n_blocks + 1).double()[:, None]).long()
-            gap = torch.minimum(gap, n_blocks[:, None])
-            gap = torch.where(self.arR < (R - 2 * n_blocks)[:, None], gap, A + 1)
-            pos = (gap[:, :, None] <= self.arA).sum(1) + 2 * self.arA
-        else:
-            free = self.arR >= (R - n_blocks)[:, None]
-            slots = (u + 2.0 * free.double()).argsort(dim=1)[:, :A]
-            pos = torch.where(valid, slots, R + A).sort(dim=1).values + self.arA
-        return torch.where(valid, pos, 0)
-
 
 # ---------------------------------------------------------------------- plans
-def _design(cfg: TaskConfig, groups: Groups, held: torch.Tensor, values: str, device, strict):
-    return make_design(cfg, groups, held, values, device, strict=strict)
-
-
 def training_plan(cfg: TaskConfig) -> ChainPlan:
     """The training plan: the trained hop counts with their weights."""
     hops, weights = training_hops(cfg)
@@ -302,9 +255,10 @@ class ChainSampler(TrainingSampler):
         self.cfg = cfg
         self.device = torch.device(device)
         self.held_out = check_held_out(cfg, held_out)
-        design = _design(cfg, training_groups(cfg), self.held_out, "allowed", self.device, True)
-        self.design = design
-        self.draw = ChainDraw(cfg, design, training_plan(cfg), self.device, strict=True)
+        self.design = make_design(
+            cfg, training_groups(cfg), self.held_out, "allowed", self.device, strict=True
+        )
+        self.draw = ChainDraw(cfg, self.design, training_plan(cfg), self.device, strict=True)
 
     def _draw(self, n: int, generator: torch.Generator) -> Batch:
         return self.draw.sample(n, generator)

@@ -1,21 +1,7 @@
-"""Evaluation sets of the chain family, per (variable operands, largest hop count).
-
-    chain/0var                 two numbers, distractor chains as in training
-    chain/1var_h{H}            one variable operand with hop count H (at an allowed position)
-    chain/2var_h{H}            two variable operands, the larger hop count H: one operand (each
-                               with odds 1/2) has H, the other a hop count uniform over the
-                               trained ones <= H and H itself; `c+c` included if allowed
-    chain/held_out_pointers    one variable operand u whose assignment is a held-out pointer
-                               `u=w` (w uniform over u's held-out targets), hop count uniform
-                               over the trained ones >= 2 (2 if none is)
-
-H runs over every trained and held-out hop count (task.chain_hops and
-task.chain_held_out_hops); sets of held-out hop counts and chain/held_out_pointers are outside
-training, the others inside it. Value pairs are the training pairs (not held out), variables
-at the positions training allows them (r1, r2). Each set has eval_size rows drawn from its own
-stream of the seed on the CPU (never enumerated). A held-out pointer pair appears outside
-chain/held_out_pointers only where a chain has no other unused variable to point to (never
-for the trained hop counts: the validation leaves room).
+"""Evaluation sets of the chain family (docs/task.md, "Evaluation sets of the chain family"):
+`chain/0var`, `chain/1var_h{H}`, `chain/2var_h{H}` for every trained and held-out hop count H,
+and `chain/held_out_pointers`; eval_size rows each, drawn on the CPU from the set's own stream
+of the seed.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The chain family's `TaskConfig` fields (`ChainFields`), their validation and derived values.
-
-The chain family (`task.family = "chain"`, docs/task.md "The chain family") binds a variable
-to a number or to another variable (`b=a`, a pointer); an operand's *hop count* is 1 when its
-variable is bound to a number, else 1 + its target's. Its fields start with `chain_`; they
-are checked here, only when the family is "chain" (with another family they must keep their
-defaults). Errors are ConfigErrors naming the field and what is allowed. No torch here.
+"""The chain family's `chain_*` task fields (`ChainFields`), their validation (only with
+`task.family = "chain"`; docs/task.md, "The chain family") and derived values. Errors are
+ConfigErrors naming the field. No torch here.
 """
 
 from __future__ import annotations
@@ -15,6 +11,7 @@ from typing import Any
 
 from empirical.config.field_types import MUST, choice, integer, names
 from empirical.config.io import ConfigError
+from empirical.families.base import check_hop_counts, kept_hops
 
 CHAIN_ORDERS = ("random", "targets_first")
 
@@ -36,10 +33,6 @@ class ChainFields:
     chain_held_out_hops: names("hop counts (integers >= 1)", Any) = ()  # only evaluated
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _as_list(value: object, name: str, what: str) -> list:
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
@@ -52,15 +45,8 @@ def _as_list(value: object, name: str, what: str) -> list:
 
 def _hop_list(cfg, name: str) -> tuple[int, ...]:
     values = _as_list(getattr(cfg, name), name, "hop counts (integers >= 1)")
-    for v in values:
-        if not _is_int(v) or v < 1:
-            raise ConfigError(
-                f"task.{name}: {v!r} is not a hop count; hop counts are integers >= 1 (1: a "
-                "variable bound to a number, 2: bound to a variable bound to a number, ...)"
-            )
-    if len(set(values)) != len(values):
-        raise ConfigError(f"task.{name} = {values} repeats a hop count; list each once")
-    return tuple(values)
+    meaning = "1: a variable bound to a number, 2: bound to a variable bound to a number, ..."
+    return check_hop_counts(name, values, 1, meaning)
 
 
 def capacity(cfg) -> int:
@@ -107,13 +93,7 @@ def parse_pointer(text: object, letters: str) -> tuple[str, str]:
 def training_hops(cfg) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """The hop counts training asks (task.chain_hops minus task.chain_held_out_hops) and
     their relative weights (task.chain_hop_weights, equal if empty)."""
-    weights = cfg.chain_hop_weights or (1.0,) * len(cfg.chain_hops)
-    kept = [
-        (h, w)
-        for h, w in zip(cfg.chain_hops, weights, strict=True)
-        if h not in cfg.chain_held_out_hops
-    ]
-    return tuple(h for h, _ in kept), tuple(w for _, w in kept)
+    return kept_hops(cfg.chain_hops, cfg.chain_hop_weights, cfg.chain_held_out_hops)
 
 
 def evaluated_hops(cfg) -> tuple[int, ...]:

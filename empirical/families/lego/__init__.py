@@ -1,15 +1,8 @@
-"""The lego family: LEGO's chains with signs (Zhang et al.; ../shared/spec/lego.md), e.g.
-`a=+1, c=+b, b=-a, c=? -1` (docs/lego.md).
-
-A root clause gives a variable a sign (`a=+1`, `a=-1`), every other clause binds a variable to
-a signed earlier variable (`b=-a`: b's value is -1 times a's); the clauses come in shuffled
-order, with an independent distractor chain beside the queried one, and the query `c=?` asks
-one variable's value (+1 or -1); a clause is one token. Its pieces: the `lego_*` task fields
-and their validation (here), the vocabulary, sampler and evaluation sets `lego/h{H}` (the
-query's hop count H, the root's being 0) and `lego/unshuffled` (`draw.py`), the association
-attention per layer and over training (`analysis.py`) and what `python -m empirical analyze`
-runs on a lego run (`commands.py`). It reads K, L and eval_size of the paper's task fields,
-no other. No torch on import.
+"""The lego family: LEGO's chains with signs (Zhang et al.), e.g. `a=+1, c=+b, b=-a, c=? -1`
+(docs/lego.md). The `lego_*` task fields and their validation are here; the vocabulary,
+sampler and evaluation sets `lego/h{H}`, `lego/unshuffled` in `draw.py`, the association
+attention in `analysis.py`, `analyze` on a lego run in `commands.py`. It reads K, L and
+eval_size of the paper's task fields, no other. No torch on import.
 """
 
 from __future__ import annotations
@@ -21,7 +14,7 @@ from typing import Any
 
 from empirical.config.field_types import choice, integer, names, number
 from empirical.config.io import ConfigError
-from empirical.families.base import Family, PhaseSets, require_defaults
+from empirical.families.base import Family, PhaseSets, check_hop_counts, require_defaults
 
 __all__ = ["FAMILY", "Lego", "LegoFields"]
 
@@ -42,46 +35,17 @@ class LegoFields:
     lego_distractor_length: integer(1, why=" (the most clauses of one)") = 4
     # clauses of a distractor chain: uniform on 1..this
     lego_order: choice(*ORDERS) = "random"  # "random": shuffled | "chain": chain after chain
-    lego_minus_share: number(
-        0,
-        1,
-        lo_open=True,
-        hi_open=True,
-        message="must be a number in (0, 1) (the odds of a `-` sign in training; 0.5: uniform)",
-    ) = 0.5
+    lego_minus_share: number(0, 1, lo_open=True, hi_open=True,
+                             message="must be a number in (0, 1) (the odds of a `-` sign in "
+                             "training; 0.5: uniform)") = 0.5  # fmt: skip
     # odds of a `-` sign in training (evaluation: 0.5)
-
-
-def _hop_list(task, name: str) -> tuple[int, ...]:
-    value = getattr(task, name)
-    for h in value:
-        if isinstance(h, bool) or not isinstance(h, int) or h < 0:
-            raise ConfigError(
-                f"task.{name}: {h!r} is not a hop count; hop counts are integers >= 0 (0: the "
-                "root `a=+1` is queried, 1: a variable bound to the root, ...)"
-            )
-    if len(set(value)) != len(value):
-        raise ConfigError(f"task.{name} = {list(value)} repeats a hop count; list each once")
-    return tuple(value)
-
-
-def _need_int(task, name: str, lo: int, hi: int | None = None, why: str = "") -> int:
-    value = getattr(task, name)
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or value < lo
-        or (hi is not None and value > hi)
-    ):
-        rng = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
-        raise ConfigError(f"task.{name} = {value!r} is out of range: must be an integer {rng}{why}")
-    return value
 
 
 def _check_values(task) -> None:
     """Each lego field on its own."""
-    task.lego_hops = _hop_list(task, "lego_hops")
-    task.lego_held_out_hops = _hop_list(task, "lego_held_out_hops")
+    meaning = "0: the root `a=+1` is queried, 1: a variable bound to the root, ..."
+    for name in ("lego_hops", "lego_held_out_hops"):
+        setattr(task, name, check_hop_counts(name, getattr(task, name), 0, meaning))
     trained = [h for h in task.lego_hops if h not in task.lego_held_out_hops]
     if not trained:
         raise ConfigError(
@@ -115,9 +79,13 @@ def _check_fit(task) -> None:
     """The fields together: the queried chain holds every evaluated hop count, and every
     clause fits the K variables and the L positions."""
     deepest = max((*task.lego_hops, *task.lego_held_out_hops))
-    _need_int(task, "lego_chain_length", deepest + 1, None,
-              f" (the queried chain must hold the deepest hop count {deepest}: a hop count "
-              "H needs H + 1 clauses)")  # fmt: skip
+    length = task.lego_chain_length
+    if isinstance(length, bool) or not isinstance(length, int) or length < deepest + 1:
+        raise ConfigError(
+            f"task.lego_chain_length = {length!r} is out of range: must be an integer >= "
+            f"{deepest + 1} (the queried chain must hold the deepest hop count {deepest}: a hop "
+            "count H needs H + 1 clauses)"
+        )
     clauses = task.lego_chain_length + task.lego_distractors * task.lego_distractor_length
     if clauses > task.K:
         raise ConfigError(

@@ -1,29 +1,11 @@
-"""Association attention of a lego run (the LEGO paper's "association" heads;
-../shared/spec/lego.md): attention from a clause's variable to the clause that defines the
-variable it names, per layer, over training, against its chance level.
-
-For each sequence the clauses are read from its tokens (`LegoVocabulary.clauses`; a clause
-is one token, `b=-a`, and so is the query, `c=?`). The model is causal, so a position sees
-only what comes before it; each measure averages over the instances where its target is
-visible. Per layer (TransformerLens's `blocks.{l}.attn.hook_pattern`; the heads' mean, and
-the best head), the attention weight:
-
-- `named -> its clause`: from a clause (`b=-a`) onto the clause that defines the variable it
-  names (`a=+1`), where that clause comes earlier: the association LEGO's heads make;
-- `defined -> naming clause`: from a clause (`a=+1`) onto the clause that names its variable
-  (`b=-a`), where that clause comes earlier (the association read backwards);
-- `query -> its clause`: from the query (`c=?`, the answer position) onto the clause that
-  defines the queried variable (always earlier);
-- `query -> k hops down` (k = 1, 2, 3): from the query onto the clause k steps down its chain
-  (the clause defining the variable the query's clause names, ...; where the chain has it):
-  the clauses whose signs the answer multiplies.
-
-Each measure's chance level is the weight a uniform attention over the visible positions
-would give the target, 1 / (position + 1), averaged over the same instances.
+"""Association attention of a lego run (docs/lego.md, "The association attention"): per layer
+(the heads' mean, and the best head) the attention weight from a clause onto the clause that
+defines the variable it names (`named -> its clause`), backwards (`defined -> naming clause`),
+from the query onto its clause and onto the clauses 1..3 hops down its chain, each where the
+target is visible (the model is causal), against its chance level 1 / (position + 1).
 
     table = association_attention(model, vocab, tokens)      # {measure: {...per layer}}
     history = association_over_training(run_dir, tokens)    # the same at every snapshot
-    plot_association(table, history, "association.png", title)
 """
 
 from __future__ import annotations
@@ -109,11 +91,8 @@ def association_over_training(run_dir, tokens: torch.Tensor) -> dict:
     from empirical.runs.rundir import RunDir
 
     run = RunDir(run_dir).require_run()
-    steps, tables = [], []
-    for step in run.snapshot_steps():
-        model, vocab = load_run(run.path, step=step)
-        steps.append(step)
-        tables.append(association_attention(model, vocab, tokens))
+    steps = run.snapshot_steps()
+    tables = [association_attention(*load_run(run.path, step=step), tokens) for step in steps]
     return {"steps": steps, "tables": tables}
 
 

@@ -1,9 +1,6 @@
-"""`python -m empirical analyze RUN_DIR` on a lego run (the lego family's `analysis`): the
-association attention per layer and over training (empirical.families.lego.analysis), on the
-run's deepest trained hop-count set.
-
-Writes analysis.json, summary.md and association.png (or --format) to RUN_DIR/analysis (with
---step: RUN_DIR/analysis/step_S) and prints summary.md.
+"""`python -m empirical analyze RUN_DIR` on a lego run: the association attention per layer and
+over training, on the run's deepest trained hop-count set; writes analysis.json, summary.md
+and association.png (or --format) to RUN_DIR/analysis (with --step: analysis/step_S).
 """
 
 from __future__ import annotations

@@ -1,30 +1,6 @@
-"""LEGO chains drawn vectorised, their vocabulary, and the family's evaluation sets.
-
-One sequence (spec/lego.md): a queried chain of `lego_chain_length` clauses, a root `a=+1`
-(or `a=-1`) then pointers `b=-a`, `c=+b`, ..., and up to `lego_distractors` independent
-distractor chains of 1..`lego_distractor_length` clauses over other variables; the clauses
-in uniform random order ("random") or chain after chain, each in chain order ("chain"); then
-the query `c=?`. Each row, as torch ops over the batch (one row of uniforms per sequence):
-
-1. The query's hop count h from the plan's weights (the root has hop count 0); the query is
-   the variable at place h of the queried chain.
-2. The distractor chains: their number uniform on 0..lego_distractors, each length uniform
-   on 1..lego_distractor_length.
-3. Variables: the first clauses' worth of a uniform random permutation of the K letters
-   (each variable used once); signs uniform; a clause's value is its sign times the value
-   of the variable it names (the root's: its sign).
-4. Order: a uniform random permutation of the clauses, or the chains in uniform random order,
-   each from its root on. The clauses end just before the query; pads fill the positions
-   before them.
-
-Tokens: a clause is one token (`b=-a`), the query one (`c=?`); the clauses end just before
-the query, `pad`s fill the positions before them, and the model answers at the query (the
-last position, as in the other families). Ids: 0 and 1 are the values +1 and -1 (the output
-classes; no input token), 2..K+1 the queries `a=?`, ..., then the clause `v=sx` at
-2 + K + (2 v + s) (K + 1) + x (s: 0 `+`, 1 `-`; x: the variable named, K for `1`), then
-`pad`: d_vocab = 3 + K + 2K(K + 1), the model's layout (values, middle ids, length) =
-(2, d_vocab - 5, L) (`layout`). One token per clause, because with three (`b - a`) the
-3-layer model did not learn to bind a clause's tokens (docs/lego.md, "Tokens").
+"""LEGO chains drawn vectorised (one row of uniforms per sequence), their vocabulary
+(`LegoVocabulary`: a clause is one token, `b=-a`, and so is the query, `c=?`) and the
+family's evaluation sets; docs/lego.md, "One sequence", gives the draw and the id layout.
 """
 
 from __future__ import annotations
@@ -36,10 +12,11 @@ from dataclasses import dataclass
 import torch
 
 from disentangled.errors import UserError
+from empirical.families.assign_add.design import draw_in_chunks, weights_cdf
+from empirical.families.base import kept_hops
 from empirical.task.batch import Batch
 from empirical.task.pairs import cpu_generator
 
-CPU_CHUNK = 1024  # rows per chunk on the CPU (as the other families' samplers)
 SIGNS = ("+", "-")
 VALUE_TEXT = ("+1", "-1")
 _CLAUSE_RE = re.compile(r"\s*([a-z])\s*=\s*([+-])\s*([a-z]|1)\s*")
@@ -51,7 +28,8 @@ class LegoTokenizeError(UserError, ValueError):
 
 
 class LegoVocabulary:
-    """Token ids of LEGO sequences with K variables and length L (layout above)."""
+    """Token ids of LEGO sequences with K variables and length L: 0, 1 the values +1, -1,
+    2..K+1 the queries, then the clauses `v=sx`, then `pad` (docs/lego.md)."""
 
     def __init__(self, K: int, L: int):
         self.K, self.L = K, L
@@ -184,10 +162,7 @@ class LegoDraw:
         self.S = self.C + self.D * self.Ld  # clauses at most
         self.chain_order = plan.order == "chain"
         self.minus_share = plan.minus_share
-        w = torch.tensor(plan.weights, dtype=torch.float64)
-        cdf = (w / w.sum()).cumsum(0)
-        cdf[-1] = 1.0
-        self.hop_cdf = cdf.to(dev)
+        self.hop_cdf = weights_cdf(plan.weights, dev)
         self.hops = torch.tensor(plan.hops, dtype=torch.long, device=dev)
         self.arS = torch.arange(self.S, device=dev)
         self.arD = torch.arange(self.D, device=dev)
@@ -197,11 +172,7 @@ class LegoDraw:
         self.width = 2 + self.D + self.K + 2 * self.S + 1 + self.D
 
     def sample(self, n: int, generator: torch.Generator) -> Batch:
-        U = torch.rand((n, self.width), generator=generator, device=self.device,
-                       dtype=torch.float64)  # fmt: skip
-        step = CPU_CHUNK if self.device.type == "cpu" else max(n, 1)
-        parts = [self._draw(U[i : i + step]) for i in range(0, max(n, 1), step)]
-        return parts[0] if len(parts) == 1 else Batch.cat(parts)
+        return draw_in_chunks(self._draw, n, self.width, self.device, generator)
 
     def _draw(self, U: torch.Tensor) -> Batch:
         K, L, S, D = self.K, self.L, self.S, self.D
@@ -260,10 +231,7 @@ class LegoDraw:
 # ---------------------------------------------------------------------- plans and sets
 def trained_hops(cfg) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """The query hop counts training asks, with their relative weights."""
-    weights = cfg.lego_hop_weights or (1.0,) * len(cfg.lego_hops)
-    kept = [(h, w) for h, w in zip(cfg.lego_hops, weights, strict=True)
-            if h not in cfg.lego_held_out_hops]  # fmt: skip
-    return tuple(h for h, _ in kept), tuple(w for _, w in kept)
+    return kept_hops(cfg.lego_hops, cfg.lego_hop_weights, cfg.lego_held_out_hops)
 
 
 def evaluated_hops(cfg) -> tuple[int, ...]:

@@ -1,45 +1,19 @@
-"""Where a chain run's attention goes, layer by layer: the construction's targets (issue #21,
-item 6; ../shared/spec/chain.md, "How a transformer can solve it").
+"""Where a chain run's attention goes, layer by layer, on the chain construction's targets
+(docs/chain.md, "Mechanisms, a first look"): per layer (`blocks.{l}.attn.hook_pattern`), the
+mean weight of the query `=` on the operands, on each hop's right-hand side and on the
+distractors; of each right-hand side on its own variable (binding); and of a pointer's token
+on its target's earlier assignment, against `pointer: uniform` (no preference).
 
-For each sequence of an evaluation set, the operand's chain is read from its tokens: the
-operand variable v_1 at L-3 or L-2, its assignment `v_1=v_2` (LHS position, RHS position),
-then `v_2=v_3`, ..., down to the number. Per layer (TransformerLens's
-`blocks.{l}.attn.hook_pattern`, any depth), the mean attention weight of:
-
-- `query -> operands`: the query `=` (position L-1) on the operand positions L-3, L-2;
-- `query -> hop k`: `=` on the RHS token of the chain's k-th assignment (k = 1: the operand's
-  own `v_1=v_2`; the last hop is the number): the construction's pointer following moves the
-  query along these;
-- `query -> distractors`: `=` on the tokens of assignments outside every operand chain;
-- `RHS -> own LHS` (binding): each assignment's RHS token on its LHS variable, the previous
-  token (the paper's layer-1 previous-token head);
-- `pointer -> target's variable` (LEGO's association: a token on an earlier occurrence of
-  the same token): the RHS token w of a pointer `u=w` on the LHS of `w=...`, where that
-  assignment comes earlier;
-- `pointer -> target's value`: the same RHS token w on the RHS of `w=...` (the value or the
-  next pointer bound to w), where that assignment comes earlier;
-- `pointer: uniform`: the weight a pointer token would give any one position with no
-  preference, 1/(its visible positions), the level the two pointer measures are read against.
-
-    table = chain_attention(model, vocab, batch)     # {measure: [per layer]}
-    plot_chain_attention(table, "chain_attention.png", title)
+    table = chain_attention(model, vocab, tokens)              # {measure: [per layer]}
     history = chain_attention_over_training(run_dir, tokens)   # the same at every snapshot
-    plot_chain_attention_over_training(history, "chain_attention_steps.png", title)
-
-A weight near 1/(number of visible positions) is no preference; the figure draws it.
 """
 
 from __future__ import annotations
 
 import torch
 
-__all__ = [
-    "chain_attention",
-    "chain_attention_over_training",
-    "chain_structure",
-    "plot_chain_attention",
-    "plot_chain_attention_over_training",
-]
+__all__ = ["chain_attention", "chain_attention_over_training", "chain_structure",
+           "plot_chain_attention", "plot_chain_attention_over_training"]  # fmt: skip
 
 
 def chain_structure(vocab, ids) -> dict:
@@ -158,11 +132,8 @@ def chain_attention_over_training(run_dir, tokens: torch.Tensor) -> dict:
     from empirical.runs.rundir import RunDir
 
     run = RunDir(run_dir).require_run()
-    steps, tables = [], []
-    for step in run.snapshot_steps():
-        model, vocab = load_run(run.path, step=step)
-        steps.append(step)
-        tables.append(chain_attention(model, vocab, tokens))
+    steps = run.snapshot_steps()
+    tables = [chain_attention(*load_run(run.path, step=step), tokens) for step in steps]
     return {"steps": steps, "tables": tables}
 
 

@@ -1,17 +1,7 @@
-"""`python -m empirical analyze` on a chain run (task.family = "chain", any depth): the
-chain's mechanisms in one report (issue #21, item 6; docs/chain.md).
-
-- attention per layer onto the construction's targets (`chain_attention`), and over training
-  the key measures with the step each forms at (`key_series`, `formation_steps`);
-- activation patching: which layer carries which hop (`chain_patching`, both corruptions);
-- the ebar identity of the last layer's QK (`last_qk_identity`): the paper's Figure 7b with
-  the variable copied into the query and bound to the number by any earlier layer's OV;
-- the last layer's MLP on 0-var sums: its pre-activations over every operand pair (x, y) of
-  the full model, each neuron fitted by the Gromov form of the paper's Fourier MLP
-  (`fit_gromov`): whether the adder is still the paper's.
-
-Writes OUT/analysis.json, OUT/summary.md and the figures (chain_attention, chain_attention_steps,
-chain_patching) and returns the payload.
+"""`python -m empirical analyze` on a chain run (any depth): the chain's mechanisms in one
+report (docs/chain.md, "Everything at once"): the attention per layer and over training,
+patching, the ebar identity of the last layer's QK and the Gromov fit of its MLP on 0-var
+sums. `analyze_chain_run` writes OUT/analysis.json, OUT/summary.md and the figures.
 """
 
 from __future__ import annotations
@@ -40,9 +30,7 @@ def last_mlp_fourier(model, p: int, prefix: torch.Tensor) -> dict:
 def last_qk_identity(model, vocab) -> list[dict]:
     """The ebar identity of the last layer's QK (the paper's Figure 7b one layer up): for every
     pair of earlier layers (a, b), S[u, v] = (=, its position, W_E[var u] W_OV^a) W_QK^last
-    (mean number, W_E[var v] W_OV^b)^T and how much of an identity it is (identity_summary):
-    the query carrying the variable a layer-a head copied into it matches the number that a
-    layer-b head bound to the same variable."""
+    (mean number, W_E[var v] W_OV^b)^T and how much of an identity it is (identity_summary)."""
     from empirical.analysis.qk import ebar_identity_matrix, identity_summary
 
     n = model.cfg.n_layers
@@ -112,9 +100,8 @@ def _summary_md(run_label: str, res: dict) -> str:
 def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: str | None =
                       None, n: int = 300, dynamics: bool = True, figures: bool = True,
                       fmt: str = "png") -> dict:  # fmt: skip
-    """The chain report of a run (see the module docstring) on `n` sequences of `set_name`
-    (default: chain/1var_h2 where the run has it, else its 1-var set of the most hops);
-    returns the payload."""
+    """The chain report of a run on `n` sequences of `set_name` (default: chain/1var_h2 where
+    the run has it, else its 1-var set of the most hops); returns the payload."""
     from empirical.config.io import ConfigError, atomic_write_bytes
     from empirical.families.chain.analysis.attention import (
         chain_attention,

@@ -1,28 +1,12 @@
 """Which layer carries which hop of a chain: activation patching of the residual stream
-(issue #21, item 6; ../shared/spec/chain.md, "How a transformer can solve it").
-
-A clean sequence `a=17, b=a, b+5=?` and a corrupted copy that differs in one token, with
-another answer:
-
-- `number`: the number at the end of the (first) variable operand's chain replaced by
-  another number (`a=30`);
-- `pointer`: the first hop's right-hand side replaced by the distractor's variable (`b=e`),
-  so that the operand resolves through the distractor.
-
-The corrupted sequence is run with the clean residual stream written in at one position and
-one point of the stream (before layer 1, ..., before layer n, after layer n:
-`blocks.{l}.hook_resid_pre`, the last block's `hook_resid_post`). What is measured is the
-share of the clean-minus-corrupted logit difference (clean answer's logit minus corrupted
-answer's) that the patch restores, mean over sequences (ratio of means): 1 where the
-position holds, at that point, everything about the changed token that the answer needs; 0
-where it holds none of it. Positions are the chain's roles, found per sequence
-(`chain_structure`): the variable operand, each hop's left- and right-hand side (the last
-hop's right-hand side is the number), the distractor's right-hand side, and the query `=`.
-Read down a column: where the information sits after each layer; the row at which the query
-column reaches 1 is the layer that has brought the answer's operand value to the query.
+(docs/chain.md, "Which layer carries which hop"). A clean sequence and a corrupted copy that
+differs in one token and in its answer (`number`: the number ending the operand's chain;
+`pointer`: the first hop's right-hand side made the distractor's variable); the corrupted run
+gets the clean stream at one position (a chain role, `chain_structure`) and one point (before
+layer 1, ..., after the last layer), and each cell is the share of the clean-minus-corrupted
+logit difference restored (ratio of means over the sequences).
 
     result = chain_patching(model, vocab, tokens, corruption="number")
-    plot_chain_patching(result, "chain_patching.png", title)
 """
 
 from __future__ import annotations

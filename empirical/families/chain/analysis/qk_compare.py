@@ -1,18 +1,9 @@
-"""compare-qk for a chain run: the last and middle hops' key-query updates against the
-two-hop theory, and the order in which the hops form (docs/compare_qk.md, "Deeper models
-(chain runs)"; issue #22, item 3).
+"""compare-qk for a chain run (docs/compare_qk.md, "Deeper models (chain runs)"): the last and
+middle hops' key-query updates over every snapshot window against the two-hop theory
+(`qk_theory`: W3's vs G1^(3), W2's vs D; cosines with isotropic and sign-randomised nulls),
+and the order in which the hops form (attention, memory contrast, the middle gradient).
 
     result = compare_chain_run("runs/chain/seed0")   # every number, JSON-ready
-
-Per snapshot (all of the run's): the `=` query's attention on the operands in the last and
-middle layers (for the theory's beta), the label-space memory blocks (bar_v x bar_v of the
-scores, `chain_coords`), the construction's attention measures (`chain_attention.key_series`)
-and the middle layer's key-query gradient at the `=` query on the run's sequences, read in the
-dual frame (the label-space gradient). Per window (consecutive snapshots): the observed
-update of each layer's W_QK (weight decay added back, `updates.undecayed_update`) read in the
-window's first snapshot's frame, against the theory's prediction there (`chain_theory`):
-W3's update vs G1^(3), W2's vs D, cosines on the whole block and the sub-blocks, with the
-isotropic and sign-randomised null levels (`metrics`).
 """
 
 from __future__ import annotations
@@ -32,6 +23,8 @@ from empirical.bridge.compare_qk.metrics import (
     sign_null95,
     subblock,
 )
+from empirical.bridge.compare_qk.updates import decay_factor, undecayed_update
+from empirical.families.chain.analysis.attention import chain_attention, formation_steps, key_series
 from empirical.families.chain.analysis.qk_coords import chain_chunk, hop_blocks, layer_coordinates
 from empirical.families.chain.analysis.qk_theory import beta_of, chain_prediction
 
@@ -110,12 +103,6 @@ def query_gradient(model, block: int, tokens: torch.Tensor, labels: torch.Tensor
     return torch.einsum("nd,nk,nke->de", x[:, -1], dS, x) / float(m.cfg.attn_scale)
 
 
-def _series_formation(steps, series, fraction):
-    from empirical.families.chain.analysis.attention import formation_steps
-
-    return formation_steps(steps, series, fraction)
-
-
 def _attention_names(series: dict, n_layers: int) -> dict[str, str]:
     last = next(k for k in series if k.startswith(f"layer {n_layers}: query -> the number"))
     return {"last": last, "middle": f"layer {n_layers - 1}: query -> hop 1"}
@@ -171,9 +158,7 @@ def _snapshot(model, vocab, blocks, all_tokens, all_labels, step) -> tuple[dict,
 
 
 def compare_chain_run(run_dir, config: ChainCompareConfig | None = None) -> dict:
-    """Every number of the comparison (module docstring) for the run in `run_dir`."""
-    from empirical.bridge.compare_qk.updates import decay_factor, undecayed_update
-    from empirical.families.chain.analysis.attention import chain_attention, key_series
+    """Every number of the comparison for the run in `run_dir`."""
     from empirical.runs.load import load_run
     from empirical.runs.rundir import RunDir
     from empirical.task import load_eval_sets
@@ -206,15 +191,14 @@ def compare_chain_run(run_dir, config: ChainCompareConfig | None = None) -> dict
         tables.append(chain_attention(model, vocab, att_tokens))
         snaps.append(rec)
         if prev is not None:
-            args = (run_cfg, chunks, p, K, L, cfg.frame, decay_factor, undecayed_update)
-            windows.append(_window(prev[1], st, prev[0], step, *args))
+            windows.append(_window(prev[1], st, prev[0], step, run_cfg, chunks, p, K, L, cfg.frame))
         prev = (step, st)
 
     series = key_series({"steps": steps, "tables": tables})
-    formed_att = _series_formation(steps, series, cfg.fraction)
+    formed_att = formation_steps(steps, series, cfg.fraction)
     names = _attention_names(series, n_layers)
     mem_series = {hop: [s[hop]["memory_contrast"] for s in snaps] for hop in HOPS}
-    formed_mem = _series_formation(steps, mem_series, cfg.fraction)
+    formed_mem = formation_steps(steps, mem_series, cfg.fraction)
     formation = {
         "attention": {hop: attention_formed(formed_att[names[hop]], names[hop], L) for hop in HOPS},
         "memory": {hop: formed_mem[hop] for hop in HOPS},
@@ -241,7 +225,7 @@ def compare_chain_run(run_dir, config: ChainCompareConfig | None = None) -> dict
     }
 
 
-def _window(st0, st1, s0, s1, run_cfg, chunks, p, K, L, frame, decay_factor, undecayed_update):
+def _window(st0, st1, s0, s1, run_cfg, chunks, p, K, L, frame):
     c = decay_factor(run_cfg.train, s0, s1)
     betas = {hop: beta_of(min(max(st0[hop]["a"], 1e-6), 0.5 - 1e-6), L) for hop in HOPS}
     pred = chain_prediction(chunks, p, K, L, betas["middle"], betas["last"])
@@ -334,14 +318,6 @@ def order_test(snaps: list[dict], formation: dict) -> dict:
     frame), which takes out the overall scale of the loss gradient (tiny at initialisation)."""
     att = formation["attention"]
     last, mid = att["last"]["step"], att["middle"]["step"]
-    if last is None or mid is None:
-        verdict = "not measurable (a hop never forms)"
-    elif last < mid:
-        verdict = "confirmed"
-    elif last == mid:
-        verdict = "not resolved (same snapshot)"
-    else:
-        verdict = "refuted"
     grad: dict = {}
     for sub in ("all", "barv_barv", "relative"):
         before = [s["middle_gradient"][sub] for s in snaps if last is not None and s["step"] < last]
@@ -364,17 +340,18 @@ def order_test(snaps: list[dict], formation: dict) -> dict:
     return {
         "last_hop_step": last,
         "middle_hop_step": mid,
-        "verdict": verdict,
+        "verdict": _verdict(last, mid, "not measurable (a hop never forms)"),
         "memory_last_step": ml,
         "memory_middle_step": mm,
-        "memory_verdict": (
-            "not measurable"
-            if ml is None or mm is None
-            else "confirmed"
-            if ml < mm
-            else "not resolved (same snapshot)"
-            if ml == mm
-            else "refuted"
-        ),
+        "memory_verdict": _verdict(ml, mm, "not measurable"),
         "middle_gradient": grad,
     }
+
+
+def _verdict(last: int | None, middle: int | None, unknown: str) -> str:
+    """Whether the last hop forms before the middle one (`unknown` if either never does)."""
+    if last is None or middle is None:
+        return unknown
+    if last < middle:
+        return "confirmed"
+    return "not resolved (same snapshot)" if last == middle else "refuted"

@@ -1,31 +1,9 @@
-"""The two-hop chain model's coordinates in a trained chain run (docs/compare_qk.md,
-"Deeper models (chain runs)").
-
-The disentangled chain model (../shared/spec/chain.md, disentangled/chain_model.py) has one
-orthonormal basis and two key-query matrices: W2 (the middle hop: the query, carrying ebar_v,
-finds the right-hand side of `v=w`) and W3 (the last hop: C.1's layer 2 on the updated
-query). In an n-layer checkpoint (n >= 3, blocks 0-based) they are the key-query matrices of
-block n-2 (the middle layer) and block n-1 (the last layer), read between one labelled
-residual vector per basis label, as `coords.coordinates` does for the one-hop model:
-
-    query rows   '='         W_E[=]
-                 'pos{L-1}'  W_pos[L-1]
-                 'bar_v{u}'  W_E[var u] W_OV^q     the variable u as written into `=`
-    key columns  'n{m}', 'v{u}', '=', '+', 'pad'   W_E[...]
-                 'pos{t}'    W_pos[t]
-                 'bar_v{u}'  W_E[var u] W_OV^1     what layer 1 binds into u's right-hand side
-
-with W_OV^l = W_V W_O of block l. The query's ebar is read through the OV of the layer that
-writes it into `=` in the construction: layer 1 (block 0) for the middle hop (the operand v
-copied into the query), the middle layer (block n-2) for the last hop (the pointer's target
-w, ebar_w, copied into the query by the middle hop), as the chain report's (its `mechanisms`)
-`last_qk_identity` reads the last layer. The keys' ebar is layer 1's for both (the
-previous-token binding of every right-hand side, pointer right-hand sides included).
-
-`chain_chunk` turns a run's token sequences into the disentangled model's compact inputs
-(`disentangled.chain_population.ChainChunk`): token and position one-hot, ebar of the
-left-hand side on every right-hand side, ebar of every variable operand on the query; the
-theory's gradients are then evaluated on the run's own sequences (`chain_theory`).
+"""The two-hop chain model's coordinates in a trained chain run (docs/compare_qk.md, "Deeper
+models (chain runs)", "The map"): the middle hop's W2 and the last hop's W3 are the key-query
+matrices of blocks n-2 and n-1 (0-based), read between labelled residual vectors as
+`coords.coordinates` does for the one-hop model, the ebar rows through the OV of the layer
+that writes them in the construction (`hop_blocks`). `chain_chunk` turns a run's sequences
+into the disentangled chain model's inputs, on which `qk_theory` evaluates the theory.
 """
 
 from __future__ import annotations
@@ -69,28 +47,12 @@ def hop_blocks(n_layers: int) -> dict[str, dict[str, int]]:
     }
 
 
-def basis_index(basis: Basis, label: str) -> int:
-    return basis.index(label)
-
-
 def label_block(M: Tensor, basis: Basis, L: int) -> Tensor:
     """M [dim, dim] of the basis (row = query, column = key) restricted to the comparison's
     rows (`coords.row_labels`) and columns (`coords.col_labels`)."""
     rows = [basis.index(r) for r in row_labels(basis.K, L)]
     cols = [basis.index(c) for c in col_labels(basis.p, basis.K, L)]
     return M[rows][:, cols]
-
-
-def label_to_basis(S: Tensor, basis: Basis, L: int) -> Tensor:
-    """The inverse of `label_block` on the labelled entries: a [dim, dim] matrix with S at the
-    comparison's rows and columns and 0 elsewhere."""
-    M = torch.zeros((basis.dim, basis.dim), dtype=torch.float64)
-    rows = [basis.index(r) for r in row_labels(basis.K, L)]
-    cols = [basis.index(c) for c in col_labels(basis.p, basis.K, L)]
-    M[torch.tensor(rows)[:, None], torch.tensor(cols)[None, :]] = torch.as_tensor(
-        S, dtype=torch.float64
-    )
-    return M
 
 
 def chain_chunk(tokens: Tensor, labels: Tensor, vocab, weight: float = 1.0) -> ChainChunk:

@@ -156,23 +156,12 @@ def plot_chain_compare(res: dict, path, fmt: str | None = None):
     ]
     for ax, hop in zip(axes[:2], HOPS, strict=True):
         for sub, style in (("all", "-o"), ("barv_barv", "--s"), ("barv_v", ":^")):
-            ax.plot(
-                ends,
-                [w[hop]["cos"][sub]["cos"] for w in res["windows"]],
-                style,
-                label=f"cos, {sub}",
-                ms=4,
-            )
+            cos = [w[hop]["cos"][sub]["cos"] for w in res["windows"]]
+            ax.plot(ends, cos, style, label=f"cos, {sub}", ms=4)
         sign = [w[hop]["cos"]["all"]["null_sign95"] for w in res["windows"]]
         iso = [w[hop]["cos"]["all"]["null_iso95"] for w in res["windows"]]
-        ax.fill_between(
-            ends,
-            [-s for s in sign],
-            sign,
-            color="grey",
-            alpha=0.25,
-            label="sign-randomised null 95% (all)",
-        )
+        label = "sign-randomised null 95% (all)"
+        ax.fill_between(ends, [-s for s in sign], sign, color="grey", alpha=0.25, label=label)
         ax.plot(ends, iso, ":", color="black", label="isotropic null 95% (all)")
         ax.axhline(0, color="black", lw=0.5)
         ax.set_ylabel("cosine")
@@ -186,13 +175,9 @@ def plot_chain_compare(res: dict, path, fmt: str | None = None):
         ax.plot(steps, [v / peak for v in vals], "-", color=color, label=label)
     ax.set_ylabel("memory contrast / largest |value|")
     ax2 = ax.twinx()
-    ax2.plot(
-        steps,
-        [max(s["middle_gradient"]["all"], 1e-12) for s in res["snapshots"]],
-        "-.",
-        color="tab:green",
-        label="middle layer's gradient at `=` (dual, |.|)",
-    )
+    middle = [max(s["middle_gradient"]["all"], 1e-12) for s in res["snapshots"]]
+    label = "middle layer's gradient at `=` (dual, |.|)"
+    ax2.plot(steps, middle, "-.", color="tab:green", label=label)
     ax2.set_yscale("log")
     ax2.set_ylabel("gradient norm")
     ax.set_title("Memories (scores: bar_v diagonal - off-diagonal) and the middle gradient")

@@ -1,21 +1,8 @@
 """The two-hop theory's predictions on a chain run's own sequences (docs/compare_qk.md,
-"Deeper models (chain runs)").
-
-The disentangled chain model (disentangled/chain_model.py) is evaluated exactly, in float64,
-on the run's sequences mapped by `chain_coords.chain_chunk` (a weighted mixture of evaluation
-sets stands in for the population, as `prediction.PopulationG1` does for the one-hop model),
-at the theorem's starting point with each layer's measured attention on the operands:
-
-    W^0(beta) = beta e_= (pi_{L-3} + pi_{L-2})^T,   beta = log(a / b),
-
-a the `=` query's mean weight per operand position, b = (1 - 2a) / (L - 2) (as compare-qk
-measures the one-hop model's). From the first-order loss l = E[mean_y F_y - F_{y*}]:
-
-    G1^(3) = -dl/dW3 at (W2, W3) = (W^0(beta2), W^0(beta3))    the last hop's prediction
-    G1^(2) = -dl/dW2 there                                       0 (theory/chain_lemmas.py)
-    D      = d/d eta3 G1^(2)(W^0, W^0 + eta3 G1^(3)) at 0         the middle hop's prediction
-
-(`disentangled.chain_gradient.w2_drive` on an enumerated population), all by autograd.
+"Deeper models (chain runs)", "The predictions"): the disentangled chain model, exact in
+float64, at W^0(beta) = beta e_= (pi_{L-3} + pi_{L-2})^T per layer; by autograd on the
+first-order loss, G1^(3) = -dl/dW3 (the last hop), G1^(2) = -dl/dW2 (0 in theory) and
+D = d/d eta3 G1^(2)(W^0, W^0 + eta3 G1^(3)) (the middle hop).
 """
 
 from __future__ import annotations
@@ -60,10 +47,6 @@ def start_matrix(basis: Basis, L: int, beta: float) -> torch.Tensor:
     return W
 
 
-def _config(p: int, K: int, L: int) -> ChainConfig:
-    return ChainConfig(p=p, K=K, L=L, pointers=1, beta=1.0)
-
-
 def first_order_loss(W2, W3, chunks: list[ChainChunk], cfg: ChainConfig, basis: Basis):
     total = torch.zeros((), dtype=torch.float64)
     for chunk in chunks:
@@ -76,7 +59,7 @@ def chain_prediction(
     chunks: list[ChainChunk], p: int, K: int, L: int, beta2: float, beta3: float
 ) -> ChainPrediction:
     """G1^(3), D and |G1^(2)| on `chunks` (weights summing to 1) at W^0(beta2), W^0(beta3)."""
-    cfg, basis = _config(p, K, L), Basis(p, K, L)
+    cfg, basis = ChainConfig(p=p, K=K, L=L, pointers=1, beta=1.0), Basis(p, K, L)
     W2 = start_matrix(basis, L, beta2).requires_grad_(True)
     W3 = start_matrix(basis, L, beta3).requires_grad_(True)
     value = first_order_loss(W2, W3, chunks, cfg, basis)

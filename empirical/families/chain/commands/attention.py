@@ -1,14 +1,7 @@
-"""`python -m empirical chain-attention RUN_DIR`: where a chain run's attention goes, per
-layer, on the chain construction's targets (empirical.families.chain.analysis.attention).
-
-Examples:
-    python -m empirical chain-attention runs/chain/seed0                      # chain/1var_h2
-    python -m empirical chain-attention runs/chain/seed0 --set chain/2var_h3 --n 1000 --step 4000
-    python -m empirical chain-attention runs/chain/seed0 --over-training     # every snapshot
-
-Writes RUN_DIR/analysis/chain_attention_SET.json and .png (SET with `/` as `_`) and prints
-the table; with --over-training also chain_attention_SET_steps.json and .png (the key
-measures at every snapshot).
+"""`python -m empirical chain-attention RUN_DIR [--set chain/1var_h2] [--over-training]`: a
+chain run's attention per layer on the construction's targets (docs/chain.md). Writes
+RUN_DIR/analysis/chain_attention_SET.json and .png (SET with `/` as `_`; with
+--over-training also chain_attention_SET_steps.json and .png) and prints the table.
 """
 
 from __future__ import annotations
@@ -51,11 +44,8 @@ def open_chain_run(args, command: str):
 def run(argv: list[str]) -> int:
     ap = parser("chain-attention", "Attention onto the chain construction's targets, per layer.")
     chain_run_arguments(ap)
-    ap.add_argument(
-        "--over-training",
-        action="store_true",
-        help="also the key measures at every snapshot (a figure over steps)",
-    )
+    ap.add_argument("--over-training", action="store_true", help="also the key measures at "
+                    "every snapshot (a figure over steps)")  # fmt: skip
     args = ap.parse_args(argv)
     run_dir, sets, model, vocab = open_chain_run(args, "chain-attention")
     import torch

@@ -1,16 +1,8 @@
-"""`python -m empirical chain-compare-qk RUN_DIR`: compare-qk for a chain run (>= 3 layers):
-the last and middle hops' key-query updates across the run's snapshots against the two-hop
-theory (G1^(3) for the last layer, the middle hop's drive D for the middle one), and the
-order in which the hops form (empirical.families.chain.analysis.qk_compare; docs/compare_qk.md,
-"Deeper models (chain runs)").
-
-Examples:
-    python -m empirical chain-compare-qk runs/chain/seed0
-    python -m empirical chain-compare-qk runs/chain/seed0 --sets chain/1var_h1 --n 200 --format json
-
-Writes chain_compare_qk.json (every number), summary.md and chain_compare_qk.png to
-RUN_DIR/analysis/chain_compare_qk (or --out) and prints the summary (--format table, the
-default) or the JSON (--format json).
+"""`python -m empirical chain-compare-qk RUN_DIR`: compare-qk for a chain run (>= 3 layers)
+against the two-hop theory, and the order in which the hops form (docs/compare_qk.md,
+"Deeper models (chain runs)"). Writes chain_compare_qk.json, summary.md and
+chain_compare_qk.png to RUN_DIR/analysis/chain_compare_qk (or --out) and prints the summary
+(or, with --format json, the JSON).
 """
 
 from __future__ import annotations
@@ -28,30 +20,16 @@ def run(argv: list[str]) -> int:
     ap = parser("chain-compare-qk", "The two-hop theory's QK updates vs a chain run's snapshots.")
     ap.add_argument("run_dir", help="a chain-family run directory with snapshots, >= 3 layers")
     ap.add_argument("--out", help="output directory (default RUN_DIR/analysis/chain_compare_qk)")
-    ap.add_argument(
-        "--format",
-        choices=("table", "json"),
-        default="table",
-        help="what to print: the markdown summary (default) or the JSON",
-    )
-    ap.add_argument(
-        "--sets",
-        default="chain/1var_h1,chain/1var_h2",
-        help="evaluation sets the theory and the gradients are evaluated on, equal "
-        "weights (default %(default)s)",
-    )
-    ap.add_argument(
-        "--attention-set",
-        default="chain/1var_h2",
-        help="set whose chains the formation measures follow (default %(default)s)",
-    )
+    ap.add_argument("--format", choices=("table", "json"), default="table",
+                    help="what to print: the markdown summary (default) or the JSON")  # fmt: skip
+    ap.add_argument("--sets", default="chain/1var_h1,chain/1var_h2",
+                    help="evaluation sets the theory and the gradients are evaluated on, equal "
+                    "weights (default %(default)s)")  # fmt: skip
+    ap.add_argument("--attention-set", default="chain/1var_h2", help="set whose chains the "
+                    "formation measures follow (default %(default)s)")  # fmt: skip
     ap.add_argument("--n", type=int, default=400, help="sequences per set (default %(default)s)")
-    ap.add_argument(
-        "--frame",
-        choices=FRAMES,
-        default="dual",
-        help="how updates are read (docs/compare_qk.md; default dual, exact)",
-    )
+    ap.add_argument("--frame", choices=FRAMES, default="dual", help="how updates are read "
+                    "(docs/compare_qk.md; default dual, exact)")  # fmt: skip
     args = ap.parse_args(argv)
     if args.n < 1:
         raise UsageError(f"--n {args.n}: give a number of sequences >= 1")
@@ -63,20 +41,15 @@ def run(argv: list[str]) -> int:
     run_dir = RunDir(args.run_dir).require_run()
     cfg = run_dir.read_config()
     if cfg.task.family != "chain":
-        raise UsageError(
-            f"{run_dir}: task.family = {cfg.task.family!r}; chain-compare-qk reads chain runs"
-        )
+        raise UsageError(f"{run_dir}: task.family = {cfg.task.family!r}; chain-compare-qk reads "
+                         "chain runs")  # fmt: skip
     if cfg.model.n_layers < 3:
-        raise UsageError(
-            f"{run_dir}: model.n_layers = {cfg.model.n_layers}; the two-hop "
-            "comparison needs >= 3 layers (a middle and a last hop)"
-        )
+        raise UsageError(f"{run_dir}: model.n_layers = {cfg.model.n_layers}; the two-hop "
+                         "comparison needs >= 3 layers (a middle and a last hop)")  # fmt: skip
     steps = run_dir.snapshot_steps()
     if len(steps) < 2:
-        raise UsageError(
-            f"{run_dir}: {len(steps)} snapshot(s); the comparison needs >= 2 "
-            "(train with train.snapshot_every > 0)"
-        )
+        raise UsageError(f"{run_dir}: {len(steps)} snapshot(s); the comparison needs >= 2 "
+                         "(train with train.snapshot_every > 0)")  # fmt: skip
     from empirical.task import load_eval_sets
 
     have = load_eval_sets(run_dir.eval_sets)

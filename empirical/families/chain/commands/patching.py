@@ -1,13 +1,7 @@
-"""`python -m empirical chain-patching RUN_DIR`: which layer carries which hop of a chain
-run, by activation patching of the residual stream (empirical.families.chain.analysis.patching).
-
-Examples:
-    python -m empirical chain-patching runs/chain/seed0                       # chain/1var_h2
-    python -m empirical chain-patching runs/chain/seed0 --set chain/1var_h3 --n 500 --step 4000
-
-Writes RUN_DIR/analysis/chain_patching_SET.json and .png (SET with `/` as `_`; both
-corruptions: the number at the end of the chain, and the first hop's pointer) and prints the
-tables: the share of the logit difference restored per residual stream point and position.
+"""`python -m empirical chain-patching RUN_DIR [--set chain/1var_h2]`: which layer carries
+which hop of a chain run, by activation patching (docs/chain.md). Writes
+RUN_DIR/analysis/chain_patching_SET.json and .png (SET with `/` as `_`; both corruptions) and
+prints the tables.
 """
 
 from __future__ import annotations
