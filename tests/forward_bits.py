@@ -1,14 +1,18 @@
 """Bit-level fingerprints of the training step and the hooked forward (tests/test_forward_bits.py).
 
     python tests/forward_bits.py --write   # record them (on purpose: after a change of numbers)
+    python tests/forward_bits.py --add     # add this CPU kind's entry, the code unchanged
 
 For each case (configs/authors.toml with 1 and 3 members; configs/smoke.toml at depth 3, and at
 depth 4 with tied middle layers, 3 members) it trains STEPS steps exactly as the engine does
 (SingleLearner or BatchLearner, the members' data streams, one torch thread, CPU) and hashes
 (sha256) every member's final weights, the per-step losses, and the hooked forward's logits
 and full activation cache of member 0 on 64 sequences. tests/golden/forward_bits.json holds
-them with the commit, CPU and torch version that produced them: training is bit-deterministic
-on one CPU kind and torch, so there every hash must be equal (torch.equal, not a tolerance).
+them for each CPU kind recorded (CPU name, torch's CPU capability - AVX2, AVX512, ... - and torch
+version) with the commit that produced them: training is bit-deterministic on one CPU kind and
+torch, so there every hash must be equal (torch.equal, not a tolerance). One CPU name can hide
+several kinds (a virtual "AMD EPYC" with or without AVX-512): a kind recorded without a
+capability serves a machine of that name whose own capability is not recorded.
 """
 
 from __future__ import annotations
@@ -87,28 +91,53 @@ def fingerprints(case: str, steps: int = STEPS) -> dict[str, str]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help=f"write {GOLDEN.name}")
-    args = parser.parse_args()
-    sys.path.insert(0, str(ROOT / "tests"))
+def cpu_kind() -> dict[str, str]:
+    """This machine's kind as the golden file keys it: CPU name, torch's CPU capability, torch."""
     import torch
 
     from empirical.train.summary import cpu_model
 
-    commit = subprocess.run(
+    capability = torch.backends.cpu.get_cpu_capability()
+    return {"cpu": cpu_model(), "capability": capability, "torch": torch.__version__}
+
+
+def golden_kind(golden: dict, kind: dict[str, str]) -> dict | None:
+    """The recorded entry for `kind`: the same CPU name and torch, the same capability, else the
+    one recorded without a capability; None when this kind was never recorded."""
+    same = [k for k in golden["kinds"] if (k["cpu"], k["torch"]) == (kind["cpu"], kind["torch"])]
+    exact = [k for k in same if k["capability"] == kind["capability"]]
+    loose = [k for k in same if k["capability"] is None]
+    return (exact or loose or [None])[0]
+
+
+def commit_here() -> str:
+    """The checkout's short commit ("unknown" outside git)."""
+    out = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
-    data = {
-        "commit": commit,
-        "cpu": cpu_model(),
-        "torch": torch.__version__,
-        "steps": STEPS,
-        "cases": {case: fingerprints(case) for case in CASES},
-    }
-    print(json.dumps(data, indent=1))
-    if args.write:
-        GOLDEN.write_text(json.dumps(data, indent=1) + "\n")
+    )
+    return out.stdout.strip() or "unknown"
+
+
+def with_kind(kinds: list[dict], entry: dict) -> list[dict]:
+    """`kinds` with `entry` added, replacing the entry of the same kind (cpu, capability, torch)."""
+    key = ("cpu", "capability", "torch")
+    return [k for k in kinds if [k[f] for f in key] != [entry[f] for f in key]] + [entry]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--write", action="store_true", help=f"write {GOLDEN.name} anew")
+    how.add_argument("--add", action="store_true", help="add this CPU kind's entry")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT / "tests"))
+    entry = {**cpu_kind(), "commit": commit_here()}
+    entry["cases"] = {case: fingerprints(case) for case in CASES}
+    print(json.dumps(entry, indent=1))
+    if args.write or args.add:  # --write: the other kinds' entries are stale after a change
+        kinds = json.loads(GOLDEN.read_text())["kinds"] if args.add and GOLDEN.exists() else []
+        golden = {"steps": STEPS, "kinds": with_kind(kinds, entry)}
+        GOLDEN.write_text(json.dumps(golden, indent=1) + "\n")
 
 
 if __name__ == "__main__":
