@@ -297,3 +297,45 @@ def test_the_main_job_ends_without_a_leaked_semaphore(tmp_path):
     assert "more process(es), beside the training" in proc.stderr
     assert "| the paper's run: import + evaluate | ok |" in proc.stdout
     assert "leaked semaphore" not in proc.stderr, proc.stderr
+
+
+_HOLDER = """
+import os, sys, time
+from empirical.experiments.scheduling import BackgroundProcesses
+if __name__ == "__main__":
+    with BackgroundProcesses(1) as background:
+        job = background.submit(os.getpid)
+        print(job.get(timeout=60), background.manager._process.pid, flush=True)
+        background.submit(time.sleep, 600)
+        time.sleep(600)
+"""
+
+
+def test_a_killed_reproduce_takes_its_background_processes_with_it(tmp_path):
+    """SIGKILL leaves no time to terminate the pool: its workers notice their parent is gone
+    (a stage following the training once ran on for 50 minutes after its reproduce was killed)."""
+    import signal
+    import time
+
+    script = tmp_path / "holder.py"
+    script.write_text(_HOLDER)
+    holder = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        children = [int(pid) for pid in holder.stdout.readline().split()]  # worker, manager
+        assert all(_alive(pid) for pid in children)  # alive while their parent is
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=10)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(_alive(pid) for pid in children):
+            time.sleep(0.2)
+        assert not any(_alive(pid) for pid in children), f"{children} outlived their parent"
+    finally:
+        holder.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False

@@ -1,18 +1,11 @@
-"""Where `reproduce`'s stages run: background processes beside the training, their threads,
-the training's threads, and our compare-qk following the training on idle CPU time.
+"""Where `reproduce`'s stages run: background processes beside the training (each on
+worker_threads torch and BLAS threads), the training's threads (one while they share the
+machine, every core once they are done: ThreadWidening), and our compare-qk following the
+training on idle CPU time.
 
     with BackgroundProcesses(background_workers(cores)) as background:
         job = background.submit(stage, *args)      # in a spawned process (in_background_process)
         ...                                        # the training, here; then background.stop.set()
-        job.get()
-
-A background process runs on worker_threads torch and BLAS threads; the training runs on one
-thread while they share the machine and on every core once they are done (ThreadWidening).
-On leaving the `with`, the background processes are let end (close, join), so each runs its
-exit handlers: a process killed instead (Pool.terminate) leaves the semaphores it made (tqdm's
-lock, in the paper's run's import and evaluation) to the resource tracker, which ended the
-main job with 'There appear to be 1 leaked semaphore objects to clean up at shutdown'. Only
-when the body fails are they terminated.
 """
 
 from __future__ import annotations
@@ -23,6 +16,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from multiprocessing.managers import SyncManager
 
 from disentangled.errors import UserError
 
@@ -33,10 +27,9 @@ def say(text: str) -> None:
 
 
 def background_workers(cores: int) -> int:
-    """Worker processes beside the training process on a machine with `cores` CPU cores:
-    1 up to 2 cores (theory, paper's run, then our compare-qk, in turn), 2 on 3-4 (our
-    compare-qk need not wait for the theory), 4 from 5 cores on (theory tests, theory report,
-    the paper's run and our compare-qk each in its own process, as on a GPU machine)."""
+    """Worker processes beside the training on `cores` CPU cores: 1 up to 2 cores (every stage
+    in turn), 2 on 3-4 (our compare-qk need not wait for the theory), 4 from 5 cores on (each
+    independent stage in its own process)."""
     return 1 if cores <= 2 else 2 if cores <= 4 else 4
 
 
@@ -47,9 +40,8 @@ def worker_threads(cores: int) -> int:
 
 
 def subprocess_env() -> dict[str, str]:
-    """The environment of a stage's subprocess: this process's torch threads (a background
-    process's worker_threads) unless OMP_NUM_THREADS is set: on a 16-core machine, five
-    processes of 16 threads each slowed the theory report 4x."""
+    """A stage's subprocess's environment: this process's torch threads unless OMP_NUM_THREADS
+    is set (on 16 cores, five processes of 16 threads each slowed the theory report 4x)."""
     import torch
 
     threads = str(torch.get_num_threads())
@@ -58,11 +50,8 @@ def subprocess_env() -> dict[str, str]:
 
 def in_background_process(fn, *args):
     """fn(*args) in a background process, on worker_threads torch threads and as many BLAS
-    threads (numpy's and scipy's OpenBLAS, limited by threadpoolctl). Unlimited, the BLAS
-    starts a thread per core, and on the 2-core CPU it made our run's compare-qk slower and
-    took CPU from the training beside it: 86-90 s and 84-87 s of CPU against 55-57 s and 53-54
-    s on one BLAS thread (`python benchmarks/bench_allocator.py --run runs/authors/seed0`,
-    2026-11-27). Freed memory is kept there (empirical.allocator): compare-qk runs here."""
+    threads (threadpoolctl: a BLAS thread per core slowed compare-qk and the training beside
+    it, docs/benchmarks.md, bench_allocator), keeping freed memory (empirical.allocator)."""
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -75,16 +64,32 @@ def in_background_process(fn, *args):
         return fn(*args)
 
 
+def exit_with_parent(parent: int, every: float = 1.0) -> None:
+    """In a worker process: end it (os._exit) once `parent`, the process that started it, is
+    gone (killed, so that it could not terminate its workers), checked every `every` seconds
+    on a daemon thread."""
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 class BackgroundProcesses:
     """`workers` spawned processes for stages beside the training (`submit`), and `stop`, an
-    event (a Manager's: it crosses processes) that the training's end sets. A context
-    manager: leaving it normally lets the processes end cleanly; leaving it on an error
-    terminates them (the module docstring)."""
+    event (a Manager's: it crosses processes) that the training's end sets. Leaving the
+    context normally lets the processes end cleanly; leaving it on an error terminates them;
+    a killed reproduce takes them with it (exit_with_parent)."""
 
     def __init__(self, workers: int):
         spawn = multiprocessing.get_context("spawn")
-        self.pool = spawn.Pool(workers)
-        self.manager = spawn.Manager()
+        me = (os.getpid(),)
+        self.pool = spawn.Pool(workers, initializer=exit_with_parent, initargs=me)
+        self.manager = SyncManager(ctx=spawn)
+        self.manager.start(exit_with_parent, me)
         self.stop = self.manager.Event()
 
     def submit(self, fn: Callable, *args):
@@ -97,6 +102,8 @@ class BackgroundProcesses:
     def __exit__(self, exc_type, exc, tb) -> None:
         try:
             if exc_type is None:  # every job is done: each process ends and cleans up
+                # (terminated, one leaves its semaphores, tqdm's lock, to the resource tracker:
+                # 'There appear to be 1 leaked semaphore objects to clean up at shutdown')
                 self.pool.close()
                 self.pool.join()
             else:  # this process is failing: no waiting for theirs
@@ -108,9 +115,8 @@ class BackgroundProcesses:
 @contextlib.contextmanager
 def idle_priority():
     """This process on idle CPU time only, for the duration (Linux SCHED_IDLE; elsewhere the
-    lowest nice level), then back where the system allows: work that follows the training must
-    not take cores from it. On the 2-core CPU, following at normal priority while the training
-    ran on both cores slowed its steps by more than the following saved (2026-11-27)."""
+    lowest nice level): at normal priority, on 2 cores, following the training slowed its steps
+    by more than the following saved (2026-11-27)."""
     before = None
     try:
         if hasattr(os, "SCHED_IDLE"):
@@ -130,10 +136,8 @@ def idle_priority():
 
 def follow_training(run, stop) -> dict:
     """Our run's compare-qk of each snapshot that has a successor, as the training (another
-    process) writes them, on idle CPU time only, until `stop` is set (the training has ended):
-    {step: analysis} for compare_qk's `done` (empirical.bridge.compare_qk.follow). It gains where a
-    core is spare (3 or more: its own worker beside the training); on 2 cores the 2-thread
-    training leaves it almost none (4 of 80 snapshots in the main job, 2026-11-27)."""
+    process) writes them, on idle CPU time, until `stop` is set: {step: analysis} for
+    compare_qk's `done` (empirical.bridge.compare_qk.follow)."""
     from empirical.bridge.compare_qk import Options
     from empirical.bridge.compare_qk.follow import SnapshotInputs, follow_snapshots
 
@@ -150,11 +154,8 @@ def follow_training(run, stop) -> dict:
 
 class ThreadWidening:
     """run_training's on_eval for reproduce's training: once `done()` says the background
-    stages have finished, the rest of a CPU training runs on every core
-    (`os.cpu_count()`; 1 thread while they share the machine). The step is the same, bit for
-    bit, on any thread count (tests/test_reproduce.py), so when the switch happens cannot
-    change a number; on this project's 2-core CPU 2 threads take 9-17% off a step
-    (benchmarks/bench_threads.py). `restore()` puts the count back for the stages after."""
+    stages have finished, the rest of a CPU training runs on every core (the step is the same
+    bit for bit on any thread count: docs/training.md). `restore()` puts the count back."""
 
     def __init__(self, cfg, done: Callable[[], bool] | None):
         from empirical.train.engine import resolve_device
