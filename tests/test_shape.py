@@ -133,3 +133,29 @@ def test_no_import_circles():
         graph[name] = {t for t in graph[name] if not t.startswith(name + ".")}
     circles = _circles(graph)
     assert not circles, f"import circles: {circles}"
+
+
+def test_no_module_is_ignored_by_git_or_by_ruff():
+    """A pattern meant for the top-level runs/ once also matched empirical/runs/: a new module
+    there would not have been committed, and ruff skipped the package."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    paths = [str(p.relative_to(ROOT)) for p in MODULES.values()]
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--stdin"], cwd=ROOT, text=True,
+        input="\n".join(paths), capture_output=True,
+    ).stdout.split()  # fmt: skip
+    assert ignored == [], f"git ignores {ignored[:5]}"
+    ruff = shutil.which("ruff")
+    if ruff:
+        listed = subprocess.run(
+            [ruff, "check", "--show-files", *PACKAGES], cwd=ROOT, text=True, capture_output=True
+        ).stdout
+        checked = {Path(line).resolve() for line in listed.split()}
+        skipped = [p for p in paths if (ROOT / p).resolve() not in checked]
+        assert skipped == [], f"ruff skips {skipped[:5]}"

@@ -23,8 +23,8 @@ import torch
 
 from disentangled.command_line import UsageError, check_writable_dir
 from empirical.config.io import atomic_write_bytes
-from empirical.model import load_checkpoint, model_from_checkpoint
 from empirical.config.run import config_fingerprint
+from empirical.model import load_checkpoint, model_from_checkpoint
 from empirical.runs.lock import writer_lock
 from empirical.runs.rundir import SNAPSHOT_RE, RunDir, RunDirError
 from empirical.train.evaluate import SetEvaluator

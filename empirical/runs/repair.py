@@ -17,9 +17,9 @@ import json
 
 from disentangled.command_line import check_writable_dir
 from empirical.config.io import atomic_write_bytes
-from empirical.runs.metrics_log import scan_metrics
 from empirical.config.run import config_fingerprint
 from empirical.runs.lock import writer_lock
+from empirical.runs.metrics_log import scan_metrics
 from empirical.runs.rundir import RunDir
 
 
