@@ -1,7 +1,13 @@
 """The committed theory_report.md is what `python -m theory report` writes now (issue #37: a
 generated document that is committed is current). The full report takes 2-4 minutes on a
 2-core CPU, so the comparison is slow; a fast test checks that every section the report's code
-writes is in the committed file."""
+writes is in the committed file.
+
+The report's round-off-level numbers (max abs diff 1e-17, Richardson residuals) and accuracies
+measured at a tie tolerance depend on the machine's rounding: the full comparison holds on the
+kind of machine that wrote the committed file (its first line names torch and torch's CPU
+capability); on another kind the text, headings and every table row's label and verdict must
+agree, numbers aside."""
 
 from __future__ import annotations
 
@@ -23,10 +29,33 @@ VOLATILE = (
 )
 
 
+KIND = re.compile(r"sympy [^,)]+, (torch [^,]+, CPU [A-Z0-9_]+)\)")
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
 def normalised(text: str) -> str:
     for pattern, replacement in VOLATILE:
         text = pattern.sub(replacement, text)
     return text
+
+
+def skeleton(text: str) -> str:
+    """The report without its numbers: prose with numbers masked, each table row cut to its
+    label and verdict (what another machine's rounding cannot change)."""
+    lines = []
+    for line in normalised(text).splitlines():
+        if line.startswith("|"):
+            line = "|".join(line.split("|")[:3])
+        lines.append(NUMBER.sub("N", line))
+    return "\n".join(lines)
+
+
+def test_the_skeleton_ignores_rounding_and_keeps_verdicts():
+    row = "| p=5, K=2 | PASS | max abs diff = 6.939e-18; tightest entry = (bar_v0, bar_v1) |"
+    other = "| p=5, K=2 | PASS | max abs diff = 1.041e-17; tightest entry = (bar_v1, v1) |"
+    assert skeleton(row) == skeleton(other)
+    assert skeleton(row) != skeleton(row.replace("PASS", "FAIL"))
+    assert skeleton("costs {0var: 0.004267}") == skeleton("costs {0var: 0}")
 
 
 def test_normalising_keeps_what_matters():
@@ -61,7 +90,11 @@ def test_the_committed_report_is_what_the_command_writes(tmp_path):
         text=True,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    fresh, committed = normalised(out.read_text()), normalised(COMMITTED.read_text())
+    fresh, committed = out.read_text(), COMMITTED.read_text()
+    written_on, here = KIND.search(committed), KIND.search(fresh)
+    same_kind = written_on is not None and here is not None and written_on[1] == here[1]
+    look = normalised if same_kind else skeleton
+    fresh, committed = look(fresh), look(committed)
     if fresh != committed:
         pairs = zip(committed.splitlines(), fresh.splitlines(), strict=False)
         diff = [(n, c, f) for n, (c, f) in enumerate(pairs, 1) if c != f]
@@ -69,4 +102,5 @@ def test_the_committed_report_is_what_the_command_writes(tmp_path):
             "theory_report.md is not what `python -m theory report` writes now; regenerate it "
             f"(`python -m theory report --out theory_report.md`). First differing line: {diff[:1]}"
             f"; lines {len(committed.splitlines())} committed, {len(fresh.splitlines())} fresh"
+            + ("" if same_kind else " (another kind of machine: numbers aside)")
         )
