@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from disentangled.command_line import UsageError, run_main
+from empirical.cli.common import UsageError, main_of
 from empirical.families import family_commands
 
 # command -> (module with a `run(argv) -> int` that raises UserError, one-line help)
@@ -67,10 +67,9 @@ def _dispatch(argv: list[str]) -> int:
     return int(module.run(rest) or 0)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Every command under one error contract: a UserError (bad value, missing file, run
-    directory in use, ...) or a file-system fault prints one `error: ...` line and exits 2."""
-    return run_main(_dispatch, argv)
+# every command under one error contract: a UserError (bad value, missing file, run directory
+# in use, ...) or a file-system fault prints one `error: ...` line and exits 2
+main = main_of(_dispatch)
 
 
 if __name__ == "__main__":

@@ -27,5 +27,5 @@ def tiny_chain_run(tmp_path_factory):
         "train.checkpoint_every=4", "train.snapshot_every=2", "train.batch_size=16",
         "model.d_model=16", "model.d_mlp=32"])  # fmt: skip
     run = tmp_path_factory.mktemp("chain") / "run"
-    train_run(cfg, run, progress=False)
+    train_run(cfg, run, progress=False, figures=False)
     return run

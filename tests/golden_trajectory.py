@@ -42,7 +42,7 @@ def trajectory(workdir: Path) -> list[dict]:
     torch.set_num_threads(1)
     try:
         cfg = load_run_config(CONFIG, [f"train.steps={STEPS}", "train.device=cpu"])
-        train_run(cfg, workdir / "run", progress=False)
+        train_run(cfg, workdir / "run", progress=False, figures=False)
     finally:
         torch.set_num_threads(threads)
     records = [json.loads(x) for x in (workdir / "run" / "metrics.jsonl").read_text().splitlines()]

@@ -43,7 +43,7 @@ def run_dir(tmp_path_factory):
         ["task.eval_size=200", "train.steps=40", "train.snapshot_every=20", "train.threads=1"],
     )
     path = tmp_path_factory.mktemp("run")
-    train_run(cfg, path, progress=False)
+    train_run(cfg, path, progress=False, figures=False)
     yield path
     torch.set_num_threads(old)
 
@@ -53,11 +53,10 @@ def in_unit(x) -> bool:
 
 
 def test_analyze_writes_every_output(run_dir, capsys):
-    assert main([str(run_dir), "--probe-size", "256", "--no-progress"]) == 0
+    # the numbers; the figures are drawn by the slow test below (most of the command's time)
+    assert main([str(run_dir), "--probe-size", "256", "--no-progress", "--no-figures"]) == 0
     out = run_dir / "analysis"
-    assert FIGURES <= {p.name for p in out.iterdir()}
-    for name in FIGURES:
-        assert (out / name).stat().st_size > 15_000, name  # a real picture, not an empty canvas
+    assert not list(out.glob("*.png"))
     summary = (out / "summary.md").read_text()
     assert capsys.readouterr().out.strip() == summary.strip()
     for name in MEASURE_NAMES:
@@ -84,6 +83,16 @@ def test_analyze_writes_every_output(run_dir, capsys):
         assert set(dyn["crossings"][name]) == {"threshold", "first", "stable"}
     assert set(dyn["second_spike"]) == {"a", "b", "c"}
 
+
+
+@pytest.mark.slow  # ten figures drawn: 10-25 s on 2 cores
+def test_analyze_draws_every_figure(run_dir, tmp_path):
+    out = tmp_path / "figs"
+    args = [str(run_dir), "--out", str(out), "--probe-size", "128", "--quiet", "--no-progress"]
+    assert main(args) == 0
+    assert FIGURES <= {p.name for p in out.iterdir()}
+    for name in FIGURES:
+        assert (out / name).stat().st_size > 15_000, name  # a real picture, not an empty canvas
 
 def test_analyze_a_snapshot_without_dynamics(run_dir):
     args = [str(run_dir), "--step", "20", "--no-dynamics", "--no-figures", "--quiet"]

@@ -46,7 +46,7 @@ def trained(tmp_path_factory):
     base = tmp_path_factory.mktemp("trained")
     for seed in (0, 1):
         cfg = load_run_config(SMOKE, [*TINY, f"seed={seed}"])
-        train_run(cfg, base / f"seed{seed}", progress=False)
+        train_run(cfg, base / f"seed{seed}", progress=False, figures=False)
     from empirical.experiments.sweep import run_sweep
     from empirical.experiments.sweep.spec import SweepSpec
 
@@ -277,6 +277,8 @@ CASES = [
     # -- python -m empirical: the entry point
     C("cmd-unknown", E, "nope", "unknown command 'nope'", "an unknown command"),
     # -- train: config files and values
+    C("train-no-figures-format", E, "train --no-figures --format pdf", "--no-figures with --format",
+      "--no-figures with a figure format"),
     C("train-config-missing", E, "train --config {tmp}/missing.toml", "missing.toml",
       "--config that does not exist"),
     C("train-config-nonutf8", E, "train --config {tmp}/bad.toml", "not UTF-8",

@@ -88,6 +88,6 @@ def test_command_writes_json_and_figure(tiny_chain_run, tmp_path, capsys):
     smoke = tmp_path / "smoke"
     tiny = ["train.steps=2", "task.eval_size=20", "train.eval_every=2", "train.checkpoint_every=2"]
     smoke_cfg = load_run_config("configs/smoke.toml", tiny)
-    train_run(smoke_cfg, smoke, progress=False)
+    train_run(smoke_cfg, smoke, progress=False, figures=False)
     assert main(["chain-patching", str(smoke)]) == 2
     assert "chain-patching reads chain runs" in capsys.readouterr().err

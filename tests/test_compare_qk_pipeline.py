@@ -31,7 +31,7 @@ def run_dir(tmp_path_factory):
     )
     path = tmp_path_factory.mktemp("cq") / "run"
     torch.set_num_threads(1)
-    train_run(cfg, path, progress=False)
+    train_run(cfg, path, progress=False, figures=False)
     return path
 
 
@@ -42,12 +42,17 @@ def _strict(text: str):
     return json.loads(text, parse_constant=bad)
 
 
-def test_pipeline_end_to_end(run_dir, tmp_path):
+@pytest.fixture(scope="module")
+def pipeline(run_dir):
     opts = Options(
         steps=[0, 20, 40], batch_size=256, one_step_at=20, one_step_lrs=(1.0, 30.0),
         score_steps=(1.0, 8.0), eval_size=100, progress=False, prediction_size=4096,
     )  # fmt: skip
-    result = compare_run(run_dir, opts)
+    return compare_run(run_dir, opts)
+
+
+def test_pipeline_end_to_end(pipeline, run_dir, tmp_path):
+    result = pipeline
     # the defaults: G1 of the run's own 1-var training distribution, the exact dual frame
     assert result["frame"] == "dual" and result["prediction"] == "population"
     assert (result["options"]["order"], result["options"]["distribution"]) == ("mixed", "train")
@@ -141,12 +146,10 @@ def test_pipeline_end_to_end(run_dir, tmp_path):
     for r in result["steps"]:
         assert 0 < r["terms"]["pred"]["share"]["residual"] < 0.1
         assert 0 <= r["terms"]["weights"]["aw_share_vs_memory"] <= 1
-    paths = write_outputs(result, tmp_path / "out")
+    paths = write_outputs(result, tmp_path / "out", figures=False)  # figures: the next tests
     data = _strict(paths["json"].read_text())
     assert data["one_step"]["step"] == 20 and len(data["steps"]) == 3
-    for key in ("cosines", "cosines_raw", "cosines_orth", "cosines_score", "terms", "structure",
-                "assumptions", "one_step", "blocks_png"):  # fmt: skip
-        assert paths[key].stat().st_size > 10_000, key
+    assert not list((tmp_path / "out").glob("*.png"))
     npz = np.load(paths["blocks"])
     assert npz["orth__grad_ce"].shape == (3, 2 + 3, 11 + 3 + 3 + 16 + 3)
     assert npz["dual__diff_nodecay"].shape == npz["pred_dual"].shape == (3, 5, 36)
@@ -156,6 +159,40 @@ def test_pipeline_end_to_end(run_dir, tmp_path):
     assert "## One step from step 20" in summary and "[Wilson 95% interval]" in summary
     assert "dual frame" in summary and "sign null" in summary and "W_QK part" in summary
 
+
+
+FIGURES = ("cosines", "cosines_raw", "cosines_orth", "cosines_score", "terms", "structure",
+           "assumptions", "one_step", "blocks_png")  # fmt: skip
+
+
+def test_every_figure_is_made(pipeline):
+    """Each figure of the pipeline made from its result, not drawn (drawing them all takes
+    most of compare-qk's time on a toy run: the next, slow test writes them)."""
+    import matplotlib.pyplot as plt
+
+    from empirical.bridge.compare_qk import plots, step_plots
+
+    result = pipeline
+    frames = ("dual", "raw", "orth", "score")
+    figs = [plots.plot_cosines(result, None, "t", frame=f) for f in frames]
+    figs += [plot(result, None, "t") for plot in
+             (plots.plot_terms, plots.plot_structure, plots.plot_assumptions)]  # fmt: skip
+    blocks = {k: M for k, items in result["_blocks"].items() for s, M in items if s == 20}
+    labels = result["labels"]
+    figs.append(step_plots.plot_blocks(blocks, labels["rows"], labels["cols"], 16, None, "t",
+                                       frame="dual"))  # fmt: skip
+    figs.append(step_plots.plot_one_step(result["one_step"], None, "t"))
+    assert len(figs) == len(FIGURES)
+    for fig in figs:
+        assert fig.axes and fig.axes[0].has_data(), fig
+        plt.close(fig)
+
+
+@pytest.mark.slow  # drawing nine figures: about 10 s quiet, 30 s on a busy 2-core machine
+def test_every_figure_is_written(pipeline, tmp_path):
+    paths = write_outputs(pipeline, tmp_path / "out")
+    for key in FIGURES:
+        assert paths[key].stat().st_size > 10_000, key
 
 def test_cli(run_dir, tmp_path, capsys):
     from empirical.__main__ import main
@@ -220,7 +257,7 @@ def test_many_variables_use_the_sampled_population(tmp_path, capsys):
          "train.steps=20", "train.threads=1", "model.d_model=48"],
     )  # fmt: skip
     path = tmp_path / "k8"
-    train_run(cfg, path, progress=False)
+    train_run(cfg, path, progress=False, figures=False)
     opts = Options(batch_size=128, prediction_size=2048, one_step_at=20, one_step_lrs=(1.0,),
                    score_steps=(1.0,), eval_size=60, progress=False)  # fmt: skip
     result = compare_run(path, opts)

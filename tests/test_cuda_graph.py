@@ -94,7 +94,7 @@ def test_a_data_generator_state_from_another_device_reseeds_the_stream():
 
 def test_cpu_runs_say_their_steps_were_eager(tmp_path):
     cfg = smoke("train.steps=20", "train.eval_every=10", "train.device=cpu")
-    train_run(cfg, tmp_path, progress=False)
+    train_run(cfg, tmp_path, progress=False, figures=False)
     session = json.loads((tmp_path / "summary.json").read_text())["last_session"]
     assert session["step_mode"] == "eager" and session["steps"] == 20
     assert set(session) >= {"setup_s", "training_steps_s", "evaluations_s", "checkpoints_s"}
@@ -122,7 +122,7 @@ def assert_close_runs(a: Path, b: Path) -> None:
 def test_a_graphed_run_trains_as_the_eager_run(tmp_path):
     train_run(smoke("train.device=cuda", "train.cuda_graph=false"), tmp_path / "eager",
               progress=False)  # fmt: skip
-    train_run(smoke("train.device=cuda"), tmp_path / "graph", progress=False)
+    train_run(smoke("train.device=cuda"), tmp_path / "graph", progress=False, figures=False)
     assert_close_runs(tmp_path / "eager", tmp_path / "graph")
     summary = json.loads((tmp_path / "graph" / "summary.json").read_text())
     assert summary["last_session"]["step_mode"] == "cuda_graph"
@@ -133,8 +133,10 @@ def test_a_graphed_run_trains_as_the_eager_run(tmp_path):
 @cuda
 def test_a_graphed_run_with_clipping_and_bf16_trains_as_the_eager_run(tmp_path):
     extra = ("train.device=cuda", "train.grad_clip=0.5", "train.autocast=bf16")
-    train_run(smoke(*extra, "train.cuda_graph=false"), tmp_path / "eager", progress=False)
-    train_run(smoke(*extra), tmp_path / "graph", progress=False)
+    train_run(
+        smoke(*extra, "train.cuda_graph=false"), tmp_path / "eager", progress=False, figures=False,
+    )
+    train_run(smoke(*extra), tmp_path / "graph", progress=False, figures=False)
     assert_close_runs(tmp_path / "eager", tmp_path / "graph")
 
 
@@ -144,8 +146,8 @@ def test_graphed_batched_members_train_as_eager_ones(tmp_path):
         cfgs = [smoke("train.device=cuda", f"seed={s}", *extra) for s in (0, 1, 2)]
         return [(c, tmp_path / f"{tag}{i}") for i, c in enumerate(cfgs)]
 
-    train_batch(members("eager", "train.cuda_graph=false"), progress=False)
-    train_batch(members("graph"), progress=False)
+    train_batch(members("eager", "train.cuda_graph=false"), progress=False, figures=False)
+    train_batch(members("graph"), progress=False, figures=False)
     for i in range(3):
         assert_close_runs(tmp_path / f"eager{i}", tmp_path / f"graph{i}")
 
@@ -153,14 +155,14 @@ def test_graphed_batched_members_train_as_eager_ones(tmp_path):
 @cuda
 def test_a_graphed_run_resumes_on_the_gpu_and_on_the_cpu(tmp_path):
     cfg = smoke("train.device=cuda", "train.checkpoint_every=20")
-    train_run(cfg, tmp_path / "whole", progress=False)
+    train_run(cfg, tmp_path / "whole", progress=False, figures=False)
     train_run(cfg, tmp_path / "split", progress=False, stop_at=40)
-    train_run(cfg, tmp_path / "split", resume=True, progress=False)
+    train_run(cfg, tmp_path / "split", resume=True, progress=False, figures=False)
     assert_close_runs(tmp_path / "whole", tmp_path / "split")
     # a checkpoint of the graphed run resumes on the CPU (portable optimiser state)
     train_run(cfg, tmp_path / "moved", progress=False, stop_at=40)
     moved = smoke("train.device=cpu", "train.checkpoint_every=20")
-    train_run(moved, tmp_path / "moved", resume=True, progress=False)
+    train_run(moved, tmp_path / "moved", resume=True, progress=False, figures=False)
     assert len(train_losses(tmp_path / "moved")) == len(train_losses(tmp_path / "whole"))
     assert all(math.isfinite(x) for x in train_losses(tmp_path / "moved"))
 

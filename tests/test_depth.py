@@ -309,9 +309,9 @@ def test_three_layer_run_trains_resumes_and_loads(tmp_path, monkeypatch):
     monkeypatch.setattr(summary, "write_training_curves", lambda *args, **kwargs: None)
 
     cfg = _smoke3()
-    train_run(cfg, tmp_path / "whole", progress=False)
+    train_run(cfg, tmp_path / "whole", progress=False, figures=False)
     assert train_run(cfg, tmp_path / "split", progress=False, stop_at=10).step == 10
-    train_run(cfg, tmp_path / "split", resume=True, progress=False)
+    train_run(cfg, tmp_path / "split", resume=True, progress=False, figures=False)
 
     def metrics(run):
         return [{k: v for k, v in r.items() if k != "elapsed_s"} for r in read_metrics(run)]
@@ -323,7 +323,7 @@ def test_three_layer_run_trains_resumes_and_loads(tmp_path, monkeypatch):
     assert model.cfg.n_layers == 3 and not model.training and vocab.L == model.cfg.n_ctx
     assert load_run(tmp_path / "whole", step=10)[0].cfg.n_layers == 3
     # a batched member (the sweep's learner) trains the same run's metrics
-    train_batch([(cfg, tmp_path / "member")], progress=False)
+    train_batch([(cfg, tmp_path / "member")], progress=False, figures=False)
     assert metrics(tmp_path / "member" / "metrics.jsonl") == whole
     # the analyses refuse it before computing anything
     for what in ("analyze", "compare-qk"):

@@ -1,4 +1,5 @@
-"""The shared training skeleton: resume restores every metric for any cadence, refusals,
+"""The shared training skeleton: resume restores every metric for any cadence (batched members:
+tests/test_sweep.py::test_mixed_hyperparameter_batch_resumes_bit_for_bit), refusals,
 recovery overrides and their history, exploding losses, stale temporaries."""
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from empirical.config.run import load_run_config
-from empirical.experiments.sweep import train_batch
 from empirical.runs.metrics_log import read_metrics
 from empirical.runs.rundir import RunDir
 from empirical.train.engine import exploding, remove_stale_temporaries
@@ -28,36 +28,33 @@ def strip_time(records):
     return [{k: v for k, v in r.items() if k != "elapsed_s"} for r in records]
 
 
-CADENCE = ("train.eval_every=50", "train.checkpoint_every=20", "train.snapshot_every=0")
+# 50 steps, evaluated every 25, a checkpoint every 10: an evaluation window holds checkpoints
+CADENCE = ("train.steps=50", "train.eval_every=25", "train.checkpoint_every=10",
+           "train.snapshot_every=0")  # fmt: skip
 
 
-@pytest.mark.parametrize("kill_at", [20, 60])
-def test_resume_matches_for_a_cadence_whose_windows_straddle_checkpoints(tmp_path, kill_at):
+@pytest.fixture(scope="module")
+def whole_run(tmp_path_factory):
+    path = tmp_path_factory.mktemp("engine") / "whole"
+    train_run(smoke(*CADENCE), path, progress=False, figures=False)
+    return strip_time(read_metrics(path / "metrics.jsonl"))
+
+
+@pytest.mark.parametrize("kill_at", [10, 30])
+def test_resume_matches_for_a_cadence_whose_windows_straddle_checkpoints(
+    tmp_path, kill_at, whole_run
+):
     cfg = smoke(*CADENCE)
-    train_run(cfg, tmp_path / "whole", progress=False)
     train_run(cfg, tmp_path / "split", progress=False, stop_at=kill_at)
-    train_run(cfg, tmp_path / "split", resume=True, progress=False)
-    whole = strip_time(read_metrics(tmp_path / "whole" / "metrics.jsonl"))
+    train_run(cfg, tmp_path / "split", resume=True, progress=False, figures=False)
     split = strip_time(read_metrics(tmp_path / "split" / "metrics.jsonl"))
-    assert [r["step"] for r in whole] == [0, 50, 100]
-    assert whole == split  # train_loss included: the eval window straddles the kill
-
-
-def test_batched_members_resume_with_the_same_metrics(tmp_path):
-    cfgs = [smoke(*CADENCE, f"seed={s}") for s in (0, 1)]
-    train_batch([(c, tmp_path / f"whole{i}") for i, c in enumerate(cfgs)], progress=False)
-    split = [(c, tmp_path / f"split{i}") for i, c in enumerate(cfgs)]
-    train_batch(split, progress=False, stop_at=40)
-    train_batch(split, progress=False)
-    for i in range(2):
-        a = strip_time(read_metrics(tmp_path / f"whole{i}" / "metrics.jsonl"))
-        b = strip_time(read_metrics(tmp_path / f"split{i}" / "metrics.jsonl"))
-        assert a == b
+    assert [r["step"] for r in whole_run] == [0, 25, 50]
+    assert whole_run == split  # train_loss included: the eval window straddles the kill
 
 
 def test_resume_to_fewer_steps_than_done_is_refused(tmp_path):
     cfg = smoke("train.lr_schedule=constant", "train.steps=60")
-    train_run(cfg, tmp_path, progress=False)
+    train_run(cfg, tmp_path, progress=False, figures=False)
     before = (tmp_path / "config.toml").read_text()
     with pytest.raises(TrainingError, match="step 60 already"):
         train_run(smoke("train.lr_schedule=constant", "train.steps=20"), tmp_path, resume=True)
@@ -70,7 +67,7 @@ def test_recovery_settings_may_change_on_resume_and_are_recorded(tmp_path):
     changed = smoke(
         "train.lr_schedule=constant", "train.steps=40", "train.lr=0.0005", "train.warmup_steps=10"
     )
-    train_run(changed, tmp_path, resume=True, progress=False)
+    train_run(changed, tmp_path, resume=True, progress=False, figures=False)
     history = [json.loads(x) for x in (tmp_path / "config_history.jsonl").read_text().splitlines()]
     assert [h["event"] for h in history] == ["start", "resume"]
     assert history[1]["step"] == 20
@@ -82,7 +79,7 @@ def test_recovery_settings_may_change_on_resume_and_are_recorded(tmp_path):
     assert saved.train.lr == 0.0005 and saved.train.warmup_from == 20
     # but not a change of the task or the model
     with pytest.raises(TrainingError, match="different config"):
-        train_run(smoke("task.p=13"), tmp_path, resume=True, progress=False)
+        train_run(smoke("task.p=13"), tmp_path, resume=True, progress=False, figures=False)
 
 
 def test_exploding_rule():
@@ -107,7 +104,7 @@ def test_exploding_loss_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
 
     monkeypatch.setattr(AssignAddTransformer, "forward_fast", huge)
     with pytest.raises(TrainingError, match="exploded.*last good checkpoint"):
-        train_run(cfg, tmp_path, resume=True, progress=False)
+        train_run(cfg, tmp_path, resume=True, progress=False, figures=False)
     kept = load_training_state(tmp_path / "checkpoints" / "last.pt")
     assert kept["step"] == good["step"] == 40
     stop = RunDir(tmp_path).read_stopped()
@@ -123,7 +120,7 @@ def test_stale_temporaries_are_removed_on_the_next_start(tmp_path):
     assert sorted(remove_stale_temporaries(RunDir(tmp_path))) == sorted(map(str, stale))
     for path in stale:
         path.write_bytes(b"half")
-    train_run(cfg, tmp_path, resume=True, progress=False)
+    train_run(cfg, tmp_path, resume=True, progress=False, figures=False)
     assert not any(p.exists() for p in stale)
 
 
@@ -134,19 +131,21 @@ def test_init_from_replaces_the_seeded_init(tmp_path):
     from empirical.model import CheckpointError, load_model
 
     source = smoke("train.steps=20", "train.snapshot_every=20")
-    train_run(source, tmp_path / "source", progress=False)
+    train_run(source, tmp_path / "source", progress=False, figures=False)
     weights = tmp_path / "source" / "snapshots" / "step_000020.pt"
     cfg = smoke("train.steps=20", "train.snapshot_every=20", f"train.init_from={weights}")
-    train_run(cfg, tmp_path / "init", progress=False)
+    train_run(cfg, tmp_path / "init", progress=False, figures=False)
     a, b = load_model(weights), load_model(tmp_path / "init" / "snapshots" / "step_000000.pt")
     pairs = zip(a.state_dict().values(), b.state_dict().values(), strict=True)
     assert all(torch.equal(x, y) for x, y in pairs)
     with pytest.raises(CheckpointError, match="train.init_from"):
-        train_run(smoke("train.init_from=/no/such.pt"), tmp_path / "bad", progress=False)
+        train_run(
+            smoke("train.init_from=/no/such.pt"), tmp_path / "bad", progress=False, figures=False,
+        )
     assert not (tmp_path / "bad").exists()
     wider = smoke("model.d_model=48", f"train.init_from={weights}")
     with pytest.raises((CheckpointError, ConfigError), match="do not fit"):
-        train_run(wider, tmp_path / "wider", progress=False)
+        train_run(wider, tmp_path / "wider", progress=False, figures=False)
 
 
 def test_a_new_config_field_at_its_default_keeps_every_fingerprint():

@@ -37,7 +37,7 @@ def strip_time(records):
 def subsampled_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("subsample") / "run"
     cfg = load_run_config(SMOKE, list(SUBSAMPLED))
-    train_run(cfg, out, progress=False)
+    train_run(cfg, out, progress=False, figures=False)
     return cfg, RunDir(out)
 
 
@@ -80,7 +80,7 @@ def test_subsample_rows_are_fixed_distinct_and_cover_small_sets():
 def test_a_resumed_subsampled_run_writes_the_same_metrics(subsampled_run, tmp_path):
     cfg, run = subsampled_run
     train_run(cfg, tmp_path / "split", progress=False, stop_at=20)
-    train_run(cfg, tmp_path / "split", resume=True, progress=False)
+    train_run(cfg, tmp_path / "split", resume=True, progress=False, figures=False)
     assert strip_time(read_metrics(tmp_path / "split" / "metrics.jsonl")) == strip_time(
         read_metrics(run.metrics)
     )

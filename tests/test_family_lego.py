@@ -287,7 +287,7 @@ def tiny_lego_run(tmp_path_factory):
         "train.full_eval_every=2", "train.checkpoint_every=4", "train.snapshot_every=2",
         "train.batch_size=16", "model.d_model=16", "model.d_mlp=32"])  # fmt: skip
     run = tmp_path_factory.mktemp("lego") / "run"
-    train_run(cfg, run, progress=False)
+    train_run(cfg, run, progress=False, figures=False)
     return run
 
 

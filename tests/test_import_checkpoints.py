@@ -128,12 +128,12 @@ def authors_sequences(cfg) -> torch.Tensor:
     """Our-id sequences of the authors' config: training draws and evaluation sets."""
     seqs = [
         sample_training_batch(
-            cfg.task, 512, training_generator(0), held_out=held_out_pairs(cfg.task, cfg.seed)
+            cfg.task, 256, training_generator(0), held_out=held_out_pairs(cfg.task, cfg.seed)
         ).tokens
     ]
     for name in ("0var/pair", "1var/var", "2var/both", "curated/novel_orderings"):
         batch, _ = build_eval_set(cfg.task, cfg.seed, name)
-        seqs.append(batch.tokens[:256])
+        seqs.append(batch.tokens[:128])
     return torch.cat(seqs)
 
 

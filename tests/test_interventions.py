@@ -35,7 +35,7 @@ def tiny_run(tmp_path_factory):
 def test_frozen_groups_keep_their_values_exactly(tmp_path):
     cfg = load_run_config("configs/smoke.toml",
                           ["train.steps=10", 'train.freeze=["layer2_qk", "W_E"]'])  # fmt: skip
-    train_run(cfg, tmp_path / "run", progress=False)
+    train_run(cfg, tmp_path / "run", progress=False, figures=False)
     first = load_checkpoint(tmp_path / "run" / "snapshots" / "step_000000.pt")["model_state"]
     last = load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")["model_state"]
     for name in ("embed.W_E", "blocks.1.attn.W_Q", "blocks.1.attn.W_K"):

@@ -25,6 +25,7 @@ from empirical.train.state import load_training_state
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke.toml"
+TRAIN = ["train", "--no-progress", "--no-figures"]  # the tests' runs: no figure drawn
 LAUNCHER = ROOT / "tests" / "kill_launcher.py"
 # an evaluation window (50) that straddles checkpoints (20): the kill lands mid-window
 CADENCE = [
@@ -53,7 +54,7 @@ def launch(moment: str, n: int, *argv: str, cwd: Path) -> subprocess.CompletedPr
 
 
 def train_argv(run_dir: Path, *extra: str) -> list[str]:
-    return ["train", "--no-progress", "--config", SMOKE, *CADENCE, *extra, "--run-dir", run_dir]
+    return [*TRAIN, "--config", SMOKE, *CADENCE, *extra, "--run-dir", run_dir]
 
 
 @pytest.fixture(scope="session")  # built once per pytest process (worker)
@@ -61,7 +62,7 @@ def whole(tmp_path_factory) -> Path:
     """The uninterrupted run, trained in-process (the same numbers as the subprocess: one
     torch thread, the CPU)."""
     path = tmp_path_factory.mktemp("whole") / "run"
-    train_run(load_run_config(SMOKE, CADENCE), path, progress=False)
+    train_run(load_run_config(SMOKE, CADENCE), path, progress=False, figures=False)
     return path
 
 
@@ -83,7 +84,7 @@ def test_kill_during_a_checkpoint_write_then_resume(tmp_path, whole):
     tmps = list((run / "checkpoints").glob(".last.pt.*.tmp"))
     assert len(tmps) == 1  # killed between the write and the rename
     assert load_training_state(run / "checkpoints" / "last.pt")["step"] == 40  # intact
-    train_run(load_run_config(SMOKE, CADENCE), run, resume=True, progress=False)
+    train_run(load_run_config(SMOKE, CADENCE), run, resume=True, progress=False, figures=False)
     assert_same_run(whole, run)
 
 
@@ -104,7 +105,7 @@ def test_kill_at_several_moments_then_resume_from_the_command_line(tmp_path, who
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     if moment == "metrics-append":
         assert scan_metrics(run / "metrics.jsonl").torn == 2
-    resumed = launch("none", 0, "train", "--no-progress", "--resume", run, cwd=tmp_path)
+    resumed = launch("none", 0, *TRAIN, "--resume", run, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert "Traceback" not in resumed.stderr
     assert_same_run(whole, run)
@@ -127,7 +128,7 @@ def test_sigkill_from_outside_when_the_checkpoint_temporary_appears(tmp_path, wh
     proc.stderr.close()
     if proc.returncode != -signal.SIGKILL:
         pytest.skip("the run finished before a checkpoint temporary was seen")
-    resumed = launch("none", 0, "train", "--no-progress", "--resume", run, "train.steps=100",
+    resumed = launch("none", 0, *TRAIN, "--resume", run, "train.steps=100",
                      cwd=tmp_path)  # fmt: skip
     if resumed.returncode == 2 and "already" in resumed.stderr:
         pytest.skip("killed after step 100: nothing to compare at 100 steps")

@@ -33,7 +33,7 @@ def tiny_run(tmp_path_factory):
     )  # fmt: skip
     path = tmp_path_factory.mktemp("ladder") / "run"
     torch.set_num_threads(1)
-    train_run(cfg, path, progress=False)
+    train_run(cfg, path, progress=False, figures=False)
     return path, cfg
 
 

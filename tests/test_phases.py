@@ -165,6 +165,7 @@ def authors_run(tmp_path_factory):
     return out, records, summary
 
 
+@pytest.mark.slow  # 112 checkpoints imported and evaluated: 25-35 s on 2 cores
 def test_phases_and_timing_rows_of_the_authors_run_land_on_their_spikes(authors_run):
     out, records, summary = authors_run
     assert len(records) == 112

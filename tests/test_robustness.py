@@ -25,6 +25,7 @@ from empirical.train.state import load_training_state
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke.toml"
+TRAIN = ["train", "--no-progress", "--no-figures"]  # the tests' runs: no figure drawn
 CADENCE = ["task.eval_size=200", "train.steps=100", "train.eval_every=50",
            "train.checkpoint_every=20", "train.snapshot_every=20"]  # fmt: skip
 
@@ -40,7 +41,7 @@ def strip_time(records, also=()):
 @pytest.fixture(scope="session")  # built once per pytest process (worker)
 def whole(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("whole") / "run"
-    train_run(smoke(), path, progress=False)
+    train_run(smoke(), path, progress=False, figures=False)
     return path
 
 
@@ -92,7 +93,7 @@ def test_full_disk_is_one_error_line_and_the_resume_matches(
 ):
     run = tmp_path / "run"
     no_space_on(name, nth, monkeypatch)
-    argv = ["train", "--no-progress", "--config", str(SMOKE), *CADENCE, "--run-dir", str(run)]
+    argv = [*TRAIN, "--config", str(SMOKE), *CADENCE, "--run-dir", str(run)]
     assert main(argv) == 2
     line = one_error_line(capsys.readouterr().err)
     assert "No space left on device" in line and "free some space" in line
@@ -102,7 +103,7 @@ def test_full_disk_is_one_error_line_and_the_resume_matches(
     assert not scan.bad and scan.torn is None  # the log is intact: no torn line
     assert not list(run.rglob(".*.tmp"))
     assert load_training_state(run / "checkpoints" / "last.pt")["step"] in (20, 40)
-    assert main(["train", "--no-progress", "--resume", str(run)]) == 0
+    assert main([*TRAIN, "--resume", str(run)]) == 0
     assert_same_run(whole, run)
 
 
@@ -144,7 +145,7 @@ def test_full_disk_for_real_on_a_small_tmpfs(tmp_path, whole):
         pytest.skip("needs root and mount to make a small file system")
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "empirical", "train", "--no-progress", "--config", str(SMOKE),
+            [sys.executable, "-m", "empirical", *TRAIN, "--config", str(SMOKE),
              *CADENCE, "--run-dir", str(mnt / "run")],
             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
             timeout=300,
@@ -155,7 +156,7 @@ def test_full_disk_for_real_on_a_small_tmpfs(tmp_path, whole):
         scan = scan_metrics(mnt / "run" / "metrics.jsonl")
         assert not scan.bad and scan.torn is None
         subprocess.run(["mount", "-o", "remount,size=8m", str(mnt)], check=True)
-        train_run(smoke(), mnt / "run", resume=True, progress=False)
+        train_run(smoke(), mnt / "run", resume=True, progress=False, figures=False)
         assert_same_run(whole, mnt / "run")
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)
@@ -172,7 +173,7 @@ def test_a_torn_last_metrics_line_is_dropped_with_a_note(tmp_path, whole, capsys
         fh.write(record[:20])  # a crash during the append
     assert [r["step"] for r in read_metrics(run / "metrics.jsonl")] == [0, 50]
     assert "line 3 is incomplete" in capsys.readouterr().err
-    train_run(smoke(), run, resume=True, progress=False)
+    train_run(smoke(), run, resume=True, progress=False, figures=False)
     assert_same_run(whole, run)
 
 
@@ -192,7 +193,7 @@ def test_a_bad_line_that_is_not_the_last_is_an_error(tmp_path):
 
 def test_repair_keeps_every_valid_line_and_says_what_it_dropped(tmp_path, capsys):
     run = tmp_path / "run"
-    train_run(smoke("train.steps=60", "train.eval_every=20"), run, progress=False)
+    train_run(smoke("train.steps=60", "train.eval_every=20"), run, progress=False, figures=False)
     path = run / "metrics.jsonl"
     lines = path.read_text().splitlines(keepends=True)
     assert len(lines) == 4
@@ -213,13 +214,13 @@ def test_repair_rebuilds_a_missing_log_and_the_resume_goes_on(tmp_path, capsys):
     run = tmp_path / "run"
     train_run(smoke(), run, progress=False, stop_at=60)
     (run / "metrics.jsonl").unlink()
-    assert main(["train", "--no-progress", "--resume", str(run)]) == 2
+    assert main([*TRAIN, "--resume", str(run)]) == 2
     assert "repair" in one_error_line(capsys.readouterr().err)
     assert main(["repair", str(run)]) == 0
     records = read_metrics(run / "metrics.jsonl")
     assert [r["step"] for r in records] == [0, 20, 40, 60]  # the snapshots (and checkpoint)
     assert all(r["rebuilt"] and r["train_loss"] is None for r in records)
-    assert main(["train", "--no-progress", "--resume", str(run)]) == 0
+    assert main([*TRAIN, "--resume", str(run)]) == 0
     assert [r["step"] for r in read_metrics(run / "metrics.jsonl")] == [0, 20, 40, 60, 100]
 
 
@@ -234,7 +235,7 @@ def test_eval_sets_of_another_seed_are_refused_then_rebuilt(tmp_path, whole, cap
     assert main(["evaluate", str(run)]) == 2
     line = one_error_line(capsys.readouterr().err)
     assert "seed 1" in line and "--rebuild-eval-sets" in line
-    assert main(["train", "--no-progress", "--resume", str(run), "--rebuild-eval-sets"]) == 0
+    assert main([*TRAIN, "--resume", str(run), "--rebuild-eval-sets"]) == 0
     sets = load_eval_sets(run / "eval_sets.pt")
     assert sets.seed == 0 and sets.fingerprint == task_fingerprint(smoke().task, 0)
     assert_same_run(whole, run)
@@ -242,7 +243,7 @@ def test_eval_sets_of_another_seed_are_refused_then_rebuilt(tmp_path, whole, cap
 
 def test_repair_rebuilds_garbage_eval_sets(tmp_path, capsys):
     run = tmp_path / "run"
-    train_run(smoke("train.steps=20"), run, progress=False)
+    train_run(smoke("train.steps=20"), run, progress=False, figures=False)
     before = (run / "eval_sets.pt").read_bytes()
     (run / "eval_sets.pt").write_bytes(b"garbage")
     assert main(["evaluate", str(run)]) == 2
@@ -301,7 +302,7 @@ def test_a_run_from_before_fingerprints_is_accepted(tmp_path, whole, capsys):
     train_run(smoke(), run, progress=False, stop_at=60)
     strip_fingerprints(run)
     assert main(["evaluate", str(run), "--step", "20"]) == 0
-    assert main(["train", "--no-progress", "--resume", str(run)]) == 0
+    assert main([*TRAIN, "--resume", str(run)]) == 0
     assert_same_run(whole, run, also=("fingerprint",))
     records = read_metrics(run / "metrics.jsonl")
     assert "fingerprint" not in records[0] and "fingerprint" in records[-1]
@@ -315,7 +316,7 @@ def test_resume_from_the_command_line_may_change_the_recovery_settings(tmp_path,
     train_run(smoke("train.steps=40"), run, progress=False, stop_at=20)
     recovery = ["train.lr=0.0005", "train.grad_clip=1.0", "train.warmup_steps=5",
                 "train.divergence_factor=20"]  # fmt: skip
-    argv = ["train", "--no-progress", "--resume", str(run), *recovery]
+    argv = [*TRAIN, "--resume", str(run), *recovery]
     assert main(argv) == 0
     history = [json.loads(x) for x in (run / "config_history.jsonl").read_text().splitlines()]
     assert history[-1]["changes"]["train.lr"] == [0.001, 0.0005]
@@ -328,7 +329,7 @@ def test_garbage_summary_and_stopped_files_do_not_stop_a_resume(tmp_path, whole)
     (run / "summary.json").write_bytes(b"\x00{garbage")
     (run / "stopped.json").write_bytes(b"not json")
     assert "unreadable" in RunDir(run).read_stopped()["reason"]
-    assert main(["train", "--no-progress", "--resume", str(run)]) == 0
+    assert main([*TRAIN, "--resume", str(run)]) == 0
     assert not (run / "stopped.json").exists()
     assert RunDir(run).read_summary()["final_step"] == 100
     assert_same_run(whole, run)
@@ -356,7 +357,7 @@ def test_evaluate_a_read_only_run_without_eval_sets(tmp_path, capsys):
     from test_bad_inputs import _read_only, _undo_read_only
 
     ro = tmp_path / "ro"
-    train_run(smoke("train.steps=20"), ro / "run", progress=False)
+    train_run(smoke("train.steps=20"), ro / "run", progress=False, figures=False)
     (ro / "run" / "eval_sets.pt").unlink()
     if not _read_only(ro):
         pytest.skip("no way to make a read-only directory here")

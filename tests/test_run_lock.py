@@ -40,6 +40,7 @@ from empirical.train.loop import train_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke.toml"
+TRAIN = ["train", "--no-progress", "--no-figures"]  # the tests' runs: no figure drawn
 LAUNCHER = ROOT / "tests" / "kill_launcher.py"
 CADENCE = ["task.eval_size=100", "train.steps=40", "train.eval_every=20",
            "train.checkpoint_every=20", "train.snapshot_every=20"]  # fmt: skip
@@ -69,7 +70,7 @@ def one_error_line(err: str) -> str:
 def whole(tmp_path_factory) -> Path:
     """The undisturbed run (in-process: the same numbers as the subprocess, one thread)."""
     path = tmp_path_factory.mktemp("whole") / "run"
-    train_run(load_run_config(SMOKE, CADENCE), path, progress=False)
+    train_run(load_run_config(SMOKE, CADENCE), path, progress=False, figures=False)
     return path
 
 
@@ -88,7 +89,7 @@ class LiveWriter:
     def __init__(self, run: Path, tmp: Path):
         self.held, self.release_file = tmp / f"{run.name}.held", tmp / f"{run.name}.release"
         env = {**ENV, "LAUNCHER_HELD": str(self.held), "LAUNCHER_RELEASE": str(self.release_file)}
-        argv = ["train", "--no-progress", "--config", SMOKE, *CADENCE, "--run-dir", run]
+        argv = [*TRAIN, "--config", SMOKE, *CADENCE, "--run-dir", run]
         self.proc = subprocess.Popen(
             [sys.executable, str(LAUNCHER), "hold-after-checkpoint", "1", "empirical",
              *map(str, argv)],
@@ -122,10 +123,10 @@ def test_second_writer_is_refused_while_readers_read_and_the_run_is_undisturbed(
         holder = json.loads(RunDir(run).writer_lock.read_text())
         assert holder["pid"] == writer.proc.pid and holder["host"] == HOST
         # (a) a second `python -m empirical train` of the directory
-        second = empirical("train", "--no-progress", "--config", SMOKE, *CADENCE,
+        second = empirical(*TRAIN, "--config", SMOKE, *CADENCE,
                            "--run-dir", run, cwd=tmp_path)  # fmt: skip
         # (b) a resume (this process: `main` is what `python -m empirical` runs)
-        assert main(["train", "--no-progress", "--resume", str(run)]) == 2
+        assert main([*TRAIN, "--resume", str(run)]) == 2
         lines = [one_error_line(capsys.readouterr().err)]
         # (g) readers: evaluate (without --all-steps) and load_run
         assert evaluate_run(run)["step"] == 20
@@ -160,7 +161,7 @@ def test_kill_9_of_the_holder_leaves_no_stale_lock(tmp_path, whole, capsys):
     writer.proc.communicate(timeout=60)
     assert writer.proc.returncode == -signal.SIGKILL
     assert RunDir(run).writer_lock.exists()  # the file stays; the OS released the lock
-    assert main(["train", "--no-progress", "--resume", str(run)]) == 0  # at once
+    assert main([*TRAIN, "--resume", str(run)]) == 0  # at once
     scan = scan_metrics(run / "metrics.jsonl")
     assert not scan.bad and scan.torn is None  # nothing for `repair` to do
     assert strip_time(scan.records) == strip_time(read_metrics(whole / "metrics.jsonl"))

@@ -58,9 +58,11 @@ def final_weights(run_dir: Path) -> dict:
 
 def test_batched_members_match_single_runs(tmp_path):
     cfgs = [tiny(), tiny("seed=1", "task.held_out_fraction=0.4", "task.ratio_2var_to_0var=0.5")]
-    train_batch([(c, tmp_path / f"batch{i}") for i, c in enumerate(cfgs)], progress=False)
+    train_batch(
+        [(c, tmp_path / f"batch{i}") for i, c in enumerate(cfgs)], progress=False, figures=False,
+    )
     for i, cfg in enumerate(cfgs):
-        train_run(cfg, tmp_path / f"single{i}", progress=False)
+        train_run(cfg, tmp_path / f"single{i}", progress=False, figures=False)
         batched = read_metrics(tmp_path / f"batch{i}" / "metrics.jsonl")
         single = read_metrics(tmp_path / f"single{i}" / "metrics.jsonl")
         assert [r["step"] for r in batched] == [0, 20, 40]
@@ -145,15 +147,19 @@ def test_resume_skips_finished_and_continues_unfinished(tmp_path, capsys):
         split,
         progress=False,
         log=None,
+        member_figures=False,
     )
     assert first.fresh == ["pair_fraction=1.0_seed0"]
     done = split / "members" / "pair_fraction=1.0_seed0" / "metrics.jsonl"
+    # member_figures=False: the members' training curves are not drawn (the command's are)
+    assert not list(done.parent.glob("training_curves.*"))
+    assert (whole / "members" / "pair_fraction=1.0_seed0" / "training_curves.png").is_file()
     mtime = done.stat().st_mtime_ns
     spec = SweepSpec(param="pair_fraction", values=[1.0, 0.5], seeds=[0])
     stopped = run_sweep(base, spec, split, progress=False, log=None, stop_at=20)
     assert stopped.skipped == ["pair_fraction=1.0_seed0"] and stopped.stopped_early
     assert stopped.results["missing_members"] == ["pair_fraction=0.5_seed0"]
-    resumed = run_sweep(base, spec, split, progress=False, log=None)
+    resumed = run_sweep(base, spec, split, progress=False, log=None, member_figures=False)
     assert resumed.skipped == ["pair_fraction=1.0_seed0"]
     assert resumed.resumed == ["pair_fraction=0.5_seed0"] and not resumed.fresh
     assert done.stat().st_mtime_ns == mtime  # the finished member was not touched
@@ -164,7 +170,7 @@ def test_resume_skips_finished_and_continues_unfinished(tmp_path, capsys):
         wa, wb = final_weights(whole / "members" / name), final_weights(split / "members" / name)
         for k in wa:
             torch.testing.assert_close(wa[k], wb[k], rtol=1e-5, atol=1e-7)
-    again = run_sweep(base, spec, split, progress=False, log=None)
+    again = run_sweep(base, spec, split, progress=False, log=None, member_figures=False)
     assert len(again.skipped) == 2 and not again.batches
 
 
@@ -316,9 +322,11 @@ def test_members_differing_in_lr_and_weight_decay_batch_together_and_match_singl
     spec = SweepSpec(param="train.weight_decay", values=[1.0, 0.1], seeds=[0])
     members = expand_members(tiny(), spec)
     assert len(plan_batches(members, {m.dirname: 0 for m in members}, 0)) == 1
-    train_batch([(c, tmp_path / f"batch{i}") for i, c in enumerate(cfgs)], progress=False)
+    train_batch(
+        [(c, tmp_path / f"batch{i}") for i, c in enumerate(cfgs)], progress=False, figures=False,
+    )
     for i, cfg in enumerate(cfgs):
-        train_run(cfg, tmp_path / f"single{i}", progress=False)
+        train_run(cfg, tmp_path / f"single{i}", progress=False, figures=False)
         batched = read_metrics(tmp_path / f"batch{i}" / "metrics.jsonl")
         single = read_metrics(tmp_path / f"single{i}" / "metrics.jsonl")
         assert [r["step"] for r in batched] == [r["step"] for r in single] == [0, 20, 40]
@@ -360,15 +368,15 @@ def test_batch_stream_chunks_are_slices_of_one_draw():
 
 def test_chunked_run_resumes_bit_for_bit_and_chunk_is_validated(tmp_path):
     cfg = tiny("train.sample_chunk=4", "train.checkpoint_every=20", "train.eval_every=20")
-    train_run(cfg, tmp_path / "whole", progress=False)
+    train_run(cfg, tmp_path / "whole", progress=False, figures=False)
     train_run(cfg, tmp_path / "split", progress=False, stop_at=20)
-    train_run(cfg, tmp_path / "split", resume=True, progress=False)
+    train_run(cfg, tmp_path / "split", resume=True, progress=False, figures=False)
     whole = strip_time(read_metrics(tmp_path / "whole" / "metrics.jsonl"))
     assert whole == strip_time(read_metrics(tmp_path / "split" / "metrics.jsonl"))
     # on CPU the sampler turns one row of uniforms into one sequence, in order: drawing 4
     # steps at once is the very stream of drawing one step at a time
     plain = tiny("train.checkpoint_every=20", "train.eval_every=20")
-    train_run(plain, tmp_path / "plain", progress=False)
+    train_run(plain, tmp_path / "plain", progress=False, figures=False)
     assert whole == strip_time(read_metrics(tmp_path / "plain" / "metrics.jsonl"))
     with pytest.raises(ConfigError, match="checkpoint_every = 20 must be a multiple of"):
         tiny("train.sample_chunk=3", "train.checkpoint_every=20", "train.steps=60")
@@ -381,7 +389,7 @@ def test_chunked_run_resumes_bit_for_bit_and_chunk_is_validated(tmp_path):
 def test_a_diverging_member_stops_alone(tmp_path):
     base = tiny()
     spec = SweepSpec(param="train.lr", values=[0.001, 1e30], seeds=[0], metric="0var/ind")
-    out = run_sweep(base, spec, tmp_path / "sw", progress=False, log=None)
+    out = run_sweep(base, spec, tmp_path / "sw", progress=False, log=None, member_figures=False)
     bad = tmp_path / "sw" / "members" / "lr=1e+30_seed0"
     good = tmp_path / "sw" / "members" / "lr=0.001_seed0"
     assert out.stopped == [bad.name]
@@ -394,7 +402,7 @@ def test_a_diverging_member_stops_alone(tmp_path):
     assert [r["member"] for r in out.results["members"]] == [good.name]
     assert "Stopped, not in the figure: lr=1e+30" in (tmp_path / "sw" / "summary.md").read_text()
     # a second call does not train the stopped member again
-    again = run_sweep(base, spec, tmp_path / "sw", progress=False, log=None)
+    again = run_sweep(base, spec, tmp_path / "sw", progress=False, log=None, member_figures=False)
     assert again.stopped == [bad.name] and again.skipped == [good.name] and not again.batches
 
 
@@ -411,7 +419,7 @@ def test_cosine_schedule_and_its_resume_rule(tmp_path):
         tiny("train.lr_schedule=linear")
     cfg = tiny("train.lr_schedule=cosine")
     train_run(cfg, tmp_path, progress=False, stop_at=20)
-    train_run(cfg, tmp_path, resume=True, progress=False)
+    train_run(cfg, tmp_path, resume=True, progress=False, figures=False)
     lrs = [r["lr"] for r in read_metrics(tmp_path / "metrics.jsonl")]
     assert lrs[1] > lrs[2] > 0  # decaying towards 0 at step 40
     with pytest.raises(TrainingError, match="decay is fixed by train.steps"):
@@ -419,11 +427,16 @@ def test_cosine_schedule_and_its_resume_rule(tmp_path):
 
 
 def test_mixed_hyperparameter_batch_resumes_bit_for_bit(tmp_path):
-    cfgs = [tiny(), tiny("train.lr=0.003", "train.weight_decay=0.1", "seed=1")]
-    train_batch([(c, tmp_path / f"whole{i}") for i, c in enumerate(cfgs)], progress=False)
+    # stopped at 30, inside the evaluation window 20-40 (a checkpoint every 10): the resumed
+    # members' train_loss at 40 averages steps of both sessions
+    every = "train.checkpoint_every=10"
+    cfgs = [tiny(every), tiny(every, "train.lr=0.003", "train.weight_decay=0.1", "seed=1")]
+    train_batch(
+        [(c, tmp_path / f"whole{i}") for i, c in enumerate(cfgs)], progress=False, figures=False,
+    )
     split = [(c, tmp_path / f"split{i}") for i, c in enumerate(cfgs)]
-    train_batch(split, progress=False, stop_at=20)
-    train_batch(split, progress=False)
+    train_batch(split, progress=False, stop_at=30)
+    train_batch(split, progress=False, figures=False)
     for i in range(2):
         whole = strip_time(read_metrics(tmp_path / f"whole{i}" / "metrics.jsonl"))
         assert whole == strip_time(read_metrics(tmp_path / f"split{i}" / "metrics.jsonl"))

@@ -29,9 +29,9 @@ def trained(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("sweep")
     base, _ = load_sweep_config(SMOKE, TINY)
     spec = SweepSpec(param="pair_fraction", values=[1.0, 0.5], seeds=[0])
-    run_sweep(base, spec, out, progress=False, log=None)
+    run_sweep(base, spec, out, progress=False, log=None, member_figures=False)
     spec1 = SweepSpec(param="pair_fraction", values=[1.0, 0.5], seeds=[1])
-    run_sweep(base, spec1, out, progress=False, log=None, stop_at=20)
+    run_sweep(base, spec1, out, progress=False, log=None, stop_at=20, member_figures=False)
     return out
 
 

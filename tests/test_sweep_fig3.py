@@ -184,7 +184,7 @@ def test_fig3_metric_sweep_end_to_end_with_intervals(tmp_path):
     spec = SweepSpec(
         param="pair_fraction", values=[0.5, 0.9], seeds=[0, 1], metric="fig3/0var_held_out"
     )
-    outcome = run_sweep(base, spec, tmp_path, progress=False, log=None)
+    outcome = run_sweep(base, spec, tmp_path, progress=False, log=None, member_figures=False)
     res = outcome.results
     for row in res["members"]:
         held = 11 * 11 - math.floor(row["value"] * 11 * 11)

@@ -58,7 +58,7 @@ def test_interrupted_and_resumed_run_matches_bit_for_bit(tmp_path):
     from empirical.cli.train import main as train_main
 
     cfg = smoke()
-    train_run(cfg, tmp_path / "whole", progress=False)
+    train_run(cfg, tmp_path / "whole", progress=False, figures=False)
     split = str(tmp_path / "split")
     argv = ["--config", str(SMOKE), "task.eval_size=200", "train.steps=40", "--no-progress"]
     assert train_main([*argv, "--run-dir", split, "--stop-at", "20"]) == 0
@@ -73,31 +73,36 @@ def test_interrupted_and_resumed_run_matches_bit_for_bit(tmp_path):
 
 
 def test_same_config_and_seed_give_same_numbers(tmp_path):
-    train_run(smoke(), tmp_path / "a", progress=False)
-    train_run(smoke(), tmp_path / "b", progress=False)
+    train_run(smoke(), tmp_path / "a", progress=False, figures=False)
+    train_run(smoke(), tmp_path / "b", progress=False, figures=False)
     ra = strip_time(read_metrics(tmp_path / "a" / "metrics.jsonl"))
     rb = strip_time(read_metrics(tmp_path / "b" / "metrics.jsonl"))
     assert ra == rb
-    train_run(smoke("seed=1"), tmp_path / "c", progress=False)
+    # figures=False: the summary without its figure (the tests' runs skip drawing it)
+    assert (tmp_path / "a" / "summary.json").is_file()
+    assert not list((tmp_path / "a").glob("training_curves.*"))
+    train_run(smoke("seed=1"), tmp_path / "c", progress=False, figures=False)
     rc = strip_time(read_metrics(tmp_path / "c" / "metrics.jsonl"))
     assert rc != ra
 
 
 def test_run_dir_with_other_config_is_not_overwritten(tmp_path):
-    train_run(smoke(), tmp_path, progress=False)
+    train_run(smoke(), tmp_path, progress=False, figures=False)
     before = (tmp_path / "config.toml").read_text()
     with pytest.raises(TrainingError, match="different config"):
-        train_run(smoke("train.lr=0.002"), tmp_path, progress=False)
+        train_run(smoke("train.lr=0.002"), tmp_path, progress=False, figures=False)
     with pytest.raises(TrainingError, match="--resume"):
-        train_run(smoke(), tmp_path, progress=False)
+        train_run(smoke(), tmp_path, progress=False, figures=False)
     assert (tmp_path / "config.toml").read_text() == before
     with pytest.raises(TrainingError, match="no config.toml"):
-        train_run(smoke(), tmp_path / "empty", resume=True, progress=False)
+        train_run(smoke(), tmp_path / "empty", resume=True, progress=False, figures=False)
 
 
 def test_resume_may_extend_the_run(tmp_path):
-    train_run(smoke(), tmp_path, progress=False)
-    result = train_run(smoke("train.steps=60"), tmp_path, resume=True, progress=False)
+    train_run(smoke(), tmp_path, progress=False, figures=False)
+    result = train_run(
+        smoke("train.steps=60"), tmp_path, resume=True, progress=False, figures=False,
+    )
     assert result.step == 60
     assert [r["step"] for r in read_metrics(tmp_path / "metrics.jsonl")] == [0, 20, 40, 60]
 
@@ -118,7 +123,7 @@ def test_diverging_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypat
 
     monkeypatch.setattr(AssignAddTransformer, "forward_fast", poisoned)
     with pytest.raises(TrainingError, match=r"loss became nan at step 2[0-9].*last good"):
-        train_run(cfg, tmp_path, resume=True, progress=False)
+        train_run(cfg, tmp_path, resume=True, progress=False, figures=False)
     kept = load_training_state(tmp_path / "checkpoints" / "last.pt")
     assert kept["step"] == good["step"] == 20
     assert all(
@@ -137,11 +142,11 @@ def test_killed_checkpoint_write_leaves_previous_checkpoint(tmp_path, monkeypatc
 
     monkeypatch.setattr(os, "replace", killed)
     with pytest.raises(KeyboardInterrupt):
-        train_run(cfg, tmp_path, resume=True, progress=False)
+        train_run(cfg, tmp_path, resume=True, progress=False, figures=False)
     assert path.read_bytes() == before
     assert not [p for p in path.parent.iterdir() if p.name != "last.pt"]  # no temp files left
     monkeypatch.undo()
-    assert train_run(cfg, tmp_path, resume=True, progress=False).step == 40
+    assert train_run(cfg, tmp_path, resume=True, progress=False, figures=False).step == 40
 
 
 def test_config_file_and_overrides():
@@ -175,7 +180,7 @@ def test_breakdown_by_operand_variable_counts_every_sequence(tmp_path):
     from empirical.task import load_eval_sets
     from empirical.train.breakdown import accuracy_by_operand_variable
 
-    train_run(smoke(), tmp_path, progress=False)
+    train_run(smoke(), tmp_path, progress=False, figures=False)
     model = load_model(tmp_path / "checkpoints" / "last.pt")
     batch = load_eval_sets(tmp_path / "eval_sets.pt")["1var/var"]
     cells = accuracy_by_operand_variable(model, batch, L=16)

@@ -7,8 +7,6 @@ agreement.  A wrong closed form must fail the same comparison: see the perturbat
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -177,13 +175,11 @@ def test_derivation_missing_a_site_is_caught(site):
 # ----------------------------------------------------------------------------- CLI and report
 
 
-def test_cli_json_matches_simulator():
-    out = subprocess.run(
-        [sys.executable, "-m", "theory", "g1", "--p", "5", "--K", "3", "--beta", "4"]
-        + ["--format", "json"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    data = json.loads(out.stdout)
+def test_cli_json_matches_simulator(capsys):
+    # in this process (`python -m theory` as a process: the theory cases of
+    # tests/test_bad_inputs.py)
+    assert main(["g1", "--p", "5", "--K", "3", "--beta", "4", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
     assert set(data) == {"basis", "G1"}
     pt = POINTS[0]
     from disentangled.basis import Basis
@@ -220,6 +216,7 @@ def test_cli_table(capsys):
     assert values == sorted(values, reverse=True)
 
 
+@pytest.mark.slow  # 8-12 s on 2 cores; the full report: tests/test_theory_report.py (slow)
 def test_report_quick(tmp_path):
     out = tmp_path / "theory_report.md"
     assert main(["report", "--quick", "--out", str(out)]) == 0

@@ -15,7 +15,14 @@ import math
 import torch
 from torch import Tensor
 
-from empirical.analysis.common import LightForward, mlp_out, strict_argmax_is, sums_mod_p
+from empirical.analysis.common import (
+    LightForward,
+    mlp_out,
+    number_features,
+    prev_token_share,
+    strict_argmax_is,
+    sums_mod_p,
+)
 from empirical.analysis.probe_data import AuthorsBatches
 from empirical.model.circuits import ov_matrix, qk_matrix
 from empirical.task import Batch, TaskConfig
@@ -75,8 +82,6 @@ def base_name(name: str) -> str:
 
 
 # -- weight-only measures -----------------------------------------------------------------
-
-
 @torch.no_grad()
 def ov2_mlp2_accuracy_authors(model, task: TaskConfig) -> float:
     EO = model.W_E[: task.p] @ ov_matrix(model, 1)
@@ -127,8 +132,6 @@ def diagonal_margin(S: Tensor) -> float:
 
 
 # -- measures on their batches, from a light forward pass ---------------------------------
-
-
 def _top2_is(scores: Tensor, targets: Tensor) -> Tensor:
     """Per row: the two target positions [n, 2] (distinct) strictly beat every other."""
     at = scores.gather(1, targets)
@@ -143,31 +146,13 @@ def _l1_equal_to_operands(task: TaskConfig, fw: LightForward) -> float:
     return _top2_is(att, targets).double().mean().item()
 
 
-def _number_rows(task: TaskConfig, tokens: Tensor) -> tuple[Tensor, Tensor]:
-    """(row, position) of every number at positions 1..L-5 (each follows its variable)."""
-    region = tokens[:, 1 : task.L - 4]
-    rows, pos = torch.nonzero(region < task.p, as_tuple=True)
-    return rows, pos + 1
-
-
-def _l1_num_to_prev(task: TaskConfig, batch: Batch, fw: LightForward) -> float:
-    rows, pos = _number_rows(task, batch.tokens)
-    rows, pos = rows.to(fw.pattern1.device), pos.to(fw.pattern1.device)
-    pat = fw.pattern1[rows, pos]
-    valid = torch.arange(task.L, device=pat.device)[None, :] <= pos[:, None]
-    return strict_argmax_is(pat, pos - 1, valid).double().mean().item()
-
-
 def _l2_equal_to_values(batch: Batch, fw: LightForward) -> float:
     vp = batch.value_positions.to(fw.pattern2.device)
     return _top2_is(fw.pattern2, vp).double().mean().item()
 
 
 def _probe_features(task: TaskConfig, batch: Batch, fw: LightForward):
-    rows, pos = _number_rows(task, batch.tokens)
-    X = fw.resid1_at(rows, pos)
-    y = batch.tokens[rows, pos - 1] - task.p
-    return X, y.to(X.device)
+    return number_features(task, batch, fw, first=1)
 
 
 def adam_linear_probe(Xtr: Tensor, ytr: Tensor, Xte: Tensor, yte: Tensor, n_classes: int,
@@ -210,7 +195,7 @@ def authors_measures(model, task: TaskConfig, batches: AuthorsBatches, fw_eval: 
         "qk1_num_to_prev_var@authors": qk1_num_to_prev_var_authors(model, task),
         "qk2_ov1_var_identity@authors": qk2_ov1_var_identity_authors(model, task),
         "attn_l1_equal_to_operands@authors": _l1_equal_to_operands(task, fw_eval),
-        "attn_l1_num_to_prev@authors": _l1_num_to_prev(task, batches.eval, fw_eval),
+        "attn_l1_num_to_prev@authors": prev_token_share(task, batches.eval, fw_eval, first=1),
         "attn_l2_equal_to_values@authors": _l2_equal_to_values(batches.eval, fw_eval),
         "probe_l1_var_from_num@authors": adam_linear_probe(
             Xtr, ytr, Xte, yte, task.K, seed=probe_seed

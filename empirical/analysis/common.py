@@ -18,17 +18,14 @@ from torch import Tensor
 from empirical.model.fast import fast_forward, member_weights
 from empirical.task import TaskConfig, Vocabulary
 
+
 # -- circuit matrices -------------------------------------------------------------------
-
-
 def mlp_out(model, x: Tensor) -> Tensor:
     """The layer-2 MLP on residual vectors x [..., d_model] (ReLU, no biases)."""
     return torch.relu(x @ model.W_in) @ model.W_out
 
 
 # -- a light forward pass ---------------------------------------------------------------
-
-
 @dataclass
 class LightForward:
     """What the per-snapshot measures need, without any [batch, L, d_model] tensor.
@@ -105,20 +102,35 @@ def last_position_hooks(model, tokens: Tensor, names: tuple[str, ...], chunk: in
 
 
 # -- small helpers ----------------------------------------------------------------------
-
-
 def sums_mod_p(p: int, device=None) -> Tensor:
     """(x + y) mod p for every operand pair (x, y), [p, p]."""
     x = torch.arange(p)
     return ((x[:, None] + x[None, :]) % p).to(device)
 
 
-def number_positions(task: TaskConfig, tokens: Tensor) -> tuple[Tensor, Tensor]:
-    """(row, position) of every assigned number: the numbers in the assignment region
-    0..L-5 (each follows its variable)."""
-    region = tokens[:, : task.L - 4]
-    rows, pos = torch.nonzero(region < task.p, as_tuple=True)
-    return rows, pos
+def number_positions(task: TaskConfig, tokens: Tensor, first: int = 0) -> tuple[Tensor, Tensor]:
+    """(row, position) of every assigned number: the numbers at positions first..L-5 of the
+    assignment region (each follows its variable)."""
+    rows, pos = torch.nonzero(tokens[:, first : task.L - 4] < task.p, as_tuple=True)
+    return rows, pos + first
+
+
+def prev_token_share(task: TaskConfig, batch, fw: LightForward, first: int = 0) -> float:
+    """Share of the assigned numbers (positions first..L-5) whose layer-1 attention is strictly
+    largest on the previous token, their variable."""
+    rows, pos = number_positions(task, batch.tokens, first)
+    rows, pos = rows.to(fw.pattern1.device), pos.to(fw.pattern1.device)
+    pat = fw.pattern1[rows, pos]  # [n, L] (masked future positions are 0)
+    valid = torch.arange(task.L, device=pat.device)[None, :] <= pos[:, None]
+    return strict_argmax_is(pat, pos - 1, valid).double().mean().item()
+
+
+def number_features(task: TaskConfig, batch, fw: LightForward, first: int = 0):
+    """(residual after layer 1, variable) at the assigned numbers (positions first..L-5)."""
+    rows, pos = number_positions(task, batch.tokens, first)
+    X = fw.resid1_at(rows, pos)
+    y = batch.tokens[rows, pos - 1] - task.p
+    return X, y.to(X.device)
 
 
 def token_labels(vocab: Vocabulary, tokens: Tensor) -> list[str]:

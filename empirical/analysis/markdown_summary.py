@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from empirical.analysis.authors import SUFFIX
 from empirical.analysis.progress import MEASURE_NAMES, MEASURES
+from empirical.experiments.paper_checks import markdown_table
 from empirical.stats import accuracy_interval, correct_count, format_accuracy
 
 # the paper's phase (Appendix B) in which each measure completes
@@ -41,8 +42,6 @@ def summary_markdown(result: dict) -> str:
 
 
 # -- formatting -----------------------------------------------------------------------------
-
-
 def _fmt(x, pct: bool = False) -> str:
     if x is None:
         return "-"
@@ -58,6 +57,11 @@ def _fmt_ci(acc, n: int | None) -> str:
 
 def _yes_no(flag) -> str:
     return "yes" if flag else "no"
+
+
+def _change(before, after, pct: bool = False) -> str:
+    """'0.412 -> 0.871': a value before and after, as _fmt writes them."""
+    return f"{_fmt(before, pct)} -> {_fmt(after, pct)}"
 
 
 def _phase_of(step: int | None, phases: dict | None) -> str:
@@ -81,8 +85,6 @@ def _by_stable_step(names, crossings: dict) -> list[str]:
 
 
 # -- the model at this step -------------------------------------------------------------------
-
-
 def _header(result: dict) -> list[str]:
     return [
         f"# Analysis of {result['run_dir']} at step {result['step']}",
@@ -98,21 +100,20 @@ def _accuracy_section(result: dict) -> list[str]:
     if not acc:
         return []
     ci = result.get("accuracy_at_step_ci95") or {}
-    lines = [
+    rows = []
+    for k, v in acc.items():
+        c = ci.get(k)
+        interval = f"{100 * c['ci95'][0]:.1f}-{100 * c['ci95'][1]:.1f}%" if c else "-"
+        rows.append(f"{k} | {_fmt(v, True)} | {interval} | {c['n'] if c else '-'}")
+    return [
         "## Accuracy at this step",
         "",
         "95% interval: Wilson score interval over the evaluation set's sequences "
         "(empirical.stats).",
         "",
-        "| set | accuracy | 95% interval | sequences |",
-        "| --- | --- | --- | --- |",
+        *markdown_table("set | accuracy | 95% interval | sequences", rows),
+        "",
     ]
-    for k, v in acc.items():
-        c = ci.get(k)
-        interval = f"{100 * c['ci95'][0]:.1f}-{100 * c['ci95'][1]:.1f}%" if c else "-"
-        lines.append(f"| {k} | {_fmt(v, True)} | {interval} | {c['n'] if c else '-'} |")
-    lines.append("")
-    return lines
 
 
 def _attention_rows(att: dict) -> list[str]:
@@ -181,8 +182,6 @@ def _mechanism_section(result: dict) -> list[str]:
 
 
 # -- progress measures (Appendix B) -----------------------------------------------------------
-
-
 def _detected_phases(phases: dict | None) -> list[str]:
     if not phases:
         return []
@@ -218,10 +217,10 @@ def _measure_rows(result: dict, order: list[str], crossings: dict) -> list[str]:
         ours_text, ours_stable = cross(name)
         their_text, their_stable = cross(theirs)
         lines.append(
-            f"| {name} | {MEASURES[name][0]:g} | {_fmt(values.get(name))} | "
+            f"{name} | {MEASURES[name][0]:g} | {_fmt(values.get(name))} | "
             f"{_fmt(values.get(theirs))} | {ours_text} | {their_text} | "
             f"{_phase_of(ours_stable, phases)} / {_phase_of(their_stable, phases)} | "
-            f"{PAPER_PHASE[name]} |"
+            f"{PAPER_PHASE[name]}"
         )
     return lines
 
@@ -258,15 +257,15 @@ def _progress_section(result: dict) -> list[str]:
         "(`@authors`, their progress_measures.py; empirical.analysis.authors). first: the first "
         "snapshot at or above the threshold; stays: the first from which every later one is.",
         "",
-        "| measure | threshold | ours at this step | authors' at this step | ours: first / "
-        "stays >= from | authors': first / stays >= from | phase there (ours / authors') | "
-        "paper's phase |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+    header = (
+        "measure | threshold | ours at this step | authors' at this step | ours: first / "
+        "stays >= from | authors': first / stays >= from | phase there (ours / authors') | "
+        "paper's phase"
+    )
     crossings = dyn["crossings"] if dyn else {}
     order = _by_stable_step(MEASURE_NAMES, crossings) if dyn else list(MEASURE_NAMES)
-    lines += _measure_rows(result, order, crossings)
-    lines.append("")
+    lines += [*markdown_table(header, _measure_rows(result, order, crossings)), ""]
     return lines + (_order_of_events(dyn) if dyn else [])
 
 
@@ -274,21 +273,16 @@ def _definition_agreement_section(result: dict) -> list[str]:
     agree = result.get("definition_agreement")
     if not agree:
         return []
-    lines = [
-        "### Ours vs the authors' definitions over the snapshots",
-        "",
-        "| measure | mean abs difference | largest (step: ours / authors') | snapshots "
-        "differing by > 0.05 |",
-        "| --- | --- | --- | --- |",
+    rows = [
+        f"{name} | {_fmt(a['mean_abs_diff'])} | {_fmt(a['max_abs_diff'])} "
+        f"({a['max_at_step']}: {_fmt(a['ours_there'])} / {_fmt(a['theirs_there'])}) | "
+        f"{_fmt(a['share_diff_above_0.05'], True)}"
+        for name, a in agree.items()
     ]
-    for name, a in agree.items():
-        lines.append(
-            f"| {name} | {_fmt(a['mean_abs_diff'])} | {_fmt(a['max_abs_diff'])} "
-            f"({a['max_at_step']}: {_fmt(a['ours_there'])} / {_fmt(a['theirs_there'])}) | "
-            f"{_fmt(a['share_diff_above_0.05'], True)} |"
-        )
-    lines.append("")
-    return lines
+    header = "measure | mean abs difference | largest (step: ours / authors') | snapshots "
+    header += "differing by > 0.05"
+    title = "### Ours vs the authors' definitions over the snapshots"
+    return [title, "", *markdown_table(header, rows), ""]
 
 
 def _plateau_section(result: dict) -> list[str]:
@@ -302,22 +296,22 @@ def _plateau_section(result: dict) -> list[str]:
                 "",
             ]
         return []
-    lines = title + [
+    rows = [
+        f"{name} | {_fmt(d['mean'], True)} | {_fmt(d['min'], True)} | "
+        f"{_fmt(d['max'], True)} | {_yes_no(d['within_80_99'])} | "
+        f"{_yes_no(d['mean_within_80_99'])}"
+        for name, d in plateau["routing"].items()
+    ]
+    return title + [
         f"Over the {plateau['n_snapshots']} snapshots from step {plateau['start']} (end of the "
         f"first spike) to step {plateau['end']} (start of the second). The paper: these "
         "measures plateau between 80% and 99% in phase 2.",
         "",
-        "| measure | mean | min | max | all within 80-99% | mean within 80-99% |",
-        "| --- | --- | --- | --- | --- | --- |",
+        *markdown_table(
+            "measure | mean | min | max | all within 80-99% | mean within 80-99%", rows
+        ),
+        "",
     ]
-    for name, d in plateau["routing"].items():
-        lines.append(
-            f"| {name} | {_fmt(d['mean'], True)} | {_fmt(d['min'], True)} | "
-            f"{_fmt(d['max'], True)} | {_yes_no(d['within_80_99'])} | "
-            f"{_yes_no(d['mean_within_80_99'])} |"
-        )
-    lines.append("")
-    return lines
 
 
 # -- the spikes -----------------------------------------------------------------------------
@@ -341,22 +335,21 @@ def _first_spike_section(result: dict) -> list[str]:
         return []
     a, b = first["steps"]
     sa, sb = first["states"][str(a)], first["states"][str(b)]
-    lines = [
+    rows = []
+    for label, key, kind in FIRST_SPIKE_ROWS:
+        if kind == 2:
+            rows.append(f"{label} | {sa[key]} | {sb[key]}")
+        else:
+            rows.append(f"{label} | {_fmt(sa[key], bool(kind))} | {_fmt(sb[key], bool(kind))}")
+    return [
         f"## First spike, step {a} vs {b} (Figure 8: first_spike_steps)",
         "",
         f"Example: `{first['example']['text']}` (answer {first['example']['answer']}); "
         f"means over {sa['n_1var']} 1-var probe sequences.",
         "",
-        f"| quantity | step {a} | step {b} |",
-        "| --- | --- | --- |",
+        *markdown_table(f"quantity | step {a} | step {b}", rows),
+        "",
     ]
-    for label, key, kind in FIRST_SPIKE_ROWS:
-        if kind == 2:
-            lines.append(f"| {label} | {sa[key]} | {sb[key]} |")
-        else:
-            lines.append(f"| {label} | {_fmt(sa[key], bool(kind))} | {_fmt(sb[key], bool(kind))} |")
-    lines.append("")
-    return lines
 
 
 def _operand_attention_cell(x: dict | None, y: dict | None) -> str:
@@ -364,34 +357,35 @@ def _operand_attention_cell(x: dict | None, y: dict | None) -> str:
     below 1/4 / layer-2 attention on its number / accuracy."""
     if x is None or y is None:
         return "-"
-    return (
-        f"{_fmt(x['l1_eq_attention'])} -> {_fmt(y['l1_eq_attention'])} / "
-        f"{_fmt(x['share_below_quarter'], True)} -> "
-        f"{_fmt(y['share_below_quarter'], True)} / "
-        f"{_fmt(x['l2_eq_on_value'])} -> {_fmt(y['l2_eq_on_value'])} / "
-        f"{_fmt(x['accuracy'], True)} -> {_fmt(y['accuracy'], True)} "
-        f"(n {x['n']})"
-    )
+    keys = (("l1_eq_attention", False), ("share_below_quarter", True))
+    keys += (("l2_eq_on_value", False), ("accuracy", True))
+    return " / ".join(_change(x[k], y[k], pct) for k, pct in keys) + f" (n {x['n']})"
 
 
 def _operand_attention_table(oa: dict, ob: dict, a: int, b: int) -> list[str]:
-    lines = [
-        "`=` on a variable operand, by variable and operand position, over the probe "
-        f"sequences, step {a} -> {b}: layer-1 attention on it / share of sequences "
-        "where that is below 1/4 (what fails attn_l1_equal_to_operands) / layer-2 "
-        "attention on its assigned number / accuracy:",
-        "",
-        "| variable | as first operand (L-3) | as second operand (L-2) |",
-        "| --- | --- | --- |",
-    ]
+    rows = []
     for v in sorted(oa["first"].keys() | oa["second"].keys()):
         first, second = (
             _operand_attention_cell(oa[side].get(v), ob[side].get(v))
             for side in ("first", "second")
         )
-        lines.append(f"| {v} | {first} | {second} |")
-    lines.append("")
-    return lines
+        rows.append(f"{v} | {first} | {second}")
+    return [
+        "`=` on a variable operand, by variable and operand position, over the probe "
+        f"sequences, step {a} -> {b}: layer-1 attention on it / share of sequences "
+        "where that is below 1/4 (what fails attn_l1_equal_to_operands) / layer-2 "
+        "attention on its assigned number / accuracy:",
+        "",
+        *markdown_table("variable | as first operand (L-3) | as second operand (L-2)", rows),
+        "",
+    ]
+
+
+def _changes(before: dict, after: dict) -> str:
+    """A variable as the second operand, before -> after: layer-1 `=` attention on L-2 |
+    layer-2 `=` attention on its number | accuracy."""
+    keys = ("l1_eq_to_second", "l2_eq_to_second_value", "accuracy")
+    return " | ".join(_change(before[k], after[k], k == "accuracy") for k in keys)
 
 
 def _second_spike_section(result: dict) -> list[str]:
@@ -407,21 +401,14 @@ def _second_spike_section(result: dict) -> list[str]:
         "Per variable as the second operand (position L-2): layer-1 `=` attention on L-2 "
         "(9c), layer-2 `=` attention on its assigned number (9d), accuracy.",
         "",
-        "| variable | never 2nd in training | layer-1 `=`->L-2 | layer-2 `=`->its number | "
-        "accuracy |",
-        "| --- | --- | --- | --- | --- |",
     ]
+    rows = []
     for v, pa in sa["per_variable"].items():
         pb = sb["per_variable"].get(v)
-        if pb is None:
-            continue
-        lines.append(
-            f"| {v} | {_yes_no(v in r2)} | {_fmt(pa['l1_eq_to_second'])} -> "
-            f"{_fmt(pb['l1_eq_to_second'])} | {_fmt(pa['l2_eq_to_second_value'])} -> "
-            f"{_fmt(pb['l2_eq_to_second_value'])} | {_fmt(pa['accuracy'], True)} -> "
-            f"{_fmt(pb['accuracy'], True)} |"
-        )
-    lines.append("")
+        if pb is not None:
+            rows.append(f"{v} | {_yes_no(v in r2)} | " + _changes(pa, pb))
+    header = "variable | never 2nd in training | layer-1 `=`->L-2 | layer-2 `=`->its number"
+    lines += [*markdown_table(header + " | accuracy", rows), ""]
     oa, ob = sa.get("operand_attention"), sb.get("operand_attention")
     if oa and ob:
         lines += _operand_attention_table(oa, ob, a, b)
@@ -433,23 +420,18 @@ def _second_operand_section(result: dict) -> list[str]:
     if not dyn:
         return []
     r2 = set(result["task"]["r2"])
-    lines = [
+    rows = [
+        f"{letter} | {_yes_no(letter in r2)} | "
+        + _changes({k: v[0] for k, v in sp.items()}, {k: v[-1] for k, v in sp.items()})
+        for letter, sp in dyn["second_spike"].items()
+    ]
+    header = "variable at L-2 | never 2nd in training | layer-1 `=`->L-2 | layer-2 `=`->its value"
+    return [
         "## Second operand by variable (Figure 9), first / last snapshot",
         "",
-        "| variable at L-2 | never 2nd in training | layer-1 `=`->L-2 | "
-        "layer-2 `=`->its value | accuracy |",
-        "| --- | --- | --- | --- | --- |",
+        *markdown_table(header + " | accuracy", rows),
+        "",
     ]
-    for letter, sp in dyn["second_spike"].items():
-        lines.append(
-            f"| {letter} | {_yes_no(letter in r2)} | "
-            f"{_fmt(sp['l1_eq_to_second'][0])} -> {_fmt(sp['l1_eq_to_second'][-1])} | "
-            f"{_fmt(sp['l2_eq_to_second_value'][0])} -> "
-            f"{_fmt(sp['l2_eq_to_second_value'][-1])} | "
-            f"{_fmt(sp['accuracy'][0], True)} -> {_fmt(sp['accuracy'][-1], True)} |"
-        )
-    lines.append("")
-    return lines
 
 
 def _figures_section(result: dict) -> list[str]:

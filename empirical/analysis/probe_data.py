@@ -21,8 +21,6 @@ PROBE_TRAIN_SIZE = 1024
 PROBE_TEST_SIZE = 256
 
 # -- the unrestricted distribution -----------------------------------------------------
-
-
 def unrestricted_task(task: TaskConfig, frac_1var: float = 1 / 3, ratio: float = 1.0):
     """`task` with no variable-position restriction and no held-out pair, and the given mix
     (default: equal thirds of 0-, 1- and 2-var sequences)."""
@@ -51,8 +49,6 @@ def second_operand_batch(task: TaskConfig, n: int, seed: int) -> Batch:
 
 
 # -- the authors' batches ---------------------------------------------------------------
-
-
 @dataclass
 class AuthorsBatches:
     """Their measure batch (`eval`) and probe batches (`train`, `test`), drawn with our
@@ -76,8 +72,6 @@ def authors_batches(task: TaskConfig, seed: int = 0) -> AuthorsBatches:
 
 
 # -- our probe data --------------------------------------------------------------------
-
-
 @dataclass
 class ProbeData:
     """The fixed sequences every per-snapshot measure reads (built once, reused).

@@ -16,12 +16,17 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from empirical.analysis.authors import AUTHORS_MEASURES, SUFFIX, authors_measures
+from empirical.analysis.authors import (
+    AUTHORS_MEASURES,
+    SUFFIX,
+    _l2_equal_to_values,
+    authors_measures,
+)
 from empirical.analysis.common import (
     LightForward,
     light_forward,
-    number_positions,
-    strict_argmax_is,
+    number_features,
+    prev_token_share,
 )
 from empirical.analysis.ov_mlp import ov2_mlp2_accuracy
 from empirical.analysis.probe_data import ProbeData
@@ -79,8 +84,6 @@ ROUTING_MEASURES = ("qk2_ov1_var_identity", "attn_l1_equal_to_operands", "attn_l
 
 
 # -- the measures from a light forward pass ---------------------------------------------
-
-
 def _l1_equal_to_operands(task: TaskConfig, batch: Batch, fw: LightForward) -> float:
     L = task.L
     dev = fw.pattern1.device
@@ -93,53 +96,27 @@ def _l1_equal_to_operands(task: TaskConfig, batch: Batch, fw: LightForward) -> f
     return ok[has_var].double().mean().item()
 
 
-def _l1_num_to_prev(task: TaskConfig, batch: Batch, fw: LightForward) -> float:
-    rows, pos = number_positions(task, batch.tokens)
-    rows, pos = rows.to(fw.pattern1.device), pos.to(fw.pattern1.device)
-    pat = fw.pattern1[rows, pos]  # [n, L] (masked future positions are 0)
-    valid = torch.arange(task.L, device=pat.device)[None, :] <= pos[:, None]
-    return strict_argmax_is(pat, pos - 1, valid).double().mean().item()
-
-
-def _l2_equal_to_values(task: TaskConfig, batch: Batch, fw: LightForward) -> float:
-    pat = fw.pattern2
-    vp = batch.value_positions.to(pat.device)
-    # every value position must strictly beat every other position
-    others = pat.scatter(1, vp, float("-inf")).max(-1).values
-    ok = pat.gather(1, vp).min(-1).values > others
-    return ok.double().mean().item()
-
-
-def _var_from_num_features(task: TaskConfig, batch: Batch, fw: LightForward):
-    rows, pos = number_positions(task, batch.tokens)
-    X = fw.resid1_at(rows, pos)
-    y = batch.tokens[rows, pos - 1] - task.p
-    return X, y.to(X.device)
-
-
 PROBE_MAX_TRAIN = 2048  # assigned numbers the variable probe trains on (plenty for K classes)
 
 
 def _probe_var_from_num(task, train: Batch, fw_train, test: Batch, fw_test, steps=50) -> float:
-    Xtr, ytr = _var_from_num_features(task, train, fw_train)
-    Xte, yte = _var_from_num_features(task, test, fw_test)
+    Xtr, ytr = number_features(task, train, fw_train)
+    Xte, yte = number_features(task, test, fw_test)
     Xtr, ytr = Xtr[:PROBE_MAX_TRAIN], ytr[:PROBE_MAX_TRAIN]
     return train_linear_probe(Xtr, ytr, Xte, yte, task.K, steps=steps).test_acc
 
 
 # -- public single-measure functions ----------------------------------------------------
-
-
 def attn_l1_equal_to_operands(model, task: TaskConfig, batch: Batch) -> float:
     return _l1_equal_to_operands(task, batch, light_forward(model, batch.tokens))
 
 
 def attn_l1_num_to_prev(model, task: TaskConfig, batch: Batch) -> float:
-    return _l1_num_to_prev(task, batch, light_forward(model, batch.tokens))
+    return prev_token_share(task, batch, light_forward(model, batch.tokens))
 
 
 def attn_l2_equal_to_values(model, task: TaskConfig, batch: Batch) -> float:
-    return _l2_equal_to_values(task, batch, light_forward(model, batch.tokens))
+    return _l2_equal_to_values(batch, light_forward(model, batch.tokens))  # the authors' rule
 
 
 def probe_l1_var_from_num(model, task: TaskConfig, train: Batch, test: Batch) -> float:
@@ -148,8 +125,6 @@ def probe_l1_var_from_num(model, task: TaskConfig, train: Batch, test: Batch) ->
 
 
 # -- second spike (Figure 9) ------------------------------------------------------------
-
-
 def _second_spike(task: TaskConfig, batch: Batch, fw: LightForward) -> dict:
     L = task.L
     dev = fw.pattern1.device
@@ -180,8 +155,6 @@ def second_spike_scores(model, task: TaskConfig, batch: Batch) -> dict:
 
 
 # -- all of them at once ----------------------------------------------------------------
-
-
 @torch.no_grad()
 def progress_measures(model, data: ProbeData, with_second_spike: bool = False):
     """All seven measures on `data` and, when `data.authors` is set, the seven `@authors`
@@ -202,8 +175,8 @@ def progress_measures(model, data: ProbeData, with_second_spike: bool = False):
         "qk1_num_to_prev_var": qk1_num_to_prev_var(model, task),
         "qk2_ov1_var_identity": qk2_ov1_var_identity(model, task),
         "attn_l1_equal_to_operands": _l1_equal_to_operands(task, data.test, fw_te),
-        "attn_l1_num_to_prev": _l1_num_to_prev(task, data.test, fw_te),
-        "attn_l2_equal_to_values": _l2_equal_to_values(task, data.test, fw_te),
+        "attn_l1_num_to_prev": prev_token_share(task, data.test, fw_te),
+        "attn_l2_equal_to_values": _l2_equal_to_values(data.test, fw_te),
         "probe_l1_var_from_num": _probe_var_from_num(task, data.train, fw_tr, data.test, fw_te),
     }
     if data.authors is not None:
@@ -214,8 +187,6 @@ def progress_measures(model, data: ProbeData, with_second_spike: bool = False):
 
 
 # -- over a run's snapshots -------------------------------------------------------------
-
-
 def crossing_steps(steps: list[int], values: list[float], threshold: float) -> dict:
     """first: the first step whose value is >= threshold; stable: the first step from which
     every later value is >= threshold (None if never)."""

@@ -59,6 +59,14 @@ def reference_model(
     eye = torch.eye(d, dtype=torch.float64)
     pos = lay["pos"]
 
+    def set_head(layer: int, M: torch.Tensor, O: torch.Tensor) -> None:
+        """Layer `layer`'s head: scores x M y^T (W_Q = I, W_K = scale M^T), W_V = I, W_O = O."""
+        attn = model.blocks[layer].attn
+        attn.W_Q[0].copy_(eye)
+        attn.W_K[0].copy_(scale * M.T)
+        attn.W_V[0].copy_(eye)
+        attn.W_O[0].copy_(O)
+
     model.W_E.copy_(eye[: p + K + 3])
     model.W_pos.copy_(eye[pos : pos + L])
 
@@ -70,14 +78,10 @@ def reference_model(
         M1[pos + t, pos + t] = A
     M1[pos + L - 1, pos + L - 3] = A
     M1[pos + L - 1, pos + L - 2] = A
-    a0 = model.blocks[0].attn
-    a0.W_Q[0].copy_(eye)
-    a0.W_K[0].copy_(scale * M1.T)
-    a0.W_V[0].copy_(eye)
     O1 = torch.zeros(d, d, dtype=torch.float64)
     for u in range(K):
         O1[p + u, lay["bound"] + u] = 1.0
-    a0.W_O[0].copy_(O1)
+    set_head(0, M1, O1)
 
     # layer 2: `=` -> operand positions and numbers bound to the operand variables
     M2 = torch.zeros(d, d, dtype=torch.float64)
@@ -88,14 +92,10 @@ def reference_model(
         M2[lay["bound"] + u, lay["bound"] + perm[u]] = G
         M2[pos + L - 1, p + u] = -penalty
     M2[pos + L - 1, vocab.eq] = -penalty
-    a1 = model.blocks[1].attn
-    a1.W_Q[0].copy_(eye)
-    a1.W_K[0].copy_(scale * M2.T)
-    a1.W_V[0].copy_(eye)
     O2 = torch.zeros(d, d, dtype=torch.float64)
     for n in range(p):
         O2[n, lay["val"] + n] = value_gain
-    a1.W_O[0].copy_(O2)
+    set_head(1, M2, O2)
 
     # layer-2 MLP: lookup table of unordered pairs
     for c, (i, j) in enumerate(pairs):

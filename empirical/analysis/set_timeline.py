@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from empirical.analysis.phase_marks import step_text
 from empirical.analysis.phases import Rise, first_crossing, steepest_rise
+from empirical.experiments.paper_checks import markdown_table
 
 __all__ = ["format_timeline", "set_timeline"]
 
@@ -66,10 +67,7 @@ def format_timeline(timeline: dict[str, dict]) -> list[str]:
     def step(s):
         return "not reached" if s is None else step_text(s)
 
-    lines = [
-        "| set | >= 90% at | >= 99% at | final | spikes (jump, gain in the window) |",
-        "| --- | --- | --- | --- | --- |",
-    ]
+    rows = []
     for name, t in timeline.items():
         spikes = "; ".join(
             f"{step_text(s['jump_start_step'])} -> {step_text(s['jump_end_step'])} "
@@ -77,8 +75,7 @@ def format_timeline(timeline: dict[str, dict]) -> list[str]:
             for s in t["spikes"]
         )
         final = "-" if t["final"] is None else f"{100 * t['final']:.1f}%"
-        lines.append(
-            f"| {name} | {step(t['first_90'])} | {step(t['first_99'])} | {final} | "
-            f"{spikes or 'none'} |"
-        )
-    return lines
+        rows.append(f"{name} | {step(t['first_90'])} | {step(t['first_99'])} | {final} | "
+                    f"{spikes or 'none'}")
+    return markdown_table("set | >= 90% at | >= 99% at | final | spikes (jump, gain in the window)",
+                          rows)

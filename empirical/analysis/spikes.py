@@ -31,8 +31,6 @@ PAPER_SECOND_SPIKE_STEPS = (14501, 16001)
 
 
 # -- which steps ----------------------------------------------------------------------------
-
-
 def bracket(a: int, b: int, steps: list[int]) -> tuple[int, int] | None:
     """(last snapshot step <= a, first snapshot step >= b), or None if either is missing or
     they coincide."""
@@ -118,8 +116,6 @@ def chosen_compare_steps(run_dir: RunDir, phases, records, first, second) -> dic
 
 
 # -- example sequences ----------------------------------------------------------------------
-
-
 def batch_from_tokens(task: TaskConfig, tokens: torch.Tensor) -> Batch:
     """A Batch of well-formed sequences [n, L] (labels, operand values and positions,
     variables), resolved through their assignments."""
@@ -185,8 +181,6 @@ def second_spike_example(task: TaskConfig, data: ProbeData, letter: str) -> Batc
 
 
 # -- one step -------------------------------------------------------------------------------
-
-
 def _load(run_dir: RunDir, step: int):
     path = run_dir.snapshot(step)
     if not path.exists():
@@ -280,8 +274,6 @@ def second_spike_state(model, task: TaskConfig, data: ProbeData, example: Batch)
 
 
 # -- two steps ------------------------------------------------------------------------------
-
-
 def _example_info(task: TaskConfig, example: Batch) -> dict:
     vocab = Vocabulary.from_config(task)
     tokens = example.tokens[0]

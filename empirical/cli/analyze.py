@@ -1,9 +1,7 @@
-"""`python -m empirical analyze RUN_DIR [--step S] [--out DIR] [...]`: mechanistic analysis.
-
-    python -m empirical analyze runs/paper/seed0             # final checkpoint + all snapshots
-
-Writes analysis.json, summary.md and figures to RUN_DIR/analysis (with --step:
-RUN_DIR/analysis/step_XXXXXX) and prints summary.md. See docs/analysis.md.
+"""`python -m empirical analyze RUN_DIR [--step S] [--out DIR] [...]`: mechanistic analysis
+(default: the final checkpoint, and all snapshots). Writes analysis.json, summary.md and
+figures to RUN_DIR/analysis (with --step: RUN_DIR/analysis/step_XXXXXX) and prints
+summary.md. See docs/analysis.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """`python -m empirical attribute RUN_DIR --window A:B [...]`: what drives a change of a run's
-losses and of its labelled layer-2 scores between steps A and B, split into the model's
-parameter groups by integrating each target's gradient along the training path.
-
-    python -m empirical attribute runs/authors/authors_checkpoints --window 5301:5401
-
-Writes, per window, OUT/A_B/attribution.json, attribution.npz and shares.png, and
-OUT/summary.md (default OUT: RUN_DIR/attribution), and prints summary.md. See
-docs/attribution.md.
+losses and labelled layer-2 scores between steps A and B, split into the model's parameter
+groups by integrating each target's gradient along the training path. Writes, per window,
+OUT/A_B/attribution.json, attribution.npz and shares.png, and OUT/summary.md (default OUT:
+RUN_DIR/attribution), and prints summary.md. See docs/attribution.md.
 """
 
 from __future__ import annotations
@@ -15,10 +11,10 @@ import argparse
 import sys
 
 from empirical.cli.common import (
-    add_format_argument,
+    add_output_arguments,
     main_of,
     parser,
-    positive_int,
+    positive_ints,
     prepare_output_dir,
 )
 from empirical.runs.rundir import RunDir
@@ -68,9 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="only each group's change A -> B against its first-order predictions at A (fast: "
         "no path integral)",
     )  # fmt: skip
-    ap.add_argument("--no-figures", action="store_true", help="numbers only")
-    ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")
-    add_format_argument(ap)
+    add_output_arguments(ap, figures=True)
     return ap
 
 
@@ -78,9 +72,8 @@ def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     run_dir = RunDir(args.run_dir).require_run()
     run_dir.read_two_layer_config("attribute")  # before the output directory is made
-    positive_int("--nodes", args.nodes)
-    positive_int("--eval-size", args.eval_size)
-    positive_int("--threads", args.threads, 0)
+    positive_ints(args, "nodes", "eval_size")
+    positive_ints(args, "threads", minimum=0)
     out = prepare_output_dir(args.out or run_dir.path / "attribution")
     from empirical.bridge.attribution.outputs import window_name, write_summary, write_window
     from empirical.bridge.attribution.run_attribution import (

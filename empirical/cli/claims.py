@@ -1,12 +1,8 @@
-"""`python -m empirical claims`: a population of runs of one config (seeds as members) and how
-often each of the paper's claims holds in it.
-
-    python -m empirical claims --config configs/population_smoke.toml --jobs 2
-
-A config is a grid config (docs/sweep.md, 'Grids'); each variant is one population. Members
-are trained by the grid's batched runner, analysed where needed, and every variant gets
-claims.json, claims.md and figures in OUT/claims/<variant>/ (two or more: a comparison in
-OUT/claims/comparison/). See docs/populations.md.
+"""`python -m empirical claims --config GRID_CONFIG`: a population of runs of one config (seeds
+as members) and how often each of the paper's claims holds in it. Each variant of the grid
+config is one population: its members are trained by the grid's batched runner, analysed where
+needed, and it gets claims.json, claims.md and figures in OUT/claims/<variant>/ (two or more:
+a comparison in OUT/claims/comparison/). See docs/populations.md.
 """
 
 from __future__ import annotations
@@ -25,20 +21,16 @@ from empirical.cli.common import (
     say,
 )
 from empirical.cli.executor import add_executor_arguments, executor_options, failed_jobs
-from empirical.cli.grid_options import grid_config_of
+from empirical.cli.grid_options import add_grid_arguments, grid_config_of
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = parser("claims", "Train (or read) a population of runs of one config, seeds as "
                 "members, and count how often each paper claim holds, with intervals, jump-step "
                 "survival and robust final accuracies.")  # fmt: skip
-    ap.add_argument("overrides", nargs="*", help="run-config overrides for every member")
-    ap.add_argument("--config", required=True, help="grid config: a run config plus [grid]")
-    ap.add_argument("--seeds", nargs="+", metavar="SEED", help="seeds (default: the config's)")
-    ap.add_argument("--only", nargs="+", metavar="VARIANT", help="only these variants")
-    ap.add_argument("--max-batch", type=int, help="members per batched model (0: no limit)")
-    ap.add_argument("--out", help="population directory (default runs/population/NAME)")
-    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_grid_arguments(
+        ap, "member", "only these variants", "population directory (default runs/population/NAME)"
+    )
     ap.add_argument(
         "--summarize", action="store_true",
         help="train nothing: count the finished members (analysing those that need it)",

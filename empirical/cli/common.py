@@ -2,13 +2,14 @@
 locations checked before any computation, its ending and progress lines.
 
 Each command module defines `run(argv) -> int`, which raises a `UserError` for anything the
-user can fix, and `main = main_of(run)`; `python -m empirical` dispatches to `run` under the
-same contract (disentangled.command_line.run_main): one `error: ...` line on stderr and exit
-status 2, never a traceback.
+user can fix, and `main = main_of(run)`: `run` under the error contract
+(disentangled.command_line.run_main): one `error: ...` line on stderr, exit status 2.
 """
 
 from __future__ import annotations
 
+import argparse
+import math
 import sys
 from collections.abc import Callable
 
@@ -27,7 +28,6 @@ __all__ = [
     "OneLineParser",
     "UsageError",
     "UserError",
-    "command_main",
     "main_of",
     "overrides_from_lists",
     "parser",
@@ -65,13 +65,9 @@ def config_field(name: str) -> str | None:
     return None
 
 
-def command_main(run: Callable[[list[str]], int | None], argv: list[str] | None) -> int:
-    """`run(argv)` under the error contract (for calling a command from Python or a test)."""
-    return run_main(run, argv)
-
-
 def main_of(run: Callable[[list[str]], int | None]) -> Callable[..., int]:
-    """A command module's `main(argv=None) -> exit status`: `command_main(run, argv)`."""
+    """A command module's `main(argv=None) -> exit status`: `run(argv)` under the error
+    contract (for calling a command from Python or a test)."""
 
     def main(argv: list[str] | None = None) -> int:
         return run_main(run, argv)
@@ -101,11 +97,46 @@ def positive_int(flag: str, value: int, minimum: int = 1) -> int:
     return value
 
 
+def positive_ints(args, *names: str, minimum: int = 1) -> None:
+    """positive_int of each option `names` (argparse names: `eval_size` is `--eval-size`)."""
+    for name in names:
+        positive_int(f"--{name.replace('_', '-')}", getattr(args, name), minimum)
+
+
+def positive_floats(text: str, nan_ok: bool = False) -> tuple[float, ...]:
+    """An argparse type: comma-separated numbers > 0 (NaN too if `nan_ok`)."""
+    try:
+        vals = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from exc
+    if not vals or any(v <= 0 or (math.isnan(v) and not nan_ok) for v in vals):
+        raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
+    return vals
+
+
+def set_threads(n: int) -> None:
+    """torch's CPU threads: `n`, or torch's default if 0 (imports torch)."""
+    import torch
+
+    if n:
+        torch.set_num_threads(n)
+
+
 def add_format_argument(ap, help: str = "figure file format: png (default), pdf or svg") -> None:
     """`--format png|pdf|svg`: the file format of a command's figures."""
     from empirical.analysis.figures import FORMATS
 
     ap.add_argument("--format", choices=FORMATS, default="png", help=help)
+
+
+def add_output_arguments(ap, threads: bool = False, figures: bool = False) -> None:
+    """--threads and --no-figures (if asked), --quiet and --format, in that order."""
+    if threads:
+        ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    if figures:
+        ap.add_argument("--no-figures", action="store_true", help="numbers only")
+    ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")
+    add_format_argument(ap)
 
 
 def print_outputs(paths: dict, quiet: bool) -> None:

@@ -1,8 +1,5 @@
 """`python -m empirical compare-qk RUN_DIR [...]`: the theory's predicted layer-2 key-query
 update (Theorem C.1's G1) against the one observed in a trained run, over its snapshots.
-
-    python -m empirical compare-qk runs/authors --windows plateau1=4801:5301,spike=5301:5401
-
 Writes compare_qk.json (every number), blocks.npz (every labelled block), summary.md and
 figures to RUN_DIR/compare_qk (or --out), and prints summary.md. See docs/compare_qk.md.
 """
@@ -10,16 +7,19 @@ figures to RUN_DIR/compare_qk (or --out), and prints summary.md. See docs/compar
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 
 from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
-    add_format_argument,
+    add_output_arguments,
     main_of,
     parser,
-    positive_int,
+    positive_floats,
+    positive_ints,
     prepare_output_dir,
     print_outputs,
+    set_threads,
 )
 from empirical.runs.rundir import RunDir
 
@@ -38,14 +38,7 @@ def _ints(text: str) -> list[int]:
         ) from exc
 
 
-def _floats(text: str) -> tuple[float, ...]:
-    try:
-        vals = tuple(float(x) for x in text.split(",") if x.strip())
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from exc
-    if not vals or any(v <= 0 for v in vals):
-        raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
-    return vals
+_floats = functools.partial(positive_floats, nan_ok=True)
 
 
 def _windows(text: str) -> list[tuple[str, int, int]]:
@@ -142,10 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--every", type=int, default=1, help="use every N-th snapshot (default 1)")
     _add_comparison_arguments(ap)
     _add_one_step_arguments(ap)
-    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    ap.add_argument("--no-figures", action="store_true", help="numbers only")
-    ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")
-    add_format_argument(ap)
+    add_output_arguments(ap, threads=True, figures=True)
     return ap
 
 
@@ -154,17 +144,13 @@ def run(argv: list[str]) -> int:
     use_cli_backend()
     run_dir = RunDir(args.run_dir).require_run()
     run_dir.read_two_layer_config("compare-qk")  # before the output directory is made
-    for name in ("batch_size", "every", "one_step_steps", "prediction_size"):
-        positive_int(f"--{name.replace('_', '-')}", getattr(args, name))
-    positive_int("--eval-size", args.eval_size, 0)
-    positive_int("--threads", args.threads, 0)
+    positive_ints(args, "batch_size", "every", "one_step_steps", "prediction_size")
+    positive_ints(args, "eval_size", "threads", minimum=0)
     out = prepare_output_dir(args.out or run_dir.compare_qk_dir)  # before minutes of work
-    import torch  # after every check
-
+    # torch: imported after every check
     from empirical.bridge.compare_qk import Options, compare_run, write_outputs
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     same = ("steps", "every", "batch_size", "order", "distribution", "frame", "all_assigned",
             "ab_from", "layout", "seed", "one_step_at", "one_step_lrs", "one_step_steps",
             "score_steps", "one_step_order", "one_step_distribution", "prediction",

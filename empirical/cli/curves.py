@@ -1,9 +1,6 @@
 """`python -m empirical curves RUN_DIR [RUN_DIR ...] --out FILE`: several runs' accuracy
-curves side by side, one panel per evaluation set, detected spikes marked.
-
-Examples:
-    python -m empirical curves runs/authors runs/ours/authors/seed0 runs/ours/authors/seed1 \\
-        --sets 1var/ind 1var/var --out docs/figures/authors_vs_ours.png
+curves side by side, one panel per evaluation set (--sets 1var/ind 1var/var), detected spikes
+marked.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from empirical.cli.common import UsageError, main_of, parser, say
+from empirical.cli.common import UsageError, main_of, parser, say, set_threads
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,19 +47,15 @@ def run(argv: list[str]) -> int:
     run_dir = RunDir(args.run_dir).require_run()  # checked before torch is imported
     if not args.all_steps:
         run_dir.model_path(args.step)  # the step exists (an error listing the steps otherwise)
-    import torch
-
-    from empirical.runs.evaluation import (
+    from empirical.runs.evaluation import (  # torch: after the checks
         DEFAULT_BATCH_SIZE,
         evaluate_all_steps,
         evaluate_run,
         format_table,
     )
 
-    if args.batch_size is None:
-        args.batch_size = DEFAULT_BATCH_SIZE
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args.batch_size = args.batch_size or DEFAULT_BATCH_SIZE  # None: the default (0 refused)
+    set_threads(args.threads)
     if args.all_steps:
         records, summary = evaluate_all_steps(
             args.run_dir, batch_size=args.batch_size, device=args.device, force=args.force,
@@ -83,10 +79,9 @@ def _phases_line(ph: dict) -> str:
     def span(rise):
         if not rise:
             return "none"
-        jump = ""
-        if rise.get("jump_start_step") is not None:
-            jump = f", jump {rise['jump_start_step']}->{rise['jump_end_step']}"
-        return f"{rise['start_step']}-{rise['end_step']}{jump}"
+        jump = rise.get("jump_start_step")
+        tail = "" if jump is None else f", jump {jump}->{rise['jump_end_step']}"
+        return f"{rise['start_step']}-{rise['end_step']}{tail}"
 
     return (
         f"0-var >= 90% at {ph.get('zero_var_learned_step')}; first spike "

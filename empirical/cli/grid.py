@@ -1,9 +1,6 @@
-"""`python -m empirical grid`: named config variants x seeds, trained as batched models.
-
-    python -m empirical grid --config configs/explore_generalization.toml
-
-Re-running the same command skips finished members and resumes unfinished ones.
-See docs/sweep.md ('Grids').
+"""`python -m empirical grid --config GRID_CONFIG`: named config variants x seeds, trained as
+batched models. Re-running the same command skips finished members and resumes unfinished
+ones. See docs/sweep.md ('Grids').
 """
 
 from __future__ import annotations
@@ -15,20 +12,16 @@ from pathlib import Path
 from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import add_format_argument, check_output_dir, main_of, parser, say
 from empirical.cli.executor import add_executor_arguments, executor_options, failed_jobs
-from empirical.cli.grid_options import grid_config_of
+from empirical.cli.grid_options import add_grid_arguments, grid_config_of
 from empirical.runs.rundir import SweepDir
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = parser("grid", "Train every (variant, seed) of a grid config as batched models and "
                 "tabulate the final accuracy of every evaluation set per variant.")  # fmt: skip
-    ap.add_argument("overrides", nargs="*", help="run-config overrides for every variant")
-    ap.add_argument("--config", required=True, help="grid config: a run config plus [grid]")
-    ap.add_argument("--seeds", nargs="+", metavar="SEED", help="seeds (default: the config's)")
-    ap.add_argument("--only", nargs="+", metavar="VARIANT", help="train only these variants")
-    ap.add_argument("--max-batch", type=int, help="members per batched model (0: no limit)")
-    ap.add_argument("--out", help="grid directory (default runs/grid/NAME)")
-    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_grid_arguments(
+        ap, "variant", "train only these variants", "grid directory (default runs/grid/NAME)"
+    )
     add_format_argument(ap)
     ap.add_argument(
         "--summarize", action="store_true", help="no training: rewrite grid.json/md/png"

@@ -1,5 +1,6 @@
-"""What `grid` and `claims` share: the grid config of the command line, with its --seeds,
---only and --max-batch applied and checked before anything is trained."""
+"""What `grid` and `claims` share: the options of a grid config, and the grid config of the
+command line, with its --seeds, --only and --max-batch applied and checked before anything
+is trained."""
 
 from __future__ import annotations
 
@@ -7,6 +8,17 @@ import argparse
 import dataclasses
 
 from empirical.cli.common import UsageError, overrides_from_lists
+
+
+def add_grid_arguments(ap: argparse.ArgumentParser, member: str, only: str, out: str) -> None:
+    """The grid config's options; `member`, `only`, `out`: the command's words for them."""
+    ap.add_argument("overrides", nargs="*", help=f"run-config overrides for every {member}")
+    ap.add_argument("--config", required=True, help="grid config: a run config plus [grid]")
+    ap.add_argument("--seeds", nargs="+", metavar="SEED", help="seeds (default: the config's)")
+    ap.add_argument("--only", nargs="+", metavar="VARIANT", help=only)
+    ap.add_argument("--max-batch", type=int, help="members per batched model (0: no limit)")
+    ap.add_argument("--out", help=out)
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def grid_config_of(args: argparse.Namespace):

@@ -11,9 +11,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from empirical.cli.common import main_of, parser, say
-
-DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "authors.toml"
+from empirical.cli.common import UsageError, main_of, parser, say, set_threads
+from empirical.cli.train import DEFAULT_CONFIG
+from empirical.config.run import load_run_config
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,9 +42,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: list[str]) -> int:
     args = build_parser().parse_intermixed_args(argv)
-    from empirical.cli.common import UsageError
-    from empirical.config.run import load_run_config
-
     if args.threads < 0:
         raise UsageError(f"--threads {args.threads}: must be an integer >= 0 (0: torch default)")
     config = args.config or DEFAULT_CONFIG
@@ -53,13 +50,9 @@ def run(argv: list[str]) -> int:
     if not src.is_dir():
         what = "not a folder" if src.exists() else "no such folder"
         raise UsageError(f"{src}: {what} (give the folder of checkpoint_step_N.pth files)")
-    import torch
+    from empirical.runs.import_run import import_checkpoints  # torch: after the checks
 
-    from empirical.runs.import_run import import_checkpoints
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
-
+    set_threads(args.threads)
     result = import_checkpoints(
         args.src, config, args.out, overrides=args.overrides, train_pairs=args.train_pairs,
         final_step=args.final_step, overwrite=args.overwrite,

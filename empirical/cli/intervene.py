@@ -15,7 +15,7 @@ from empirical.cli.common import (
     add_format_argument,
     main_of,
     parser,
-    positive_int,
+    positive_ints,
     prepare_output_dir,
 )
 from empirical.runs.rundir import RunDir
@@ -50,13 +50,11 @@ def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     run_dir = RunDir(args.run_dir).require_run()
     cfg = run_dir.read_two_layer_config("intervene")
-    for name in ("steps", "replicates", "eval_every", "eval_size"):
-        positive_int(f"--{name.replace('_', '-')}", getattr(args, name))
+    positive_ints(args, "steps", "replicates", "eval_every", "eval_size")
     if not 0 < args.threshold <= 1:
         raise UsageError(f"--threshold {args.threshold}: must be in (0, 1]")
     conditions = [c for c in args.conditions.split(",") if c]
-    bad = [c for c in conditions if c not in CONDITION_NAMES]
-    if bad or not conditions:
+    if not conditions or not set(conditions) <= set(CONDITION_NAMES):
         raise UsageError(f"--conditions {args.conditions!r}: allowed {', '.join(CONDITION_NAMES)}")
     if cfg.model.n_heads != 1 and "project_g1" in conditions:
         raise UsageError("project_g1 needs a one-head model")

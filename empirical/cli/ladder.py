@@ -11,26 +11,18 @@ import argparse
 
 from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
-    add_format_argument,
+    add_output_arguments,
     main_of,
     parser,
-    positive_int,
+    positive_floats,
+    positive_ints,
     prepare_output_dir,
     print_outputs,
+    set_threads,
 )
 from empirical.runs.rundir import RunDir
 
 DEFAULT_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)  # snapshot_ladder.DEFAULT_GRID (tested equal)
-
-
-def _floats(text: str) -> tuple[float, ...]:
-    try:
-        vals = tuple(float(x) for x in text.split(",") if x.strip())
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from exc
-    if not vals or any(not v > 0 for v in vals):
-        raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
-    return vals
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,13 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--eval-size", type=int, default=1000,
                     help="sequences per evaluation set in the one-step test (default 1000; "
                     "0: all)")  # fmt: skip
-    ap.add_argument("--grid", type=_floats, default=DEFAULT_GRID,
+    ap.add_argument("--grid", type=positive_floats, default=DEFAULT_GRID,
                     help="one-step sizes: RMS change of `=`'s layer-2 scores (default "
                     "0.1,0.3,1,3,10,30)")  # fmt: skip
     ap.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
-    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")
-    add_format_argument(ap)
+    add_output_arguments(ap, threads=True)
     return ap
 
 
@@ -63,12 +53,9 @@ def run(argv: list[str]) -> int:
     use_cli_backend()
     run_dir = RunDir(args.run_dir).require_run()
     run_dir.read_two_layer_config("ladder")
-    for name in ("batch_size", "prediction_size"):
-        positive_int(f"--{name.replace('_', '-')}", getattr(args, name))
-    positive_int("--eval-size", args.eval_size, 0)
-    positive_int("--threads", args.threads, 0)
-    import torch  # after every argument check
-
+    positive_ints(args, "batch_size", "prediction_size")
+    positive_ints(args, "eval_size", "threads", minimum=0)
+    # torch: imported after every check
     from empirical.bridge.ladder import LadderOptions, run_ladder, write_outputs
     from empirical.bridge.ladder.snapshot_ladder import choose_step
 
@@ -79,8 +66,7 @@ def run(argv: list[str]) -> int:
     )  # fmt: skip
     step = choose_step(run_dir, opts)[0]  # a bad --step fails before the output directory
     out = prepare_output_dir(args.out or run_dir.path / "ladder" / f"step_{step:06d}")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     result = run_ladder(run_dir.path, opts)  # picks the same step, and records its rule
     paths = write_outputs(result, out, fmt=args.format)
     print_outputs(paths, args.quiet)

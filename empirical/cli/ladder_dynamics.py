@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
-    add_format_argument,
+    add_output_arguments,
     main_of,
     parser,
     prepare_output_dir,
@@ -27,8 +27,7 @@ def build_parser():
                     "the built-in defaults, equal to configs/ladder_dynamics.toml)")  # fmt: skip
     ap.add_argument("--out", default="runs/ladder_dynamics",
                     help="output directory (default runs/ladder_dynamics)")  # fmt: skip
-    ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")
-    add_format_argument(ap)
+    add_output_arguments(ap)
     return ap
 
 

@@ -9,7 +9,8 @@ configuration.
 from __future__ import annotations
 
 from empirical.cli.common import (
-    add_format_argument,
+    UsageError,
+    add_output_arguments,
     main_of,
     overrides_from_lists,
     parser,
@@ -29,14 +30,11 @@ def build_parser():
     ap.add_argument("--seeds", nargs="+", metavar="S",
                     help="every configuration's seeds (default: 0 1 2)")  # fmt: skip
     ap.add_argument("--out", default="runs/race", help="output directory (default runs/race)")
-    ap.add_argument("--quiet", action="store_true", help="no progress and no summary print")
-    add_format_argument(ap)
+    add_output_arguments(ap)
     return ap
 
 
 def _seeds(values: list[str] | None) -> list[int] | None:
-    from empirical.cli.common import UsageError
-
     if values is None:
         return None
     try:

@@ -1,11 +1,7 @@
-"""`python -m empirical sample`: print sequences of the task, one per line with its label.
-
-    python -m empirical sample --split 1var/var --n 20 --tokens
-
-Lines look like `c=1,b=17,a=42,b+19=? 36` (each task family prints its own text; --tokens:
-the L tokens then the label); --held-out prints the seed's held-out pairs `x y`. Only the
-`task` table and `seed` of a config file are read; overrides are `task.FIELD=VALUE` or
-`seed=VALUE`.
+"""`python -m empirical sample`: print sequences of the task, one per line with its label,
+e.g. `c=1,b=17,a=42,b+19=? 36` (each task family prints its own text; --tokens: the L tokens
+then the label); --held-out prints the seed's held-out pairs `x y`. Only the `task` table and
+`seed` of a config file are read; overrides are `task.FIELD=VALUE` or `seed=VALUE`.
 """
 
 from __future__ import annotations

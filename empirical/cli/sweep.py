@@ -1,10 +1,6 @@
-"""`python -m empirical sweep`: the paper's Figure-3 sweeps, many models trained as one batch.
-
-    python -m empirical sweep --config configs/sweep_pairs.toml        # CPU-sized default
-    python -m empirical sweep --config configs/sweep_pairs.toml --summarize   # only re-plot
-
-Re-running the same command skips finished members and resumes unfinished ones.
-See docs/sweep.md.
+"""`python -m empirical sweep --config configs/sweep_pairs.toml [--summarize]`: the paper's
+Figure-3 sweeps, many models trained as one batch (--summarize: only re-plot). Re-running
+the same command skips finished members and resumes unfinished ones. See docs/sweep.md.
 """
 
 from __future__ import annotations
@@ -98,7 +94,7 @@ def run(argv: list[str]) -> int:
     from empirical.experiments.sweep.runner import sweep_dir_lock
 
     out = Path(args.out) if args.out else default_sweep_dir(base)
-    command = "python -m empirical sweep " + " ".join(shlex.quote(a) for a in argv)
+    command = "python -m empirical sweep " + shlex.join(argv)
     # the sweep directory's writer lock, held to the last file written (runner.sweep_dir_lock)
     with sweep_dir_lock(SweepDir(out), train=not args.summarize):
         check_output_dir(out, "--out")  # before any training

@@ -1,10 +1,7 @@
-"""`python -m empirical train [--config FILE] [key=value ...] [--seeds S ...] [--resume DIR]`.
-
-    python -m empirical train --config configs/smoke.toml --seeds 0 1 2
-    python -m empirical train --resume runs/authors/seed0 train.steps=60000   # extend it
-
-The command holds the writer lock of every run directory it trains (empirical.runs.lock) from
-before its first check to its end. See docs/training.md.
+"""`python -m empirical train [--config FILE] [key=value ...] [--seeds S ...] [--resume DIR]`
+(`--resume runs/authors/seed0 train.steps=60000` extends a run). The command holds the writer
+lock of every run directory it trains (empirical.runs.lock) from before its first check to
+its end. See docs/training.md.
 """
 
 from __future__ import annotations
@@ -50,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume continues): e.g. a long run looked at only around an early spike",
     )  # fmt: skip
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ap.add_argument("--no-figures", action="store_true",
+                    help="numbers only: no training_curves figure")  # fmt: skip
     add_format_argument(
         ap, "training-curve figure format: png (always written) plus pdf or svg if asked"
     )
@@ -62,6 +61,8 @@ def run_dir_for(cfg: RunConfig, runs_root: str | Path) -> Path:
 
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    if args.no_figures and args.format != "png":
+        raise UsageError(f"--no-figures with --format {args.format}: give one or the other")
     use_cli_backend()
     # the arguments and the config are checked first; the trainer (torch) is imported after
     if args.resume:
@@ -75,13 +76,12 @@ def run(argv: list[str]) -> int:
         run_dir = Path(args.resume)
         with writer_lock(run_dir, "--resume"):  # before anything is read or written
             cfg = _resume_config(run_dir, args.overrides)
-            _check_extras(cfg)
+            _check_config(cfg, args.stop_at)
             from empirical.train.loop import train_run
 
-            _check_stop_at(args.stop_at, cfg)
             result = train_run(
                 cfg, run_dir, resume=True, progress=not args.no_progress, stop_at=args.stop_at,
-                rebuild_eval_sets=args.rebuild_eval_sets,
+                rebuild_eval_sets=args.rebuild_eval_sets, figures=not args.no_figures,
             )  # fmt: skip
             _report(result, cfg, args.format)
         return 0
@@ -89,8 +89,7 @@ def run(argv: list[str]) -> int:
         raise UsageError("--rebuild-eval-sets goes with --resume RUN_DIR (a new run builds them)")
     config_path = args.config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
     base = load_run_config(config_path, args.overrides)
-    _check_extras(base)
-    _check_stop_at(args.stop_at, base)
+    _check_config(base, args.stop_at)
     seeds = args.seeds if args.seeds else [base.seed]
     if args.run_dir and len(seeds) > 1:
         raise ConfigError("--run-dir takes a single seed; use --runs-root with --seeds")
@@ -109,7 +108,8 @@ def run(argv: list[str]) -> int:
             check_train_target(cfg, run_dir, flag=flag)
         for cfg, run_dir in plan:
             print(f"training {cfg.name} seed {cfg.seed} -> {run_dir}", file=sys.stderr)
-            result = train_run(cfg, run_dir, progress=not args.no_progress, stop_at=args.stop_at)
+            result = train_run(cfg, run_dir, progress=not args.no_progress, stop_at=args.stop_at,
+                               figures=not args.no_figures)  # fmt: skip
             _report(result, cfg, args.format)
     return 0
 
@@ -121,17 +121,15 @@ _NEW_RUN_FLAGS = {"--config": "config", "--seeds": "seeds", "--run-dir": "run_di
 main = main_of(run)
 
 
-def _check_stop_at(stop_at: int | None, cfg: RunConfig) -> None:
-    if stop_at is not None and not 1 <= stop_at <= cfg.train.steps:
-        raise UsageError(f"--stop-at {stop_at}: allowed 1..train.steps = {cfg.train.steps}")
-
-
-def _check_extras(cfg: RunConfig) -> None:
-    """Refuse, before anything is written, a config that needs a package not installed."""
+def _check_config(cfg: RunConfig, stop_at: int | None) -> None:
+    """Refuse, before anything is written, a config that needs a package not installed, and
+    a --stop-at outside its steps."""
     if cfg.train.tensorboard:
         from empirical.train.tensorboard import require_tensorboard
 
         require_tensorboard()
+    if stop_at is not None and not 1 <= stop_at <= cfg.train.steps:
+        raise UsageError(f"--stop-at {stop_at}: allowed 1..train.steps = {cfg.train.steps}")
 
 
 def _resume_config(run_dir: Path, overrides: list[str]) -> RunConfig:
@@ -150,7 +148,7 @@ def _resume_config(run_dir: Path, overrides: list[str]) -> RunConfig:
     return from_dict(RunConfig, apply_overrides(to_dict(saved), RunConfig, overrides))
 
 
-def _report(result, cfg: RunConfig | None = None, fmt: str = "png") -> None:
+def _report(result, cfg: RunConfig, fmt: str) -> None:
     from empirical.train.loop import summary_of
 
     if result.stopped_early:  # --stop-at: no summary yet
@@ -158,7 +156,7 @@ def _report(result, cfg: RunConfig | None = None, fmt: str = "png") -> None:
               f"{result.elapsed_s:.0f} s")  # fmt: skip
         return
     summary = summary_of(result.run_dir)
-    if fmt != "png" and cfg is not None:  # the trainer wrote the PNG; add the asked format
+    if fmt != "png":  # the trainer wrote the PNG; add the asked format
         from empirical.train.summary import write_training_curves
 
         print(f"wrote {write_training_curves(cfg, result.run_dir, fmt=fmt)}", file=sys.stderr)

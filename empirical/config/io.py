@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import tomli_w
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass as pydantic_dataclass
+from pydantic.dataclasses import is_pydantic_dataclass
 
 from disentangled.errors import UserError
 from empirical.config.field_types import CHECK
@@ -64,21 +65,18 @@ def config_class(section: str = "", frozen: bool = False):
     return wrap
 
 
-def _field_types(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls, include_extras=False)
-
-
-def _is_dataclass_type(tp: Any) -> bool:
-    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+def _field_types(cls: Any) -> dict[str, Any]:
+    """{name: type} of a config class's fields, as pydantic read them ({} if not a config)."""
+    if not is_pydantic_dataclass(cls):
+        return {}
+    return {name: f.annotation for name, f in cls.__pydantic_fields__.items()}
 
 
 def field_paths(cls: type, prefix: str = "") -> list[str]:
     """Every dotted field name of dataclass `cls`: tables (`train`) and leaves (`train.steps`)."""
     paths = []
     for name, tp in _field_types(cls).items():
-        paths.append(prefix + name)
-        if _is_dataclass_type(tp):
-            paths += field_paths(tp, f"{prefix}{name}.")
+        paths += [prefix + name, *field_paths(tp, f"{prefix}{name}.")]
     return paths
 
 
@@ -103,15 +101,12 @@ _TYPE_WORDS = {
 def _class_at(cls: type, loc: tuple) -> type | None:
     """The config class that holds the field at `loc` (its last part), or None."""
     for part in loc[:-1]:
-        if not _is_dataclass_type(cls) or not isinstance(part, str):
-            return None
-        cls = _field_types(cls).get(part)
-    return cls if _is_dataclass_type(cls) else None
+        cls = _field_types(cls).get(part) if isinstance(part, str) else None
+    return cls if is_pydantic_dataclass(cls) else None
 
 
 def _unknown_field(cls: type, loc: tuple, prefix: str) -> str:
-    owner = _class_at(cls, loc)
-    names = sorted(f.name for f in dataclasses.fields(owner) if f.init) if owner else []
+    names = sorted(_field_types(_class_at(cls, loc)))
     before = [prefix] if prefix else []
     before += [str(p) for p in loc[:-1]]
     at = ".".join(before + [str(loc[-1])])
@@ -249,7 +244,7 @@ def apply_overrides(data: dict[str, Any], cls: type, overrides: list[str]) -> di
         path, value = parse_override(text)
         node, tp = data, cls
         for i, part in enumerate(path):
-            if not _is_dataclass_type(tp):
+            if not is_pydantic_dataclass(tp):
                 raise ConfigError(f"override {text!r}: {'.'.join(path[:i])} has no sub-fields")
             hints = _field_types(tp)
             if part not in hints:
@@ -260,8 +255,7 @@ def apply_overrides(data: dict[str, Any], cls: type, overrides: list[str]) -> di
                     + f"; allowed: {allowed}"
                 )
             if i == len(path) - 1:
-                annotated = typing.get_type_hints(tp, include_extras=True)[part]
-                node[part] = command_line_value(value, annotated)
+                node[part] = command_line_value(value, hints[part])
             else:
                 node = node.setdefault(part, {})
                 tp = hints[part]

@@ -74,17 +74,24 @@ def _stage(stages: list[Stage], name: str) -> Stage:
     return st
 
 
+def _run_dir_stage(run: RunDir, root: Path, name: str, output: Path, fn) -> Stage:
+    """A stage of one run directory: kept where `output` is newer than the final model, else
+    fn() run; it links the summary.md beside `output`."""
+    st = _stage([], name)
+    if _up_to_date(output, run.final_model()):
+        st.status, st.detail = "ok", "kept (newer than the final model)"
+    else:
+        _library_stage(st, fn)
+    st.links.append(str(output.parent.relative_to(root) / RunDir.SUMMARY_MD))
+    return st
+
+
 def analyze_stage(run: RunDir, root: Path, progress: bool, label: str = "") -> Stage:
     """`analyze` of one run directory (kept if newer than its final model)."""
     from empirical.analysis.run_analysis import analyze_run
 
-    st = _stage([], f"{label}analyze")
-    if _up_to_date(run.analysis_dir() / RunDir.ANALYSIS_JSON, run.final_model()):
-        st.status, st.detail = "ok", "kept (newer than the final model)"
-    else:
-        _library_stage(st, lambda: analyze_run(run.path, progress=progress))
-    st.links.append(str(run.analysis_dir().relative_to(root) / RunDir.SUMMARY_MD))
-    return st
+    return _run_dir_stage(run, root, f"{label}analyze", run.analysis_dir() / RunDir.ANALYSIS_JSON,
+                          lambda: analyze_run(run.path, progress=progress))
 
 
 def compare_qk_stage(run: RunDir, root: Path, progress: bool, label: str = "",
@@ -93,26 +100,20 @@ def compare_qk_stage(run: RunDir, root: Path, progress: bool, label: str = "",
     snapshot analyses made ahead (following_compare_qk_stage)."""
     from empirical.bridge.compare_qk import Options, compare_run, write_outputs
 
-    st = _stage([], f"{label}compare-qk")
-    if _compare_qk_up_to_date(run):
-        st.status, st.detail = "ok", "kept (newer than the final model)"
-    else:
-        _library_stage(st, lambda: write_outputs(
-            compare_run(run.path, Options(progress=progress), done=done), run.compare_qk_dir))
-    st.links.append(str(run.compare_qk_dir.relative_to(root) / RunDir.SUMMARY_MD))
-    return st
+    def compare() -> None:
+        result = compare_run(run.path, Options(progress=progress), done=done)
+        write_outputs(result, run.compare_qk_dir)
 
-
-def _compare_qk_up_to_date(run: RunDir) -> bool:
-    return _up_to_date(run.compare_qk_dir / RunDir.COMPARE_QK_JSON, run.final_model())
+    output = run.compare_qk_dir / RunDir.COMPARE_QK_JSON
+    return _run_dir_stage(run, root, f"{label}compare-qk", output, compare)
 
 
 def following_compare_qk_stage(run: RunDir, root: Path, stop) -> Stage:
     """Our run's compare-qk in a background process: each snapshot analysed as it appears
     while the training runs (scheduling.follow_training); once `stop` is set, compare_qk_stage
     does the rest. The same outputs as compare_qk_stage alone."""
-    try:
-        kept = _compare_qk_up_to_date(run)  # a finished run, compared already: nothing to follow
+    try:  # a finished run, compared already: nothing to follow
+        kept = _up_to_date(run.compare_qk_dir / RunDir.COMPARE_QK_JSON, run.final_model())
     except RunDirError:  # no model yet: the training has not written one
         kept = False
     done = {} if kept else follow_training(run, stop)
@@ -133,21 +134,19 @@ def _analysis_stages(run: RunDir, root: Path, stages: list[Stage], progress: boo
 
 def theory_tests_stage(root: Path) -> list[Stage]:
     """`pytest theory`, a subprocess (one stage, in a list)."""
-    stages: list[Stage] = []
-    st = _stage(stages, "theory tests")
+    st = _stage([], "theory tests")
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "theory"]
     _subprocess_stage(st, argv)
-    return stages
+    return [st]
 
 
 def theory_report_stage(root: Path) -> list[Stage]:
     """The theory report (root/theory_report.md), a subprocess (one stage, in a list)."""
-    stages: list[Stage] = []
-    st = _stage(stages, "theory report")
+    st = _stage([], "theory report")
     report = root / "theory_report.md"
     _subprocess_stage(st, [sys.executable, "-m", "theory", "report", "--out", str(report)])
     st.links.append(report.name)
-    return stages
+    return [st]
 
 
 def theory_stages(root: Path) -> list[Stage]:
@@ -173,18 +172,16 @@ def paper_run_stages(authors: Path | None, root: Path, progress: bool) -> list[S
         st.detail = (f"no checkpoints folder at {authors} (give --authors DIR: the authors' "
                      "checkpoint_step_N.pth files)")
         return stages
-    t = time.perf_counter()
-    try:
+
+    def import_and_evaluate() -> None:
         if not theirs.imported.exists():
             import_checkpoints(authors, AUTHORS_CONFIG, theirs.path, overwrite=True)
         if not theirs.summary.exists():
             evaluate_all_steps(theirs, progress=progress)
-        st.status = "ok"
-        st.links.append(str(theirs.training_curves.relative_to(root)))
-    except UserError as exc:
-        st.status, st.detail = "failed", str(exc)
-    st.seconds = time.perf_counter() - t
+
+    _library_stage(st, import_and_evaluate)
     if st.status == "ok":
+        st.links.append(str(theirs.training_curves.relative_to(root)))
         _analysis_stages(theirs, root, stages, progress, "the paper's run: ")
     return stages
 

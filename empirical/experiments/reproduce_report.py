@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from empirical.experiments.paper_checks import paper_check_rows, pct
+from empirical.experiments.paper_checks import markdown_table, paper_check_rows, pct
 from empirical.experiments.population.placement import population_section
 from empirical.runs.rundir import RunDir
 
@@ -46,11 +46,11 @@ def render_report(
         "it: a spike at other steps than the paper's is `no (timing)`.",
         "",
     ]
-    out += ["## Stages", "", "| stage | status | time | detail | output |",
-            "| --- | --- | --- | --- | --- |"]
+    rows = []
     for s in stages:
         links = ", ".join(f"[{Path(x).name}]({x})" for x in s.links)
-        out.append(f"| {s.name} | {s.status} | {s.seconds:.0f} s | {s.detail} | {links} |")
+        rows.append(f"{s.name} | {s.status} | {s.seconds:.0f} s | {s.detail} | {links}")
+    out += ["## Stages", "", *markdown_table("stage | status | time | detail | output", rows)]
     out += ["", "## Paper checks", ""] + _paper_checks(summary, analysis, paper_run)
     out += ["", population_section(run.path).rstrip()]
     breakdown = summary.get("accuracy_by_operand_variable") or {}
@@ -68,19 +68,18 @@ def _paper_checks(summary: dict, analysis: dict, paper_run: RunDir | None) -> li
     """The paper-checks table: this run's column, and the paper's run's beside it if given."""
     ours = paper_check_rows(summary, analysis)
     if paper_run is None:
-        out = ["| claim | paper | measured (this run) | holds |", "| --- | --- | --- | --- |"]
-        return out + [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in ours]
+        return markdown_table("claim | paper | measured (this run) | holds", map(" | ".join, ours))
     their_rows = paper_check_rows(_load(paper_run.summary),
                                   _load(paper_run.analysis_dir() / RunDir.ANALYSIS_JSON))
     theirs = {row[0]: row for row in their_rows}
-    out = [
+    rows = []
+    for claim, paper, measured, holds in ours:
+        _, _, their_value, their_holds = theirs.get(claim, (claim, paper, "-", "-"))
+        rows.append(f"{claim} | {paper} | {measured} | {holds} | {their_value} | {their_holds}")
+    header = "claim | paper | measured (this run) | holds | the paper's run | holds"
+    return [
         "The paper's run: the authors' own checkpoints, imported and measured with the same "
         f"code ([{paper_run.name}]({paper_run.name}/)).",
         "",
-        "| claim | paper | measured (this run) | holds | the paper's run | holds |",
-        "| --- | --- | --- | --- | --- | --- |",
+        *markdown_table(header, rows),
     ]
-    for claim, paper, measured, holds in ours:
-        _, _, their_value, their_holds = theirs.get(claim, (claim, paper, "-", "-"))
-        out.append(f"| {claim} | {paper} | {measured} | {holds} | {their_value} | {their_holds} |")
-    return out

@@ -77,25 +77,17 @@ class _Evaluator:
     """The run's evaluation sets on `device` (empirical.train.evaluate.SetEvaluator: one
     concatenation, one forward per chunk), applied to model files."""
 
-    def __init__(
-        self, sets: dict, device: torch.device, batch_size: int, run: RunDir | None = None
-    ):
-        self.run = run
-        self.device, self.batch_size = device, batch_size
+    def __init__(self, sets: dict, device: torch.device, batch_size: int, run: RunDir):
+        self.run, self.device = run, device
         on_device = {name: batch.to(device) for name, batch in sets.items()}
         self.sets = SetEvaluator(on_device, batch_size)
         self.sizes = dict(self.sets.sizes)
 
-    def evaluate(self, model) -> tuple[dict, dict]:
-        acc, loss, _ = self.sets.evaluate(model)
-        return acc, loss
-
     def __call__(self, path: Path) -> tuple[int | None, dict, dict]:
         ckpt = load_checkpoint(path)
-        if self.run is not None:
-            self.run.check_model_file(ckpt, path)
+        self.run.check_model_file(ckpt, path)
         model = model_from_checkpoint(ckpt, path, device=self.device)
-        acc, loss = self.evaluate(model)
+        acc, loss, _ = self.sets.evaluate(model)
         return _step_of(ckpt, path), acc, loss
 
 

@@ -174,12 +174,9 @@ def import_checkpoints(
     `final_step`: the step of model_state_dict.pth (default: the config's train.steps)."""
     t0 = time.perf_counter()
     src, out = Path(src), Path(out)
-    if isinstance(config, RunConfig):
-        cfg = config
-        config_source = "<RunConfig>"
-    else:
-        cfg = load_run_config(config, overrides)
-        config_source = str(Path(config).resolve())
+    given = isinstance(config, RunConfig)
+    cfg = config if given else load_run_config(config, overrides)
+    config_source = "<RunConfig>" if given else str(Path(config).resolve())
     if cfg.task.train_pairs_file:
         resolved = str(Path(cfg.task.train_pairs_file).resolve())
         cfg = dataclasses.replace(

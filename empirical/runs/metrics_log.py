@@ -68,10 +68,8 @@ def scan_metrics(path: str | os.PathLike, fingerprint: str | None = None) -> Met
     if not path.exists():
         return scan
     data = path.read_bytes()
-    lines = data.split(b"\n")
     complete_end = data.endswith(b"\n") or not data
-    if complete_end:
-        lines = lines[:-1]
+    lines = data.split(b"\n")[:-1] if complete_end else data.split(b"\n")
     scan.n_lines = len(lines)
     previous = None
     for i, raw in enumerate(lines, start=1):

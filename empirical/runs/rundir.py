@@ -44,7 +44,20 @@ def _file(*parts: str) -> property:
     return property(lambda self: self.path.joinpath(*parts))
 
 
-class RunDir:
+class _Directory:
+    """A directory whose files the subclass names (`path`; shown as `Class('path')`)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r})"
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+class RunDir(_Directory):
     """The files of one run directory (nothing is created or read on construction)."""
 
     CONFIG = "config.toml"
@@ -71,13 +84,7 @@ class RunDir:
     SUMMARY_MD = "summary.md"
 
     def __init__(self, path: str | os.PathLike | RunDir):
-        self.path = Path(path.path if isinstance(path, RunDir) else path)
-
-    def __repr__(self) -> str:
-        return f"RunDir({str(self.path)!r})"
-
-    def __str__(self) -> str:
-        return str(self.path)
+        super().__init__(path.path if isinstance(path, RunDir) else path)
 
     def __fspath__(self) -> str:
         return str(self.path)
@@ -321,7 +328,7 @@ class RunDirError(UserError, FileNotFoundError):
     """A run directory, or a file in it, that is not there or cannot be read."""
 
 
-class SweepDir:
+class SweepDir(_Directory):
     """The files of a sweep or grid directory: one run directory per member under members/,
     and the summaries the sweep (results.json, summary.md, <name>.png) or grid (grid.json,
     grid.md, grid.png) writes from them."""
@@ -339,15 +346,6 @@ class SweepDir:
     CLAIMS_MD = "claims.md"
     COMPARISON = "comparison"  # claims/comparison.{json,md}: the variants against each other
     WRITER_LOCK = RunDir.WRITER_LOCK
-
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-
-    def __repr__(self) -> str:
-        return f"SweepDir({str(self.path)!r})"
-
-    def __str__(self) -> str:
-        return str(self.path)
 
     sweep_toml = _file(SWEEP_TOML)
     members_dir = _file(MEMBERS)

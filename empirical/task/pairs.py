@@ -102,9 +102,10 @@ def read_train_pairs_file(cfg: TaskConfig) -> torch.Tensor:
     return unique
 
 
-def _complement(train_ranks: torch.Tensor, p: int) -> torch.Tensor:
-    keep = torch.ones(p * p, dtype=torch.bool)
-    keep[train_ranks] = False
+def complement(ranks: torch.Tensor, n: int) -> torch.Tensor:
+    """The sorted ranks 0..n-1 not in `ranks` (e.g. the pairs a held-out table leaves)."""
+    keep = torch.ones(n, dtype=torch.bool)
+    keep[ranks] = False
     return keep.nonzero().reshape(-1)
 
 
@@ -114,24 +115,21 @@ def held_out_pairs(cfg: TaskConfig, seed: int) -> torch.Tensor:
     "ordered": pairs (x, y) sorted by x*p + y, every pair train_pairs_file does not list, a
     uniform subset of the p*p ("seeded"), or the complement of the authors' random.Random(
     pair_seed).sample of training pairs ("python_random"; docs/task.md)."""
-    p = cfg.p
-    if cfg.held_out_form == "ordered":
-        if cfg.train_pairs_file:
-            return _ordered_table(_complement(read_train_pairs_file(cfg), p), p)
-        if cfg.pair_split == "python_random":
-            rng = random.Random(int(seed) if cfg.pair_seed is None else cfg.pair_seed)
-            # sample() picks positions independently of the items, so sampling range(p*p)
-            # gives the row-major ranks of sampling the list of tuples (n1, n2), same draw
-            train = torch.tensor(rng.sample(range(p * p), cfg.n_train_ordered), dtype=torch.long)
-            return _ordered_table(_complement(train, p), p)
-        n = cfg.n_held_out
-        if n == 0:
-            return torch.zeros((0, 2), dtype=torch.long)
-        pick = torch.randperm(p * p, generator=cpu_generator(seed, "held_out"))[:n]
-        return _ordered_table(pick.sort().values, p)
+    p, ordered = cfg.p, cfg.held_out_form == "ordered"
+    if ordered and cfg.train_pairs_file:
+        return _ordered_table(complement(read_train_pairs_file(cfg), p * p), p)
+    if ordered and cfg.pair_split == "python_random":
+        rng = random.Random(int(seed) if cfg.pair_seed is None else cfg.pair_seed)
+        # sample() picks positions independently of the items, so sampling range(p*p)
+        # gives the row-major ranks of sampling the list of tuples (n1, n2), same draw
+        train = torch.tensor(rng.sample(range(p * p), cfg.n_train_ordered), dtype=torch.long)
+        return _ordered_table(complement(train, p * p), p)
     n = cfg.n_held_out
     if n == 0:
         return torch.zeros((0, 2), dtype=torch.long)
+    if ordered:
+        pick = torch.randperm(p * p, generator=cpu_generator(seed, "held_out"))[:n]
+        return _ordered_table(pick.sort().values, p)
     rows, cols = torch.triu_indices(cfg.p, cfg.p)
     pick = torch.randperm(cfg.n_pairs, generator=cpu_generator(seed, "held_out"))[:n]
     pick = pick.sort().values  # triu order is lexicographic in (x, y)
@@ -155,8 +153,7 @@ def check_held_out(cfg: TaskConfig, held: torch.Tensor) -> torch.Tensor:
         if ranks.numel() >= cfg.p * cfg.p:
             raise ValueError("the held-out pairs leave no training pair")
         return _ordered_table(ranks, cfg.p)
-    ranks = torch.unique(torch.minimum(x, y) * cfg.p + torch.maximum(x, y))
-    held = torch.stack([ranks // cfg.p, ranks % cfg.p], dim=1)
+    held = _ordered_table(torch.unique(torch.minimum(x, y) * cfg.p + torch.maximum(x, y)), cfg.p)
     if held.shape[0] >= cfg.n_pairs:
         raise ValueError("the held-out pairs leave no training pair")
     return held

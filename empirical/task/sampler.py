@@ -31,10 +31,6 @@ _SAMPLERS: dict[tuple, object] = {}
 _FAST_KEYS: dict[tuple, tuple[weakref.ref | None, tuple]] = {}
 
 
-def _same_object(ref: weakref.ref | None, obj) -> bool:
-    return ref is not None and ref() is obj
-
-
 def get_training_sampler(cfg: TaskConfig, held_out: torch.Tensor, device="cpu"):
     """A cached training sampler of cfg's family for (config, held-out pairs, device)."""
     device = torch.device(device)
@@ -43,7 +39,7 @@ def get_training_sampler(cfg: TaskConfig, held_out: torch.Tensor, device="cpu"):
     # holds a weak reference that must still point at this very object.
     fast = (repr(cfg), id(held_out), getattr(held_out, "_version", None), str(device))
     ref, key = _FAST_KEYS.get(fast, (None, None))
-    if not _same_object(ref, held_out) or key not in _SAMPLERS:
+    if ref is None or ref() is not held_out or key not in _SAMPLERS:
         held = check_held_out(cfg, held_out)
         key = (fast[0], held.numpy().tobytes(), fast[3])
         if key not in _SAMPLERS:

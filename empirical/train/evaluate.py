@@ -87,9 +87,8 @@ class SetEvaluator:
                 losses[start:end] = F.cross_entropy(logits, target, reduction="none").double()
         finally:
             model.train(was_training)
-        acc, loss = {}, {}
         if not self.names:
-            return acc, loss, {}
+            return {}, {}, {}
         segment = torch.repeat_interleave(
             torch.arange(len(self.names), device=tokens.device),
             torch.tensor([sizes[name] for name in self.names], device=tokens.device),
@@ -99,10 +98,9 @@ class SetEvaluator:
         counts.index_add_(0, segment, correct.double())
         sums.index_add_(0, segment, losses)
         counts_l, sums_l = counts.tolist(), sums.tolist()  # one transfer each
-        for i, name in enumerate(self.names):
-            size = max(sizes[name], 1)
-            acc[name] = counts_l[i] / size
-            loss[name] = sums_l[i] / size
+        size = [max(sizes[name], 1) for name in self.names]
+        acc = {name: counts_l[i] / size[i] for i, name in enumerate(self.names)}
+        loss = {name: sums_l[i] / size[i] for i, name in enumerate(self.names)}
         return acc, loss, dict(sizes)
 
 

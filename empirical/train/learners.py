@@ -59,7 +59,7 @@ def _adamw(params, tc, device: torch.device, graphed: bool = False) -> torch.opt
 class _Step:
     """The training step both learners share: eager, or replayed as a CUDA graph
     (train.cuda_graph on CUDA, empirical/train/cuda_graph.py) while every member is alive.
-    A learner provides `losses`, `_set_lr` and `_backward_and_step`."""
+    A learner provides `losses` and `_backward_and_step`."""
 
     graphed: GraphedStep | None = None
     constraints: UpdateConstraints | None = None  # train.freeze, train.project_out
@@ -71,6 +71,15 @@ class _Step:
     def _lr(self, step: int) -> float:
         """The learning rate of `step` (members that share one: train.lr on the schedule)."""
         return learning_rate(step, self.tc.lr, **schedule_of(self.tc))
+
+    def _set_lr(self, step: int) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = self._lr(step)
+
+    def _take_recovery_settings(self) -> None:
+        """train.lr and weight_decay into a restored optimiser (a resume may change them)."""
+        for group in self.optimizer.param_groups:
+            group["lr"], group["weight_decay"] = self.tc.lr, self.tc.weight_decay
 
     def _full_step(self, tokens: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         losses = self.losses(tokens, labels)
@@ -119,25 +128,18 @@ class SingleLearner(_Step):
         with self._autocast():
             return self._loss(tokens[0], labels[0]).unsqueeze(0)
 
-    def _set_lr(self, step: int) -> None:
-        for group in self.optimizer.param_groups:
-            group["lr"] = self._lr(step)
-
     def _backward_and_step(self, losses: torch.Tensor, alive: list[bool] | None) -> None:
         losses.sum().backward()
-        if self.constraints is None:
-            if self.tc.grad_clip is not None:
-                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.tc.grad_clip)
-            self.optimizer.step()
-            return
-        named = dict(self.model.named_parameters())
-        values = {n: p.unsqueeze(0) for n, p in named.items()}
-        grads = {n: None if p.grad is None else p.grad.unsqueeze(0) for n, p in named.items()}
-        self.constraints.before_step(values, grads)  # frozen gradients zeroed before the clip
+        if self.constraints is not None:  # frozen gradients zeroed before the clip
+            named = dict(self.model.named_parameters())
+            values = {n: p.unsqueeze(0) for n, p in named.items()}
+            grads = {n: None if p.grad is None else p.grad.unsqueeze(0) for n, p in named.items()}
+            self.constraints.before_step(values, grads)
         if self.tc.grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.tc.grad_clip)
         self.optimizer.step()
-        self.constraints.after_step(values)
+        if self.constraints is not None:
+            self.constraints.after_step(values)
 
     def model_of(self, m: int) -> AssignAddTransformer:
         return self.model
@@ -149,8 +151,7 @@ class SingleLearner(_Step):
         ckpt = checkpoints[0]
         self.model.load_state_dict({k: v.to(self.device) for k, v in ckpt["model_state"].items()})
         load_optimizer_state(self.optimizer, ckpt["optimizer_state"])
-        for group in self.optimizer.param_groups:  # a resume may change the recovery settings
-            group["lr"], group["weight_decay"] = self.tc.lr, self.tc.weight_decay
+        self._take_recovery_settings()
 
 
 class BatchLearner(_Step):
@@ -198,8 +199,7 @@ class BatchLearner(_Step):
 
     def _set_lr(self, step: int) -> None:
         if self.shared:
-            for group in self.optimizer.param_groups:
-                group["lr"] = self._lr(step)
+            super()._set_lr(step)
         else:
             self.optimizer.set_lr_scale(learning_rate(step, 1.0, **schedule_of(self.tc)))
 
@@ -256,9 +256,8 @@ class BatchLearner(_Step):
         load_optimizer_state(
             self.optimizer, {"state": state, "param_groups": first["param_groups"]}
         )
-        if self.shared:  # a resume may change the recovery settings
-            for group in self.optimizer.param_groups:
-                group["lr"], group["weight_decay"] = self.tc.lr, self.tc.weight_decay
+        if self.shared:
+            self._take_recovery_settings()
 
 
 @torch.no_grad()

@@ -167,22 +167,24 @@ def _check_run_dir(cfg: RunConfig, run: RunDir, resume: bool) -> RunConfig | Non
 def train_run(
     cfg: RunConfig, run_dir: str | Path | RunDir, resume: bool = False, progress: bool = True,
     stop_at: int | None = None, rebuild_eval_sets: bool = False,
-    on_eval: Callable[[int, list[dict]], None] | None = None,
+    on_eval: Callable[[int, list[dict]], None] | None = None, figures: bool = True,
 ) -> TrainResult:  # fmt: skip
     """Train `cfg` in `run_dir`, every check before any write, under the directory's writer
     lock (empirical.runs.lock; re-entrant). `stop_at` ends the session after that step (as if
     killed right after it); a later `resume=True` continues, and a resume that changes
     train.warmup_steps starts that warm-up at the resume step. `on_eval(step, records)`: after
     each evaluation. `rebuild_eval_sets`: build eval_sets.pt again instead of refusing one
-    that is unreadable or another task's or seed's."""
+    that is unreadable or another task's or seed's. `figures=False`: no training_curves.png."""
     run = RunDir(run_dir)
     with writer_lock(run):
-        return _train_locked(cfg, run, resume, progress, stop_at, rebuild_eval_sets, on_eval)
+        return _train_locked(cfg, run, resume, progress, stop_at, rebuild_eval_sets, on_eval,
+                             figures)  # fmt: skip
 
 
 def _train_locked(
     cfg: RunConfig, run: RunDir, resume: bool, progress: bool, stop_at: int | None,
     rebuild_eval_sets: bool, on_eval: Callable[[int, list[dict]], None] | None = None,
+    figures: bool = True,
 ) -> TrainResult:  # fmt: skip
     existing = check_train_target(cfg, run, resume)
     start = checkpoint_step(run) if resume else 0
@@ -200,7 +202,7 @@ def _train_locked(
         run.stopped.unlink()
     session = run_training(
         [Trainee(cfg, run)], SingleLearner(cfg, device), progress=progress, stop_at=stop_at,
-        on_eval=on_eval, rebuild_eval_sets=rebuild_eval_sets,
+        on_eval=on_eval, rebuild_eval_sets=rebuild_eval_sets, figures=figures,
     )  # fmt: skip
     record = session.records[0] or run.read_metrics()[-1]
     return TrainResult(

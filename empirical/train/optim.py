@@ -99,22 +99,22 @@ class MemberAdamW(torch.optim.Optimizer):
         return loss
 
 
-_DEVICE_FLAGS = ("fused", "capturable", "foreach")
+# the flags that say how a device ran AdamW, with the values a CPU run's state holds
+_DEVICE_FLAGS = {"fused": None, "capturable": False, "foreach": None}
 
 
 def portable_optimizer_state(state: dict) -> dict:
     """An optimiser state_dict as a CPU run's AdamW holds it: the learning rate a float, no
     fused / capturable / foreach flags (they say how this device ran it, and a checkpoint
     written on CUDA must resume on a CPU and back)."""
-    defaults = {"fused": None, "capturable": False, "foreach": None}
     groups = []
     for group in state["param_groups"]:
         group = dict(group)
         if isinstance(group.get("lr"), torch.Tensor):
             group["lr"] = float(group["lr"])
-        for flag in _DEVICE_FLAGS:
+        for flag, portable in _DEVICE_FLAGS.items():
             if flag in group:
-                group[flag] = defaults[flag]
+                group[flag] = portable
         groups.append(group)
     return {"state": state["state"], "param_groups": groups}
 

@@ -15,6 +15,7 @@ from empirical.analysis.phase_marks import draw_phase_marks
 from empirical.analysis.phases import Phases
 from empirical.analysis.plain_names import legend_label
 from empirical.families import panel_of, panel_title
+from empirical.runs.metrics_log import accuracy_series
 from empirical.stats import wilson_band
 
 # one colour per split, the same in every panel; one panel per number of variable operands
@@ -71,8 +72,7 @@ def plot_training_curves(
     band = "; bands: 95% interval over the set's sequences" if sizes else ""
     for ax, (key, members) in zip(axes, panels, strict=False):
         for i, name in enumerate(members):
-            steps = [r["step"] for r in records if name in r["acc"]]
-            acc = [r["acc"][name] for r in records if name in r["acc"]]
+            steps, acc = accuracy_series(records, name)
             color = _series_color(name, i)
             ax.plot(steps, [100 * a for a in acc], color=color, label=legend_label(name), lw=1.4)
             n = (sizes or {}).get(name)
@@ -125,8 +125,8 @@ def plot_runs(
     for ax, name in zip(axes, sets, strict=True):
         for i, (label, records, phases) in enumerate(runs):
             color = palette[i % len(palette)]
-            steps = [r["step"] for r in records if name in r.get("acc", {})]
-            acc = [100 * r["acc"][name] for r in records if name in r.get("acc", {})]
+            steps, acc = accuracy_series(records, name)
+            acc = [100 * a for a in acc]
             ax.plot(steps, acc, color=color, lw=1.4, label=label)
             for key, marker in (("first_spike", "o"), ("second_spike", "s")):
                 rise = getattr(phases, key, None) if phases is not None else None

@@ -67,8 +67,10 @@ class TrainingSession:
         self, trainees: list[Trainee], learner, *, progress: bool = True,
         on_eval: Callable[[int, list[dict]], None] | None = None,
         labels: list[str] | None = None, metric: Callable[[int, dict], float] | None = None,
+        figures: bool = True,
     ):  # fmt: skip
         self.started = time.perf_counter()
+        self.figures = figures
         self.trainees = trainees
         self.learner = learner
         self.progress, self.on_eval, self.metric = progress, on_eval, metric
@@ -188,7 +190,8 @@ class TrainingSession:
             self.loop_s = time.perf_counter() - self.t0
 
     def finish(self) -> None:
-        """Phase 6: summary.json and training_curves.png of every member that trained on."""
+        """Phase 6: summary.json and training_curves.png (unless figures is False) of every
+        member that trained on."""
         from empirical.train.summary import write_summary
 
         session = {
@@ -207,7 +210,7 @@ class TrainingSession:
                 records = read_metrics(self.runs[m].metrics, self.fingerprints[m])
                 write_summary(
                     self.cfgs[m], self.runs[m].path, records, elapsed[m], self.device,
-                    breakdown, session=session,
+                    breakdown, session=session, figures=self.figures,
                 )  # fmt: skip
 
     def result(self, finished: bool) -> SessionResult:
@@ -376,15 +379,18 @@ def run_training(
     trainees: list[Trainee], learner, *, progress: bool = True, stop_at: int | None = None,
     on_eval: Callable[[int, list[dict]], None] | None = None, labels: list[str] | None = None,
     metric: Callable[[int, dict], float] | None = None, rebuild_eval_sets: bool = False,
+    figures: bool = True,
 ) -> SessionResult:  # fmt: skip
     """Train every trainee with `learner` (which holds their models) from their common
     checkpoint step (0: fresh) to train.steps, phase by phase, each directory under its writer
     lock (empirical.runs.lock; re-entrant). stop_at: end after that step (as if killed right
     after it). on_eval(step, records): after each evaluation. labels / metric(m, acc): the
-    progress bar's per-member text and value. rebuild_eval_sets: build eval_sets.pt again."""
+    progress bar's per-member text and value. rebuild_eval_sets: build eval_sets.pt again.
+    figures: False leaves out training_curves.png (`python -m empirical curves` draws it)."""
     with writer_locks([t.run for t in trainees]):
         session = TrainingSession(
-            trainees, learner, progress=progress, on_eval=on_eval, labels=labels, metric=metric
+            trainees, learner, progress=progress, on_eval=on_eval, labels=labels, metric=metric,
+            figures=figures,
         )
         session.check(rebuild_eval_sets)  # before any write
         session.prepare_directories()

@@ -45,12 +45,13 @@ def eval_set_sizes(run_dir: str | Path) -> dict[str, int]:
 def write_summary(
     cfg, run_dir: Path, records: list[dict] | None = None, elapsed_s=None, device=None,
     breakdown=None, *, sizes: dict[str, int] | None = None, fmt: str = "png",
-    session: dict | None = None,
+    session: dict | None = None, figures: bool = True,
 ):  # fmt: skip
-    """Write summary.json and the training curves (`fmt`: png, pdf or svg); returns the
-    summary. `sizes` (sequences per evaluation set, for the intervals) default to the run's
-    eval_sets.pt. `session`: where the last training session's time went (steps, step mode,
-    seconds of setup, training steps, evaluations, snapshots and checkpoints)."""
+    """Write summary.json and (unless `figures` is False) the training curves (`fmt`: png,
+    pdf or svg); returns the summary. `sizes` (sequences per evaluation set, for the
+    intervals) default to the run's eval_sets.pt. `session`: where the last training
+    session's time went (steps, step mode, seconds of setup, training steps, evaluations,
+    snapshots and checkpoints)."""
     run = RunDir(run_dir)
     records = run.read_metrics() if records is None else records
     sizes = eval_set_sizes(run.path) if sizes is None else dict(sizes)
@@ -81,7 +82,8 @@ def write_summary(
         "config": to_dict(cfg),
     }
     atomic_write_bytes(run.summary, json.dumps(summary, indent=2).encode())
-    write_training_curves(cfg, run.path, records, sizes=sizes, fmt=fmt, phases=phases)
+    if figures:
+        write_training_curves(cfg, run.path, records, sizes=sizes, fmt=fmt, phases=phases)
     return summary
 
 

@@ -43,16 +43,10 @@ def require_tensorboard() -> None:
 
 def scalars(record: dict) -> dict[str, float]:
     """The TensorBoard scalars of one metrics record: {name: value}, finite numbers only."""
-    out = {}
-    for name in ("train_loss", "lr"):
-        value = record.get(name)
-        if isinstance(value, (int, float)) and math.isfinite(value):
-            out[name] = float(value)
+    items = [(name, record.get(name)) for name in ("train_loss", "lr")]
     for table in ("acc", "loss"):
-        for set_name, value in (record.get(table) or {}).items():
-            if isinstance(value, (int, float)) and math.isfinite(value):
-                out[f"{table}/{set_name}"] = float(value)
-    return out
+        items += [(f"{table}/{name}", v) for name, v in (record.get(table) or {}).items()]
+    return {n: float(v) for n, v in items if isinstance(v, (int, float)) and math.isfinite(v)}
 
 
 def log_record(run_dir: str | os.PathLike, record: dict) -> None:

@@ -11,9 +11,8 @@ from matplotlib.patches import Rectangle
 from empirical.analysis.figures import DIVERGING, SEQUENTIAL
 from empirical.analysis.plots.style import C, attention_heatmap, save
 
+
 # -- Figure 4 ---------------------------------------------------------------------------
-
-
 def plot_attention_examples(examples: list[dict], path=None, title: str = "", *, fmt=None):
     n = len(examples)
     fig, axes = plt.subplots(2, n, figsize=(5.4 * n + 1, 11), squeeze=False, layout="constrained")
@@ -37,8 +36,6 @@ def plot_attention_examples(examples: list[dict], path=None, title: str = "", *,
 
 
 # -- Figure 5 / 5a ----------------------------------------------------------------------
-
-
 def plot_ov_mlp_cosine(cos: dict, same: dict, path=None, title: str = "", *, fmt=None):
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 5), layout="constrained")
     kinds = list(cos["samples"])
@@ -84,8 +81,6 @@ def plot_ov_mlp_cosine(cos: dict, same: dict, path=None, title: str = "", *, fmt
 
 
 # -- probes and the isolated circuit ------------------------------------------------------
-
-
 def plot_probes_and_circuit(
     probes: dict, isolated: dict, p: int, path=None, title: str = "", *, fmt=None
 ):
@@ -120,8 +115,6 @@ def plot_probes_and_circuit(
 
 
 # -- Figure 11 and the frequency spectrum ------------------------------------------------
-
-
 def plot_fourier_neuron(fit, model_pre, path=None, title: str = "", r2_model=None, *, fmt=None):
     n = fit.best_neuron
     k = int(fit.freq[n])

@@ -11,9 +11,8 @@ from matplotlib.patches import Rectangle
 from empirical.analysis.figures import DIVERGING, SEQUENTIAL
 from empirical.analysis.plots.style import CYCLE, C, label_matrix_axes, save
 
+
 # -- Figure 6 ---------------------------------------------------------------------------
-
-
 def plot_qk1_embeddings(qk1: dict, path=None, title: str = "", *, fmt=None):
     T = np.asarray(qk1["scores"], dtype=float)
     labels = qk1["labels"]
@@ -137,8 +136,6 @@ def _plot_figure6_effects(sub, qk1: dict, T: np.ndarray):
 
 
 # -- Figure 7a / 7b ---------------------------------------------------------------------
-
-
 def plot_qk1_positional(pref: dict, path=None, title: str = "", *, fmt=None):
     ts = pref["positions"]
     S = np.asarray(pref["mean_scores"], dtype=float)[:, : max(ts) + 1]  # keys s <= t

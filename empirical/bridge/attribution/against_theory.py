@@ -1,13 +1,8 @@
-"""Each parameter group's observed change across a window against a prediction, the way
-compare-qk holds W_QK's update against G1: the cosine in a frame where the prediction is exact,
-and the sign-randomised null (docs/attribution.md, "Each piece against its first-order theory").
-
-    out = compare_pieces(cfg, w_A, w_B, {"layer2_qk": G1_dual})
-    out["layer2_qk"]      # {"cos", "null95", "p_sign", "norm_observed", "frame", ...}
-
-`predicted[group]` is an array in the frame of that group's reader (`default_readers`):
-`layer2_qk`'s change of W_QK in compare-qk's dual frame at the window's start; every other
-group's parameter-space change, flattened in empirical.model.groups order.
+"""Each parameter group's observed change across a window against a prediction, as compare-qk
+holds W_QK's update against G1: the cosine in a frame where the prediction is exact, and the
+sign-randomised null (docs/attribution.md, "Each piece against its first-order theory").
+`predicted[group]` is in its reader's frame (`default_readers`): layer2_qk in compare-qk's dual
+frame at the window's start, every other group flattened in parameter space.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Each parameter group's change across a window against its first-order predictions at the
 window's start (issue #36 item 5; docs/attribution.md, "Each piece against its first-order
-theory").
+theory"): per loss (`train`, `loss/1var/ind`) minus the gradient, its sign and (replayed
+windows) AdamW's preconditioned gradient; G1 for layer-2 W_QK.
 
-    out = first_order(cfg, targets, w_A, w_B)
-    out["train"]["gradient"]["layer1_ov"]   # {"cos", "null95", "p_sign", ...}
-    out["g1"]["layer2_qk"]                  # G1 (the theorem) in compare-qk's dual frame
-
-Per loss (`train`: the "ind" sets' losses weighted by the task's mix; `loss/1var/ind`), the
-predictions `gradient` (minus the gradient at w_A), `sign` (minus its sign) and `adam` (minus
-the gradient over AdamW's denominator at w_A; a replayed window only); `g1` for layer-2 W_QK.
+    out = first_order(cfg, targets, w_A, w_B)   # out["train"]["gradient"]["layer1_ov"]
 """
 
 from __future__ import annotations

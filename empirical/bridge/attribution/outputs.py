@@ -7,7 +7,6 @@ one summary.md over the windows (docs/attribution.md, "Outputs").
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import numpy as np
 
 from empirical.analysis.figures import OKABE_ITO, save_figure
 from empirical.bridge.attribution.first_order import first_order_rows
-from empirical.bridge.compare_qk.outputs import jsonable
+from empirical.bridge.compare_qk.outputs import jsonable, write_npz
 from empirical.config.io import atomic_write_bytes
 
 GROUP_COLOURS = {
@@ -51,10 +50,7 @@ def write_window(result: dict, out: Path, fmt: str = "png", figures: bool = True
             "groups": np.array(path.groups),
             **{f"parts__{rule}": path.table(rule) for rule in path.rules},
         }
-        buffer = io.BytesIO()
-        np.savez_compressed(buffer, **arrays)
-        written.append(out / "attribution.npz")
-        atomic_write_bytes(written[-1], buffer.getvalue())
+        written.append(write_npz(out / "attribution.npz", arrays))
     if figures and path is not None:
         written.append(out / f"shares.{fmt}")
         plot_shares(result, written[-1], fmt)

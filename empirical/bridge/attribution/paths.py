@@ -1,12 +1,8 @@
-"""Path integrals of the targets' gradients, split by parameter group: f(w_B) - f(w_A) =
-integral of grad f . dw, one integral per group (empirical.model.groups), and what the groups
-miss of the total (the quadrature's error) is the residual (docs/attribution.md, "Paths").
+"""Path integrals of the targets' gradients, split by parameter group (empirical.model.groups);
+what the groups miss of the total is the residual (docs/attribution.md, "Paths").
 
-    along_steps(states, targets)       # the replayed training: one piece per optimiser step
-    along_segments(weights, targets)   # straight lines between snapshots (an imported run)
-
-`along_steps` splits each step by `STEP_RULES` (every rule's parts kept); `along_segments`
-integrates each straight segment by Gauss-Legendre quadrature with `nodes` points.
+    along_steps(states, targets)       # the replayed training, each step split by STEP_RULES
+    along_segments(weights, targets)   # straight lines between snapshots, Gauss-Legendre
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
-"""A run's training replayed from one of its checkpoints, with the weights at every step.
+"""A run's training replayed from one of its checkpoints, with the weights at every step: the
+training step itself with the run's data stream restored, bit for bit the run's own weights on
+the CPU kind it was trained on (docs/training.md, "Determinism").
 
-    for step, state in replay(cfg, load_training_state(path), stop=5000):
-        ...                            # state: the weights after `step` steps (float32, CPU)
+    for step, state in replay(cfg, load_training_state(path), stop=5000): ...
     check_replayed(run, 5000, state)   # {"file": ..., "equal": True, "max_abs_diff": 0.0}
-
-The replay is the training step itself with the run's data stream restored from the
-checkpoint: on the CPU kind the run was trained on it gives the run's own weights bit for bit
-(docs/training.md, "Determinism"); a run trained on a GPU replays as another realisation.
 """
 
 from __future__ import annotations

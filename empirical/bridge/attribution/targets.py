@@ -1,15 +1,9 @@
 """The scalar targets the attribution splits, as float64 functions of the weights
-(`{parameter name: float64 tensor}` of a 2-layer, one-head model, `float64_weights`) with
-their gradients (docs/attribution.md, "Targets").
+(`float64_weights`) with their gradients: `loss/<set>` (mean cross-entropy at `=` on the set's
+first `n` sequences), `score` and `score_barv` (the labelled scores' change along the window's
+total change, whole and bar_v block) (docs/attribution.md, "Targets").
 
-    targets = Targets.of(cfg, sets, n=1000, start=w_A, end=w_B)
-    targets.values(w)              # {"loss/1var/ind": 2.31, ..., "score": 0.0, "score_barv": ...}
-    targets.gradients(w)           # {target: {parameter name: gradient}}
-
-`loss/<set>`: the mean cross-entropy at `=` on the set's first `n` sequences. `score`: the
-labelled scores S (`labelled_scores`) projected on the unit direction U of the window's total
-change, <S(w) - S(w_A), U> (total: |S(w_B) - S(w_A)|); `score_barv`: the same on the bar_v x
-bar_v block.
+    Targets.of(cfg, sets, n=1000, start=w_A, end=w_B).gradients(w)  # {target: {name: grad}}
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""The theorem's coordinates in a real checkpoint: labelled query and key vectors.
-
-One vector of the model's residual space per label of the theorem's basis (query rows `=`,
-pos{L-1}, bar_v{u}; key columns the tokens, positions and bar_v{u}; ebar_u = W_E[var u] @
-W_OV^1), and the layer-2 key-query matrix read between them as S = Q W_QK K^T / sqrt(d_head),
-the scores the model computes. `Coordinates` reads a [d, d] matrix in three readings ('raw',
-'orth': Loewdin, 'dual': exact for a label-space gradient); `coordinates(model, p, K, L)`
-builds them. Definitions: docs/compare_qk.md, "Coordinates" and "Frames".
+"""The theorem's coordinates in a real checkpoint: one labelled vector of the residual per
+label (query rows `=`, pos{L-1}, bar_v{u}; key columns the tokens, positions, bar_v{u}), and a
+[d, d] key-query matrix read between them as S = Q W_QK K^T / sqrt(d_head) in the readings
+'raw', 'orth' (Loewdin) and 'dual' (`Coordinates`; `coordinates(model, p, K, L)` builds them).
+Definitions: docs/compare_qk.md, "Coordinates" and "Frames".
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """compare-qk's per-snapshot analysis, done while the run trains: a snapshot with a successor
-on disk can be analysed before the training ends.
+on disk is analysed before the training ends. `done` maps `snapshot_key` (both steps, both
+files' size and modification time) to `analyse_snapshot`'s (scalars, blocks); `compare_run`
+takes an entry only where its key matches the files it finds (the same result, tested).
 
-    inputs = SnapshotInputs.of(run_dir, opts)
-    done = follow_snapshots(inputs, stop)         # in another process, until stop.is_set()
-    result = compare_run(run_dir, opts, done=done)  # the rest, and everything after the loop
-
-`done` maps `snapshot_key(...)` (both steps, both files' size and modification time) to
-`analyse_snapshot`'s (scalars, blocks); `compare_run` takes an entry only where its key
-matches the files it finds, so the result is the same as without `done` (tested).
+    done = follow_snapshots(SnapshotInputs.of(run_dir, opts), stop)  # until stop.is_set()
 """
 
 from __future__ import annotations
@@ -71,10 +67,9 @@ def follows(opts) -> bool:
 
 
 def follow_snapshots(inputs: SnapshotInputs, stop, poll_s: float = 2.0) -> dict:
-    """Analyse each snapshot of `inputs.run` that has a successor, as they appear, until
-    `stop.is_set()` (checked between analyses and every `poll_s` seconds while waiting).
-    Returns {snapshot_key: (scalars, blocks)}. A pair that cannot be read is left out:
-    compare_run meets it again and reports it."""
+    """Analyse each snapshot of `inputs.run` with a successor as they appear, until
+    `stop.is_set()` (checked every `poll_s` seconds): {snapshot_key: (scalars, blocks)}. A pair
+    that cannot be read is left out: compare_run meets it again and reports it."""
     done: dict = {}
     if not follows(inputs.opts):
         return done

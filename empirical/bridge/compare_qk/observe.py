@@ -1,10 +1,7 @@
 """What a checkpoint does: its layer-2 key-query gradient on 1-var data, its attention, and
-how far its first layer and embeddings are from the theorem's assumptions.
-
-Everything runs in float64 on copies of the weights, on the model split at layer 2's input
-(empirical.model.partial: `Weights`, `layer1`, `layer2`, `loss_of`, re-exported here), for the
-query `=` alone. Gradients: autograd at a [d, d] perturbation P = 0 of the key-query matrix
-gives dL/dW_QK (the theorem's parameter), and the same pass dL/dW_Q, dL/dW_K
+how far its first layer and embeddings are from the theorem's assumptions. float64 copies of
+the weights, the model split at layer 2's input (empirical.model.partial, re-exported) for the
+query `=` alone; dL/dW_QK by autograd at a perturbation P = 0 of the key-query matrix
 (docs/compare_qk.md, "Observed updates").
 """
 

@@ -152,13 +152,10 @@ def step_directions(probe: StepProbe, g0: Gradients, seed: int) -> dict[str, Ten
 def one_step_experiment(
     model, task, batch, sets: dict, opts: Options, order: str, predict=None
 ) -> dict:
-    """Steps on layer-2 W_Q, W_K from `model` on the 1-var sequences `batch` (operand order
-    `order`, which the prediction uses too), and the accuracies they give on every set of
-    `sets` (the first opts.eval_size of each; Wilson 95% intervals in "intervals").
-    predict: (a, b) -> the G1 block (default: the closed form). Families sgd (lr in
-    opts.one_step_lrs), grad_merged, predicted_grad, predicted_orth, predicted_raw and
-    random_orth (sized by t = the RMS change of `=`'s layer-2 scores): docs/compare_qk.md,
-    "One step on the real model"."""
+    """Steps on layer-2 W_Q, W_K from `model` on the 1-var `batch` (operand order `order`, the
+    prediction's too) per family, and every set's accuracy after each (the first
+    opts.eval_size of each; Wilson 95% intervals). predict: (a, b) -> G1 (default: the closed
+    form). Families and sizes: docs/compare_qk.md, "One step on the real model"."""
     names = list(sets)
     if opts.eval_size:
         sets = {n: sets[n].slice(0, opts.eval_size) for n in names}

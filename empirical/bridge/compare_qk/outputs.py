@@ -44,6 +44,11 @@ def write_blocks(result: dict, path: Path) -> Path:
         for s, M in items:
             A[steps.index(s)] = M
         arrays[name.replace("/", "__")] = A
+    return write_npz(path, arrays)
+
+
+def write_npz(path: Path, arrays: dict) -> Path:
+    """`arrays` as a compressed .npz at `path`, written atomically."""
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
     atomic_write_bytes(path, buffer.getvalue())

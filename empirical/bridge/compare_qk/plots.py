@@ -8,10 +8,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from empirical.analysis.figures import OKABE_ITO, save_figure
-from empirical.analysis.phase_marks import PHASE_COLORS, draw_phase_marks
+from empirical.analysis.phase_marks import PHASE_COLORS
+from empirical.analysis.plots.style import C, phase_marks, save
 
-C = OKABE_ITO
 VARIANT_STYLE = {
     "grad_ce": (C["blue"], "-gradient (cross-entropy, merged W_QK)"),
     "grad_lin": (C["orange"], "-gradient (first-order loss, xi->0)"),
@@ -20,17 +19,6 @@ VARIANT_STYLE = {
     "diff_nodecay": (C["vermillion"], "snapshot change, weight decay removed"),
 }
 LINE_COLORS = [C[k] for k in ("blue", "orange", "green", "vermillion", "purple", "sky", "black")]
-
-
-def save(fig, path, fmt=None):
-    """Write a figure of the comparison (110 dpi) where `path` is given, and close it."""
-    return save_figure(fig, path, fmt, dpi=110)
-
-
-def phase_marks(ax, phases: dict | None, label: bool = True) -> None:
-    """The run's phases (summary.json's), marked as in every figure: each spike's jump
-    (empirical.analysis.phase_marks)."""
-    draw_phase_marks(ax, phases, label=label)
 
 
 def _x(r: dict, mid: bool):

@@ -1,12 +1,9 @@
-"""Theorem C.1's predicted layer-2 key-query update against a trained run, over its snapshots.
+"""Theorem C.1's predicted layer-2 key-query update against a trained run, over its snapshots:
+each snapshot analysed (`snapshot.analyse_snapshot`), then the training windows (`windows`)
+and the one-step test (`one_step`). Definitions: docs/compare_qk.md.
 
     result = compare_run("runs/paper/seed0")            # a dict of every number
     write_outputs(result, "runs/paper/seed0/compare_qk")  # JSON, blocks.npz, summary.md, PNGs
-
-Each snapshot (`snapshot.analyse_snapshot`): the measured a, b, G1 at them, the observed
-matrices grad_ce, grad_lin, sgd_factored, diff, diff_nodecay, diff_perp read in every frame
-against it, and the theorem's assumptions; over the run: the training windows (`windows`) and
-the one-step test (`one_step`). Definitions: docs/compare_qk.md.
 """
 
 from __future__ import annotations

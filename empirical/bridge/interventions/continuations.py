@@ -1,11 +1,9 @@
 """Continuations of a run from one training checkpoint, as one batch of members: every
 condition times every replicate, each replicate its own data order, the same for every
-condition (paired), each member from the checkpoint's weights and AdamW state with the run's
-own config (docs/attribution.md, "`intervene`").
+condition (paired), each from the checkpoint's weights and AdamW state (docs/attribution.md,
+"`intervene`").
 
-    plan = Plan(steps=2000, replicates=20)
-    members = member_configs(cfg, plan.conditions, plan.replicates, direction_file)
-    out = continue_members(cfg, checkpoint, members, eval_sets, plan)
+    out = continue_members(cfg, checkpoint, members, eval_sets, Plan(steps=2000))
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """The interventions' statistics and files: per condition the share of continuations that
-jump (Wilson interval), their Kaplan-Meier survival and the log-rank test against `none`;
-the noise ceiling (the cosine between replicates' W_QK updates); interventions.json,
-survival.png and summary.md.
-
-    stats = summarise(result, plan, g1)
-    write_outputs(stats, result, out)
+jump (Wilson interval), their Kaplan-Meier survival and the log-rank test against `none`; the
+noise ceiling (the cosine between replicates' W_QK updates); interventions.json, survival.png
+and summary.md (`write_outputs(summarise(result, plan, g1), result, out)`).
 """
 
 from __future__ import annotations
 
-import io
 import json
 from itertools import combinations
 from pathlib import Path
@@ -17,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from empirical.analysis.figures import OKABE_ITO, save_figure
+from empirical.bridge.compare_qk.outputs import write_npz
 from empirical.config.io import atomic_write_bytes
 from empirical.experiments.population.statistics import kaplan_meier, logrank, share_interval
 
@@ -155,10 +152,9 @@ def write_outputs(stats: dict, result: dict, out: Path, label: str = "", fmt: st
     out.mkdir(parents=True, exist_ok=True)
     payload = {**stats, "eval_steps": result["eval_steps"], "members": result["members"]}
     atomic_write_bytes(out / "interventions.json", json.dumps(payload, indent=2).encode())
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, rows=np.array(result["rows"]), cols=np.array(result["cols"]),
-                        **{f"updates_{h}": v for h, v in result["updates"].items()})  # fmt: skip
-    atomic_write_bytes(out / "updates.npz", buffer.getvalue())
+    updates = {f"updates_{h}": v for h, v in result["updates"].items()}
+    arrays = {"rows": np.array(result["rows"]), "cols": np.array(result["cols"]), **updates}
+    write_npz(out / "updates.npz", arrays)
     plot_survival(stats, result, out / f"survival.{fmt}", fmt)
     text = summary_markdown(stats, label)
     atomic_write_bytes(out / "summary.md", text.encode())

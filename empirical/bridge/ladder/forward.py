@@ -1,10 +1,7 @@
 """A ladder rung's forward at the query position, its losses and its layer-2 key-query
-gradient, from the rung model's merged weights (`weights.Merged`; docs/ladder.md).
-
-The model split at layer 2's input (empirical.model.partial): layer 1 at every position, then
-layer 2 for the query `=` alone; equal to the rung model's own hooked forward (`hooked_logits`,
-tested). Layer 1 is the model's softmax head or, for the theorem's rungs, the theorem's routing
-set as its attention pattern (`routing_pattern`, at the hook point blocks.0.attn.hook_pattern).
+gradient, from its merged weights (`weights.Merged`; docs/ladder.md): the model split at
+layer 2's input (empirical.model.partial), equal to its own hooked forward (`hooked_logits`).
+Layer 1 is the model's softmax head or the theorem's routing as its pattern (`routing_pattern`).
 """
 
 from __future__ import annotations

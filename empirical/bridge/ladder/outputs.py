@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from empirical.bridge.compare_qk.outputs import jsonable
+from empirical.bridge.compare_qk.outputs import jsonable, write_npz
 from empirical.bridge.ladder.measure import first_set
 from empirical.config.io import atomic_write_bytes
 
@@ -113,12 +113,6 @@ def plot_ladder(result: dict):
     return fig
 
 
-def _npz_bytes(arrays: dict) -> bytes:
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
-    return buffer.getvalue()
-
-
 def write_outputs(result: dict, out_dir, figures: bool = True, fmt: str = "png") -> dict:
     """ladder.json, summary.md and ladder.{fmt} in `out_dir`; returns their paths. Labelled
     blocks (observed and G1 per rung) go to blocks.npz. Each file is written atomically."""
@@ -130,8 +124,7 @@ def write_outputs(result: dict, out_dir, figures: bool = True, fmt: str = "png")
     arrays = {f"{r['name']}__{name}": blk for r in result["rungs"]
               for name, blk in r.get("_blocks", {}).items()}  # fmt: skip
     if arrays:
-        paths["blocks"] = out / "blocks.npz"
-        atomic_write_bytes(paths["blocks"], _npz_bytes(arrays))
+        paths["blocks"] = write_npz(out / "blocks.npz", arrays)
     if figures:
         import matplotlib.pyplot as plt
 

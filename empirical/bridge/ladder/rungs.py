@@ -1,11 +1,8 @@
 """The rungs of the assumption ladder: from Theorem C.1's model to the trained model at one
-snapshot, each differing from the one before in exactly one named piece (`RUNG_NAMES`,
-`CHANGED`, `DESCRIPTION`; docs/ladder.md, "The rungs").
-
-A rung's residual is the theorem's residual space (2 dim + p coordinates) followed by the
-trained model's (d_model); a trained piece reads the first through the label map P
-(`label_map`: each basis label to its trained vector) and the second as is, and writes into
-the second.
+snapshot, each differing from the one before in one named piece (`RUNG_NAMES`, `CHANGED`,
+`DESCRIPTION`; docs/ladder.md, "The rungs"). A rung's residual is the theorem's (2 dim + p)
+followed by the trained model's; a trained piece reads the first through the label map P
+(`label_map`) and the second as is, and writes into the second.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """`DynamicsConfig`: the dynamics ladder's settings (configs/ladder_dynamics.toml; docs/ladder.md,
-"The dynamics ladder"). Every bad value is a `ConfigError` naming the field.
-
-Step sizes: `sgd.lr_qk` moves the theorem's score matrix W itself by exactly -lr_qk dL/dW per
-step (the simulator's unit; the trainer scales the rate on the stored W_Q by d_head);
-`sgd.lr` is the rate of every released piece. AdamW's rates are the optimiser's own on the
-stored W_Q (`adamw.lr_qk`: W moves by about lr_qk / sqrt(d_head) per step) and the pieces.
+"The dynamics ladder"); a bad value is a `ConfigError` naming the field. `sgd.lr_qk` moves the
+theorem's W by exactly -lr_qk dL/dW per step, `sgd.lr` every released piece; AdamW's rates are
+the optimiser's own on the stored W_Q (W moves about lr_qk / sqrt(d_head) per step).
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ def _f(x, fmt: str = ".2f") -> str:
     return "-" if x is None else format(x, fmt)
 
 
-def _steps(values: list[int | None]) -> str:
+def steps_text(values: list[int | None]) -> str:
+    """The steps joined by commas, 'never' for None."""
     return ", ".join("never" if v is None else str(v) for v in values)
 
 
@@ -77,7 +78,7 @@ def summary_markdown(result: dict) -> str:
         div = f" ({v['diverged']} diverged)" if v["diverged"] else ""
         lines.append(
             f"| {v['variant']} | {rel} | {v['composed']}/{len(v['seeds'])}{div} | "
-            f"{_steps(v['emergence_steps'])} | {_steps(v['spike_steps'])} | "
+            f"{steps_text(v['emergence_steps'])} | {steps_text(v['spike_steps'])} | "
             f"{_f(v['cos_first'])} | {_f(v['cos_first10'])} | {_f(v['cos_spike'])} | "
             f"{_f(v['final_2var'], '.3f')} ({_f(v['final_2var_min'], '.3f')}) | "
             f"{_f(v.get('final_2var_allowed'), '.3f')} | "

@@ -1,12 +1,8 @@
-"""One run of the dynamics ladder: the theorem's model trained with some constraints
-released, one seed, with the layer-2 score matrix's updates measured against G1 (docs/ladder.md,
-"The dynamics ladder").
-
-Layer 2's score matrix is stored as W_Q = sqrt(d_head) W, W_K = I; W_K stays frozen and W_Q
-trains at rate `sgd.lr_qk * d_head`, so one SGD step moves W by exactly -lr_qk dL/dW, the
-simulator's step. With `qk_factors` W_K trains too, at W_Q's rate (the two-factor dynamics).
-Each step draws `batch_size` sequences with replacement by the population's weights (a seeded
-torch.Generator, the seed's only effect); batch_size 0 takes the whole weighted population.
+"""One run of the dynamics ladder: the theorem's model trained with some constraints released,
+one seed, its layer-2 score matrix's updates measured against G1. W_Q = sqrt(d_head) W, W_K = I
+(frozen unless `qk_factors`); W_Q trains at `sgd.lr_qk * d_head`, so an SGD step moves W by
+exactly -lr_qk dL/dW. Each step draws `batch_size` sequences with replacement by the weights
+(0: the whole weighted population) (docs/ladder.md, "The dynamics ladder").
 """
 
 from __future__ import annotations
@@ -159,9 +155,8 @@ def memory_entries(block: Tensor) -> dict[str, float]:
 
 def _spike(steps: list[int], acc: list[float], Ws: dict[int, Tensor], G1: Tensor) -> dict:
     """The evaluation window with the largest rise of the 2-var accuracy, and the cosine of
-    W's change across it with G1. The first window (from step 0) is left out: at W^0 every
-    2-var sequence is a tie (accuracy 0.20) and any step at all breaks the ties (to about
-    0.63 at p = 5, K = 3), a rise that is no composition."""
+    W's change across it with G1. Not the first window: at W^0 every 2-var sequence is a tie,
+    and any step breaks the ties (0.20 -> 0.63 at p = 5, K = 3), a rise that is no composition."""
     if len(acc) < 3:
         return {"from_step": None, "step": None, "jump": None, "cos": None}
     i = max(range(1, len(acc) - 1), key=lambda j: acc[j + 1] - acc[j])

@@ -1,10 +1,8 @@
 """The dynamics ladder's variants: which pieces of the theorem's model train, with which
-optimiser, on which data (docs/ladder.md, "The baseline and the releases").
-
-The baseline trains only layer 2's score matrix (W_Q; W_K = I frozen) with plain SGD on the
-theorem's 1-var population; each release frees one constraint (`DESCRIPTIONS`), starting from
-the theorem's own value of the released piece. `ladder_variants(releases)` lists the
-baseline, every release alone, and the cumulative ladder (the first k releases, k >= 2).
+optimiser, on which data (docs/ladder.md, "The baseline and the releases"). The baseline
+trains layer 2's W_Q alone with plain SGD on the 1-var population; each release frees one
+constraint (`DESCRIPTIONS`); `ladder_variants` lists the baseline, each release alone and the
+cumulative ladder.
 """
 
 from __future__ import annotations

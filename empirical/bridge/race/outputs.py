@@ -4,19 +4,16 @@ race.png (each configuration in the criterion's plane, coloured by its outcome).
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 from empirical.analysis.figures import OKABE_ITO, save_figure
+from empirical.bridge.compare_qk.outputs import jsonable
+from empirical.bridge.ladder_dynamics.outputs import steps_text
 from empirical.config.io import atomic_write_bytes
 
 
 def _t(x) -> str:
     return "inf" if x is None else f"{x:.3g}"
-
-
-def _steps(values) -> str:
-    return ", ".join("never" if v is None else str(v) for v in values)
 
 
 def summary_markdown(result: dict) -> str:
@@ -43,7 +40,7 @@ def summary_markdown(result: dict) -> str:
             f"| {c['name']} | {c['split']} | {_t(sz['T_mem'])} | {_t(sz['T_in'])} | "
             f"{_t(c['ratio'])} | {c['winner']} | {'yes' if c['predicted'] else 'no'} | "
             f"{'yes' if c['composed'] else 'no'} ({c['seeds_composed']}/{c['seeds']}) | "
-            f"{_steps(c['emergence_steps'])} | "
+            f"{steps_text(c['emergence_steps'])} | "
             f"{'yes' if c['predicted'] == c['composed'] else '**no**'} |"
         )
     lines += [
@@ -97,23 +94,12 @@ def plot_race(result: dict, path=None, fmt: str | None = None):
     return save_figure(fig, path, fmt)
 
 
-def _finite(x):
-    """`x` with every infinite or NaN float replaced by None (JSON: "never", "none")."""
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_finite(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
-
-
 def write_outputs(result: dict, out: str | Path, fmt: str = "png") -> dict[str, Path]:
     """race.json, summary.md and race.png (or `fmt`) into `out`; returns {kind: path}."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "race.json", "summary": out / "summary.md"}
-    clean = _finite(result)
+    clean = jsonable(result)  # infinite and NaN floats as None (JSON: "never", "none")
     atomic_write_bytes(paths["json"], json.dumps(clean, indent=1, allow_nan=False).encode())
     atomic_write_bytes(paths["summary"], summary_markdown(result).encode())
     paths["figure"] = Path(plot_race(result, out / "race", fmt=fmt).saved_path)

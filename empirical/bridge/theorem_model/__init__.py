@@ -1,11 +1,9 @@
 """Theorem C.1's simplified model as a real `AssignAddTransformer` (float64), its population
 as token sequences, and its layer-2 key-query gradients by autograd. See docs/theorem_model.md.
 
-    from empirical.bridge.theorem_model import TheoremModelConfig, build_theorem_model
     cfg = TheoremModelConfig(p=5, K=3, beta=4.0, xi=10.0)
-    model = build_theorem_model(cfg)
-    pop = theorem_population(cfg, "1var")
-    loss, G = theorem_gradient(model, pop, Layout(cfg).dim)     # dL/dW in the theorem's basis
+    loss, G = theorem_gradient(build_theorem_model(cfg), theorem_population(cfg, "1var"),
+                               Layout(cfg).dim)     # dL/dW in the theorem's basis
 """
 
 from disentangled.model import fourier_mlp_weights

@@ -1,13 +1,9 @@
-"""Theorem C.1's simplified model written into `AssignAddTransformer` itself (float64).
+"""Theorem C.1's simplified model written into `AssignAddTransformer` itself (float64), every
+weight set by hand (`layout.py`; each W_Q W_K^T and W_V W_O stored as (matrix, identity)):
+orthonormal embeddings, layer-1 routing by position (leak `routing_leak`), layer 2's W^0 and
+W_OV, the MLP computing F exactly, W_U = xi on F (docs/theorem_model.md, "The construction").
 
-    model = build_theorem_model(TheoremModelConfig(p=5, K=3, beta=4.0))
-    logits, cache = model.run_with_cache(tokens)        # an ordinary hooked model
-
-Every weight is set by hand (layout: `layout.py`; d_head = d_model, each W_Q W_K^T and
-W_V W_O stored as (matrix, identity)): orthonormal embeddings, layer 1 routing by position
-(ebar of each variable into its number and into the query; leak `routing_leak`), layer 2's
-W^0 and the theorem's W_OV, the MLP computing F exactly (4 neurons per frequency, quadratic
-activation), W_U = xi on F's coordinates. docs/theorem_model.md, "The construction".
+    model = build_theorem_model(TheoremModelConfig(p=5, K=3, beta=4.0))  # an ordinary model
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Losses and layer-2 key-query gradients of the theorem's model, by a real forward and
-backward of `AssignAddTransformer` over the theorem's whole population.
-
-Losses per sequence: "ce" (cross-entropy, logits = xi F) and "first_order" ((mean_y logits_y -
-logits_{y*}) / xi, the theorem's linear loss: G1(W) = -grad_W of its expectation).
-`merged_gradient` differentiates with M = W_Q W_K^T itself as the leaf (W_Q := M, W_K := I);
-the theorem's dL/dW = sqrt(d_head) dL/dM, read by its [:dim, :dim] block
-(`theorem_gradient`). `gradient_descent` steps W itself and refactors (`set_score_matrix`),
-not the factors (docs/theorem_model.md, "Losses, gradients, dynamics").
+backward of `AssignAddTransformer` over its whole population. Losses per sequence: "ce"
+(logits = xi F) and "first_order" ((mean_y logits_y - logits_{y*}) / xi: G1(W) = -grad_W of
+its expectation). Gradients take M = W_Q W_K^T itself as the leaf (W_Q := M, W_K := I), and
+dL/dW = sqrt(d_head) dL/dM on its [:dim, :dim] block (docs/theorem_model.md).
 """
 
 from __future__ import annotations
@@ -118,9 +114,8 @@ def gradient_descent(
     path: str = "fast",
 ) -> dict:
     """Full-batch gradient descent on layer 2's score matrix, W <- W - lr dL/dW, each step
-    written back as W_Q = sqrt(d_head) W, W_K = I (module docstring). The model is updated
-    in place. Returns {"loss": [L(W_0), ..., L(W_steps)], "W": [W_0, ..., W_steps]} (basis
-    blocks [dim, dim])."""
+    written back as W_Q = sqrt(d_head) W, W_K = I, the model updated in place. Returns
+    {"loss": [L(W_0), ..., L(W_steps)], "W": [W_0, ..., W_steps]} (basis blocks [dim, dim])."""
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
         raise ValueError(f"steps={steps!r}: must be an integer >= 0")
     losses, Ws = [], []

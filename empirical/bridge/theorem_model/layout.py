@@ -1,11 +1,8 @@
-"""Where the theorem's objects live in the transformer: residual subspaces, positions, tokens.
-
-Residual stream (d_model = 2 dim + p, dim = the theorem basis' size, 2p + K + 3 + L): [0, dim)
-the theorem's basis in `disentangled.basis.Basis` order (a [d_model, d_model] matrix is read
-in the basis by its [:dim, :dim] block), [dim, 2 dim) W_OV's output space, [2 dim, 2 dim + p)
-F's output. Sequence position t holds theorem position `theorem_position[t]`: the `+` first
-(the sink of layer 1), then 0..L-5, then the operands and `=` (docs/theorem_model.md,
-"Positions"). Tokens: empirical.task's vocabulary (the basis orders `=` before `+`).
+"""Where the theorem's objects live in the transformer. Residual (d_model = 2 dim + p): [0, dim)
+the theorem's basis (`disentangled.basis.Basis` order), [dim, 2 dim) W_OV's output, then F's
+p outputs. Sequence position t holds theorem position `theorem_position[t]`: `+` first (layer
+1's sink), then 0..L-5, the operands and `=` (docs/theorem_model.md, "Positions"). Tokens:
+empirical.task's vocabulary.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The gradient of the theorem's model, as our transformer, with respect to every piece the
-dynamics ladder releases, in the pieces of `disentangled.pieces` (issue 36, item 1).
-
-`model_pieces` reads the model as `disentangled.pieces.Pieces` (score matrices W_Q W_K^T /
-sqrt(d_head), OV matrices W_V W_O, token rows in basis order, position rows by theorem
-position); `model_piece_gradients` differentiates the model's own answer-only forward with
-every merged matrix as the leaf, comparable entry by entry with
-`disentangled.pieces.piece_gradients` (`layer1_mask`: the causal mask in theorem positions).
+dynamics ladder releases (issue 36, item 1). `model_pieces` reads the model as
+`disentangled.pieces.Pieces` (W_Q W_K^T / sqrt(d_head), W_V W_O, token rows in basis order,
+position rows by theorem position); `model_piece_gradients` differentiates its own forward
+with every merged matrix as the leaf, comparable with `disentangled.pieces.piece_gradients`.
 """
 
 from __future__ import annotations

@@ -77,11 +77,6 @@ def count(outcomes: list[str | None]) -> dict:
             "verdict": verdict(k, n)}  # fmt: skip
 
 
-def _claim_entry(claim: str, paper: str, kind: str, outcomes, values, quantity) -> dict:
-    return {"claim": claim, "paper": paper, "kind": kind, **count(outcomes), "outcomes": outcomes,
-            "quantity": quantity, "values": values, "values_summary": multi_bootstrap(values)}
-
-
 def member_checks(member: Member, window: int = ROBUST_WINDOW) -> dict:
     """Everything one member contributes: {claim: (paper, outcome, quantity, value, kind)}
     over the paper checks, their robust-final versions and the theory claims, and its
@@ -174,7 +169,9 @@ def claim_entries(per: list[dict]) -> list[dict]:
         first = next(r for r in rows if r is not None)
         outcomes = [r[1] if r is not None and r[1] not in ("-",) else None for r in rows]
         values = [r[3] if r is not None else None for r in rows]
-        claims.append(_claim_entry(claim, first[0], first[4], outcomes, values, first[2]))
+        claims.append({"claim": claim, "paper": first[0], "kind": first[4], **count(outcomes),
+                       "outcomes": outcomes, "quantity": first[2], "values": values,
+                       "values_summary": multi_bootstrap(values)})
     return claims
 
 

@@ -12,6 +12,7 @@ from itertools import combinations
 from pathlib import Path
 
 from empirical.config.io import atomic_write_bytes
+from empirical.experiments.paper_checks import markdown_table
 from empirical.experiments.population.statistics import fisher_exact, logrank
 from empirical.runs.rundir import SweepDir
 
@@ -57,16 +58,14 @@ def comparison_markdown(cmp: dict, fmt: str = "png") -> str:
             + cmp["tests"] + ".", ""]  # fmt: skip
     for pair in cmp["pairs"]:
         a, b = pair["a"], pair["b"]
-        out += [f"## {a} vs {b}", "", "| jump | members with it | log-rank p |",
-                "| --- | --- | --- |"]
+        jumps = []
         for key, t in pair["jumps"].items():
             (ea, eb), (na, nb) = t["events"], t["n"]
-            out.append(f"| {key} | {a} {ea} of {na}, {b} {eb} of {nb} | {_p(t['pvalue'])} |")
-        out += ["", f"| claim | {a} | {b} | Fisher p |", "| --- | --- | --- | --- |"]
-        for r in pair["claims"]:
-            out.append(f"| {r['claim']} | {r['a'][0]} of {r['a'][1]} | {r['b'][0]} of "
-                       f"{r['b'][1]} | {_p(r['fisher_p'])} |")
-        out.append("")
+            jumps.append(f"{key} | {a} {ea} of {na}, {b} {eb} of {nb} | {_p(t['pvalue'])}")
+        claims = [f"{r['claim']} | {r['a'][0]} of {r['a'][1]} | {r['b'][0]} of {r['b'][1]} | "
+                  f"{_p(r['fisher_p'])}" for r in pair["claims"]]
+        out += [f"## {a} vs {b}", "", *markdown_table("jump | members with it | log-rank p", jumps)]
+        out += ["", *markdown_table(f"claim | {a} | {b} | Fisher p", claims), ""]
     out += [f"![survival](survival.{fmt})", ""]
     return "\n".join(out)
 

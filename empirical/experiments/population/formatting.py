@@ -1,11 +1,7 @@
 """How the population's reports (claims.md, report.md's placement section) write numbers:
-percentages, shares with their Wilson interval, multi-bootstrap summaries."""
+shares with their Wilson interval, multi-bootstrap summaries."""
 
 from __future__ import annotations
-
-
-def pct(x) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
 
 
 def share_text(entry: dict) -> str:

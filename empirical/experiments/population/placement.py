@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from empirical.experiments.paper_checks import markdown_table
 from empirical.experiments.population.claims import member_checks
 from empirical.experiments.population.formatting import number, share_text
 from empirical.experiments.population.members import (
@@ -111,19 +112,17 @@ def place_run(run_dir, claims: dict) -> list[dict]:
 
 def placement_table(rows: list[dict], who: str = "this run") -> list[str]:
     """The markdown table of place_run's rows and the tail sentence after it."""
-    out = [
-        f"| check | {who} | its percentile among the members | population: holds in | "
-        "share [95% CI] | verdict |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
+    cells = []
     for r in rows:
         p = r["population"]
         mine = "-" if r["outcome"] is None else r["outcome"]
         if r["value"] is not None:
             mine += f" ({number(r['value'], r['quantity'])})"
         pctl = "-" if r["percentile"] is None else f"{r['percentile']:.0f}"
-        out.append(f"| {r['claim']} | {mine} | {pctl} | {p['holds']} of {p['of']} | "
-                   f"{share_text(p)} | {p['verdict']} |")
+        cells.append(f"{r['claim']} | {mine} | {pctl} | {p['holds']} of {p['of']} | "
+                     f"{share_text(p)} | {p['verdict']}")
+    out = markdown_table(f"check | {who} | its percentile among the members | "
+                         "population: holds in | share [95% CI] | verdict", cells)
     tails = [r for r in rows if r["tail"]]
     out.append("")
     if tails:

@@ -34,10 +34,6 @@ def is_accuracy_claim(claim: str) -> bool:
     return claim.startswith("> 99% on every ") or claim.endswith("(Section 4)")
 
 
-def _kind_sets(acc: dict, kind: str) -> list[str]:
-    return [n for n in acc if n.startswith(kind + "/")]
-
-
 def claim_values(summary: dict, analysis: dict | None) -> dict[str, tuple[str, float | None]]:
     """{claim: (what the number is, the number)} for every claim paper_check_rows makes on
     this run: the number behind its verdict (lowest accuracy of a kind, a jump step, a
@@ -51,7 +47,7 @@ def claim_values(summary: dict, analysis: dict | None) -> dict[str, tuple[str, f
         value: tuple[str, float | None]
         if claim.startswith("> 99% on every "):
             kind = claim.split()[4]
-            names = _kind_sets(acc, kind)
+            names = [n for n in acc if n.startswith(kind + "/")]
             value = (f"lowest {kind} set accuracy", min(acc[n] for n in names) if names else None)
         elif claim.endswith("(Section 4)"):
             name = claim.rsplit(" (", 1)[0]

@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 
 from empirical.config.io import atomic_write_bytes
-from empirical.experiments.population.formatting import pct, share_text, summary_text
+from empirical.experiments.paper_checks import markdown_table, pct
+from empirical.experiments.population.formatting import share_text, summary_text
 from empirical.experiments.population.placement import placement_table
 from empirical.runs.rundir import SweepDir
 
@@ -78,20 +79,20 @@ def _claim_sections(claims: dict, fmt: str) -> list[str]:
                    f"{claims['theory'].get('frame') or 'dual'} frame) is above that update's "
                    "sign-randomised null (95%): 'no' is 'the update is at the null'."),
     }  # fmt: skip
+    header = ("claim | paper | holds in | share [95% CI] | verdict | the number over members: "
+              "mean [95% CI] (min to max, n)")
     out = []
     for kind, (title, text) in heading.items():
         rows = [c for c in claims["claims"] if c["kind"] == kind]
         if not rows:
             continue
-        out += [title, "", text, ""]
-        out += ["| claim | paper | holds in | share [95% CI] | verdict | the number over "
-                "members: mean [95% CI] (min to max, n) |", "| --- | --- | --- | --- | --- | --- |"]
-        for c in rows:
-            out.append(
-                f"| {c['claim']} | {c['paper']} | {c['holds']} of {c['of']} | {share_text(c)} | "
-                f"**{c['verdict']}** | {c['quantity']}: "
-                f"{summary_text(c['values_summary'], c['quantity'])} |"
-            )
+        table = [
+            f"{c['claim']} | {c['paper']} | {c['holds']} of {c['of']} | {share_text(c)} | "
+            f"**{c['verdict']}** | {c['quantity']}: "
+            f"{summary_text(c['values_summary'], c['quantity'])}"
+            for c in rows
+        ]
+        out += [title, "", text, "", *markdown_table(header, table)]
         if kind == "paper" and claims.get("not_analysed"):
             out += ["", "Without analysis.json (its checks not counted for them): "
                     + "; ".join(f"{k} ({v})" for k, v in claims["not_analysed"].items()) + "."]
@@ -116,17 +117,16 @@ def _theory_notes(th: dict, fmt: str) -> list[str]:
 def _jumps_section(jumps: dict, fmt: str) -> list[str]:
     out = ["## Jumps", "", "The step each spike's largest rise between two evaluations ends at; "
            "a member without the jump is censored at its last step (Kaplan-Meier median: "
-           "the step by which half the members are estimated past it).", "",
-           "| spike | members with the jump | Kaplan-Meier median | mean over members with it "
-           "[95% CI] (min to max, n) | the paper's run |", "| --- | --- | --- | --- | --- |"]
+           "the step by which half the members are estimated past it).", ""]
+    rows = []
     for key in ("first", "second"):
         surv = jumps[f"{key}_survival"]
         have = len(jumps[key]) - jumps[f"{key}_without"]
         lo, hi = jumps["paper_interval"][key]
-        out.append(
-            f"| {key} | {have} of {len(jumps[key])} | {surv['median'] or 'not reached'} | "
-            f"{summary_text(jumps[f'{key}_summary'], 'step')} | {lo} -> {hi} |"
-        )
+        rows.append(f"{key} | {have} of {len(jumps[key])} | {surv['median'] or 'not reached'} | "
+                    f"{summary_text(jumps[f'{key}_summary'], 'step')} | {lo} -> {hi}")
+    out += markdown_table("spike | members with the jump | Kaplan-Meier median | mean over members "
+                          "with it [95% CI] (min to max, n) | the paper's run", rows)
     return out + ["", f"![jumps](jumps.{fmt})", "", f"![survival](survival.{fmt})", ""]
 
 
@@ -135,16 +135,15 @@ def _final_section(claims: dict, fmt: str) -> list[str]:
     out = ["## Final accuracy per set", "",
            f"Robust final: the mean over the evaluations of the last {window} steps; beside it "
            "the value at the last step. Means over members with their multi-bootstrap 95% "
-           "interval; how many members are at >= 99% by either reading.", "",
-           "| set | robust final | at the last step | >= 99% (robust) | >= 99% (last step) |",
-           "| --- | --- | --- | --- | --- |"]  # fmt: skip
+           "interval; how many members are at >= 99% by either reading.", ""]  # fmt: skip
+    rows = []
     for s, st in claims["final_stats"].items():
         r, last = st["robust_at_least_99"], st["last_at_least_99"]
-        out.append(
-            f"| {s} | {summary_text(st['robust'], 'accuracy')} | "
-            f"{summary_text(st['last'], 'accuracy')} | {r['holds']} of {r['of']} | "
-            f"{last['holds']} of {last['of']} |"
-        )
+        rows.append(f"{s} | {summary_text(st['robust'], 'accuracy')} | "
+                    f"{summary_text(st['last'], 'accuracy')} | {r['holds']} of {r['of']} | "
+                    f"{last['holds']} of {last['of']}")
+    out += markdown_table("set | robust final | at the last step | >= 99% (robust) | >= 99% "
+                          "(last step)", rows)
     return out + ["", f"![final](final.{fmt})", ""]
 
 
@@ -154,20 +153,14 @@ def _collapses_section(col: dict) -> list[str]:
     hit = {s: e for s, e in col["by_set"].items() if e["holds"]}
     if not hit:
         return out + ["None in any member.", ""]
-    out += ["| set | members with a collapse | share [95% CI] | fell at steps |",
-            "| --- | --- | --- | --- |"]
-    for s, e in hit.items():
-        steps = ", ".join(map(str, sorted(e["collapse_steps"])))
-        out.append(f"| {s} | {e['holds']} of {e['of']} ({', '.join(e['members'])}) | "
-                   f"{share_text(e)} | {steps} |")
-    out += ["", "| member | set | >= 99% from | below 95% at | lowest | back at 99% |",
-            "| --- | --- | --- | --- | --- | --- |"]
-    for ev in col["events"]:
-        out.append(f"| {ev['member']} | {ev['set']} | {ev['reached_step']} | "
-                   f"{ev['collapse_step']} | {pct(ev['lowest'])} | "
-                   f"{ev['recovered_step'] or 'not by the end'} |")
-    out.append("")
-    return out
+    rows = [f"{s} | {e['holds']} of {e['of']} ({', '.join(e['members'])}) | {share_text(e)} | "
+            + ", ".join(map(str, sorted(e["collapse_steps"]))) for s, e in hit.items()]
+    out += markdown_table("set | members with a collapse | share [95% CI] | fell at steps", rows)
+    rows = [f"{ev['member']} | {ev['set']} | {ev['reached_step']} | {ev['collapse_step']} | "
+            f"{pct(ev['lowest'])} | {ev['recovered_step'] or 'not by the end'}"
+            for ev in col["events"]]
+    header = "member | set | >= 99% from | below 95% at | lowest | back at 99%"
+    return out + ["", *markdown_table(header, rows), ""]
 
 
 def _paper_run_section(pr: dict) -> list[str]:
@@ -181,15 +174,15 @@ def _paper_run_section(pr: dict) -> list[str]:
 
 def _members_section(claims: dict) -> list[str]:
     jumps = claims["jumps"]
-    out = ["## Members", "", "| member | seed | first jump | second jump | paper checks held |",
-           "| --- | --- | --- | --- | --- |"]
     paper = [c for c in claims["claims"] if c["kind"] == "paper"]
+    rows = []
     for i, name in enumerate(claims["member_names"]):
         held = sum(c["outcomes"][i] == "yes" for c in paper)
         measured = sum(c["outcomes"][i] is not None for c in paper)
-        out.append(f"| {name} | {claims['seeds'][i]} | {jumps['first'][i] or 'none'} | "
-                   f"{jumps['second'][i] or 'none'} | {held} of {measured} |")
-    return out
+        rows.append(f"{name} | {claims['seeds'][i]} | {jumps['first'][i] or 'none'} | "
+                    f"{jumps['second'][i] or 'none'} | {held} of {measured}")
+    header = "member | seed | first jump | second jump | paper checks held"
+    return ["## Members", "", *markdown_table(header, rows)]
 
 
 def write_claims(claims: dict, out_dir, fmt: str = "png", figures: bool = True) -> list[Path]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from empirical.config.io import atomic_write_bytes
 from empirical.experiments.sweep.executors import ExecutorOptions, make_executor, require_submitit
 from empirical.experiments.sweep.metrics import MetricWeights, metric_value
-from empirical.experiments.sweep.runner import run_members
+from empirical.experiments.sweep.runner import RunOutcome, run_members
 from empirical.experiments.sweep.spec import Member
 from empirical.runs.lock import writer_locks
 from empirical.runs.rundir import RunDir, SweepDir
@@ -156,21 +156,16 @@ def train_job(sweep_dir: str, members: list[Member], metric: str | None = None) 
 
 # ------------------------------------------------------------------------------ submitting
 @dataclass
-class Submission:
-    """What `submit_members` did."""
+class Submission(RunOutcome):
+    """What `submit_members` did: the plan (resumed, fresh: submitted; batches: one per job),
+    the jobs and, once waited for, their results."""
 
-    skipped: list[str] = field(default_factory=list)  # finished before
-    stopped: list[str] = field(default_factory=list)  # diverged earlier (stopped.json)
-    resumed: list[str] = field(default_factory=list)  # submitted, from a checkpoint
-    fresh: list[str] = field(default_factory=list)  # submitted, from step 0
     busy: dict[str, str] = field(default_factory=dict)  # claimed by a live job: its id
-    batches: list[list[str]] = field(default_factory=list)  # one per job
     jobs: list[str] = field(default_factory=list)  # job ids
     folder: Path | None = None  # submitit's files for this submission
     waited: bool = False
     results: list[dict] = field(default_factory=list)  # train_job's return, per finished job
     failed: dict[str, str] = field(default_factory=dict)  # job id -> error (and its log)
-    timings: list[dict] = field(default_factory=list)
 
 
 def submit_members(
@@ -181,15 +176,13 @@ def submit_members(
     each), submit one job per batch, and wait for them when opts.waits."""
     require_submitit()
     per_job = min((n for n in (opts.members_per_job, max_batch) if n), default=0)
-    sub = Submission()
     busy = {} if opts.force else claimed_elsewhere(members, out)
     for dirname, job in busy.items():
         log(f"{dirname}: claimed by job {job}, which may still run "
             f"({out.member(dirname).running}): not submitted; --force submits it anyway")
     todo = [m for m in members if m.dirname not in busy]
     plan = run_members(todo, out, per_job, train=False, log=log)
-    sub.skipped, sub.stopped, sub.busy = plan.skipped, plan.stopped, busy
-    sub.resumed, sub.fresh, sub.batches = plan.resumed, plan.fresh, plan.batches
+    sub = Submission(plan.skipped, plan.stopped, plan.resumed, plan.fresh, plan.batches, busy=busy)
     if not plan.batches:
         log("nothing to submit: every member is finished, stopped or claimed")
         sub.waited = opts.waits

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import statistics
 from collections.abc import Callable
 from dataclasses import field
 from pathlib import Path
@@ -220,10 +221,7 @@ def _spread_text(s: dict) -> str:
 def _median_text(s: dict) -> str:
     if not s.get("n"):
         return f"not reached (0/{s.get('of', 0)})"
-    found = sorted(s["steps"])
-    mid = len(found) // 2
-    median = found[mid] if len(found) % 2 else (found[mid - 1] + found[mid]) / 2
-    return f"{median:.0f} [{s['min']}-{s['max']}], {s['n']}/{s['of']}"
+    return f"{statistics.median(s['steps']):.0f} [{s['min']}-{s['max']}], {s['n']}/{s['of']}"
 
 
 def _set_order(name: str) -> tuple:

@@ -61,9 +61,7 @@ def merge_results(paths: list[Path]) -> dict:
     seeds = sorted({r["seed"] for r in rows})
     n = f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''}"
     title = re.sub(r"\d+ seeds?\)", f"{n})", first["title"])
-    stopped: dict = {}
-    for part in parts:
-        stopped.update(part.get("stopped_members") or {})
+    stopped = {k: v for part in parts for k, v in (part.get("stopped_members") or {}).items()}
     return summarize(
         rows, param=first["param"], x_label=first.get("x_label", first["param"]),
         metric=first["metric"], target=first["target"],

@@ -33,17 +33,12 @@ from empirical.runs.rundir import SweepDir
 
 
 @dataclass
-class SweepOutcome:
-    sweep_dir: Path
-    results: dict
-    skipped: list[str] = field(default_factory=list)  # finished before this call
-    stopped: list[str] = field(default_factory=list)  # non-finite loss (stopped.json)
-    resumed: list[str] = field(default_factory=list)  # continued from a checkpoint
-    fresh: list[str] = field(default_factory=list)  # started from step 0
-    batches: list[list[str]] = field(default_factory=list)  # members trained together
-    stopped_early: bool = False
+class SweepOutcome(RunOutcome):
+    """What run_sweep did: the members (as run_members says), the directory, the results."""
+
+    sweep_dir: Path | None = None
+    results: dict = field(default_factory=dict)
     submission: Any = None  # with an executor: what cluster.submit_members did
-    busy: list[str] = field(default_factory=list)  # written by another process: not trained
 
 
 def default_sweep_dir(base: RunConfig) -> Path:
@@ -54,6 +49,7 @@ def run_sweep(
     base: RunConfig, spec: SweepSpec, sweep_dir: str | Path | None = None, *,
     progress: bool = True, log: Callable[[str], None] | None = print, stop_at: int | None = None,
     train: bool = True, command: str | None = None, executor=None, at_step: int | None = None,
+    member_figures: bool = True,
 ) -> SweepOutcome:  # fmt: skip
     """Train every unfinished member (batched), then write results.json, summary.md and the
     figure. stop_at: each batch ends after that step (tests: as if killed there).
@@ -61,21 +57,22 @@ def run_sweep(
     every member's evaluation at that step (results_step_NNNNNN.json, summary_step_NNNNNN.md,
     NAME_step_NNNNNN.png). executor (cluster.ExecutorOptions): train each batch as a job; the
     summary is written when the jobs are waited for (else later, with train=False). Writes
-    under the sweep directory's writer lock (sweep_dir_lock) and the members' (run_members)."""
+    under the sweep directory's writer lock (sweep_dir_lock) and the members' (run_members).
+    member_figures=False: the members trained here write no training_curves.png."""
     if at_step is not None and train:
         raise ValueError("at_step summarizes an earlier evaluation: only with train=False")
     out = SweepDir(sweep_dir if sweep_dir is not None else default_sweep_dir(base))
     with sweep_dir_lock(out, train):
         return _run_sweep(
             base, spec, out, progress=progress, log=log, stop_at=stop_at, train=train,
-            command=command, executor=executor, at_step=at_step,
+            command=command, executor=executor, at_step=at_step, member_figures=member_figures,
         )  # fmt: skip
 
 
 def _run_sweep(
     base: RunConfig, spec: SweepSpec, out: SweepDir, *, progress: bool,
     log: Callable[[str], None] | None, stop_at: int | None, train: bool, command: str | None,
-    executor, at_step: int | None,
+    executor, at_step: int | None, member_figures: bool = True,
 ) -> SweepOutcome:  # fmt: skip
     say = log or (lambda _text: None)
     metric = resolve_metric(spec.metric, spec.param)
@@ -96,23 +93,16 @@ def _run_sweep(
         if not sub.waited:
             say("when the jobs have finished, gather the summary: the same command with "
                 "--summarize instead of --executor")
-            return SweepOutcome(
-                out.path, {}, ran.skipped, ran.stopped, ran.resumed, ran.fresh, ran.batches,
-                submission=sub,
-            )  # fmt: skip
+            return SweepOutcome(**vars(ran), sweep_dir=out.path, submission=sub)
     else:
         weights = {m.dirname: MetricWeights(m.cfg) for m in members}
         ran = run_members(
             members, out, spec.max_batch, progress=progress, log=say, stop_at=stop_at,
-            labels=lambda m: _short_label(m, spec),
+            labels=lambda m: f"{fmt_x(spec.x_value(m.value))}/s{m.seed}",
             metric=lambda m, acc: metric_value(metric, acc, weights[m.dirname]),
-            metric_name=metric, announce=announce,
+            metric_name=metric, announce=announce, figures=member_figures,
         )  # fmt: skip
-    outcome = SweepOutcome(
-        out.path, {}, skipped=ran.skipped, stopped=ran.stopped, resumed=ran.resumed,
-        fresh=ran.fresh, batches=ran.batches, stopped_early=ran.stopped_early, submission=sub,
-        busy=ran.busy,
-    )  # fmt: skip
+    outcome = SweepOutcome(**vars(ran), sweep_dir=out.path, submission=sub)
     outcome.results = _summarize(base, spec, members, out, metric, command, train, at_step, say)
     return outcome
 
@@ -156,10 +146,6 @@ def _summarize(
         say(threshold_sentence(results))
         say(f"wrote {json_path}, {md_path}, {fig_path}")
     return results
-
-
-def _short_label(m: Member, spec: SweepSpec) -> str:
-    return f"{fmt_x(spec.x_value(m.value))}/s{m.seed}"
 
 
 def _title(spec: SweepSpec, metric: str, base: RunConfig, at_step: int | None = None) -> str:

@@ -93,13 +93,14 @@ def run_members(
     log: Callable[[str], None] = print, stop_at: int | None = None, train: bool = True,
     labels: Callable[[Member], str] = lambda m: m.dirname,
     metric: Callable[[Member, dict], float] | None = None, metric_name: str = "",
-    announce: Callable[[RunOutcome], None] | None = None,
+    announce: Callable[[RunOutcome], None] | None = None, figures: bool = True,
 ) -> RunOutcome:  # fmt: skip
     """Classify every member's directory, batch the rest (at most max_batch each) and train
     each batch with `train_batch`. train=False: only classify. announce(plan): called once
     every directory is classified, before anything trains. Training holds every member's
     writer lock (empirical.runs.lock), taken before the first check; a member another process
-    writes is left to it: logged, listed in `busy`, not trained here."""
+    writes is left to it: logged, listed in `busy`, not trained here. figures=False: the
+    members write no training_curves.png."""
     if not train:
         outcome = RunOutcome()
         classify(members, out, max_batch, outcome, log)
@@ -117,7 +118,8 @@ def run_members(
             diff = describe_key_difference(batches[0][0].cfg, batches[-1][0].cfg)
             if diff:
                 log(f"  members differ in {', '.join(diff)}: batched separately")
-        trainer = _BatchTrainer(out, outcome, progress, log, stop_at, labels, metric, metric_name)
+        trainer = _BatchTrainer(out, outcome, progress, log, stop_at, labels, metric, metric_name,
+                                figures)  # fmt: skip
         for i, batch in enumerate(batches):
             log(f"batch {i + 1}/{len(batches)}: {len(batch)} members from step "
                 f"{starts[batch[0].dirname]} to {batch[0].cfg.train.steps}: "
@@ -161,6 +163,7 @@ class _BatchTrainer:
     labels: Callable[[Member], str]
     metric: Callable[[Member, dict], float] | None
     metric_name: str
+    figures: bool = True
 
     def train(self, batch: list[Member]) -> None:
         short = [self.labels(m) for m in batch]
@@ -171,6 +174,7 @@ class _BatchTrainer:
             stop_at=self.stop_at,
             on_eval=lambda step, records: self._on_eval(step, records, batch, short, t0),
             labels=short, metric=None if metric is None else (lambda j, acc: metric(batch[j], acc)),
+            figures=self.figures,
         )  # fmt: skip
         for m, r in zip(batch, records, strict=True):
             self._member_ended(m, r)

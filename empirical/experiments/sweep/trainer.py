@@ -35,13 +35,15 @@ def train_batch(
     on_eval: Callable[[int, list[dict]], None] | None = None,
     labels: list[str] | None = None,
     metric: Callable[[int, dict], float] | None = None,
+    figures: bool = True,
 ) -> list[dict]:
     """Train the members (same `batch_key`, same checkpoint step) together; returns each
     member's last metrics record. A member with `checkpoints/last.pt` resumes from it.
 
     stop_at: end after that step (as if killed after the checkpoint there). on_eval(step,
     records): called after each evaluation. labels / metric(m, acc): the progress bar's
-    per-member text and value (default: the member's directory name and 0var/ind)."""
+    per-member text and value (default: the member's directory name and 0var/ind).
+    figures=False: no member writes training_curves.png."""
     if not members:
         return []
     cfgs = [cfg for cfg, _ in members]
@@ -58,4 +60,5 @@ def train_batch(
         torch.set_num_threads(cfgs[0].train.threads)
     trainees = [Trainee(cfg, run) for cfg, run in zip(cfgs, runs, strict=True)]
     return run_training(trainees, BatchLearner(cfgs, device), progress=progress, stop_at=stop_at,
-                        on_eval=on_eval, labels=labels, metric=metric).records
+                        on_eval=on_eval, labels=labels, metric=metric,
+                        figures=figures).records

@@ -15,7 +15,7 @@ import torch
 
 from empirical.config.io import ConfigError
 from empirical.task.batch import Batch
-from empirical.task.pairs import check_held_out, diagonal_values, ordered_ranks
+from empirical.task.pairs import check_held_out, complement, diagonal_values, ordered_ranks
 
 if TYPE_CHECKING:
     from empirical.config.task import TaskConfig
@@ -244,12 +244,8 @@ def make_design(cfg: TaskConfig, groups: Groups, held: torch.Tensor, values: str
     p = cfg.p
     held = check_held_out(cfg, held)
     if values == "allowed":
-        keep = torch.ones(p * p, dtype=torch.bool)
-        keep[ordered_ranks(held, p, cfg.held_out_form)] = False
-        pair_ranks = keep.nonzero().reshape(-1)
-        keep = torch.ones(p, dtype=torch.bool)
-        keep[diagonal_values(held)] = False
-        diag = keep.nonzero().reshape(-1)
+        pair_ranks = complement(ordered_ranks(held, p, cfg.held_out_form), p * p)
+        diag = complement(diagonal_values(held), p)
     elif values == "held":
         pair_ranks, diag = ordered_ranks(held, p, cfg.held_out_form), diagonal_values(held)
     else:

@@ -22,7 +22,7 @@ from empirical.families.assign_add.draw import (
 )
 from empirical.families.assign_add.fields import EXTRA_EVAL_SET_NAMES
 from empirical.task.batch import Batch
-from empirical.task.pairs import cpu_generator, ordered_ranks
+from empirical.task.pairs import complement, cpu_generator, ordered_ranks
 
 if TYPE_CHECKING:
     from empirical.config.task import TaskConfig
@@ -44,12 +44,12 @@ def _groups(cfg: TaskConfig, name: str):
             second = [(-1, v) for v in cfg.restricted_vars(1) if v in cfg.allowed_vars(0)]
             return [(0.5, first), (0.5, second)], "allowed"
         # held_out_pairs: the support is the union of the */pair supports
-        return (
-            [(1.0, [(-1, -1)])]
-            + [(1.0, [(v, -1) for v in cfg.allowed_vars(0)])]
-            + [(1.0, [(-1, v) for v in cfg.allowed_vars(1)])]
-            + [(1.0, cfg.training_2var_combos())]
-        ), "held"
+        return [
+            (1.0, [(-1, -1)]),
+            (1.0, [(v, -1) for v in cfg.allowed_vars(0)]),
+            (1.0, [(-1, v) for v in cfg.allowed_vars(1)]),
+            (1.0, cfg.training_2var_combos()),
+        ], "held"
     values = "held" if cat in ("pair", "both") else "allowed"
     restricted = cat in ("var", "both")
     K = cfg.K
@@ -138,9 +138,7 @@ def _fig3_set(cfg: TaskConfig, name: str, held: torch.Tensor, g) -> Batch | None
             return None
         configs = [(a, b) for a in range(K) for b in range(K) if a != b]
         r1, r2 = set(cfg.restricted_vars(0)), set(cfg.restricted_vars(1))
-        keep = torch.ones(p * p, dtype=torch.bool)
-        keep[held_ranks] = False
-        train_ranks = keep.nonzero().reshape(-1)
+        train_ranks = complement(held_ranks, p * p)
         grids = [
             (held_ranks, lambda a, b: a not in r1 and b not in r2),
             (train_ranks, lambda a, b: (a in r1) != (b in r2)),

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from empirical.config.field_types import MUST, choice, integer, names
+from empirical.config.field_types import MUST, choice, integer, names, split_list
 from empirical.config.io import ConfigError
 from empirical.families.base import check_hop_counts, kept_hops
 
@@ -34,10 +34,7 @@ class ChainFields:
 
 
 def _as_list(value: object, name: str, what: str) -> list:
-    if isinstance(value, str):
-        value = [v.strip() for v in value.split(",") if v.strip()]
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        value = [value]
+    value = split_list(value)  # "1,2" or one number, as a list
     if not isinstance(value, (list, tuple)):
         raise ConfigError(f"task.{name} = {value!r} must be a list of {what}")
     return list(value)

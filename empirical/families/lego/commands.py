@@ -10,12 +10,22 @@ import sys
 import time
 
 from empirical.cli.common import UsageError, prepare_output_dir
+from empirical.experiments.paper_checks import markdown_table
 from empirical.runs.rundir import RunDir
 
 N_SEQUENCES = 300
 
 
 def _summary(label: str, set_name: str, res: dict) -> str:
+    rows = []
+    for m, row in res["attention"].items():
+        cells = " | ".join(
+            "-" if v is None else f"{v:.3f} ({b:.3f})"
+            for v, b in zip(row["mean"], row["best_head"], strict=True)
+        )
+        chance = "-" if row["chance"] is None else f"{row['chance']:.3f}"
+        rows.append(f"{m} | {row['n']} | {chance} | {cells}")
+    layers = " | ".join(f"layer {i + 1}" for i in range(res["n_layers"]))
     lines = [
         f"# Association attention: {label}",
         "",
@@ -23,18 +33,8 @@ def _summary(label: str, set_name: str, res: dict) -> str:
         "target clause per layer (the heads' mean; best head), against a uniform "
         "attention over the visible positions (chance).",
         "",
-        "| measure | instances | chance | "
-        + " | ".join(f"layer {i + 1}" for i in range(res["n_layers"]))
-        + " |",
-        "| --- | --- | --- | " + " | ".join("---" for _ in range(res["n_layers"])) + " |",
+        *markdown_table(f"measure | instances | chance | {layers}", rows),
     ]
-    for m, row in res["attention"].items():
-        cells = " | ".join(
-            "-" if v is None else f"{v:.3f} ({b:.3f})"
-            for v, b in zip(row["mean"], row["best_head"], strict=True)
-        )
-        chance = "-" if row["chance"] is None else f"{row['chance']:.3f}"
-        lines.append(f"| {m} | {row['n']} | {chance} | {cells} |")
     if res.get("steps"):
         lines += [
             "",

@@ -10,7 +10,7 @@ import json
 import sys
 
 from empirical.analysis.figures import use_cli_backend
-from empirical.cli.common import UsageError, command_main, parser
+from empirical.cli.common import UsageError, main_of, parser
 
 
 def chain_run_arguments(ap) -> None:
@@ -96,8 +96,7 @@ def run(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
+main = main_of(run)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,8 @@ from __future__ import annotations
 import json
 import sys
 
-from empirical.cli.common import UsageError, command_main, parser, prepare_output_dir
-
-# empirical.bridge.compare_qk.frames.FRAMES (no torch here)
-FRAMES = ("dual", "score", "orth", "raw")
+from empirical.cli.common import UsageError, main_of, parser, prepare_output_dir
+from empirical.cli.compare_qk import FRAMES  # the bridge's, without torch
 
 
 def run(argv: list[str]) -> int:
@@ -78,8 +76,7 @@ def run(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
+main = main_of(run)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import json
 import sys
 
 from empirical.analysis.figures import use_cli_backend
-from empirical.cli.common import command_main, parser
+from empirical.cli.common import main_of, parser
 from empirical.families.chain.commands.attention import chain_run_arguments, open_chain_run
 
 
@@ -54,5 +54,4 @@ def run(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return command_main(run, argv)
+main = main_of(run)
