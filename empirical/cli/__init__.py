@@ -5,12 +5,14 @@
 # (the commands a task family adds live in its package: empirical/families/<name>/commands)
 __all__ = [
     "analyze",
+    "attribute",
     "claims",
     "compare_qk",
     "curves",
     "evaluate",
     "grid",
     "import_checkpoints",
+    "intervene",
     "ladder",
     "ladder_dynamics",
     "race",
