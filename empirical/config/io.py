@@ -183,6 +183,17 @@ def to_dict(cfg: Any) -> dict[str, Any]:
     return clean(cfg)
 
 
+def dotted(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested dict (`to_dict`'s) flattened to its dotted keys: {"train.lr": 0.001, ...}."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(dotted(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def _drop_none(d: Any) -> Any:
     if isinstance(d, dict):
         return {k: _drop_none(v) for k, v in d.items() if v is not None}

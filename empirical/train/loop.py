@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from disentangled.command_line import UsageError, check_output_dir, check_writable_dir
-from empirical.config.io import ConfigError, config_to_toml, to_dict
+from empirical.config.io import ConfigError, config_to_toml, dotted, to_dict
 from empirical.config.run import (
     RECOVERY_CHANGES,
     RESUMABLE_CHANGES,
@@ -79,17 +79,7 @@ def steps_change_refusal(existing: RunConfig, cfg: RunConfig) -> str | None:
 
 def config_changes(old: RunConfig, new: RunConfig) -> dict[str, list]:
     """{"train.lr": [old, new], ...}: every dotted field whose value differs."""
-
-    def flat(d: dict, prefix: str = "") -> dict:
-        out = {}
-        for k, v in d.items():
-            if isinstance(v, dict):
-                out.update(flat(v, f"{prefix}{k}."))
-            else:
-                out[f"{prefix}{k}"] = v
-        return out
-
-    a, b = flat(to_dict(old)), flat(to_dict(new))
+    a, b = dotted(to_dict(old)), dotted(to_dict(new))
     return {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from disentangled.errors import UserError
-from empirical.config.io import fingerprint_of, non_default_fields, to_dict
+from empirical.config.io import dotted, fingerprint_of, non_default_fields, to_dict
 from empirical.runs.rundir import RunDir
 
 
@@ -50,18 +50,8 @@ def population_fingerprint(cfg) -> str:
     return fingerprint_of(population_config(cfg))
 
 
-def _flat(d: dict, prefix: str = "") -> dict[str, Any]:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def _differences(found: dict, expected: dict, missing: str) -> list[str]:
-    a, b = _flat(found), _flat(expected)
+    a, b = dotted(found), dotted(expected)
     return [f"{key} = {a.get(key, missing)!r} (the population's: {b.get(key, missing)!r})"
             for key in sorted(set(a) | set(b)) if a.get(key, missing) != b.get(key, missing)]
 
