@@ -184,9 +184,12 @@ NOTEBOOK = ROOT / "notebooks" / "quickstart.ipynb"
 
 
 @pytest.mark.slow  # a kernel start and every import in it: well over 10 s
-def test_quickstart_notebook_runs(tmp_path):
+def test_quickstart_notebook_runs(tmp_path, monkeypatch):
     """notebooks/quickstart.ipynb executed by nbclient, its parameters cell set to a
     seconds-long smoke run in tmp_path (the notebook's default trains configs/quick.toml)."""
+    # the kernel inherits this process's environment: a command run in-process before this
+    # test (use_cli_backend) set MPLBACKEND=Agg, under which the notebook shows no figure
+    monkeypatch.delenv("MPLBACKEND", raising=False)
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
@@ -224,7 +227,10 @@ def test_every_public_name_imports():
         missing = []
         for public in module.__all__:
             try:
-                if (init.parent / f"{public}.py").is_file():  # a submodule (empirical.cli)
+                sub = init.parent / public
+                if sub.with_suffix(".py").is_file() or (sub / "__init__.py").is_file():
+                    # a submodule (empirical.cli) or subpackage (empirical.bridge.ladder): not an
+                    # attribute until imported (by whichever test ran before, if any)
                     importlib.import_module(f"{name}.{public}")
                 else:
                     getattr(module, public)
