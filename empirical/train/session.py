@@ -386,7 +386,8 @@ def run_training(
     lock (empirical.runs.lock; re-entrant). stop_at: end after that step (as if killed right
     after it). on_eval(step, records): after each evaluation. labels / metric(m, acc): the
     progress bar's per-member text and value. rebuild_eval_sets: build eval_sets.pt again.
-    figures: False leaves out training_curves.png (`python -m empirical curves` draws it)."""
+    figures: False leaves out training_curves.png (train.summary.write_training_curves draws
+    it later)."""
     with writer_locks([t.run for t in trainees]):
         session = TrainingSession(
             trainees, learner, progress=progress, on_eval=on_eval, labels=labels, metric=metric,
