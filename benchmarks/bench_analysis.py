@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import tempfile
 import time
@@ -35,6 +34,7 @@ from empirical.analysis.run_analysis import analyze_run
 from empirical.config.io import config_to_toml
 from empirical.config.run import RunConfig
 from empirical.model import AssignAddTransformer, save_model
+from empirical.model.device import cpu_model
 
 
 def median_time(fn, reps: int) -> float:
@@ -72,7 +72,7 @@ def bench_run(run: str, threads: int) -> int:
     from empirical.analysis.figures import use_cli_backend
 
     use_cli_backend()
-    cpu = platform.processor() or platform.machine()
+    cpu = cpu_model()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     data = make_probe_data(task, seed=0)
     t_data = time.perf_counter() - t0
     progress_measures(model, data)  # warm-up (imports, first optimizer)
-    cpu = platform.processor() or platform.machine()
+    cpu = cpu_model()
     print(
         f"CPU {cpu}, torch {torch.__version__}, probe data built in {t_data:.2f} s "
         f"({len(data.test)} + {len(data.train)} + {len(data.second)} sequences)"

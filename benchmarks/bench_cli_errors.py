@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from empirical.model.device import cpu_model
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -56,7 +58,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5, help="runs per command (default 5)")
     args = ap.parse_args()
-    print(f"{platform.processor() or platform.machine()}, Python {platform.python_version()}")
+    print(f"{cpu_model()}, Python {platform.python_version()}")
     print(f"{'command':<38} {'median s':>9} {'min s':>7}  exit")
     with tempfile.TemporaryDirectory() as tmp:
         for label, argv in commands(Path(tmp)):

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import tempfile
 import time
 from pathlib import Path
 
 import torch
+
+from empirical.model.device import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,7 +63,7 @@ def main() -> None:
     n = len(result["steps"])
     one = result.get("one_step") or {}
     load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    cpu = platform.processor() or platform.machine()
+    cpu = cpu_model()
     print(
         f"# {cpu}, {os.cpu_count()} cores, load average {load0:.1f} -> {load1:.1f}, torch "
         f"{torch.__version__}, {args.threads} thread(s); seconds wall clock (CPU time of this "

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ import torch
 
 from empirical.config.run import load_run_config
 from empirical.model import AssignAddTransformer
+from empirical.model.device import cpu_model
 
 AUTHORS = Path(__file__).resolve().parents[1] / "configs" / "authors.toml"
 
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             cpu[name] += c
     load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
-    machine = f"{platform.processor() or platform.machine()} CPU, {os.cpu_count()} cores"
+    machine = f"{cpu_model()} CPU, {os.cpu_count()} cores"
     print(f"device: {machine}; torch {torch.__version__}, {torch.get_num_threads()} thread(s)")
     print(
         f"configs/authors.toml sizes: batch {train.batch_size}, d_model {model_cfg.d_model}, "

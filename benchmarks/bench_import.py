@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
+from empirical.model.device import cpu_model
 from empirical.runs.evaluation import evaluate_all_steps
 from empirical.runs.import_run import import_checkpoints
 from empirical.shared_paths import authors_checkpoints
@@ -55,7 +55,7 @@ def main() -> None:
         records, summary = evaluate_all_steps(out, force=False)
         t_eval, c_eval = time.perf_counter() - t, time.process_time() - c
         n_seq = sum(summary["eval_set_sizes"].values())
-    cpu = platform.processor() or platform.machine()
+    cpu = cpu_model()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"# {cpu}, {os.cpu_count()} cores, load average {load:.1f}, torch {torch.__version__}, "
           f"{args.threads} thread(s); seconds wall clock (CPU time of this process)")  # fmt: skip

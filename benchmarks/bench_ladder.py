@@ -16,12 +16,13 @@ import argparse
 import contextlib
 import io
 import os
-import platform
 import tempfile
 import time
 from pathlib import Path
 
 import torch
+
+from empirical.model.device import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,7 +54,7 @@ def main() -> None:
         t_write = time.perf_counter() - t
     load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"machine: {cpu_model()}, {os.cpu_count()} CPUs, "
         f"torch threads {args.threads}; load average {load0:.2f} before, {load1:.2f} after"
     )
     print(

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import time
 
 import torch
 
 from empirical.model import AssignAddTransformer, ModelConfig
+from empirical.model.device import cpu_model
 
 
 def time_steps(
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     if device.startswith("cuda"):
         device = torch.cuda.get_device_name(torch.device(device))
     else:
-        device = f"{platform.processor() or platform.machine()} CPU, {os.cpu_count()} cores"
+        device = f"{cpu_model()} CPU, {os.cpu_count()} cores"
     print(f"device: {device}; torch {torch.__version__}, {torch.get_num_threads()} threads")
     print(f"batch {args.batch}, p={args.p}, K={args.K}, L={args.L}, {cfg.dtype}, AdamW")
     print(f"1-min load average {load_before:.2f} before, {load_after:.2f} after (other processes")

@@ -37,8 +37,8 @@ def bench(config: str, variant: str, n: int, steps: int, overrides: list[str],
 
     from empirical.experiments.sweep.grid import expand_grid, load_grid_config
     from empirical.experiments.sweep.trainer import train_batch
+    from empirical.model.device import cpu_model
     from empirical.train.engine import resolve_device
-    from empirical.train.summary import cpu_model
 
     base, spec = load_grid_config(config, [*overrides, f"train.steps={steps}"])
     if variant not in spec.variants:

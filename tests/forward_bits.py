@@ -25,6 +25,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from empirical.model.device import cpu_kind  # noqa: F401  (the golden files' key)
+
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden" / "forward_bits.json"
 STEPS = 20
@@ -89,16 +91,6 @@ def fingerprints(case: str, steps: int = STEPS) -> dict[str, str]:
         "hooked": _hash([logits]),
         "cache": _hash([cache[k] for k in sorted(cache.keys())]),
     }
-
-
-def cpu_kind() -> dict[str, str]:
-    """This machine's kind as the golden file keys it: CPU name, torch's CPU capability, torch."""
-    import torch
-
-    from empirical.train.summary import cpu_model
-
-    capability = torch.backends.cpu.get_cpu_capability()
-    return {"cpu": cpu_model(), "capability": capability, "torch": torch.__version__}
 
 
 def golden_kind(golden: dict, kind: dict[str, str]) -> dict | None:

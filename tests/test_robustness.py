@@ -400,7 +400,8 @@ def test_a_cpu_run_records_the_cpu_kind():
     # float32 training rounds differently on different CPU kinds: summary.json names which
     import torch
 
-    from empirical.train.summary import _device_name, cpu_model
+    from empirical.model.device import cpu_model
+    from empirical.train.summary import _device_name
 
     name = _device_name("cpu")
     assert name == f"CPU ({cpu_model()}, {torch.get_num_threads()} threads)"

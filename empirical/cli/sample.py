@@ -98,16 +98,9 @@ def render(args: argparse.Namespace) -> str:
         return "".join(f"{x} {y}\n" for x, y in family.held_out(task, seed).tolist())
     vocab = family.vocabulary(task)
     if args.split == "train":
-        import torch
+        from empirical.model.device import resolve_device
 
-        try:
-            device = torch.device(args.device)
-        except (RuntimeError, ValueError):
-            raise UsageError(
-                f"--device {args.device!r}: not a device (cpu, cuda, cuda:1)"
-            ) from None
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise UsageError(f"--device {args.device!r}: CUDA is not available here")
+        device = resolve_device(args.device)
         gen = training_generator(seed, device)
         held = family.held_out(task, seed)
         batch = sample_training_batch(task, args.n, gen, device, held_out=held).to("cpu")

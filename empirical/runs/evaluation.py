@@ -25,24 +25,12 @@ from disentangled.command_line import UsageError, check_writable_dir
 from empirical.config.io import atomic_write_bytes
 from empirical.config.run import config_fingerprint
 from empirical.model import load_checkpoint, model_from_checkpoint
+from empirical.model.device import resolve_device
 from empirical.runs.lock import writer_lock
 from empirical.runs.rundir import SNAPSHOT_RE, RunDir, RunDirError
 from empirical.train.evaluate import SetEvaluator
 
 DEFAULT_BATCH_SIZE = 2048
-
-
-def resolve_device(name: str | None) -> torch.device:
-    """ "auto" (or None): cuda if available, else cpu; otherwise the named device."""
-    if name in (None, "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except (RuntimeError, TypeError) as exc:
-        raise UsageError(f"--device {name!r}: not a device (cpu, cuda, cuda:N, auto)") from exc
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UsageError(f"--device {name}: CUDA is not available here; use --device cpu")
-    return device
 
 
 def run_eval_sets(run: RunDir, cfg=None):

@@ -30,6 +30,7 @@ from disentangled.errors import UserError
 from empirical.config.io import append_text, atomic_write_bytes
 from empirical.config.run import RunConfig, config_fingerprint
 from empirical.model import AssignAddTransformer, CheckpointError, load_model
+from empirical.model.device import resolve_device as model_device
 from empirical.runs.metrics_log import read_metrics
 from empirical.runs.rundir import RunDir
 from empirical.task.pairs import derive_seed
@@ -42,25 +43,7 @@ class TrainingError(UserError, RuntimeError):
 
 def resolve_device(name: str) -> torch.device:
     """`train.device` as a torch device ("auto": CUDA when available)."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except (RuntimeError, ValueError):
-        raise TrainingError(
-            f"train.device = {name!r} is not a device; allowed 'auto', 'cpu', 'cuda', 'cuda:N'"
-        ) from None
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise TrainingError(
-                f"train.device = {name!r} but CUDA is not available; use 'auto' or 'cpu'"
-            )
-        if device.index is not None and device.index >= torch.cuda.device_count():
-            raise TrainingError(
-                f"train.device = {name!r}: this machine has {torch.cuda.device_count()} "
-                "CUDA device(s)"
-            )
-    return device
+    return model_device(name, "train.device", TrainingError)
 
 
 @dataclass

@@ -7,7 +7,6 @@ interval [low, high] over the set's `eval_set_sizes` sequences (empirical.stats)
 from __future__ import annotations
 
 import json
-import platform
 from pathlib import Path
 
 import torch
@@ -17,6 +16,7 @@ from empirical.analysis.phases import detect_phases
 from empirical.analysis.set_timeline import set_timeline
 from empirical.config.io import atomic_write_bytes, to_dict
 from empirical.families import family_of
+from empirical.model.device import cpu_model
 from empirical.runs.rundir import RunDir
 from empirical.stats import accuracy_intervals
 from empirical.train.plots import plot_training_curves
@@ -110,16 +110,3 @@ def _device_name(device) -> str | None:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     return f"CPU ({cpu_model()}, {torch.get_num_threads()} threads)"
-
-
-def cpu_model() -> str:
-    """The CPU's model name as /proc/cpuinfo gives it ("AMD EPYC", "Intel(R) Xeon(R) ..."):
-    float32 training rounds differently on different CPU kinds, so a run records which;
-    the architecture where the file is missing (not Linux)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
