@@ -396,6 +396,20 @@ def test_device_names():
             smoke(f"train.device={bad}")
 
 
+def test_every_device_name_goes_through_one_check():
+    # train.device, evaluate's and sample's --device: one resolve_device, the source named
+    from disentangled.errors import UsageError
+    from empirical.model.device import resolve_device
+
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert resolve_device(None) == resolve_device("auto")
+    with pytest.raises(UsageError, match=r"--device = 'gpu' is not a device; allowed 'auto'"):
+        resolve_device("gpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match=r"train.device = 'cuda:0' but CUDA is not available"):
+            resolve_device("cuda:0", "train.device", ValueError)
+
+
 def test_a_cpu_run_records_the_cpu_kind():
     # float32 training rounds differently on different CPU kinds: summary.json names which
     import torch
