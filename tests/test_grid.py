@@ -29,7 +29,8 @@ def test_grid_trains_every_variant_in_one_batch_and_tabulates(tmp_path, capsys):
         'base = []\nwd01 = ["train.weight_decay=0.1"]\nratio2 = ["task.ratio_2var_to_0var=2.0"]\n',
     )
     out = tmp_path / "out"
-    assert grid_main(["--config", str(path), "--out", str(out), "--no-progress", *TINY]) == 0
+    assert grid_main(["--config", str(path), "--out", str(out), "--no-progress",
+                      "--no-member-figures", *TINY]) == 0  # fmt: skip
     err = capsys.readouterr().err
     assert "1 batch(es) to train" in err  # lr / weight decay / task data share a batch
     results = json.loads((out / "grid.json").read_text())
@@ -49,6 +50,7 @@ def test_grid_trains_every_variant_in_one_batch_and_tabulates(tmp_path, capsys):
     assert member["first_90"] == {n: t["first_90"] for n, t in set_timeline(records).items()}
     assert "## First evaluated step at >= 90% per set" in table
     assert (out / "grid.png").stat().st_size > 10_000
+    assert not list((out / "members").glob("*/training_curves.*"))  # --no-member-figures
     # a second call trains nothing; --only narrows the grid
     assert grid_main(["--config", str(path), "--out", str(out), "--only", "base", *TINY]) == 0
     assert "1 done or stopped, 0 batch(es)" in capsys.readouterr().err

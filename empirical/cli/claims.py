@@ -14,6 +14,7 @@ from pathlib import Path
 from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
     add_format_argument,
+    add_member_figures_argument,
     check_output_dir,
     main_of,
     parser,
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     ap.add_argument("--no-figures", action="store_true", help="claims.json and claims.md only")
     add_format_argument(ap)
+    add_member_figures_argument(ap)
     add_executor_arguments(ap)
     return ap
 
@@ -87,7 +89,8 @@ def _train(args, base, spec, out: Path, executor) -> int | None:
     with sweep_dir_lock(SweepDir(out), train=True):
         check_output_dir(out, "--out")  # before any training
         results = run_grid(base, spec, out, progress=not args.no_progress, log=say,
-                           train=True, executor=executor)  # fmt: skip
+                           train=True, executor=executor,
+                           member_figures=not args.no_member_figures)  # fmt: skip
     if results.get("failed_jobs"):
         return failed_jobs(results["failed_jobs"])
     if executor is not None and not results:

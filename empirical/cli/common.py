@@ -129,6 +129,14 @@ def add_format_argument(ap, help: str = "figure file format: png (default), pdf 
     ap.add_argument("--format", choices=FORMATS, default="png", help=help)
 
 
+def add_member_figures_argument(ap) -> None:
+    """`--no-member-figures`: the members trained by a sweep, grid or population draw no
+    training_curves.png (about a second each on a CPU); the command's own files are written."""
+    ap.add_argument("--no-member-figures", action="store_true",
+                    help="the members draw no training_curves.png (about a second each on a "
+                    "CPU); the command's own files are written")  # fmt: skip
+
+
 def add_output_arguments(ap, threads: bool = False, figures: bool = False) -> None:
     """--threads and --no-figures (if asked), --quiet and --format, in that order."""
     if threads:

@@ -10,7 +10,14 @@ import sys
 from pathlib import Path
 
 from empirical.analysis.figures import use_cli_backend
-from empirical.cli.common import add_format_argument, check_output_dir, main_of, parser, say
+from empirical.cli.common import (
+    add_format_argument,
+    add_member_figures_argument,
+    check_output_dir,
+    main_of,
+    parser,
+    say,
+)
 from empirical.cli.executor import add_executor_arguments, executor_options, failed_jobs
 from empirical.cli.grid_options import add_grid_arguments, grid_config_of
 from empirical.runs.rundir import SweepDir
@@ -23,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         ap, "variant", "train only these variants", "grid directory (default runs/grid/NAME)"
     )
     add_format_argument(ap)
+    add_member_figures_argument(ap)
     ap.add_argument(
         "--summarize", action="store_true", help="no training: rewrite grid.json/md/png"
     )
@@ -48,7 +56,8 @@ def _grid_and_report(args, base, spec, out: Path, executor) -> int:
     from empirical.experiments.sweep.grid import run_grid
 
     results = run_grid(base, spec, out, progress=not args.no_progress, log=say,
-                       train=not args.summarize, executor=executor)  # fmt: skip
+                       train=not args.summarize, executor=executor,
+                       member_figures=not args.no_member_figures)  # fmt: skip
     if results.get("failed_jobs"):
         return failed_jobs(results["failed_jobs"])
     if not results:

@@ -15,6 +15,7 @@ from empirical.analysis.figures import use_cli_backend
 from empirical.cli.common import (
     UsageError,
     add_format_argument,
+    add_member_figures_argument,
     check_output_dir,
     main_of,
     overrides_from_lists,
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         "seeds trained on different machines) into --out (empirical/experiments/sweep/merge.py)",
     )  # fmt: skip
     add_format_argument(ap)
+    add_member_figures_argument(ap)
     add_executor_arguments(ap)
     return ap
 
@@ -131,6 +133,7 @@ def _sweep_and_report(args, base, spec, out: Path, command: str, executor) -> in
         base, spec, out, progress=not args.no_progress,
         log=lambda text: print(text, file=sys.stderr), train=not args.summarize,
         command=command, executor=executor, at_step=args.at_step,
+        member_figures=not args.no_member_figures,
     )  # fmt: skip
     failed = outcome.submission.failed if outcome.submission is not None else {}
     if failed:

@@ -128,10 +128,13 @@ def _job_metric(name: str | None) -> Callable[[Member, dict], float] | None:
     return value
 
 
-def train_job(sweep_dir: str, members: list[Member], metric: str | None = None) -> dict:
+def train_job(
+    sweep_dir: str, members: list[Member], metric: str | None = None, figures: bool = True
+) -> dict:
     """What one job runs: train these members (one batch of the plan) in their directories
-    under sweep_dir, nothing else; returns what it did. It holds each member's writer lock,
-    taken before it writes anything; a member another process writes is left to it (`busy`)."""
+    under sweep_dir, nothing else (figures=False: no training_curves.png); returns what it
+    did. It holds each member's writer lock, taken before it writes anything; a member another
+    process writes is left to it (`busy`)."""
     out = SweepDir(sweep_dir)
     job_id = _job_id()
     with writer_locks([out.member(m.dirname) for m in members], skip_busy=True) as elsewhere:
@@ -143,7 +146,8 @@ def train_job(sweep_dir: str, members: list[Member], metric: str | None = None) 
         try:
             ran = run_members(mine, out, max_batch=len(mine), progress=False,
                               log=lambda text: print(text, flush=True),
-                              metric=_job_metric(metric), metric_name=metric or "")
+                              metric=_job_metric(metric), metric_name=metric or "",
+                              figures=figures)  # fmt: skip
         finally:
             for run, info in claims:
                 release(run, info)
@@ -171,9 +175,11 @@ class Submission(RunOutcome):
 def submit_members(
     members: list[Member], out: SweepDir, max_batch: int, opts: ExecutorOptions, *,
     log: Callable[[str], None] = print, metric: str | None = None, name: str = "sweep",
+    figures: bool = True,
 ) -> Submission:  # fmt: skip
     """Plan the members' batches (at most opts.members_per_job, and max_batch, members
-    each), submit one job per batch, and wait for them when opts.waits."""
+    each), submit one job per batch, and wait for them when opts.waits. figures=False: the
+    jobs' members draw no training_curves.png."""
     require_submitit()
     per_job = min((n for n in (opts.members_per_job, max_batch) if n), default=0)
     busy = {} if opts.force else claimed_elsewhere(members, out)
@@ -193,7 +199,7 @@ def submit_members(
     executor = make_executor(opts, sub.folder, name)
     target = str(out.path.resolve())
     with executor.batch():
-        jobs = [executor.submit(train_job, target, [by_name[n] for n in batch], metric)
+        jobs = [executor.submit(train_job, target, [by_name[n] for n in batch], metric, figures)
                 for batch in plan.batches]
     sub.jobs = [str(j.job_id) for j in jobs]
     for job, batch in zip(jobs, plan.batches, strict=True):

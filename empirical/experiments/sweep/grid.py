@@ -81,23 +81,25 @@ def expand_grid(base: RunConfig, spec: GridSpec) -> list[Member]:
 def run_grid(
     base: RunConfig, spec: GridSpec, out_dir: str | Path, *, progress: bool = True,
     log: Callable[[str], None] | None = print, train: bool = True, executor=None,
+    member_figures: bool = True,
 ) -> dict:  # fmt: skip
     """Train every unfinished member, then write grid.json, grid.md and grid.png.
     train=False: only (re)write them from the member directories. executor
     (cluster.ExecutorOptions): train each batch as a job; the files are written when the jobs
     are waited for (else {} is returned: gather them later with train=False). Writes under
-    the grid directory's writer lock and the members' (runner.sweep_dir_lock, run_members)."""
+    the grid directory's writer lock and the members' (runner.sweep_dir_lock, run_members).
+    member_figures=False: the members trained write no training_curves.png."""
     from empirical.experiments.sweep.runner import sweep_dir_lock
 
     out = SweepDir(out_dir)
     with sweep_dir_lock(out, train):
         return _run_grid(base, spec, out, progress=progress, log=log, train=train,
-                         executor=executor)  # fmt: skip
+                         executor=executor, member_figures=member_figures)  # fmt: skip
 
 
 def _run_grid(
     base: RunConfig, spec: GridSpec, out: SweepDir, *, progress: bool,
-    log: Callable[[str], None] | None, train: bool, executor,
+    log: Callable[[str], None] | None, train: bool, executor, member_figures: bool,
 ) -> dict:  # fmt: skip
     from empirical.experiments.sweep.runner import run_members
 
@@ -121,7 +123,7 @@ def _run_grid(
 
             sub = submit_members(
                 members, out, spec.max_batch, executor, log=say, metric=LOWEST_SET,
-                name=base.name,
+                name=base.name, figures=member_figures,
             )  # fmt: skip
             if not sub.waited:
                 say("when the jobs have finished, gather the tables: the same command with "
@@ -133,7 +135,7 @@ def _run_grid(
             timings = run_members(
                 members, out, spec.max_batch, progress=progress, log=say,
                 metric=lambda _m, acc: min(acc.values()), metric_name="lowest set",
-                announce=announce,
+                announce=announce, figures=member_figures,
             ).timings  # fmt: skip
     elif not out.members_dir.exists():
         return {}

@@ -88,7 +88,7 @@ def _run_sweep(
     elif executor is not None:
         announce(run_members(members, out, spec.max_batch, log=say, train=False))
         sub = submit_members(members, out, spec.max_batch, executor, log=say, metric=metric,
-                             name=base.name)  # fmt: skip
+                             name=base.name, figures=member_figures)  # fmt: skip
         ran = RunOutcome(sub.skipped, sub.stopped, sub.resumed, sub.fresh, sub.batches)
         if not sub.waited:
             say("when the jobs have finished, gather the summary: the same command with "
