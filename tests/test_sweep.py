@@ -130,7 +130,8 @@ def test_members_get_their_own_held_out_pairs_and_data(tmp_path):
 def test_resume_skips_finished_and_continues_unfinished(tmp_path, capsys):
     args = ["--config", str(SMOKE), "--param", "pair_fraction=1.0,0.5", "--seeds", "0", *TINY]
     # uninterrupted, through the command line
-    assert sweep_main([*args, "--out", str(tmp_path / "whole"), "--no-progress"]) == 0
+    assert sweep_main([*args, "--out", str(tmp_path / "whole"), "--no-progress",
+                       "--no-member-figures"]) == 0  # fmt: skip
     whole = tmp_path / "whole"
     for name in ("results.json", "summary.md", "smoke.png", "sweep.toml"):
         assert (whole / name).is_file(), name
@@ -151,15 +152,17 @@ def test_resume_skips_finished_and_continues_unfinished(tmp_path, capsys):
     )
     assert first.fresh == ["pair_fraction=1.0_seed0"]
     done = split / "members" / "pair_fraction=1.0_seed0" / "metrics.jsonl"
-    # member_figures=False: the members' training curves are not drawn (the command's are)
+    # member_figures=False (--no-member-figures): the members' training curves are not drawn
     assert not list(done.parent.glob("training_curves.*"))
-    assert (whole / "members" / "pair_fraction=1.0_seed0" / "training_curves.png").is_file()
+    assert not list((whole / "members").glob("*/training_curves.*"))
     mtime = done.stat().st_mtime_ns
     spec = SweepSpec(param="pair_fraction", values=[1.0, 0.5], seeds=[0])
     stopped = run_sweep(base, spec, split, progress=False, log=None, stop_at=20)
     assert stopped.skipped == ["pair_fraction=1.0_seed0"] and stopped.stopped_early
     assert stopped.results["missing_members"] == ["pair_fraction=0.5_seed0"]
-    resumed = run_sweep(base, spec, split, progress=False, log=None, member_figures=False)
+    resumed = run_sweep(base, spec, split, progress=False, log=None)
+    # by default a member that finishes here draws its curves
+    assert (split / "members" / "pair_fraction=0.5_seed0" / "training_curves.png").is_file()
     assert resumed.skipped == ["pair_fraction=1.0_seed0"]
     assert resumed.resumed == ["pair_fraction=0.5_seed0"] and not resumed.fresh
     assert done.stat().st_mtime_ns == mtime  # the finished member was not touched
