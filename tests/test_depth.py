@@ -337,7 +337,7 @@ def test_three_layer_run_trains_resumes_and_loads(tmp_path, monkeypatch):
     # weights of another depth than the run's config: a clear error
     config = tmp_path / "whole" / "config.toml"
     config.write_text(config.read_text().replace("n_layers = 3\n", ""))
-    with pytest.raises(CheckpointError, match="3-layer model, but the run's config has "):
+    with pytest.raises(CheckpointError, match="3-layer model, but this run's config has "):
         load_run(tmp_path / "whole")
 
 

@@ -114,6 +114,14 @@ def test_routing_rungs_need_the_hook(tiny_run):
 
 
 @pytest.mark.slow
+def test_the_ladder_figure_is_written(ladder_result, tmp_path):
+    paths = write_outputs(ladder_result, tmp_path, fmt="png")
+    assert paths["figure"] == tmp_path / "ladder.png"
+    assert paths["figure"].stat().st_size > 10_000
+    assert not list(tmp_path.glob(".*"))  # written atomically: no temporary file left
+
+
+@pytest.mark.slow
 def test_last_rung_on_the_papers_run():
     """At step 5 301 of the paper's run (imported at runs/authors): the 'trained' rung's
     gradient is compare-qk's cross-entropy gradient to 1e-6 (512 sequences)."""

@@ -144,6 +144,16 @@ def model_from_checkpoint(
     return model.to(device) if device is not None else model
 
 
+def check_depth(found: int, n_layers: int, path, what: str) -> None:
+    """Refuse a model file (`what` `path`) whose model has `found` layers where the run's
+    config has model.n_layers = `n_layers`."""
+    if found != n_layers:
+        raise CheckpointError(
+            f"{what} {str(path)!r}: holds a {found}-layer model, but this run's config has "
+            f"model.n_layers = {n_layers}"
+        )
+
+
 def load_model(path: str | os.PathLike, device: Any = None) -> AssignAddTransformer:
     """Rebuild the model saved at `path` (by `save_model` or the trainer) from the file alone,
     on `device` (default: the CPU), in the dtype it was saved in, in eval mode (call

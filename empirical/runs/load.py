@@ -114,17 +114,14 @@ def load_run(
     (default: the CPU). `vocab` is the task's tokenizer, the same as `model.vocab`."""
     from empirical.families import family_of  # on call: the model imports torch
     from empirical.model import CheckpointError, load_model
+    from empirical.model.checkpoint import check_depth
 
     run = RunDir(run_dir).require_run()
     cfg = run.read_config()
     task = cfg.task
     path = run.model_path(step)
     model = load_model(path, device)
-    if model.cfg.n_layers != cfg.model.n_layers:
-        raise CheckpointError(
-            f"checkpoint {path}: holds a {model.cfg.n_layers}-layer model, but the run's config "
-            f"has model.n_layers = {cfg.model.n_layers}"
-        )
+    check_depth(model.cfg.n_layers, cfg.model.n_layers, path, "checkpoint")
     vocab = family_of(task).vocabulary(task)
     sizes = (vocab.d_vocab, vocab.n_classes, vocab.L)
     if sizes != (model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx):

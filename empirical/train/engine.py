@@ -30,6 +30,7 @@ from disentangled.errors import UserError
 from empirical.config.io import append_text, atomic_write_bytes
 from empirical.config.run import RunConfig, config_fingerprint
 from empirical.model import AssignAddTransformer, CheckpointError, load_model
+from empirical.model.checkpoint import check_depth
 from empirical.model.device import resolve_device as model_device
 from empirical.runs.metrics_log import read_metrics
 from empirical.runs.rundir import RunDir
@@ -54,16 +55,6 @@ class Trainee:
     run: RunDir
 
 
-def check_depth(found: int, cfg: RunConfig, path, what: str) -> None:
-    """Refuse a model file (`what` `path`) whose model has `found` layers when the run's
-    config has another model.n_layers."""
-    if found != cfg.model.n_layers:
-        raise CheckpointError(
-            f"{what} {str(path)!r}: holds a {found}-layer model, but this run's config has "
-            f"model.n_layers = {cfg.model.n_layers}"
-        )
-
-
 def initial_weights(cfg: RunConfig) -> dict[str, torch.Tensor]:
     """The weights of `train.init_from` (a model file), checked to fit `cfg`'s model."""
     path = Path(cfg.train.init_from)
@@ -72,7 +63,7 @@ def initial_weights(cfg: RunConfig) -> dict[str, torch.Tensor]:
     except CheckpointError as exc:
         raise CheckpointError(f"train.init_from = {str(path)!r}: {exc}") from None
     want = cfg.built_model_config()
-    check_depth(model.cfg.n_layers, cfg, path, "train.init_from =")
+    check_depth(model.cfg.n_layers, cfg.model.n_layers, path, "train.init_from =")
     if model.cfg.tied_layers != want.tied_layers:
         raise CheckpointError(
             f"train.init_from = {str(path)!r}: its model has tied_layers = "
@@ -94,7 +85,7 @@ def check_resumable(cfg: RunConfig, run: RunDir, ckpt: dict) -> None:
     missing (the history would have holes) or has a bad line (MetricsError)."""
     saved = ckpt["model_config"]
     found = saved.get("n_layers", 2) if isinstance(saved, dict) else cfg.model.n_layers
-    check_depth(found, cfg, run.last_checkpoint, "checkpoint")
+    check_depth(found, cfg.model.n_layers, run.last_checkpoint, "checkpoint")
     run.check_model_file(ckpt, run.last_checkpoint, cfg)
     if not run.metrics.exists():
         raise TrainingError(

@@ -3,13 +3,13 @@ summary.md (one table) and ladder.png (cosines and the one-step 2var/ind per run
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 
+from empirical.analysis.figures import save_figure
 from empirical.bridge.compare_qk.outputs import jsonable, write_npz
 from empirical.bridge.ladder.measure import first_set
 from empirical.config.io import atomic_write_bytes
@@ -126,12 +126,5 @@ def write_outputs(result: dict, out_dir, figures: bool = True, fmt: str = "png")
     if arrays:
         paths["blocks"] = write_npz(out / "blocks.npz", arrays)
     if figures:
-        import matplotlib.pyplot as plt
-
-        fig = plot_ladder(result)
-        paths["figure"] = out / f"ladder.{fmt}"
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format=fmt, dpi=110)
-        plt.close(fig)
-        atomic_write_bytes(paths["figure"], buffer.getvalue())
+        paths["figure"] = save_figure(plot_ladder(result), out / "ladder", fmt, dpi=110).saved_path
     return paths
