@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from disentangled.experiments import ebar_block
+from disentangled.gradient import cross_entropy_terms
 from empirical.bridge.ladder_dynamics.config import DynamicsConfig
 from empirical.bridge.ladder_dynamics.restrict import held_out_pairs, restrict
 from empirical.bridge.ladder_dynamics.variants import trainable_names, variant_name
@@ -183,7 +184,7 @@ def train_run(ctx: Context, releases: tuple[str, ...], seed: int) -> RunResult:
     for step in range(1, cfg.steps + 1):
         tokens, labels, w = _batch(pop, cfg.batch_size, gen)
         logits = model(tokens, fast=True)
-        per_seq = torch.logsumexp(logits, -1) - logits.gather(1, labels[:, None])[:, 0]
+        per_seq = cross_entropy_terms(logits, labels, 1.0)
         loss = (per_seq * w).sum()
         if not torch.isfinite(loss):
             diverged = True

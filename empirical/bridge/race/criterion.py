@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from disentangled.experiments import ebar_block
+from disentangled.gradient import cross_entropy_terms
 from empirical.bridge.ladder_dynamics.onestep import smallest_composing
 from empirical.bridge.ladder_dynamics.trainer import Context, make_optimizer, memory_entries
 from empirical.bridge.theorem_model import (
@@ -69,7 +70,7 @@ def population_gradient(model, pop, chunk: int = 4096) -> float:
         sl = slice(start, start + chunk)
         logits = model(pop.tokens[sl], fast=True)
         labels = pop.labels[sl]
-        per_seq = torch.logsumexp(logits, -1) - logits.gather(1, labels[:, None])[:, 0]
+        per_seq = cross_entropy_terms(logits, labels, 1.0)
         value = (per_seq * weights[sl]).sum()
         value.backward()
         total += float(value.detach())
