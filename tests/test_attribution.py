@@ -28,6 +28,7 @@ from empirical.train.loop import train_run
 from empirical.train.state import load_training_state
 
 SMOKE = ["train.steps=40", "task.eval_size=200", "train.snapshot_every=10"]
+DRAWS = 200  # sign patterns of the first-order nulls (the default 2000 takes a second a window)
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +85,8 @@ def test_groups_name_every_parameter_once():
 
 def test_the_groups_add_up_to_the_total_change_on_the_replayed_path(tiny_run, tmp_path):
     run_dir, ckpt20 = tiny_run
-    opts = AttributionOptions(checkpoint=str(ckpt20), eval_size=40, progress=False)
+    opts = AttributionOptions(checkpoint=str(ckpt20), eval_size=40, progress=False,
+                              null_draws=DRAWS)  # fmt: skip
     result = attribute_window(run_dir, 20, 40, opts)
     assert result["path"]["kind"] == "replay" and result["rule"] == "simpson"
     assert [c["equal"] for c in result["replay_checks"]] == [True, True, True]
@@ -111,7 +113,7 @@ def test_the_groups_add_up_to_the_total_change_on_the_replayed_path(tiny_run, tm
 def test_simpson_on_quarters_is_finer(tiny_run):
     run_dir, ckpt20 = tiny_run
     opts = AttributionOptions(checkpoint=str(ckpt20), eval_size=50, progress=False,
-                              rule="simpson4", first_order_only=False)  # fmt: skip
+                              rule="simpson4", null_draws=DRAWS)  # fmt: skip
     rules = attribute_window(run_dir, 20, 22, opts)["rules"]
     assert set(rules) == set(STEP_RULES) - {"simpson8"}
     losses = [t for t in rules["simpson"] if t.startswith("loss/")]
@@ -123,7 +125,8 @@ def test_simpson_on_quarters_is_finer(tiny_run):
 
 def test_the_straight_path_between_snapshots(tiny_run):
     run_dir, _ = tiny_run
-    opts = AttributionOptions(path="straight", nodes=6, eval_size=100, progress=False)
+    opts = AttributionOptions(path="straight", nodes=6, eval_size=100, progress=False,
+                              null_draws=DRAWS)  # fmt: skip
     result = attribute_window(run_dir, 20, 40, opts)
     assert result["path"]["snapshots"] == [20, 30, 40]
     assert result["rule"] == "gauss-legendre-6"
@@ -155,8 +158,12 @@ def test_refusals(tiny_run, tmp_path, capsys):
     assert "not an evaluation set" in capsys.readouterr().err
 
 
-def test_step_rules_are_the_clis():
+def test_step_rules_and_null_draws_are_the_clis():
+    from empirical.bridge.attribution.against_theory import NULL_DRAWS
+
     assert set(attribute_cli.STEP_RULES) == set(STEP_RULES)
+    args = attribute_cli.build_parser().parse_args(["run", "--window", "1:2"])
+    assert args.null_draws == NULL_DRAWS == AttributionOptions().null_draws
 
 
 def test_each_piece_against_its_prediction_with_g1(tiny_run):
@@ -182,7 +189,7 @@ def test_each_piece_against_its_prediction_with_g1(tiny_run):
     w_a = float64_weights(model_a.state_dict())
     w_b = float64_weights(model_b.state_dict())
     G1 = blocks["pred_dual"]
-    out = compare_pieces(cfg, w_a, w_b, {"layer2_qk": G1})["layer2_qk"]
+    out = compare_pieces(cfg, w_a, w_b, {"layer2_qk": G1}, draws=DRAWS)["layer2_qk"]
     assert out["frame"] == "dual"
     assert abs(out["cos"] - scalars["comparison"]["dual"]["diff"]["cos"]["all"]) < 1e-9
     assert np.isfinite(out["null95"]) and 0 < out["p_sign"] <= 1
@@ -195,7 +202,7 @@ def test_each_piece_against_its_prediction_with_g1(tiny_run):
     names = groups_of_names(list(w_a))
     delta = torch.cat([(w_b[n] - w_a[n]).reshape(-1) for n in names["W_E"]]).numpy()
     ones = np.ones(sum(w_a[n].numel() for n in names["layer1_ov"]))
-    res = compare_pieces(cfg, w_a, w_b, {"W_E": delta, "layer1_ov": ones})
+    res = compare_pieces(cfg, w_a, w_b, {"W_E": delta, "layer1_ov": ones}, draws=DRAWS)
     assert res["W_E"]["frame"] == "param" and res["W_E"]["cos"] > 1 - 1e-12
     assert abs(res["layer1_ov"]["cos"]) < 1
     with pytest.raises(ValueError, match="entries"):
@@ -206,15 +213,37 @@ def test_a_window_reads_back(tiny_run, tmp_path):
     from empirical.bridge.attribution.outputs import plot_shares, read_window
 
     run_dir, _ = tiny_run
-    opts = AttributionOptions(path="straight", nodes=2, eval_size=20, progress=False)
+    opts = AttributionOptions(path="straight", nodes=2, eval_size=20, progress=False,
+                              null_draws=DRAWS)  # fmt: skip
     result = attribute_window(run_dir, 20, 40, opts)
     write_window(result, tmp_path / "w", figures=False)
     back = read_window(tmp_path / "w")
     assert back["targets"] == json.loads(json.dumps(result["targets"]))
     assert back["_path"].pieces == result["_path"].pieces
     assert (back["_path"].table() == result["_path"].table()).all()
-    plot_shares(back, tmp_path / "w" / "shares.png", "png")
-    assert (tmp_path / "w" / "shares.png").stat().st_size > 0
+    # the figure from the files is the figure from the result (built, not drawn: the slow test
+    # below draws it)
+    import matplotlib.pyplot as plt
+
+    figs = [plot_shares(back), plot_shares(result)]
+    curves = [[line.get_xydata().tolist() for ax in f.axes for line in ax.get_lines()]
+              for f in figs]  # fmt: skip
+    n_groups = len(result["_path"].groups)
+    assert len(curves[0]) == len(result["_path"].targets) * (n_groups + 1)  # + the zero line
+    assert curves[0] == curves[1]
+    for f in figs:
+        plt.close(f)
+
+
+@pytest.mark.slow
+def test_a_windows_figures_are_drawn(tiny_run, tmp_path):
+    run_dir, ckpt20 = tiny_run
+    opts = AttributionOptions(checkpoint=str(ckpt20), eval_size=20, progress=False,
+                              null_draws=DRAWS)  # fmt: skip
+    written = write_window(attribute_window(run_dir, 20, 30, opts), tmp_path / "w")
+    assert {p.name for p in written} >= {"shares.png", "first_order.png"}
+    for name in ("shares.png", "first_order.png"):
+        assert (tmp_path / "w" / name).stat().st_size > 10_000, name
 
 
 def test_adam_denominators_are_the_optimisers(tiny_run):
@@ -263,9 +292,12 @@ def test_first_order_reads_the_training_loss_gradient(tiny_run, tmp_path):
         assert all(abs(c["cos"]) < 0.999 for c in out["train"]["sign"].values())
         assert any(abs(c["cos"]) < 0.999 for c in out["loss/1var/ind"]["gradient"].values())
     opts = AttributionOptions(checkpoint=str(ckpt20), eval_size=50, progress=False,
-                              first_order_only=True)  # fmt: skip
+                              first_order_only=True, null_draws=DRAWS)  # fmt: skip
     result = attribute_window(run_dir, 20, 30, opts)
     assert "_path" not in result and "targets" not in result
+    assert result["null_draws"] == DRAWS  # each p-value is k / (DRAWS + 1)
+    ps = [c["p_sign"] * (DRAWS + 1) for _, _, _, c in first_order_rows(result["first_order"])]
+    assert ps and all(abs(p - round(p)) < 1e-6 and 1 <= round(p) <= DRAWS + 1 for p in ps)
     assert {r[1] for r in first_order_rows(result["first_order"])} >= {"gradient", "sign", "adam"}
     written = write_window(result, tmp_path / "fo")
     assert {p.name for p in written} == {"attribution.json", "first_order.png"}

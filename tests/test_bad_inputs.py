@@ -487,6 +487,8 @@ CASES = [
       "checkpoints/last.pt garbage", garbage("checkpoints/last.pt")),
     # -- attribute, intervene (issue #36)
     C("attribute-window-backwards", E, "attribute {run} --window 9:3", "9:3", "--window 9:3"),
+    C("attribute-null-draws-0", E, "attribute {run} --window 3:9 --null-draws 0", "--null-draws",
+      "--null-draws 0"),
     C("intervene-steps-0", E, "intervene {run} --checkpoint x --steps 0", "--steps",
       "--steps 0"),
     # -- compare-qk

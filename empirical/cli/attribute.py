@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="only each group's change A -> B against its first-order predictions at A (fast: "
         "no path integral)",
     )  # fmt: skip
+    ap.add_argument("--null-draws", type=int, default=2000, metavar="N",
+                    help="random sign patterns of each first-order sign null (default 2000; "
+                    "its p-values resolve 1/(N+1))")  # fmt: skip
     add_output_arguments(ap, figures=True)
     return ap
 
@@ -72,7 +75,7 @@ def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     run_dir = RunDir(args.run_dir).require_run()
     run_dir.read_two_layer_config("attribute")  # before the output directory is made
-    positive_ints(args, "nodes", "eval_size")
+    positive_ints(args, "nodes", "eval_size", "null_draws")
     positive_ints(args, "threads", minimum=0)
     out = prepare_output_dir(args.out or run_dir.path / "attribution")
     from empirical.bridge.attribution.outputs import window_name, write_summary, write_window
@@ -88,6 +91,7 @@ def run(argv: list[str]) -> int:
         eval_size=args.eval_size,
         sets=tuple(s for s in args.sets.split(",") if s) if args.sets else None,
         progress=not args.quiet, first_order_only=args.first_order_only,
+        null_draws=args.null_draws,
     )  # fmt: skip
     results = []
     for a, b in args.window:

@@ -14,7 +14,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from empirical.bridge.attribution.against_theory import _model, compare_pieces, param_reader
+from empirical.bridge.attribution.against_theory import (
+    NULL_DRAWS,
+    _model,
+    compare_pieces,
+    param_reader,
+)
 from empirical.model.groups import groups_of_names
 
 PREDICTIONS = ("gradient", "sign", "adam")
@@ -25,9 +30,11 @@ def _flat(grads: Mapping[str, Tensor], names: list[str]) -> np.ndarray:
 
 
 def first_order(cfg, targets, w_a: Mapping[str, Tensor], w_b: Mapping[str, Tensor],
-                g1: bool = True, adam: Mapping[str, Tensor] | None = None) -> dict:  # fmt: skip
+                g1: bool = True, adam: Mapping[str, Tensor] | None = None,
+                draws: int = NULL_DRAWS) -> dict:  # fmt: skip
     """{loss: {prediction: {group: comparison}}, "g1": {...} or {"error": why}} for the
-    training loss and the 1-var loss (module docstring)."""
+    training loss and the 1-var loss (module docstring); `draws` random sign patterns for
+    each comparison's sign null."""
     task = cfg.task
     mix = {"loss/0var/ind": task.frac_0var, "loss/1var/ind": task.frac_1var,
            "loss/2var/ind": task.frac_2var}  # fmt: skip
@@ -47,26 +54,26 @@ def first_order(cfg, targets, w_a: Mapping[str, Tensor], w_b: Mapping[str, Tenso
         minus = {g: -_flat(grad, members) for g, members in groups.items()}
         signs = {g: np.sign(v) for g, v in minus.items()}
         out[t] = {
-            "gradient": compare_pieces(cfg, w_a, w_b, minus, readers),
-            "sign": compare_pieces(cfg, w_a, w_b, signs, readers),
+            "gradient": compare_pieces(cfg, w_a, w_b, minus, readers, draws),
+            "sign": compare_pieces(cfg, w_a, w_b, signs, readers, draws),
         }
         if adam:
             scaled = {n: grad[n] / adam[n] for n in grad}
             pre = {g: -_flat(scaled, members) for g, members in groups.items()}
-            out[t]["adam"] = compare_pieces(cfg, w_a, w_b, pre, readers)
+            out[t]["adam"] = compare_pieces(cfg, w_a, w_b, pre, readers, draws)
     if g1:
-        out["g1"] = _g1(cfg, w_a, w_b)
+        out["g1"] = _g1(cfg, w_a, w_b, draws)
     return out
 
 
-def _g1(cfg, w_a, w_b) -> dict:
+def _g1(cfg, w_a, w_b, draws: int) -> dict:
     from empirical.bridge.compare_qk.snapshot import g1_direction
 
     try:
         G, _, _, info = g1_direction(cfg, _model(cfg, w_a))
     except ValueError as exc:
         return {"error": str(exc)}
-    return {**compare_pieces(cfg, w_a, w_b, {"layer2_qk": G}), "at": info}
+    return {**compare_pieces(cfg, w_a, w_b, {"layer2_qk": G}, draws=draws), "at": info}
 
 
 def first_order_rows(result: dict) -> list[tuple[str, str, str, dict]]:

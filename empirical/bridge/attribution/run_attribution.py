@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from disentangled.errors import UserError
+from empirical.bridge.attribution.against_theory import NULL_DRAWS
 from empirical.bridge.attribution.first_order import first_order
 from empirical.bridge.attribution.paths import STEP_RULES, along_segments, along_steps
 from empirical.bridge.attribution.replay import (
@@ -45,6 +46,7 @@ class AttributionOptions:
     sets: tuple[str, ...] | None = None  # evaluation sets (default: all of the run's)
     progress: bool = True
     first_order_only: bool = False  # the ends and their first-order comparison only
+    null_draws: int = NULL_DRAWS  # random sign patterns of each first-order sign null
 
 
 def attribute_window(run_dir, start: int, stop: int, opts: AttributionOptions) -> dict:
@@ -72,8 +74,8 @@ def attribute_window(run_dir, start: int, stop: int, opts: AttributionOptions) -
     targets = Targets.of(cfg, sets, opts.eval_size, w_a, w_b)
     result = {
         "run_dir": str(run.path), "window": [start, stop], "path": source,
-        "replay_checks": checks, "eval_size": opts.eval_size,
-        "first_order": first_order(cfg, targets, w_a, w_b, adam=adam),
+        "replay_checks": checks, "eval_size": opts.eval_size, "null_draws": opts.null_draws,
+        "first_order": first_order(cfg, targets, w_a, w_b, adam=adam, draws=opts.null_draws),
     }  # fmt: skip
     if opts.first_order_only:
         return result
