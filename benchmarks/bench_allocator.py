@@ -1,4 +1,4 @@
-"""What keeping freed memory in the process (empirical.allocator.retain_freed_memory, glibc)
+"""What keeping freed memory in the process (empirical.train.allocator.retain_freed_memory, glibc)
 changes: the training step of a config (`--members N`: N seeds trained as one batched model,
 as `sweep` and `grid` do) and, given a run, its compare-qk, each in fresh processes with it
 on and off in turn (so that the machine's slow spells fall on both); and, for compare-qk,
@@ -29,14 +29,14 @@ import hashlib, json, resource, sys, time
 sys.path.insert(0, ROOT)
 sys.path.insert(0, ROOT + "/benchmarks")
 import torch
-from empirical.allocator import retain_freed_memory
+from empirical.train.allocator import retain_freed_memory
 applied = retain_freed_memory()
 torch.set_num_threads(1)
 what, arg, steps, blas = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 members = int(sys.argv[5])
 if what == "steps":
     from bench_threads import stream_of
-    from empirical.config.run import load_run_config
+    from empirical.runs.config import load_run_config
     from empirical.train.learners import BatchLearner, SingleLearner
     cfgs = [load_run_config(arg, ["train.device=cpu", f"seed={m}"]) for m in range(members)]
     if members == 1:

@@ -32,9 +32,9 @@ from empirical.analysis.common import torch_threads
 from empirical.analysis.model_analysis import analyze_model
 from empirical.analysis.run_analysis import analyze_run
 from empirical.config.io import config_to_toml
-from empirical.config.run import RunConfig
 from empirical.model import AssignAddTransformer, save_model
 from empirical.model.device import cpu_model
+from empirical.runs.config import RunConfig
 
 
 def median_time(fn, reps: int) -> float:
@@ -69,7 +69,7 @@ def fake_run(root: Path, cfg: RunConfig, n_snapshots: int, every: int) -> Path:
 
 def bench_run(run: str, threads: int) -> int:
     """The whole analyze command on a real run, into a temporary directory."""
-    from empirical.analysis.figures import use_cli_backend
+    from empirical.report.figures import use_cli_backend
 
     use_cli_backend()
     cpu = cpu_model()

@@ -41,7 +41,7 @@ def main() -> None:
     ap.add_argument("--no-figures", action="store_true")
     args = ap.parse_args()
 
-    from empirical.analysis.figures import use_cli_backend
+    from empirical.report.figures import use_cli_backend
 
     use_cli_backend()
     torch.set_num_threads(args.threads)

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import torch
 
-from empirical.config.run import load_run_config
 from empirical.model import AssignAddTransformer
 from empirical.model.device import cpu_model
+from empirical.runs.config import load_run_config
 
 AUTHORS = Path(__file__).resolve().parents[1] / "configs" / "authors.toml"
 

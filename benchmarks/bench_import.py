@@ -21,10 +21,10 @@ from pathlib import Path
 
 import torch
 
+from empirical.config.paths import authors_checkpoints
 from empirical.model.device import cpu_model
-from empirical.runs.evaluation import evaluate_all_steps
 from empirical.runs.import_run import import_checkpoints
-from empirical.shared_paths import authors_checkpoints
+from empirical.train.evaluate_run import evaluate_all_steps
 
 ROOT = Path(__file__).resolve().parents[1]
 

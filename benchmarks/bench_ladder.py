@@ -35,7 +35,7 @@ def main() -> None:
     ap.add_argument("--out", help="output directory (default: a temporary one)")
     args = ap.parse_args()
 
-    from empirical.analysis.figures import use_cli_backend
+    from empirical.report.figures import use_cli_backend
 
     use_cli_backend()
     torch.set_num_threads(args.threads)

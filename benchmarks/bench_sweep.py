@@ -80,7 +80,7 @@ def bench_job(
     import uuid
 
     from empirical.config.io import from_dict
-    from empirical.config.run import RunConfig
+    from empirical.runs.config import RunConfig
     from empirical.train.loop import resolve_device
 
     if threads:
@@ -163,7 +163,7 @@ def main(argv=None) -> int:
     )
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from empirical.config.run import load_run_config
+    from empirical.runs.config import load_run_config
     from empirical.train.loop import resolve_device
 
     if args.threads:

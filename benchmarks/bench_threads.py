@@ -24,7 +24,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from empirical.config.run import load_run_config  # noqa: E402
+from empirical.runs.config import load_run_config  # noqa: E402
 from empirical.task import TrainingSampler, held_out_pairs  # noqa: E402
 from empirical.task.pairs import training_generator  # noqa: E402
 from empirical.train.batches import BatchStream  # noqa: E402

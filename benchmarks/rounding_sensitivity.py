@@ -3,7 +3,7 @@ config trained for `--steps` steps on the CPU with torch's default AdamW (what `
 `reproduce` use there) and with torch's fused AdamW (the same update rule, other rounding:
 the speed-up the main job would get from it is in README, Benchmarks), from the same init and
 the same batches; prints, per variant, the training time, the steps of the first spike's jump
-(empirical.analysis.phases.detect_phases) and how far the final weights lie from the default's.
+(empirical.runs.phases.detect_phases) and how far the final weights lie from the default's.
 
     python benchmarks/rounding_sensitivity.py [--config configs/authors.toml] [--steps 8000]
         [--variants default fused] [--threads 2] [overrides ...]
@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import empirical.train.learners as learners  # noqa: E402
-from empirical.analysis.phases import detect_phases  # noqa: E402
-from empirical.config.run import load_run_config  # noqa: E402
 from empirical.model import load_checkpoint  # noqa: E402
+from empirical.runs.config import load_run_config  # noqa: E402
+from empirical.runs.phases import detect_phases  # noqa: E402
 from empirical.runs.rundir import RunDir  # noqa: E402
 from empirical.train.loop import train_run  # noqa: E402
 

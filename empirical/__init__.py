@@ -21,6 +21,6 @@ __getattr__, __dir__ = lazy_exports(
     {
         "empirical.runs.load": ["load_analysis", "load_metrics", "load_run", "load_summary"],
         "empirical.model.checkpoint": ["load_model"],
-        "empirical.config.run": ["load_run_config"],
+        "empirical.runs.config": ["load_run_config"],
     },
 )

@@ -1,15 +1,33 @@
-"""`python -m empirical COMMAND ...`: one entry point, each command in its own module."""
+"""`python -m empirical COMMAND ...`: one entry point, each command in its own module.
+
+The dispatcher is the one place that imports late: a command's options class (torch-free) reads
+and checks the arguments first, and only then is the command's module (and torch) imported and
+its `run(options)` called, so that `--help` and a bad argument are answered at once.
+"""
 
 from __future__ import annotations
 
 import importlib
 import sys
+from typing import NamedTuple
 
-from empirical.cli.common import UsageError, main_of
-from empirical.families import family_commands
+from empirical.config.command_line import UsageError, main_of
+from empirical.config.options import parse_options
+from empirical.studies import COMMANDS as FAMILY_COMMANDS
 
-# command -> (module with a `run(argv) -> int` that raises UserError, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {
+
+class Command(NamedTuple):
+    """A command: its module, its one-line help, and its options class ("module:Class"); the
+    module's `run(options)` raises a UserError for what the user can fix. A command without
+    an options class has `run(argv)`."""
+
+    module: str
+    help: str
+    options: str | None = None
+
+
+# command -> (module, one-line help[, options class])
+COMMANDS: dict[str, Command] = {
     "sample": ("empirical.cli.sample", "print sequences of a split or evaluation set as text"),
     "train": ("empirical.cli.train", "train the model (configs/authors.toml by default)"),
     "evaluate": ("empirical.cli.evaluate", "accuracy of every evaluation set at any step of a run"),
@@ -17,15 +35,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
                            "turn the paper authors' checkpoints into a run directory"),
     "curves": ("empirical.cli.curves", "several runs' accuracy curves side by side"),
     "analyze": ("empirical.cli.analyze", "mechanistic analysis of a run's checkpoints"),
-    "compare-qk": ("empirical.cli.compare_qk", "theory's predicted vs observed layer-2 QK update"),
+    "compare-qk": ("empirical.cli.compare_qk", "theory's predicted vs observed layer-2 QK update",
+                   "empirical.bridge.compare_qk.options:CompareQKOptions"),
     "attribute": ("empirical.cli.attribute",
                   "split a window's loss and score changes into the parameter groups' parts"),
     "intervene": (
         "empirical.cli.intervene",
         "continuations from a checkpoint with pieces frozen or G1 projected out, replicated",
     ),
-    # the commands the task families add (empirical.families: chain-attention, ...)
-    **family_commands(),
+    # the commands the task families add (empirical.studies: chain-attention, ...)
+    **FAMILY_COMMANDS,
     "ladder": ("empirical.cli.ladder", "assumption ladder from Theorem C.1's model to a snapshot"),
     "ladder-dynamics": ("empirical.cli.ladder_dynamics",
                         "train Theorem C.1's model with its constraints released one at a time"),
@@ -39,8 +58,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "repair": ("empirical.cli.repair", "repair a run directory's metrics log or evaluation sets"),
     "unlock": ("empirical.cli.unlock", "remove the writer lock a killed writer left behind"),
 }  # fmt: skip
+COMMANDS = {name: Command(*entry) for name, entry in COMMANDS.items()}
 
-# the commands whose process keeps freed memory (empirical.allocator): those whose work
+# the commands whose process keeps freed memory (empirical.train.allocator): those whose work
 # benchmarks/bench_allocator.py shows it speeds up (a training step, one model or batched;
 # compare-qk); reproduce does both, and sets it in its background processes too
 KEEP_FREED_MEMORY = frozenset({"train", "sweep", "grid", "compare-qk", "reproduce"})
@@ -48,7 +68,7 @@ KEEP_FREED_MEMORY = frozenset({"train", "sweep", "grid", "compare-qk", "reproduc
 
 def usage() -> str:
     lines = ["usage: python -m empirical COMMAND [ARGS...]", "", "commands:"]
-    lines += [f"  {name:<18} {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += [f"  {name:<18} {command.help}" for name, command in COMMANDS.items()]
     lines.append("\n`python -m empirical COMMAND --help` for a command's options.")
     return "\n".join(lines)
 
@@ -60,11 +80,21 @@ def _dispatch(argv: list[str]) -> int:
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
         raise UsageError(f"unknown command {name!r}; allowed: {', '.join(COMMANDS)}")
-    importlib.import_module("empirical.analysis.figures").use_cli_backend()  # Agg: figures to files
+    command = COMMANDS[name]
+    importlib.import_module("empirical.report.figures").use_cli_backend()  # Agg: figures to files
     if name in KEEP_FREED_MEMORY:
-        importlib.import_module("empirical.allocator").retain_freed_memory()  # fewer page faults
-    module = importlib.import_module(COMMANDS[name][0])
-    return int(module.run(rest) or 0)
+        # fewer page faults
+        importlib.import_module("empirical.train.allocator").retain_freed_memory()
+    if command.options is None:
+        return int(importlib.import_module(command.module).run(rest) or 0)
+    options = parse_options(options_class(command), rest)  # every check, before torch
+    return int(importlib.import_module(command.module).run(options) or 0)
+
+
+def options_class(command: Command) -> type:
+    """The options class of a command (imported: torch-free)."""
+    module, _, name = command.options.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 # every command under one error contract: a UserError (bad value, missing file, run directory

@@ -16,7 +16,7 @@
 #    checkpoint_step_1.pth alone into runs/authors (the variant's train.init_from), from
 #    $AUTHORS_STEP1 (a folder holding that file; carry `.authors_step1` made by
 #    `mkdir .authors_step1 && cp ../shared/authors/checkpoints/checkpoint_step_1.pth
-#    .authors_step1/`), else the authors' folder of empirical.shared_paths; without it the
+#    .authors_step1/`), else the authors' folder of empirical.config.paths; without it the
 #    population `paper_init` is left out (a line says so),
 # 4. both populations, N = 32 seeds each, 40 000 steps: `python -m empirical claims` (trains
 #    every unfinished member through the grid's batched runner, then analyses each member,
@@ -67,7 +67,7 @@ VARIANTS=(--only ours paper_init)
 if [ ! -f runs/authors/snapshots/step_000001.pt ]; then
   src=${AUTHORS_STEP1:-}
   [ -z "$src" ] && [ -f .authors_step1/checkpoint_step_1.pth ] && src=.authors_step1
-  [ -z "$src" ] && src=$(python3 -c 'from empirical.shared_paths import authors_dir; print(authors_dir() / "checkpoints")')
+  [ -z "$src" ] && src=$(python3 -c 'from empirical.config.paths import authors_dir; print(authors_dir() / "checkpoints")')
   if [ -f "$src/checkpoint_step_1.pth" ]; then
     mkdir -p "$W/authors_step1" && cp "$src/checkpoint_step_1.pth" "$W/authors_step1/"
     python3 -m empirical import-checkpoints "$W/authors_step1" --config configs/authors.toml \

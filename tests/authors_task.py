@@ -1,9 +1,9 @@
 """The paper authors' task, stated once for the tests (../shared/authors/README.md), and where
-their train_pairs.json lies (empirical.shared_paths; absent: tests skip)."""
+their train_pairs.json lies (empirical.config.paths; absent: tests skip)."""
 
 from __future__ import annotations
 
-from empirical.shared_paths import authors_dir
+from empirical.config.paths import authors_dir
 
 AUTHORS_PAIRS_FILE = authors_dir() / "train_pairs.json"
 

@@ -19,7 +19,7 @@ def one_torch_thread():
 def tiny_chain_run(tmp_path_factory):
     """A 3-layer chain run of 4 steps with snapshots at 2 and 4 (tiny widths), trained once
     per pytest process for the chain commands' tests (each writes its own analysis files)."""
-    from empirical.config.run import load_run_config
+    from empirical.runs.config import load_run_config
     from empirical.train.loop import train_run
 
     cfg = load_run_config("configs/chain.toml", [

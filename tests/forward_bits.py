@@ -51,7 +51,7 @@ def fingerprints(case: str, steps: int = STEPS) -> dict[str, str]:
     """{"weights", "losses", "hooked", "cache"} hashes of one case (module docstring)."""
     import torch
 
-    from empirical.config.run import load_run_config
+    from empirical.runs.config import load_run_config
     from empirical.task import TrainingSampler, held_out_pairs
     from empirical.task.pairs import training_generator
     from empirical.train.batches import BatchStream

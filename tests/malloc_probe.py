@@ -1,6 +1,6 @@
 """What glibc's allocator does with a large block, observed: whether a 64 MiB malloc is served
 by its own mmap (given back to the kernel when freed: glibc's default, whose mmap threshold
-rises on the fly to 32 MiB at most) or from the heap (empirical.allocator.retain_freed_memory
+rises on the fly to 32 MiB at most) or from the heap (empirical.train.allocator.retain_freed_memory
 raised the threshold to 256 MiB). For tests that run it in a fresh process (Linux, glibc >=
 2.33 for mallinfo2)."""
 

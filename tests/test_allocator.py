@@ -1,4 +1,4 @@
-"""empirical.allocator: the commands it speeds up (train, sweep, grid, compare-qk, reproduce)
+"""empirical.train.allocator: the commands it speeds up (train, sweep, grid, compare-qk, reproduce)
 and reproduce's background processes keep freed memory (glibc's mmap and trim thresholds
 raised), no other command does, an environment variable turns it off, and it changes no
 number (the same weights after training steps of the authors' batch size). Each check that
@@ -34,7 +34,7 @@ APPLIED = """
 import sys
 sys.path.insert(0, "tests")
 from malloc_probe import large_block_mapped
-from empirical.allocator import retain_freed_memory
+from empirical.train.allocator import retain_freed_memory
 print(large_block_mapped(), retain_freed_memory(), large_block_mapped())
 """
 
@@ -50,7 +50,7 @@ def test_retained_on_glibc_unless_turned_off():
 
 
 def test_importing_the_library_leaves_the_allocator_alone():
-    import empirical.allocator as allocator
+    import empirical.train.allocator as allocator
 
     source = Path(allocator.__file__).read_text()
     body = source.split("def retain_freed_memory")[0]
@@ -65,9 +65,9 @@ def test_only_the_commands_it_speeds_up_keep_freed_memory(monkeypatch, capsys):
     import empirical.__main__ as entry
 
     applied: list[str] = []
-    monkeypatch.setattr("empirical.analysis.figures.use_cli_backend", lambda: None)
+    monkeypatch.setattr("empirical.report.figures.use_cli_backend", lambda: None)
     monkeypatch.setattr(
-        "empirical.allocator.retain_freed_memory", lambda: applied.append(command) or True
+        "empirical.train.allocator.retain_freed_memory", lambda: applied.append(command) or True
     )
     for command in entry.COMMANDS:
         with pytest.raises(SystemExit) as done:  # each command's --help ends it
@@ -80,10 +80,10 @@ def test_only_the_commands_it_speeds_up_keep_freed_memory(monkeypatch, capsys):
 TRAIN = """
 import hashlib, sys
 sys.path.insert(0, "benchmarks")
-from empirical.allocator import retain_freed_memory
+from empirical.train.allocator import retain_freed_memory
 print(retain_freed_memory())
 from bench_threads import stream_of, weights_after
-from empirical.config.run import load_run_config
+from empirical.runs.config import load_run_config
 cfg = load_run_config("configs/authors.toml", ["train.device=cpu"])
 stream = stream_of(cfg)
 weights = weights_after(cfg, [stream.next() for _ in range(40)], threads=1)

@@ -358,8 +358,8 @@ def test_figure6_effects_on_a_planted_table():
 
 
 def test_phase2_levels_between_the_spikes():
-    from empirical.analysis.phases import Phases, Rise
     from empirical.analysis.progress import ProgressHistory, phase2_levels
+    from empirical.runs.phases import Phases, Rise
 
     steps = [0, 100, 200, 300, 400, 500]
     history = ProgressHistory(

@@ -16,7 +16,7 @@ from empirical.analysis import (
     progress_over_training,
 )
 from empirical.cli.analyze import main
-from empirical.config.run import load_run_config
+from empirical.runs.config import load_run_config
 from empirical.train.loop import train_run
 
 ROOT = Path(__file__).resolve().parents[1]

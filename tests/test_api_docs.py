@@ -66,7 +66,7 @@ def _logged_run(path: Path) -> Path:
     """A run directory with a config and a two-record metrics log (the second subsampled),
     written as the trainer writes them; no training."""
     from empirical.config.io import save_config
-    from empirical.config.run import config_fingerprint, load_run_config
+    from empirical.runs.config import config_fingerprint, load_run_config
     from empirical.runs.metrics_log import append_metrics
     from empirical.runs.rundir import RunDir
 

@@ -20,9 +20,9 @@ from empirical.bridge.attribution.run_attribution import (
 from empirical.bridge.attribution.targets import float64_weights, labelled_scores
 from empirical.bridge.compare_qk.coords import coordinates, theorem_w
 from empirical.cli import attribute as attribute_cli
-from empirical.config.run import load_run_config
 from empirical.model import load_checkpoint
 from empirical.model.groups import GROUPS, group_of, groups_of_names
+from empirical.runs.config import load_run_config
 from empirical.runs.rundir import RunDir
 from empirical.train.loop import train_run
 from empirical.train.state import load_training_state

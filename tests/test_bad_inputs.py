@@ -40,7 +40,7 @@ TINY = ["task.eval_size=200", "train.steps=40"]
 def trained(tmp_path_factory):
     """Two finished smoke runs (seed 0 and seed 1), 40 steps, checkpoints and snapshots at
     0, 20, 40 (trained once per module, copied per test)."""
-    from empirical.config.run import load_run_config
+    from empirical.runs.config import load_run_config
     from empirical.train.loop import train_run
 
     base = tmp_path_factory.mktemp("trained")

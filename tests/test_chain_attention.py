@@ -1,4 +1,4 @@
-"""The chain mechanism measures (empirical.families.chain.analysis.attention): the chain read
+"""The chain mechanism measures (empirical.studies.chain.analysis.attention): the chain read
 from the tokens, each measure equal to the attention pattern's entries it names, and the
 command."""
 
@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from empirical.config.run import load_run_config
-from empirical.families.chain.analysis.attention import chain_attention, chain_structure
 from empirical.model import AssignAddTransformer
+from empirical.runs.config import load_run_config
+from empirical.studies.chain.analysis.attention import chain_attention, chain_structure
 from empirical.task import Vocabulary
 
 TEXT = "a=17,e=3,b=a,d=b,d+5=?"  # d -> b -> a -> 17 (3 hops), e=3 a distractor
@@ -74,12 +74,12 @@ def test_over_training_reads_every_snapshot_and_the_command_writes_both_figures(
     tiny_chain_run, capsys
 ):
     from empirical.__main__ import main
-    from empirical.families.chain.analysis.attention import (
+    from empirical.runs.load import load_run
+    from empirical.runs.rundir import RunDir
+    from empirical.studies.chain.analysis.attention import (
         chain_attention_over_training,
         key_series,
     )
-    from empirical.runs.load import load_run
-    from empirical.runs.rundir import RunDir
 
     run = tiny_chain_run
     _, vocab = load_run(run)
@@ -103,7 +103,7 @@ def test_over_training_reads_every_snapshot_and_the_command_writes_both_figures(
 
 
 def test_formation_steps_find_the_half_rise_and_a_measure_that_never_rises():
-    from empirical.families.chain.analysis.attention import formation_steps
+    from empirical.studies.chain.analysis.attention import formation_steps
 
     steps = [0, 1000, 2000, 3000]
     formed = formation_steps(steps, {

@@ -12,8 +12,8 @@ import torch
 
 
 def _chain_model(d_model: int = 128, n_layers: int = 3):
-    from empirical.config.run import load_run_config
     from empirical.model import AssignAddTransformer
+    from empirical.runs.config import load_run_config
     from empirical.task.vocab import Vocabulary
 
     cfg = load_run_config(
@@ -25,7 +25,7 @@ def _chain_model(d_model: int = 128, n_layers: int = 3):
 @pytest.mark.parametrize("hop", ["last", "middle"])
 def test_a_label_space_matrix_goes_through_the_models_vectors_and_back(hop):
     from empirical.bridge.compare_qk.metrics import cosine
-    from empirical.families.chain.analysis.qk_coords import hop_blocks, layer_coordinates
+    from empirical.studies.chain.analysis.qk_coords import hop_blocks, layer_coordinates
 
     model, vocab = _chain_model()
     b = hop_blocks(model.cfg.n_layers)[hop]
@@ -38,7 +38,7 @@ def test_a_label_space_matrix_goes_through_the_models_vectors_and_back(hop):
 
 
 def test_the_map_reads_each_hop_through_the_construction_s_ovs():
-    from empirical.families.chain.analysis.qk_coords import hop_blocks, layer_coordinates, ov_image
+    from empirical.studies.chain.analysis.qk_coords import hop_blocks, layer_coordinates, ov_image
 
     model, vocab = _chain_model(d_model=32, n_layers=4)
     blocks = hop_blocks(4)
@@ -53,7 +53,7 @@ def test_the_map_reads_each_hop_through_the_construction_s_ovs():
 
 def test_chain_chunk_puts_ebar_on_right_hand_sides_and_the_query():
     from disentangled.basis import Basis
-    from empirical.families.chain.analysis.qk_coords import chain_chunk
+    from empirical.studies.chain.analysis.qk_coords import chain_chunk
 
     _, vocab = _chain_model(d_model=16)
     tokens = vocab.encode("a=7,c=a,c+30=?")[None]
@@ -77,8 +77,8 @@ def test_the_prediction_is_the_simulator_s_g1_and_drive_on_an_enumerated_populat
     from disentangled.chain_config import ChainConfig
     from disentangled.chain_gradient import chain_g1, chain_mixture, w2_drive
     from disentangled.chain_population import chain_population
-    from empirical.families.chain.analysis.qk_coords import label_block
-    from empirical.families.chain.analysis.qk_theory import chain_prediction
+    from empirical.studies.chain.analysis.qk_coords import label_block
+    from empirical.studies.chain.analysis.qk_theory import chain_prediction
 
     cfg = ChainConfig(p=5, K=3, L=16, pointers=1, beta=2.0)
     chunks = []
@@ -97,7 +97,7 @@ def test_the_prediction_is_the_simulator_s_g1_and_drive_on_an_enumerated_populat
 
 
 def test_order_test_and_maxima_read_the_formation_steps():
-    from empirical.families.chain.analysis.qk_compare import maxima, order_test
+    from empirical.studies.chain.analysis.qk_compare import maxima, order_test
 
     snaps = [
         {"step": s, "middle_gradient": {"all": g, "barv_barv": g / 10, "relative": g}}
@@ -138,7 +138,7 @@ def test_order_test_and_maxima_read_the_formation_steps():
 
 def _fake_run(tmp_path, name, overrides, snapshots=0, config="configs/chain.toml"):
     from empirical.config.io import save_config
-    from empirical.config.run import load_run_config
+    from empirical.runs.config import load_run_config
 
     run = tmp_path / name
     run.mkdir()
@@ -209,7 +209,7 @@ def test_the_command_on_a_tiny_chain_run(tiny_chain_run, tmp_path, capsys):
 
 
 def test_a_formation_below_twice_the_uniform_weight_does_not_count():
-    from empirical.families.chain.analysis.qk_compare import attention_formed
+    from empirical.studies.chain.analysis.qk_compare import attention_formed
 
     f = {"step": 300, "start": 0.06, "peak": 0.075, "peak_step": 400}
     assert attention_formed(f, "m", 16)["step"] is None

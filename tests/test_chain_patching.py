@@ -1,4 +1,4 @@
-"""Activation patching of a chain run (empirical.families.chain.analysis.patching): an independent
+"""Activation patching of a chain run (empirical.studies.chain.analysis.patching): an independent
 label resolver, corruptions that change one token and the answer, and the two identities
 any model obeys (the changed token's embedding restores everything before layer 1; the
 query's final residual restores everything after the last layer), then the command."""
@@ -10,9 +10,9 @@ import json
 import pytest
 import torch
 
-from empirical.config.run import load_run_config
-from empirical.families.chain.analysis.patching import chain_patching, corrupt, resolve_label
 from empirical.model import AssignAddTransformer
+from empirical.runs.config import load_run_config
+from empirical.studies.chain.analysis.patching import chain_patching, corrupt, resolve_label
 from empirical.task import Vocabulary, build_eval_set
 
 

@@ -112,10 +112,10 @@ def test_every_command_answers_a_bad_argument_before_importing_torch(tmp_path):
 
 def test_configs_validate_without_torch():
     """The config dataclasses, their validation and the sweep and grid configs import and
-    load without torch (empirical.config.model builds its torch tables on first use)."""
+    load without torch (empirical.model.config builds its torch tables on first use)."""
     code = (
         "import sys\n"
-        "from empirical.config.run import load_run_config\n"
+        "from empirical.runs.config import load_run_config\n"
         "from empirical.experiments.sweep.grid import load_grid_config\n"
         "from empirical.experiments.sweep.spec import load_sweep_config\n"
         "cfg = load_run_config('configs/authors.toml', ['train.steps=10'])\n"
@@ -132,7 +132,7 @@ def test_configs_validate_without_torch():
 
 
 def test_model_config_torch_tables_on_use():
-    from empirical.config import model as config
+    from empirical.model import config
 
     assert set(config.DTYPES) == set(config.DTYPE_NAMES)
     assert set(config.ACTIVATIONS) == set(config.ACTIVATION_NAMES)

@@ -13,7 +13,7 @@ import torch
 
 from empirical.bridge.compare_qk import one_var_batch
 from empirical.bridge.compare_qk.coords import Coordinates, col_labels, row_labels
-from empirical.bridge.compare_qk.frames import DEFAULT_FRAME, EXACT, FRAMES, Frames
+from empirical.bridge.compare_qk.frames import EXACT, Frames
 from empirical.bridge.compare_qk.metrics import (
     cosine,
     null_cos95,
@@ -21,7 +21,7 @@ from empirical.bridge.compare_qk.metrics import (
     subblock,
     subblock_cosines,
 )
-from empirical.bridge.compare_qk.options import Options
+from empirical.bridge.compare_qk.options import DEFAULT_FRAME, FRAMES, Options
 from empirical.bridge.compare_qk.prediction import PopulationG1, make_predictor, prediction_kind
 from empirical.bridge.compare_qk.updates import decay_factor, score_attribution, undecayed_update
 from empirical.task import TaskConfig, held_out_pairs
@@ -116,13 +116,13 @@ def test_dual_frame_with_merged_labels_reads_the_expressible_part():
 
 
 def test_the_cli_offers_the_frames_of_the_library():
-    from empirical.cli import compare_qk as cli
+    from empirical.bridge.compare_qk.options import CompareQKOptions
+    from empirical.config.options import build_parser
 
-    assert cli.FRAMES == FRAMES and cli.DEFAULT_FRAME == DEFAULT_FRAME
-    args = cli.build_parser().parse_args(["RUN"])
-    assert (args.frame, args.order, args.distribution) == ("dual", "mixed", "train")
-
-
+    opts = CompareQKOptions(run_dir="RUN")  # the defaults the command line shows
+    assert "{dual,score,orth,raw}" in build_parser(CompareQKOptions).format_help()
+    assert (opts.frame, opts.order, opts.distribution) == ("dual", "mixed", "train")
+    assert set(FRAMES) == {"dual", "score", "orth", "raw"} and DEFAULT_FRAME in FRAMES
 # -- G1 of the run's own distribution ----------------------------------------------------------
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from empirical.bridge.compare_qk import Options, compare_run, write_outputs
-from empirical.config.run import load_run_config
+from empirical.runs.config import load_run_config
 from empirical.runs.metrics_log import read_metrics
 from empirical.train.loop import train_run
 
@@ -122,7 +122,7 @@ def test_pipeline_end_to_end(pipeline, run_dir, tmp_path):
         for row in rows + [one["before"]]:
             for name, iv in row["intervals"].items():
                 assert iv["n"] == 100 and iv["acc"] == row[name] == iv["correct"] / 100
-                assert iv["ci95"][0] <= iv["acc"] <= iv["ci95"][1]  # Wilson, empirical.stats
+                assert iv["ci95"][0] <= iv["acc"] <= iv["ci95"][1]  # Wilson, empirical.report.stats
                 assert iv["ci95"][1] - iv["ci95"][0] > 0.01
             if fam != "sgd" and row is not one["before"]:
                 assert row["rms_dscore"] == pytest.approx(row["t"], rel=1e-4)

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from disentangled.errors import UserError
-from empirical.config.run import load_run_config
 from empirical.experiments.sweep import train_batch
+from empirical.runs.config import load_run_config
 from empirical.runs.metrics_log import read_metrics
 from empirical.train.cuda_graph import graph_applies
 from empirical.train.engine import restore_data_generator

@@ -13,12 +13,12 @@ import pytest
 import torch
 
 from empirical.config.io import ConfigError, from_dict
-from empirical.config.run import load_run_config
 from empirical.model import AssignAddTransformer, CheckpointError, ModelConfig, load_model
 from empirical.model.batched import BatchedModel
 from empirical.model.checkpoint import checkpoint_dict, model_from_checkpoint
 from empirical.model.device import cpu_model
 from empirical.model.fast import PARAM_NAMES, fast_forward, member_weights, param_names
+from empirical.runs.config import load_run_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke.toml"

@@ -125,7 +125,7 @@ def test_the_docs_show_commands():
 @pytest.mark.parametrize("command", COMMANDS, ids=[c.where for c in COMMANDS])
 def test_a_documented_command_parses(command, monkeypatch):
     from empirical.config.io import apply_overrides, from_dict, to_dict
-    from empirical.config.run import RunConfig, load_run_config
+    from empirical.runs.config import RunConfig, load_run_config
 
     try:
         ns = parse_only(command, monkeypatch)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from empirical.config.run import load_run_config
+from empirical.runs.config import load_run_config
 from empirical.runs.metrics_log import read_metrics
 from empirical.runs.rundir import RunDir
 from empirical.train.engine import exploding, remove_stale_temporaries
@@ -151,7 +151,7 @@ def test_init_from_replaces_the_seeded_init(tmp_path):
 def test_a_new_config_field_at_its_default_keeps_every_fingerprint():
     import dataclasses
 
-    from empirical.config.run import TrainConfig, config_fingerprint
+    from empirical.runs.config import TrainConfig, config_fingerprint
 
     cfg = smoke()
     extended = dataclasses.make_dataclass(

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from empirical.config.io import ConfigError
-from empirical.config.run import load_run_config
 from empirical.model import load_model
+from empirical.runs.config import load_run_config
 from empirical.runs.metrics_log import read_metrics
 from empirical.runs.rundir import RunDir
 from empirical.train.evaluate import SetEvaluator, evaluate_sets, subsample_rows

@@ -11,12 +11,12 @@ import torch
 from disentangled.errors import UsageError
 from empirical.__main__ import main as empirical_main
 from empirical.config.io import config_to_toml
-from empirical.config.run import load_run_config
 from empirical.model import AssignAddTransformer, save_model
-from empirical.runs.evaluation import evaluate_all_steps, evaluate_run, has_training_log
+from empirical.runs.config import load_run_config
 from empirical.runs.rundir import RunDir, RunDirError
 from empirical.task import build_eval_sets, load_eval_sets, save_eval_sets
 from empirical.train.evaluate import evaluate_sets
+from empirical.train.evaluate_run import evaluate_all_steps, evaluate_run, has_training_log
 
 OVERRIDES = [
     "name=tiny",

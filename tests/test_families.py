@@ -1,5 +1,6 @@
-"""Task families behind one interface (empirical.families): nothing outside the registry and
-the family packages asks which family it runs, and every registered family offers the whole
+"""Task families behind one interface (empirical.task.registry): nothing outside the registry,
+the family packages (empirical/task/<family>/) and what they add on top (empirical/studies/)
+asks which family it runs, and every registered family offers the whole
 interface on its default-sized config."""
 
 from __future__ import annotations
@@ -9,10 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from empirical.families import all_families, family, family_names, family_of
+from empirical.studies import ANALYSES, COMMANDS
+from empirical.task.registry import all_families, family, family_names, family_of
 
 ROOT = Path(__file__).resolve().parents[1]
-FAMILIES_DIR = ROOT / "empirical" / "families"
+# where a family's name may appear: its own package, the registry, and empirical/studies
+FAMILY_PLACES = [ROOT / "empirical" / "task" / name for name in family_names()] + [
+    ROOT / "empirical" / "studies"
+]
+REGISTRY = ROOT / "empirical" / "task" / "registry.py"
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -45,11 +51,11 @@ def test_nothing_outside_the_families_branches_on_a_family_name():
     names = family_names()
     bad = []
     for path in sorted((ROOT / "empirical").rglob("*.py")):
-        if FAMILIES_DIR in path.parents:
-            continue  # the registry and the family packages may name themselves
+        if path == REGISTRY or any(place in path.parents for place in FAMILY_PLACES):
+            continue  # the registry, the family packages and studies/ may name themselves
         for line, text in family_name_uses(path.read_text(), names):
             bad.append(f"{path.relative_to(ROOT)}:{line}: {text!r}")
-    assert not bad, "family names outside empirical/families (ask the family instead):\n" + (
+    assert not bad, "family names outside the families' packages (ask the family instead):\n" + (
         "\n".join(bad)
     )
 
@@ -72,10 +78,10 @@ def f(task, name):
 def test_every_family_offers_the_interface(name):
     fam = family(name)
     assert fam.name == name and fam.title and fam in all_families()
-    for command, (module, help_) in fam.commands.items():
-        assert module.startswith(f"empirical.families.{name}.commands.") and help_, command
-    if fam.analysis is not None:
-        assert ":" in fam.analysis
+    for command, (module, help_) in COMMANDS.items():
+        assert module.startswith("empirical.studies.") and help_, command
+    if name in ANALYSES:
+        assert ANALYSES[name].startswith(f"empirical.studies.{name}.") and ":" in ANALYSES[name]
     defaults = fam.field_defaults()
     assert all(field.startswith(f"{name}_") for field in defaults), defaults
 

@@ -1,4 +1,4 @@
-"""The lego family (task.family = "lego", empirical/families/lego): LEGO's chains with signs.
+"""The lego family (task.family = "lego", empirical/task/lego): LEGO's chains with signs.
 
 Every row is checked against a plain-Python reading of its token ids written here (clauses,
 chains, the query's hop count and sign product); training is checked to hold no held-out hop
@@ -20,8 +20,7 @@ import pytest
 import torch
 
 from empirical.config.io import ConfigError
-from empirical.config.run import load_run_config
-from empirical.families import family_of
+from empirical.runs.config import load_run_config
 from empirical.task import (
     TaskConfig,
     build_eval_set,
@@ -30,6 +29,7 @@ from empirical.task import (
     run_training_sampler,
     training_generator,
 )
+from empirical.task.registry import family_of
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "lego.toml"
@@ -248,8 +248,8 @@ def test_sample_prints_text_then_label(capsys):
 
 
 def test_association_measures_are_the_attention_entries_they_name():
-    from empirical.families.lego.analysis import MEASURES, association_attention
     from empirical.model import AssignAddTransformer
+    from empirical.studies.lego.analysis import MEASURES, association_attention
 
     cfg = load_run_config(CONFIG, ["model.d_model=32", "model.d_mlp=64"])
     torch.manual_seed(0)

@@ -18,8 +18,8 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from empirical.analysis.figures import FORMATS, figure_path, save_figure
-from empirical.config.run import load_run_config
+from empirical.report.figures import FORMATS, figure_path, save_figure
+from empirical.runs.config import load_run_config
 from empirical.runs.rundir import RunDir
 from empirical.train.loop import train_run
 
@@ -63,7 +63,7 @@ PACKAGES = ("theory", "disentangled", "empirical")
 # use_cli_backend() on import would switch to Agg and be caught too. The other libraries our
 # modules import come first: their own import-time changes (sympy adds warnings filters) are
 # theirs, not ours. On glibc it also observes the C allocator (tests/malloc_probe.py): no import
-# may raise its mmap threshold (empirical.allocator is for a command's own process only).
+# may raise its mmap threshold (empirical.train.allocator is for a command's own process only).
 IMPORT_EVERYTHING = """
 import importlib, json, os, sys, warnings
 import matplotlib, torch
@@ -158,7 +158,7 @@ def test_the_cli_selects_agg_unless_mplbackend_says_otherwise():
     code = (
         "import matplotlib\n"
         "matplotlib.use('svg')\n"
-        "from empirical.analysis.figures import use_cli_backend\n"
+        "from empirical.report.figures import use_cli_backend\n"
         "use_cli_backend()\n"
         "print(matplotlib.get_backend().lower())\n"
     )

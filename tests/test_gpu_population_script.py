@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from test_gpu_session_script import rehearse
 
-from empirical.shared_paths import authors_dir
+from empirical.config.paths import authors_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 

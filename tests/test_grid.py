@@ -42,8 +42,8 @@ def test_grid_trains_every_variant_in_one_batch_and_tabulates(tmp_path, capsys):
     table = (out / "grid.md").read_text()
     assert "| wd01 | 20 |" in table and "`ratio2`: task.ratio_2var_to_0var=2.0" in table
     # the first step at >= 90% per set: from each member's metrics, as set_timeline finds it
-    from empirical.analysis.set_timeline import set_timeline
     from empirical.runs.rundir import RunDir
+    from empirical.runs.set_timeline import set_timeline
 
     member = next(r for r in results["members"] if r["member"] == "wd01_seed0")
     records = RunDir(out / "members" / "wd01_seed0").read_metrics()

@@ -2,7 +2,7 @@
 
 The conversion is checked against a direct forward of their state dict in their layout,
 written here from TransformerLens's definition (independently of empirical.model.tl_import),
-on the real checkpoints when the authors' folder is present (empirical.shared_paths:
+on the real checkpoints when the authors' folder is present (empirical.config.paths:
 ../shared/authors beside the repository, or $AUTHORS_DIR); every refusal on tiny
 synthetic state dicts, each leaving nothing written.
 """
@@ -21,7 +21,7 @@ import torch
 from disentangled.errors import UsageError
 from empirical.__main__ import main as empirical_main
 from empirical.config.io import ConfigError
-from empirical.config.run import load_run_config
+from empirical.config.paths import authors_dir, where_to_point
 from empirical.model import CheckpointError, load_model
 from empirical.model.tl_import import (
     convert_tl_state_dict,
@@ -32,9 +32,9 @@ from empirical.model.tl_import import (
     their_to_our_ids,
     tl_reference_forward,
 )
+from empirical.runs.config import load_run_config
 from empirical.runs.import_run import import_checkpoints
 from empirical.runs.rundir import RunDir
-from empirical.shared_paths import authors_dir, where_to_point
 from empirical.task import build_eval_set, held_out_pairs, sample_training_batch
 from empirical.task.pairs import ordered_ranks, training_generator
 

@@ -13,9 +13,9 @@ from empirical.bridge.interventions.conditions import member_configs
 from empirical.bridge.interventions.continuations import Plan, continue_members
 from empirical.cli import intervene as intervene_cli
 from empirical.config.io import ConfigError
-from empirical.config.run import load_run_config
 from empirical.model import load_checkpoint
 from empirical.model.labels import col_labels, row_labels
+from empirical.runs.config import load_run_config
 from empirical.runs.rundir import RunDir
 from empirical.train.constraints import UpdateConstraints, save_direction
 from empirical.train.loop import train_run

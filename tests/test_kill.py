@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from empirical.config.run import load_run_config
+from empirical.runs.config import load_run_config
 from empirical.runs.metrics_log import read_metrics, scan_metrics
 from empirical.train.loop import train_run
 from empirical.train.state import load_training_state

@@ -15,7 +15,7 @@ from empirical.bridge.ladder import PIECES, LadderOptions, run_ladder, write_out
 from empirical.bridge.ladder.forward import Forward, hooked_logits, routing_pattern
 from empirical.bridge.ladder.rungs import build_rungs
 from empirical.bridge.ladder.weights import build_model
-from empirical.config.run import load_run_config
+from empirical.runs.config import load_run_config
 from empirical.task import held_out_pairs
 from empirical.train.loop import train_run
 
@@ -126,9 +126,9 @@ def test_last_rung_on_the_papers_run():
     """At step 5 301 of the paper's run (imported at runs/authors): the 'trained' rung's
     gradient is compare-qk's cross-entropy gradient to 1e-6 (512 sequences)."""
     from empirical.bridge.ladder.forward import qk_gradient
+    from empirical.config.paths import authors_checkpoints, repo_root
     from empirical.model import load_model
     from empirical.runs.rundir import RunDir
-    from empirical.shared_paths import authors_checkpoints, repo_root
 
     run = repo_root() / "runs" / "authors"
     if not (run / "snapshots" / "step_005301.pt").exists():

@@ -1,5 +1,6 @@
-"""Imports point one way: no module imports a layer above its own (function-level imports
-included), so nothing runs back up the layers (e.g. a library module importing the CLI)."""
+"""The folders are the layers: every folder of empirical/ sits in one layer and imports only from
+the folders below it (function-level imports included), so nothing runs back up the layers
+(e.g. a library module importing a command). docs/architecture.md draws the same picture."""
 
 from __future__ import annotations
 
@@ -8,77 +9,39 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# lowest first; a unit may import its own layer's other units only where listed as such
+# lowest first: one entry per folder of empirical/ (and the two other packages below them)
 LAYERS = [
-    ["disentangled"],
-    ["theory"],
-    [
-        "empirical.allocator",
-        "empirical.config.io",
-        "empirical.config.field_types",
-        "empirical.analysis.figures",
-        "empirical.analysis.phase_marks",
-        "empirical.analysis.phases",
-        "empirical.stats",
-        "empirical.runs.metrics_log",
-        "empirical.experiments.paper_checks",
-        "empirical.shared_paths",
-        # the packages that only group their modules (their __init__ imports nothing)
-        "empirical.config",
-        "empirical.bridge",
-        "empirical.experiments",
-        "empirical.runs",
-    ],
-    # the task and its families (the registry, each family's fields, vocabulary, sampler and
-    # evaluation sets): TaskConfig collects the families' fields, the families draw Batches
-    ["empirical.task", "empirical.families", "empirical.config.task"],
-    # the sets' plain names are their families'; a set's timeline names its phases
-    ["empirical.analysis.plain_names", "empirical.analysis.set_timeline"],
-    ["empirical.model", "empirical.config.model"],
-    ["empirical.config.run"],
-    ["empirical.runs.rundir"],
-    ["empirical.runs.lock"],
-    ["empirical.train"],
-    ["empirical.runs.load"],
-    [
-        "empirical.experiments.sweep",
-        "empirical.runs.evaluation",
-        "empirical.runs.import_run",
-        "empirical.runs.repair",
-    ],
-    ["empirical.analysis"],
-    ["empirical.bridge.compare_qk"],
-    ["empirical.bridge.attribution"],  # what drives a window: replay, path integrals (issue #36)
-    ["empirical.families.analysis"],  # the analyses a family adds (<family>/analysis...)
-    ["empirical.experiments.population"],
-    ["empirical.bridge.interventions"],  # continuations under interventions (issue #36)
-    ["empirical.bridge.theorem_model"],
-    ["empirical.bridge.ladder", "empirical.bridge.ladder_dynamics"],
-    ["empirical.bridge.race"],  # the race trains ladder configurations
-    ["empirical.experiments.scheduling", "empirical.experiments.reproduce_report"],
-    ["empirical.experiments.reproduce"],
-    # the commands a family adds (<family>/commands/...) are commands like the others
-    ["empirical.cli", "empirical.__main__", "empirical.families.commands"],
+    "disentangled",  # the theorem's model, exactly; the error contract of every command
+    "theory",  # Theorem C.1 derived with sympy
+    "empirical.report",  # what every output shares: files, figures, tables, statistics
+    "empirical.config",  # typed configs and command lines: TOML, overrides, errors
+    "empirical.task",  # the task: its families (fields, vocabulary, sampler, eval sets), TaskConfig
+    "empirical.model",  # ModelConfig and the one forward, hooked; checkpoints
+    "empirical.runs",  # a run as data: RunConfig, its directory, metrics, phases
+    "empirical.train",  # producing runs: the training loop, evaluation, import, repair
+    "empirical.analysis",  # mechanisms and progress measures of one model
+    "empirical.bridge",  # theory against trained models
+    "empirical.experiments",  # many runs: sweeps, grids, populations, the main job
+    "empirical.studies",  # what a task family adds on top: its analyses and commands
+    "empirical.cli",  # the commands
 ]
-LEVEL = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
-# a task family's package spans the layers: empirical.families.<name>.analysis[...] and
-# .commands[...] are units of their own, the rest of the package is empirical.families
-FAMILY_ROLES = ("analysis", "commands")
+LEVEL = {unit: i for i, unit in enumerate(LAYERS)}
 PACKAGES = ("disentangled", "theory", "empirical")
+# the package's entry points may reach any layer: `python -m empirical` (the dispatcher) and
+# `import empirical` (the public names)
+ENTRY_POINTS = ("empirical", "empirical.__main__")
 
 
 def unit_of(module: str) -> str | None:
+    """The layer entry a dotted module name falls in (None: not one of ours)."""
     parts = module.split(".")
     if parts[0] not in PACKAGES:
         return None
     if parts[0] != "empirical":
         return parts[0]
-    if parts[1:2] == ["families"] and len(parts) > 3 and parts[3] in FAMILY_ROLES:
-        return f"empirical.families.{parts[3]}"  # a family's analyses or commands
-    for n in range(len(parts), 1, -1):  # the longest listed unit that holds the module
-        if (prefix := ".".join(parts[:n])) in LEVEL:
-            return prefix
-    return "empirical" if len(parts) == 1 else f"empirical.{parts[1]}"
+    if module in ENTRY_POINTS:
+        return module
+    return ".".join(parts[:2])
 
 
 def module_name(path: Path) -> str:
@@ -98,6 +61,14 @@ def imports(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+def test_every_folder_of_empirical_is_a_layer():
+    folders = {p.name for p in (ROOT / "empirical").iterdir() if (p / "__init__.py").exists()}
+    listed = {unit.split(".")[1] for unit in LAYERS if unit.startswith("empirical.")}
+    assert folders == listed, f"folders not in LAYERS: {folders - listed}; gone: {listed - folders}"
+    loose = {p.name for p in (ROOT / "empirical").glob("*.py")}
+    assert loose == {"__init__.py", "__main__.py"}, f"modules outside the folders: {loose}"
+
+
 def test_every_library_import_points_down():
     bad = []
     for package in PACKAGES:
@@ -105,26 +76,24 @@ def test_every_library_import_points_down():
             if path.name.startswith("test_"):
                 continue
             src = unit_of(module_name(path))
-            if src == "empirical":  # the package's lazy entry points may reach anything
+            if src in ENTRY_POINTS:
                 continue
-            assert src in LEVEL, f"{path}: add its unit {src!r} to LAYERS"
+            assert src in LEVEL, f"{path}: add its folder {src!r} to LAYERS"
             for line, target in imports(path):
                 dst = unit_of(target)
-                if dst is None or dst == src or dst == "empirical":
+                if dst is None or dst == src:
                     continue
-                assert dst in LEVEL, f"{path}:{line}: add {dst!r} to LAYERS"
-                if LEVEL[dst] > LEVEL[src]:
+                if dst in ENTRY_POINTS or LEVEL[dst] > LEVEL[src]:
                     bad.append(f"{path.relative_to(ROOT)}:{line}: {src} imports {target}")
     assert not bad, "imports that run back up the layers:\n" + "\n".join(bad)
 
 
 def test_the_layer_check_can_fail():
-    assert LEVEL["empirical.cli"] > LEVEL["empirical.experiments.reproduce"]
-    assert LEVEL["empirical.experiments.reproduce"] > LEVEL["empirical.train"]
-    assert unit_of("empirical.analysis.phases") == "empirical.analysis.phases"
+    assert LEVEL["empirical.cli"] > LEVEL["empirical.experiments"] > LEVEL["empirical.train"]
+    assert unit_of("empirical.runs.phases") == "empirical.runs"
     assert unit_of("empirical.analysis.fourier") == "empirical.analysis"
-    assert unit_of("empirical.cli.analyze") == "empirical.cli"
+    assert unit_of("empirical.studies.chain.analysis.attention") == "empirical.studies"
+    assert unit_of("empirical.task.chain.draw") == "empirical.task"
+    assert unit_of("empirical.__main__") == "empirical.__main__"
     assert unit_of("numpy") is None
-    assert unit_of("empirical.families.chain.draw") == "empirical.families"
-    assert unit_of("empirical.families.chain.analysis.attention") == "empirical.families.analysis"
-    assert LEVEL["empirical.families.analysis"] > LEVEL["empirical.families"]
+    assert LEVEL["empirical.studies"] > LEVEL["empirical.task"]

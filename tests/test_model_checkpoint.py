@@ -175,7 +175,7 @@ SMOKE = Path(__file__).resolve().parents[1] / "configs" / "smoke.toml"
 def _fake_run(tmp_path, steps=(0, 20)):
     """A run directory as the trainer leaves it: config.toml, snapshots, checkpoints/last.pt."""
     from empirical.config.io import save_config
-    from empirical.config.run import load_run_config
+    from empirical.runs.config import load_run_config
     from empirical.runs.rundir import RunDir
 
     cfg = load_run_config(SMOKE)
@@ -212,7 +212,8 @@ def test_load_run_latest_and_snapshot(tmp_path):
 def test_atomic_writes_respect_the_umask(tmp_path, umask, mode):
     import os
 
-    from empirical.config.io import atomic_write_bytes, save_config
+    from empirical.config.io import save_config
+    from empirical.report.files import atomic_write_bytes
 
     old = os.umask(umask)
     try:

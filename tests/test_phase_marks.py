@@ -1,13 +1,13 @@
 """One spike convention and one colour per phase in every figure
-(empirical.analysis.phase_marks), and plain-language legend names
-(empirical.analysis.plain_names)."""
+(empirical.report.phase_marks), and plain-language legend names
+(empirical.runs.names)."""
 
 import matplotlib.pyplot as plt
 import pytest
 
-from empirical.analysis.phase_marks import PHASE_COLORS, draw_phase_marks, phase_mark_list
-from empirical.analysis.phases import Phases, Rise
-from empirical.analysis.plain_names import legend_label, measure_label, set_label
+from empirical.report.phase_marks import PHASE_COLORS, draw_phase_marks, phase_mark_list
+from empirical.runs.names import legend_label, measure_label, set_label
+from empirical.runs.phases import Phases, Rise
 
 
 def phases() -> Phases:
@@ -33,8 +33,8 @@ def test_marks_are_the_jumps_not_the_windows_for_objects_and_summary_dicts():
 
 
 def test_every_figure_module_draws_the_same_marks():
-    from empirical.analysis.plots.style import phase_marks as analysis_marks
     from empirical.bridge.compare_qk.plots import phase_marks as compare_qk_marks
+    from empirical.report.style import phase_marks as analysis_marks
 
     drawn = []
     for draw in (draw_phase_marks, analysis_marks, compare_qk_marks):
@@ -76,7 +76,7 @@ def test_measure_names_keep_the_code_name_and_the_authors_suffix():
 
 
 def test_set_timeline_counts_separate_rises_by_their_jumps():
-    from empirical.analysis.set_timeline import format_timeline, set_timeline
+    from empirical.runs.set_timeline import format_timeline, set_timeline
 
     def level(step):  # two rises: 0.1 -> 0.5 at 1 000 -> 1 100, 0.5 -> 1.0 at 5 000 -> 5 100
         return 0.1 + 0.4 * (step >= 1100) + 0.5 * (step >= 5100)

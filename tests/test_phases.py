@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from empirical.analysis.phases import RESTRICTED_SETS, detect_phases, mean_series, steepest_rise
-from empirical.shared_paths import authors_dir, where_to_point
+from empirical.config.paths import authors_dir, where_to_point
+from empirical.runs.phases import RESTRICTED_SETS, detect_phases, mean_series, steepest_rise
 
 AUTHORS = authors_dir()
 
@@ -61,7 +61,7 @@ def test_first_spike_is_searched_after_zero_var_is_learned():
     assert ph.first_spike.start_step <= 12000 <= ph.first_spike.end_step
 
 
-# -- the jump, the plateau, the rise through 90% (empirical.analysis.phases docstring) ---------
+# -- the jump, the plateau, the rise through 90% (empirical.runs.phases docstring) ---------
 
 
 def series_records(steps, zero, var, restricted):
@@ -151,8 +151,8 @@ def authors_run(tmp_path_factory):
     if not src.is_dir():
         pytest.skip(where_to_point(src))
     assert config.is_file(), f"{config} is missing from the repository"
-    from empirical.runs.evaluation import evaluate_all_steps
     from empirical.runs.import_run import import_checkpoints
+    from empirical.train.evaluate_run import evaluate_all_steps
 
     out = tmp_path_factory.mktemp("authors") / "run"
     threads = torch.get_num_threads()  # (module scope: set up before conftest's one thread)

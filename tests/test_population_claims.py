@@ -13,7 +13,7 @@ import pytest
 from population_fixture import grid_config, write_member, write_population
 
 from empirical.cli.claims import main
-from empirical.experiments.population.statistics import share_interval
+from empirical.report.population_stats import share_interval
 
 
 def claims_of(out, variant="ours") -> dict:

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from empirical.experiments.population.claims import count, verdict
-from empirical.experiments.population.statistics import (
+from empirical.report.population_stats import (
     fisher_exact,
     kaplan_meier,
     logrank,

@@ -1,5 +1,5 @@
 """No file of the repository names a path of one particular machine: code, tests, benchmarks,
-scripts and docs find `../shared/` through empirical.shared_paths (or say `../shared/...`),
+scripts and docs find `../shared/` through empirical.config.paths (or say `../shared/...`),
 and example outputs go to `runs/...`."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_no_file_names_a_path_of_one_machine():
     files = repository_files()
     assert len(files) > 100  # the list is the repository's, not an empty one
     bad = [hit for path in files for hit in machine_paths(path)]
-    how = "use empirical.shared_paths, ../shared/... or runs/..."
+    how = "use empirical.config.paths, ../shared/... or runs/..."
     assert not bad, f"absolute paths of one machine ({how}):\n" + "\n".join(bad)
 
 

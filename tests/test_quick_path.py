@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from empirical.shared_paths import shared_dir
+from empirical.config.paths import shared_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "## The first five minutes"

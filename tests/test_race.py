@@ -170,8 +170,8 @@ def test_command_writes_the_table_and_resumes(tmp_path, capsys):
 
 
 def test_configuration_names_with_an_equals_sign_stay_names():
-    from empirical.cli.common import overrides_from_lists
     from empirical.cli.race import build_parser
+    from empirical.config.command_line import overrides_from_lists
 
     args = build_parser().parse_args(["--only", "baseline", "embeddings@lr=1e-4", "steps=20"])
     overrides_from_lists(args, ("only", "seeds"))

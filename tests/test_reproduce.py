@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from empirical.config.run import load_run_config
 from empirical.experiments.paper_checks import paper_check_rows
 from empirical.experiments.reproduce import reproduce
+from empirical.runs.config import load_run_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -151,8 +151,8 @@ def _thread_counts():
 
 
 def test_a_background_process_runs_on_worker_threads_for_torch_and_the_blas(monkeypatch):
-    """in_background_process keeps freed memory (empirical.allocator) and limits torch's threads
-    and every BLAS's (numpy's and scipy's OpenBLAS start a thread per core otherwise) to
+    """in_background_process keeps freed memory (empirical.train.allocator) and limits torch's
+    threads and every BLAS's (numpy's and scipy's OpenBLAS start a thread per core otherwise) to
     worker_threads, and gives the BLAS its count back after."""
     import scipy.linalg  # noqa: F401  (its OpenBLAS loaded, as in compare-qk)
     import torch
@@ -161,7 +161,7 @@ def test_a_background_process_runs_on_worker_threads_for_torch_and_the_blas(monk
 
     monkeypatch.setattr("empirical.experiments.scheduling.os.cpu_count", lambda: 2)
     kept = []  # (this test process's allocator is left alone: tests/test_allocator.py)
-    monkeypatch.setattr("empirical.allocator.retain_freed_memory", lambda: kept.append(1))
+    monkeypatch.setattr("empirical.train.allocator.retain_freed_memory", lambda: kept.append(1))
     before_torch, before_blas = _thread_counts()
     assert before_blas  # numpy / scipy bring a BLAS that threadpoolctl sees
     try:
@@ -275,7 +275,7 @@ def test_the_main_job_ends_without_a_leaked_semaphore(tmp_path):
     """`python -m empirical reproduce` of the smoke config, in a subprocess, with the paper's
     run imported in the background process from one of the authors' checkpoints (the import
     and the evaluation make the semaphore that leaked): no resource-tracker warning at exit."""
-    from empirical.shared_paths import authors_checkpoints, where_to_point
+    from empirical.config.paths import authors_checkpoints, where_to_point
 
     source = authors_checkpoints() / "checkpoint_step_1001.pth"
     if not source.is_file():

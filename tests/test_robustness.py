@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from empirical.__main__ import main
-from empirical.config.io import append_text, atomic_write_bytes
-from empirical.config.run import config_fingerprint, load_run_config, task_fingerprint
+from empirical.report.files import append_text, atomic_write_bytes
+from empirical.runs.config import config_fingerprint, load_run_config, task_fingerprint
 from empirical.runs.metrics_log import read_metrics, scan_metrics
 from empirical.runs.rundir import RunDir
 from empirical.task import load_eval_sets

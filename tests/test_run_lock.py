@@ -30,12 +30,12 @@ from lock_holder import held_elsewhere
 
 from disentangled.errors import UsageError
 from empirical.__main__ import main
-from empirical.config.run import load_run_config
-from empirical.runs.evaluation import evaluate_run
+from empirical.runs.config import load_run_config
 from empirical.runs.load import load_run
 from empirical.runs.lock import WriterLockError, writer_lock, writer_locks
 from empirical.runs.metrics_log import read_metrics, scan_metrics
 from empirical.runs.rundir import RunDir, SweepDir
+from empirical.train.evaluate_run import evaluate_run
 from empirical.train.loop import train_run
 
 ROOT = Path(__file__).resolve().parents[1]

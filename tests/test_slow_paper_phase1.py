@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from empirical.config.run import load_run_config
+from empirical.runs.config import load_run_config
 from empirical.train.loop import train_run
 
 ROOT = Path(__file__).resolve().parents[1]

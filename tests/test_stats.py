@@ -1,11 +1,11 @@
-"""empirical.stats: accuracy intervals against known values and at the edges."""
+"""empirical.report.stats: accuracy intervals against known values and at the edges."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from empirical.stats import (
+from empirical.report.stats import (
     accuracy_interval,
     accuracy_intervals,
     correct_count,

@@ -11,13 +11,13 @@ import torch
 
 from empirical.cli.sweep import main as sweep_main
 from empirical.config.io import ConfigError
-from empirical.config.run import load_run_config
 from empirical.experiments.sweep import find_threshold, run_sweep, train_batch
 from empirical.experiments.sweep.metrics import MetricWeights, metric_value
 from empirical.experiments.sweep.results import summarize, write_results
 from empirical.experiments.sweep.runner import plan_batches
 from empirical.experiments.sweep.spec import SweepSpec, expand_members, parse_param
 from empirical.model.batched import BatchedModel
+from empirical.runs.config import load_run_config
 from empirical.runs.metrics_log import read_metrics
 from empirical.task import TrainingSampler, held_out_pairs, is_held, load_eval_sets
 from empirical.task.pairs import training_generator

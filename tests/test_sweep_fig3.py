@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from empirical.config.io import ConfigError
-from empirical.config.run import load_run_config
 from empirical.experiments.sweep import run_sweep
 from empirical.experiments.sweep.metrics import (
     MetricWeights,
@@ -25,6 +24,7 @@ from empirical.experiments.sweep.metrics import (
 from empirical.experiments.sweep.results import summarize, write_results
 from empirical.experiments.sweep.spec import SweepSpec, expand_members, load_sweep_config
 from empirical.experiments.sweep.summary_md import uncertainty_sentence
+from empirical.runs.config import load_run_config
 from empirical.task import TaskConfig, held_out_pairs
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,8 +16,7 @@ import pytest
 import torch
 
 from empirical.config.io import ConfigError, non_default_fields
-from empirical.config.run import load_run_config
-from empirical.families.chain.draw import ChainSampler
+from empirical.runs.config import load_run_config
 from empirical.task import (
     TaskConfig,
     TrainingSampler,
@@ -31,6 +30,7 @@ from empirical.task import (
     training_sampler,
 )
 from empirical.task.batch import FIELDS
+from empirical.task.chain.draw import ChainSampler
 
 EXAMPLE = "configs/chain_task_example.toml"
 

@@ -8,9 +8,6 @@ import pytest
 import torch
 from test_task_helpers import ref_parse_text
 
-from empirical.families.assign_add.design import _Ctx
-from empirical.families.assign_add.draw import support_size
-from empirical.families.assign_add.eval_sets import _design
 from empirical.task import (
     EVAL_SET_NAMES,
     TaskConfig,
@@ -22,6 +19,9 @@ from empirical.task import (
     save_eval_sets,
     training_generator,
 )
+from empirical.task.assign_add.design import _Ctx
+from empirical.task.assign_add.draw import support_size
+from empirical.task.assign_add.eval_sets import _design
 
 CFG = TaskConfig()
 SEED = 7

@@ -163,7 +163,7 @@ def test_edge_settings_of_the_new_fields():
 
 
 def test_authors_toml_loads_and_matches_the_documented_run():
-    from empirical.config.run import load_run_config
+    from empirical.runs.config import load_run_config
 
     cfg = load_run_config(ROOT / "configs" / "authors.toml")
     t = cfg.task

@@ -14,10 +14,7 @@ import torch
 from authors_task import AUTHORS, AUTHORS_PAIRS_FILE
 
 from empirical.config.io import ConfigError
-from empirical.families.assign_add.design import _Ctx
-from empirical.families.assign_add.draw import support_size
-from empirical.families.assign_add.eval_sets import _design
-from empirical.shared_paths import where_to_point
+from empirical.config.paths import where_to_point
 from empirical.task import (
     Batch,
     TaskConfig,
@@ -29,6 +26,9 @@ from empirical.task import (
     sample_training_batch,
     training_generator,
 )
+from empirical.task.assign_add.design import _Ctx
+from empirical.task.assign_add.draw import support_size
+from empirical.task.assign_add.eval_sets import _design
 from empirical.task.pairs import check_held_out
 
 AUTHORS_FILE = AUTHORS_PAIRS_FILE

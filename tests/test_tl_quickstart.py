@@ -51,8 +51,8 @@ def paper_run(tmp_path_factory):
     """A run directory with the paper's task (p=97, K=5, L=16) holding the exact circuit."""
     from empirical.analysis.reference import reference_model
     from empirical.config.io import save_config
-    from empirical.config.run import load_run_config
     from empirical.model import save_model
+    from empirical.runs.config import load_run_config
     from empirical.runs.rundir import RunDir
 
     cfg = load_run_config(None)

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from empirical.config.io import ConfigError
-from empirical.config.run import load_run_config
 from empirical.model import load_model
+from empirical.runs.config import load_run_config
 from empirical.runs.metrics_log import read_metrics
 from empirical.train.loop import TrainingError, train_run
 from empirical.train.state import load_training_state

@@ -12,7 +12,7 @@ import torch
 
 from empirical.analysis.progress import ALL_MEASURES, ProgressHistory, definition_agreement
 from empirical.analysis.spikes import comparison_numbers
-from empirical.stats import accuracy_intervals
+from empirical.report.stats import accuracy_intervals
 
 PROBE_DISTRIBUTION = (
     "unrestricted (every variable at both operand positions, no held-out pairs), equal "

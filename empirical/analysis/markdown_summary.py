@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from empirical.analysis.authors import SUFFIX
 from empirical.analysis.progress import MEASURE_NAMES, MEASURES
-from empirical.experiments.paper_checks import markdown_table
-from empirical.stats import accuracy_interval, correct_count, format_accuracy
+from empirical.report.stats import accuracy_interval, correct_count, format_accuracy
+from empirical.report.tables import markdown_table
 
 # the paper's phase (Appendix B) in which each measure completes
 PAPER_PHASE = {
@@ -109,7 +109,7 @@ def _accuracy_section(result: dict) -> list[str]:
         "## Accuracy at this step",
         "",
         "95% interval: Wilson score interval over the evaluation set's sequences "
-        "(empirical.stats).",
+        "(empirical.report.stats).",
         "",
         *markdown_table("set | accuracy | 95% interval | sequences", rows),
         "",
@@ -187,7 +187,7 @@ def _detected_phases(phases: dict | None) -> list[str]:
         return []
     fs, ss = phases.get("first_spike"), phases.get("second_spike")
     return [
-        f"Detected phases (empirical.analysis.phases): 0-var >= 90% at step "
+        f"Detected phases (empirical.runs.phases): 0-var >= 90% at step "
         f"{phases.get('zero_var_learned_step')}; first spike "
         + (f"{fs['start_step']}-{fs['end_step']}" if fs else "none")
         + "; second spike "

@@ -20,7 +20,6 @@ from empirical.analysis.analysis_json import analysis_json
 from empirical.analysis.common import torch_threads
 from empirical.analysis.markdown_summary import summary_markdown
 from empirical.analysis.model_analysis import analyze_model
-from empirical.analysis.phases import detect_phases
 from empirical.analysis.probe_data import ProbeData, make_probe_data
 from empirical.analysis.progress import phase2_levels, progress_over_training
 from empirical.analysis.run_figures import write_figures, write_spike_figures
@@ -29,8 +28,9 @@ from empirical.analysis.spikes import (
     compare_first_spike,
     compare_second_spike,
 )
-from empirical.config.io import atomic_write_bytes
 from empirical.model import load_checkpoint, model_from_checkpoint
+from empirical.report.files import atomic_write_bytes
+from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import RunDir
 from empirical.task import Vocabulary
 
@@ -45,7 +45,7 @@ class CheckedInputs:
     held_out: object  # the run's held-out pairs (None: no evaluation sets)
     set_sizes: dict[str, int]
     records: list[dict]
-    phases: object  # empirical.analysis.phases.Phases, None without a metrics log
+    phases: object  # empirical.runs.phases.Phases, None without a metrics log
     compare: dict  # {"first_spike": (A, B) | None, "second_spike": ...}
 
 

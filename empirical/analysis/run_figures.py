@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from empirical.analysis import plots
-from empirical.analysis.figures import saved_name
+from empirical.report.figures import saved_name
 
 FIGURE_NAMES = {
     "attention": "attention_patterns",

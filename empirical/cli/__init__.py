@@ -2,7 +2,7 @@
 
 # one module per command (`python -m empirical COMMAND`: empirical.__main__.COMMANDS), each
 # with `main(argv) -> exit status` and `run(argv)`; `from empirical.cli import *` imports them
-# (the commands a task family adds live in its package: empirical/families/<name>/commands)
+# (the commands a task family adds live in its package: empirical/studies/<name>/commands)
 __all__ = [
     "analyze",
     "attribute",

@@ -11,18 +11,17 @@ import importlib
 import sys
 from pathlib import Path
 
-from empirical.analysis.figures import use_cli_backend
-from empirical.cli.common import (
-    UsageError,
+from empirical.cli.parsing import parser
+from empirical.config.command_line import (
     add_format_argument,
     main_of,
-    parser,
     positive_int,
     prepare_output_dir,
     say,
 )
-from empirical.families import family_of
+from empirical.report.figures import use_cli_backend
 from empirical.runs.rundir import RunDir
+from empirical.studies import ANALYSES
 
 
 def _steps(text: str):
@@ -82,9 +81,9 @@ def run(argv: list[str]) -> int:
     run_dir = RunDir(args.run_dir).require_run()
     run_dir.model_path(args.step)  # the step exists (an error listing the steps otherwise)
     # the run's family analyses it: the paper's (below) for assign_add, its own for the others
-    analysis = family_of(run_dir.read_config().task).analysis
+    analysis = ANALYSES.get(run_dir.read_config().task.family)
     if analysis is None:
-        raise UsageError(f"{run_dir}: its task family has no analysis for `analyze`")
+        return analyze_paper_run(run_dir, args)
     module, _, function = analysis.partition(":")
     return int(getattr(importlib.import_module(module), function)(run_dir, args) or 0)
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from empirical.cli.common import (
+from empirical.cli.parsing import parser
+from empirical.config.command_line import (
     add_output_arguments,
     main_of,
-    parser,
     positive_ints,
     prepare_output_dir,
 )

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import sys
 
-from empirical.analysis.figures import use_cli_backend
-from empirical.cli.common import (
+from empirical.cli.parsing import parser
+from empirical.config.command_line import (
     UsageError,
     add_format_argument,
     check_output_file,
     main_of,
-    parser,
 )
+from empirical.report.figures import use_cli_backend
 
 
 def run(argv: list[str]) -> int:
@@ -27,7 +27,7 @@ def run(argv: list[str]) -> int:
     ap.add_argument("--out", required=True, help="figure file (png, pdf or svg)")
     add_format_argument(ap)
     args = ap.parse_args(argv)
-    from empirical.analysis.phases import detect_phases
+    from empirical.runs.phases import detect_phases
     from empirical.runs.rundir import RunDir
     from empirical.train.plots import plot_runs
 

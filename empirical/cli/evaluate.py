@@ -12,7 +12,8 @@ import argparse
 import json
 import sys
 
-from empirical.cli.common import UsageError, main_of, parser, say, set_threads
+from empirical.cli.parsing import parser
+from empirical.config.command_line import UsageError, main_of, say, set_threads
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +48,7 @@ def run(argv: list[str]) -> int:
     run_dir = RunDir(args.run_dir).require_run()  # checked before torch is imported
     if not args.all_steps:
         run_dir.model_path(args.step)  # the step exists (an error listing the steps otherwise)
-    from empirical.runs.evaluation import (  # torch: after the checks
+    from empirical.train.evaluate_run import (  # torch: after the checks
         DEFAULT_BATCH_SIZE,
         evaluate_all_steps,
         evaluate_run,

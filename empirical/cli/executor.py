@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from empirical.cli.common import UsageError
+from empirical.config.command_line import UsageError
 from empirical.experiments.sweep.executors import ExecutorOptions, check_slurm, require_submitit
 
 

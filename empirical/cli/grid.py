@@ -9,17 +9,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from empirical.analysis.figures import use_cli_backend
-from empirical.cli.common import (
+from empirical.cli.executor import add_executor_arguments, executor_options, failed_jobs
+from empirical.cli.grid_options import add_grid_arguments, grid_config_of
+from empirical.cli.parsing import parser
+from empirical.config.command_line import (
     add_format_argument,
     add_member_figures_argument,
     check_output_dir,
     main_of,
-    parser,
     say,
 )
-from empirical.cli.executor import add_executor_arguments, executor_options, failed_jobs
-from empirical.cli.grid_options import add_grid_arguments, grid_config_of
+from empirical.report.figures import use_cli_backend
 from empirical.runs.rundir import SweepDir
 
 

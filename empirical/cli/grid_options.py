@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from empirical.cli.common import UsageError, overrides_from_lists
+from empirical.config.command_line import UsageError, overrides_from_lists
 
 
 def add_grid_arguments(ap: argparse.ArgumentParser, member: str, only: str, out: str) -> None:

@@ -11,9 +11,10 @@ import shlex
 import sys
 from pathlib import Path
 
-from empirical.cli.common import UsageError, main_of, parser, say, set_threads
+from empirical.cli.parsing import parser
 from empirical.cli.train import DEFAULT_CONFIG
-from empirical.config.run import load_run_config
+from empirical.config.command_line import UsageError, main_of, say, set_threads
+from empirical.runs.config import load_run_config
 
 
 def build_parser() -> argparse.ArgumentParser:

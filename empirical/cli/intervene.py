@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import sys
 
-from empirical.cli.common import (
+from empirical.cli.parsing import parser
+from empirical.config.command_line import (
     UsageError,
     add_format_argument,
     main_of,
-    parser,
     positive_ints,
     prepare_output_dir,
 )

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import argparse
 
-from empirical.analysis.figures import use_cli_backend
-from empirical.cli.common import (
+from empirical.cli.parsing import parser
+from empirical.config.command_line import (
     add_output_arguments,
     main_of,
-    parser,
     positive_floats,
     positive_ints,
     prepare_output_dir,
     print_outputs,
     set_threads,
 )
+from empirical.report.figures import use_cli_backend
 from empirical.runs.rundir import RunDir
 
 DEFAULT_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)  # snapshot_ladder.DEFAULT_GRID (tested equal)

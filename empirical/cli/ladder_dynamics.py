@@ -7,15 +7,15 @@ Writes ladder_dynamics.json, summary.md, ladder_dynamics.png and config.toml to 
 
 from __future__ import annotations
 
-from empirical.analysis.figures import use_cli_backend
-from empirical.cli.common import (
+from empirical.cli.parsing import parser
+from empirical.config.command_line import (
     add_output_arguments,
     main_of,
-    parser,
     prepare_output_dir,
     print_outputs,
     say,
 )
+from empirical.report.figures import use_cli_backend
 
 
 def build_parser():

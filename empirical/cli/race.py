@@ -8,12 +8,12 @@ configuration.
 
 from __future__ import annotations
 
-from empirical.cli.common import (
+from empirical.cli.parsing import parser
+from empirical.config.command_line import (
     UsageError,
     add_output_arguments,
     main_of,
     overrides_from_lists,
-    parser,
     prepare_output_dir,
     print_outputs,
     say,
@@ -57,8 +57,8 @@ def run(argv: list[str]) -> int:
         dynamics_config(rc, list(args.overrides))
     out = prepare_output_dir(args.out)
 
-    from empirical.analysis.figures import use_cli_backend
     from empirical.bridge.race import run_race, write_outputs
+    from empirical.report.figures import use_cli_backend
 
     use_cli_backend()
 

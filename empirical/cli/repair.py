@@ -1,7 +1,7 @@
 """`python -m empirical repair RUN_DIR [--rebuild-eval-sets]`: repair a run directory's
 metrics.jsonl (bad lines dropped, the old file kept as metrics.jsonl.bak; a missing one
 rebuilt from the snapshots) and with --rebuild-eval-sets its eval_sets.pt, under the run's
-writer lock. See empirical/runs/repair.py and docs/robustness.md.
+writer lock. See empirical/train/repair.py and docs/robustness.md.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from empirical.cli.common import main_of, parser
+from empirical.cli.parsing import parser
+from empirical.config.command_line import main_of
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,8 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     from empirical.runs.lock import writer_lock
-    from empirical.runs.repair import rebuild_eval_sets, repair_metrics
     from empirical.runs.rundir import RunDir
+    from empirical.train.repair import rebuild_eval_sets, repair_metrics
 
     run_dir = RunDir(args.run_dir).require_run()
     with writer_lock(run_dir, "RUN_DIR"):  # a run being trained is not repaired beside it

@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from empirical.cli.common import UsageError, main_of, parser, prepare_output_dir
+from empirical.cli.parsing import parser
 from empirical.cli.train import DEFAULT_CONFIG
+from empirical.config.command_line import UsageError, main_of, prepare_output_dir
 
 
 def run(argv: list[str]) -> int:
@@ -25,9 +26,9 @@ def run(argv: list[str]) -> int:
     ap.add_argument("--no-authors", action="store_true", help="skip the paper's own run")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
-    from empirical.config.run import load_run_config
+    from empirical.config.paths import authors_checkpoints
     from empirical.experiments.reproduce import reproduce
-    from empirical.shared_paths import authors_checkpoints
+    from empirical.runs.config import load_run_config
 
     config = args.config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
     cfg = load_run_config(config, args.overrides)

@@ -10,7 +10,8 @@ import argparse
 import dataclasses
 import sys
 
-from empirical.cli.common import UsageError, config_field, main_of, parser
+from empirical.cli.parsing import parser
+from empirical.config.command_line import UsageError, main_of
 from empirical.config.field_types import MUST, integer
 from empirical.config.io import (
     ConfigError,
@@ -20,8 +21,9 @@ from empirical.config.io import (
     read_config_file,
     to_dict,
 )
-from empirical.config.task import TaskConfig
-from empirical.families import all_families, family_of
+from empirical.runs.config import config_field
+from empirical.task.config import TaskConfig
+from empirical.task.registry import all_families, family_of
 
 # the sampler and the evaluation sets import torch: imported once the arguments and the
 # config are checked (render), so that a bad one is answered at once

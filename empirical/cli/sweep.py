@@ -11,17 +11,17 @@ import shlex
 import sys
 from pathlib import Path
 
-from empirical.analysis.figures import use_cli_backend
-from empirical.cli.common import (
+from empirical.cli.executor import add_executor_arguments, executor_options, failed_jobs
+from empirical.cli.parsing import parser
+from empirical.config.command_line import (
     UsageError,
     add_format_argument,
     add_member_figures_argument,
     check_output_dir,
     main_of,
     overrides_from_lists,
-    parser,
 )
-from empirical.cli.executor import add_executor_arguments, executor_options, failed_jobs
+from empirical.report.figures import use_cli_backend
 from empirical.runs.rundir import SweepDir
 
 

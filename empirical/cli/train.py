@@ -11,10 +11,11 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from empirical.analysis.figures import use_cli_backend
-from empirical.cli.common import UsageError, add_format_argument, main_of, parser
+from empirical.cli.parsing import parser
+from empirical.config.command_line import UsageError, add_format_argument, main_of
 from empirical.config.io import ConfigError, apply_overrides, from_dict, to_dict
-from empirical.config.run import (
+from empirical.report.figures import use_cli_backend
+from empirical.runs.config import (
     RECOVERY_CHANGES,
     RESUMABLE_CHANGES,
     RunConfig,

@@ -9,7 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from empirical.cli.common import UsageError, main_of, parser
+from empirical.cli.parsing import parser
+from empirical.config.command_line import UsageError, main_of
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,6 +1,8 @@
-"""The typed run config: pydantic dataclasses read from TOML with dotted command-line overrides
-(`io`: loading, saving, errors that name the field; `field_types`: the fields' checks; `run`:
-RunConfig and TrainConfig). The task's fields are collected from the task families
-(empirical.config.task) and the model's are in empirical.config.model. See docs/training.md."""
+"""Typed configs and command lines: pydantic dataclasses read from TOML with dotted command-line
+overrides (`io`: loading, saving, errors that name the field; `field_types`: the fields'
+checks), the command lines' parser and error contract (`command_line`), and where ../shared
+lies (`paths`). The configs themselves live with what they configure: TaskConfig in
+empirical.task.config, ModelConfig in empirical.model.config, RunConfig in
+empirical.runs.config. See docs/training.md."""
 
-__all__ = ["field_types", "io", "model", "run", "task"]
+__all__ = ["command_line", "field_types", "io", "paths"]

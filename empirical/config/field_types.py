@@ -24,7 +24,7 @@ from pydantic_core import PydanticCustomError
 
 __all__ = [
     "CHECK", "COLON", "MUST", "RANGE", "Flag", "checked", "choice", "integer", "names", "number",
-    "text",
+    "parsed", "positives", "text",
 ]  # fmt: skip
 
 CHECK = "config_check"  # the pydantic error type of these checks
@@ -110,6 +110,7 @@ def choice(*allowed: str, wording: str = RANGE) -> Any:
             raise fail(f"is not allowed: must be one of {listed}")
         return value
 
+    check.allowed = allowed  # what a command line's help lists (empirical.config.options)
     return checked(str, check)
 
 
@@ -155,3 +156,40 @@ def names(what: str, item: Any = str) -> Any:
         return tuple(value)
 
     return Annotated[tuple[item, ...], BeforeValidator(check)]
+
+
+def positives(nan_ok: bool = False) -> Any:
+    """A tuple of numbers > 0 (NaN too if `nan_ok`): a list, or "0.1,1,10" from the command
+    line; anything else is "expected positive numbers, got ...". """
+
+    def check(value):
+        items = split_list(value)
+        ok = isinstance(items, (list, tuple)) and len(items) > 0
+        if ok:
+            try:
+                items = tuple(float(v) for v in items)
+            except (TypeError, ValueError):
+                ok = False
+        if ok and any(isinstance(v, bool) for v in split_list(value)):
+            ok = False
+        if not ok or any(not (v > 0 or (nan_ok and math.isnan(v))) for v in items):
+            shown = value if isinstance(value, str) else ",".join(map(str, split_list(value)))
+            raise fail(f"expected positive numbers, got {shown!r}", colon=True)
+        return items
+
+    return Annotated[tuple[float, ...], BeforeValidator(check)]
+
+
+def parsed(parse: Callable[[str], Any], base: Any = Any) -> Any:
+    """A value given as text and read by `parse(text)` (a ValueError says why not); a value
+    that is already read (not a string) is taken as it is."""
+
+    def check(value):
+        if not isinstance(value, str):
+            return value
+        try:
+            return parse(value)
+        except ValueError as exc:
+            raise fail(str(exc), colon=True) from None
+
+    return Annotated[base, BeforeValidator(check)]

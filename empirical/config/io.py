@@ -7,7 +7,7 @@ those classes, with one-line errors naming the field, the value and what is allo
     cfg = load_config(RunConfig, "configs/paper.toml", ["train.steps=20000", "seed=1"])
     save_config(cfg, run_dir / "config.toml")
 
-Also here: atomic writes (`atomic_write_bytes`, `append_text`) and `load_failure`. No torch.
+Also here: `load_failure`. Files are written by empirical.report.files. No torch.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import dataclasses
 import functools
 import json
 import os
-import tempfile
 import tomllib
 import types
 import typing
@@ -30,6 +29,7 @@ from pydantic.dataclasses import is_pydantic_dataclass
 
 from disentangled.errors import UserError
 from empirical.config.field_types import CHECK
+from empirical.report.files import atomic_write_bytes
 
 T = TypeVar("T")
 
@@ -336,75 +336,6 @@ def _deep_update(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         else:
             out[k] = v
     return out
-
-
-def _umask() -> int:
-    """The process umask, read without changing it where the OS allows (Linux /proc), else
-    by the set-and-restore idiom."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write `data` to `path` so that a crash leaves either the old file or the new one, with
-    the permissions a plain `open(path, "wb")` would give (0o666 minus the umask), not
-    mkstemp's private 0600."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        try:
-            os.fchmod(fd, 0o666 & ~_umask())
-        except OSError:  # a file system without permissions (some network mounts)
-            pass
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        if isinstance(exc, OSError) and exc.filename is None:  # e.g. ENOSPC from write/fsync
-            raise _with_path(exc, path) from exc
-        raise
-
-
-def _with_path(exc: OSError, path: str | os.PathLike) -> OSError:
-    """The same fault, naming the file it happened to (for the one-line error)."""
-    return type(exc)(exc.errno, exc.strerror or str(exc), str(path))
-
-
-def append_text(path: str | os.PathLike, text: str) -> None:
-    """Append `text` to `path` (created if missing) and fsync it. A failed write (a full
-    disk, ...) is undone: the file is cut back to its previous length, so no torn line is
-    left behind, and the error names the file."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-    try:
-        size = os.fstat(fd).st_size
-        try:
-            view = memoryview(text.encode())
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        except BaseException as exc:
-            try:
-                os.ftruncate(fd, size)
-            except OSError:
-                pass
-            if isinstance(exc, OSError) and exc.filename is None:
-                raise _with_path(exc, path) from exc
-            raise
-    finally:
-        os.close(fd)
 
 
 def fingerprint_of(data: Any) -> str:

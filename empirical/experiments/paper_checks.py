@@ -1,21 +1,13 @@
 """The paper's claims that one run can check, as rows (claim, paper, measured, holds):
 `paper_check_rows(summary, analysis)` judges each claim, from a run's summary.json and
 analysis.json, as the paper states it (a spike at other steps than the paper's is "no
-(timing)"). report.md shows them; a population counts how often each holds. `pct` and
-`markdown_table` write numbers and tables as every report of `empirical` does.
+(timing)"). report.md shows them; a population counts how often each holds. Numbers are
+written by empirical.report.tables.
 """
 
 from __future__ import annotations
 
-
-def pct(x) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def markdown_table(header: str, rows) -> list[str]:
-    """A markdown table's lines: `header` and each of `rows` are its cells joined by ' | '."""
-    width = header.count(" | ") + 1
-    return [f"| {header} |", "|" + " --- |" * width, *(f"| {row} |" for row in rows)]
+from empirical.report.tables import pct
 
 
 def paper_check_rows(summary: dict, analysis: dict) -> list[tuple[str, str, str, str]]:

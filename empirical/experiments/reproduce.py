@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from disentangled.errors import UserError
+from empirical.config.paths import repo_root
 from empirical.experiments.reproduce_report import Stage, render_report
 from empirical.experiments.scheduling import (
     BackgroundProcesses,
@@ -33,7 +34,6 @@ from empirical.experiments.scheduling import (
 )
 from empirical.runs.lock import writer_lock
 from empirical.runs.rundir import RunDir, RunDirError
-from empirical.shared_paths import repo_root
 
 ROOT = repo_root()
 AUTHORS_CONFIG = ROOT / "configs" / "authors.toml"
@@ -158,8 +158,8 @@ def paper_run_stages(authors: Path | None, root: Path, progress: bool) -> list[S
     """The paper authors' run: imported from the checkpoints folder `authors` into
     root/authors_checkpoints (skipped, with a note, where it is absent or None), evaluated at
     every step, analysed and compared with the theory; each part kept where done."""
-    from empirical.runs.evaluation import evaluate_all_steps
     from empirical.runs.import_run import import_checkpoints
+    from empirical.train.evaluate_run import evaluate_all_steps
 
     theirs = RunDir(root / PAPER_RUN)
     stages: list[Stage] = []

@@ -8,8 +8,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from empirical.experiments.paper_checks import markdown_table, paper_check_rows, pct
+from empirical.experiments.paper_checks import paper_check_rows
 from empirical.experiments.population.placement import population_section
+from empirical.report.tables import markdown_table, pct
 from empirical.runs.rundir import RunDir
 
 

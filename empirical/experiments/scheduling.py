@@ -51,11 +51,11 @@ def subprocess_env() -> dict[str, str]:
 def in_background_process(fn, *args):
     """fn(*args) in a background process, on worker_threads torch threads and as many BLAS
     threads (threadpoolctl: a BLAS thread per core slowed compare-qk and the training beside
-    it, docs/benchmarks.md, bench_allocator), keeping freed memory (empirical.allocator)."""
+    it, docs/benchmarks.md, bench_allocator), keeping freed memory (empirical.train.allocator)."""
     import torch
     from threadpoolctl import threadpool_limits
 
-    from empirical.allocator import retain_freed_memory
+    from empirical.train.allocator import retain_freed_memory
 
     retain_freed_memory()
     threads = worker_threads(os.cpu_count() or 1)

@@ -26,7 +26,7 @@ __getattr__, __dir__ = lazy_exports(
             "CheckpointError", "checkpoint_dict", "load_checkpoint", "load_model",
             "model_from_checkpoint", "save_model",
         ],
-        "empirical.config.model": ["ModelConfig", "task_sizes"],
+        "empirical.model.config": ["ModelConfig", "task_sizes"],
         "empirical.model.transformer": ["AssignAddCache", "AssignAddTransformer"],
         "empirical.model.export": ["to_hooked_transformer"],
         "empirical.model.tied": ["with_middle_layers"],

@@ -18,10 +18,11 @@ from typing import Any
 import torch
 
 from disentangled.errors import UserError
-from empirical.config.io import ConfigError, atomic_write_bytes, from_dict, load_failure, to_dict
-from empirical.config.model import DTYPES, ModelConfig
+from empirical.config.io import ConfigError, from_dict, load_failure, to_dict
+from empirical.model.config import DTYPES, ModelConfig
 from empirical.model.fast import depth_of, tied_source
 from empirical.model.transformer import AssignAddTransformer
+from empirical.report.files import atomic_write_bytes
 
 FORMAT = "assign-and-add-model"
 FORMAT_VERSION = 1

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from empirical.config.model import activation
+from empirical.model.config import activation
 
 
 def param_names(n_layers: int = 2) -> tuple[str, ...]:

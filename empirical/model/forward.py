@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Literal
 import torch
 from torch import Tensor
 
-from empirical.config.model import activation
+from empirical.model.config import activation
 from empirical.model.fast import fast_forward
 
 if TYPE_CHECKING:
-    from empirical.config.model import ModelConfig
+    from empirical.model.config import ModelConfig
 
 Hook = Callable[[str, Tensor], Tensor]
 

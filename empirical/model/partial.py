@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from disentangled.gradient import first_order_terms
-from empirical.config.model import activation
+from empirical.model.config import activation
 
 LOSSES = ("ce", "first_order")
 

@@ -15,7 +15,7 @@ import dataclasses
 import torch
 
 from empirical.config.io import ConfigError
-from empirical.config.model import N_LAYERS
+from empirical.model.config import N_LAYERS
 from empirical.model.transformer import AssignAddTransformer
 
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from empirical.config.model import ModelConfig
 from empirical.model.checkpoint import CheckpointError
+from empirical.model.config import ModelConfig
 from empirical.model.transformer import AssignAddTransformer
 
 # the final model's file name in the authors' release (its step is not in the name)

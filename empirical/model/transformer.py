@@ -21,7 +21,7 @@ from transformer_lens import ActivationCache, FactoredMatrix, HookedRootModule
 from transformer_lens.hook_points import HookPoint
 
 from empirical.config.io import ConfigError
-from empirical.config.model import ModelConfig
+from empirical.model.config import ModelConfig
 from empirical.model.fast import member_weights
 from empirical.model.forward import forward, point_hooks
 

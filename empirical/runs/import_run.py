@@ -33,7 +33,6 @@ from tqdm import tqdm
 
 from disentangled.command_line import UsageError, check_writable_dir
 from empirical.config.io import ConfigError, config_to_toml
-from empirical.config.run import RunConfig, config_fingerprint, load_run_config
 from empirical.model import AssignAddTransformer, CheckpointError, ModelConfig, save_model
 from empirical.model.tl_import import (
     FINAL_NAME,
@@ -45,6 +44,7 @@ from empirical.model.tl_import import (
     to_their_tokens,
     token_map,
 )
+from empirical.runs.config import RunConfig, config_fingerprint, load_run_config
 from empirical.runs.lock import writer_lock
 from empirical.runs.rundir import RunDir
 

@@ -32,7 +32,7 @@ PER_SET_TABLES = ("acc", "loss")
 
 
 class Spike(TypedDict, total=False):
-    """One detected phase change (empirical.analysis.phases.Rise): the window of the rise and
+    """One detected phase change (empirical.runs.phases.Rise): the window of the rise and
     its largest one-evaluation jump."""
 
     start_step: int  # first step of the spike's window
@@ -47,7 +47,7 @@ class Spike(TypedDict, total=False):
 
 
 class Phases(TypedDict, total=False):
-    """summary.json's `phases` (empirical.analysis.phases.Phases)."""
+    """summary.json's `phases` (empirical.runs.phases.Phases)."""
 
     zero_var_learned_step: int | None  # first step with the 0-var sets >= 90%
     first_spike: Spike | None  # variable routing (1var/2var ind and pair sets)
@@ -112,9 +112,9 @@ def load_run(
     """(model, vocab) of the run in `run_dir`: its latest weights (checkpoints/last.pt, else
     the last snapshot) or, with `step`, the snapshot at that step; eval mode, on `device`
     (default: the CPU). `vocab` is the task's tokenizer, the same as `model.vocab`."""
-    from empirical.families import family_of  # on call: the model imports torch
     from empirical.model import CheckpointError, load_model
     from empirical.model.checkpoint import check_depth
+    from empirical.task.registry import family_of  # on call: the model imports torch
 
     run = RunDir(run_dir).require_run()
     cfg = run.read_config()

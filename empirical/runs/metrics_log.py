@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from disentangled.errors import UserError
-from empirical.config.io import append_text, atomic_write_bytes
+from empirical.report.files import append_text, atomic_write_bytes
 
 
 class MetricsError(UserError, ValueError):

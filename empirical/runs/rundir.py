@@ -20,7 +20,7 @@
     analysis/, compare_qk/, compare_qk_spike1/   `analyze`, `compare-qk` (and the claims')
 
 Checkpoints, snapshots and metrics records carry the run's config fingerprint, eval_sets.pt
-that of its task and seed (empirical.config.run); `read_metrics`, `read_eval_sets` and
+that of its task and seed (empirical.runs.config); `read_metrics`, `read_eval_sets` and
 `check_model_file` refuse what carries another (files without one are accepted).
 """
 
@@ -187,7 +187,7 @@ class RunDir(_Directory):
 
     def read_config(self):
         """The run's RunConfig (config.toml)."""
-        from empirical.config.run import load_run_config
+        from empirical.runs.config import load_run_config
 
         self.require_run()
         try:
@@ -215,9 +215,9 @@ class RunDir(_Directory):
         return cfg
 
     def fingerprint(self) -> str | None:
-        """The config fingerprint of the run (empirical.config.run.config_fingerprint;
+        """The config fingerprint of the run (empirical.runs.config.config_fingerprint;
         None: no config.toml)."""
-        from empirical.config.run import config_fingerprint
+        from empirical.runs.config import config_fingerprint
 
         return config_fingerprint(self.read_config()) if self.is_run() else None
 
@@ -262,7 +262,7 @@ class RunDir(_Directory):
         found = ckpt.get("config_fingerprint") if isinstance(ckpt, dict) else None
         if not found:
             return
-        from empirical.config.run import config_fingerprint
+        from empirical.runs.config import config_fingerprint
 
         cfg = self.read_config() if cfg is None else cfg
         expected = config_fingerprint(cfg)

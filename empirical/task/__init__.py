@@ -3,7 +3,7 @@
     from empirical.task import TaskConfig, Vocabulary, Batch, sample_training_batch
     from empirical.task import build_eval_sets, held_out_pairs, save_eval_sets, load_eval_sets
 
-The data is the config's task family's (empirical.families); `TrainingSampler`,
+The data is the config's task family's (empirical.task.registry); `TrainingSampler`,
 `EVAL_SET_NAMES` and `Vocabulary` are the assign_add family's. The names are imported on first
 use (disentangled.lazy_exports), so the package imports without torch.
 """
@@ -22,10 +22,10 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "empirical.task.batch": ["Batch"],
-        "empirical.config.task": ["TaskConfig"],
-        "empirical.families.assign_add.eval_sets": ["EVAL_SET_NAMES"],
-        "empirical.families.assign_add.fields": ["EXTRA_EVAL_SET_NAMES"],
-        "empirical.families.assign_add.draw": ["TrainingSampler"],
+        "empirical.task.config": ["TaskConfig"],
+        "empirical.task.assign_add.eval_sets": ["EVAL_SET_NAMES"],
+        "empirical.task.assign_add.fields": ["EXTRA_EVAL_SET_NAMES"],
+        "empirical.task.assign_add.draw": ["TrainingSampler"],
         "empirical.task.eval_sets": ["EvalSets", "build_eval_set", "build_eval_sets",
                                      "eval_set_names", "load_eval_sets", "save_eval_sets"],
         "empirical.task.pairs": ["derive_seed", "held_out_pairs", "is_held", "training_generator"],

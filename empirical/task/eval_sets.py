@@ -11,11 +11,12 @@ import os
 import torch
 
 from disentangled.errors import UserError
-from empirical.config.io import atomic_write_bytes, fingerprint_of, non_default_fields, to_dict
-from empirical.config.task import TaskConfig
-from empirical.families import family_of
+from empirical.config.io import fingerprint_of, non_default_fields, to_dict
+from empirical.report.files import atomic_write_bytes
 from empirical.task.batch import FIELDS, Batch
+from empirical.task.config import TaskConfig
 from empirical.task.pairs import check_held_out
+from empirical.task.registry import family_of
 
 FORMAT = "assign-and-add-eval-sets/1"
 

@@ -14,7 +14,7 @@ import torch
 from empirical.config.io import ConfigError
 
 if TYPE_CHECKING:  # the config module reads training-pair files with this one
-    from empirical.config.task import TaskConfig
+    from empirical.task.config import TaskConfig
 
 
 def derive_seed(seed: int, *tags: object) -> int:

@@ -9,10 +9,10 @@ import weakref
 
 import torch
 
-from empirical.config.task import TaskConfig
-from empirical.families import family_of
 from empirical.task.batch import Batch
+from empirical.task.config import TaskConfig
 from empirical.task.pairs import check_held_out
+from empirical.task.registry import family_of
 
 
 def training_sampler(cfg: TaskConfig, held_out: torch.Tensor, device="cpu"):

@@ -49,7 +49,7 @@ class Vocabulary:
     def from_config(cls, cfg) -> Vocabulary:
         """The tokenizer of cfg's task family (`Family.vocabulary`: this class, with pointer
         assignments for the chain family, or the family's own)."""
-        from empirical.families import family_of
+        from empirical.task.registry import family_of
 
         return family_of(cfg).vocabulary(cfg)
 

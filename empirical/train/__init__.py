@@ -1,7 +1,7 @@
 """Training: one run (`train_run`), its metrics log, summary, phases and figure.
 
     from empirical.train import train_run, summary_of, detect_phases
-    from empirical.config.run import load_run_config
+    from empirical.runs.config import load_run_config
     result = train_run(load_run_config("configs/smoke.toml"), "runs/smoke/seed0")
     summary_of(result.run_dir)["phases"]              # summary.json
     detect_phases(records)                            # the spikes of a metrics log
@@ -24,7 +24,7 @@ __getattr__, __dir__ = lazy_exports(
         "empirical.train.loop": [
             "TrainResult", "TrainingError", "check_train_target", "summary_of", "train_run",
         ],
-        "empirical.analysis.phases": ["detect_phases"],
+        "empirical.runs.phases": ["detect_phases"],
         "empirical.train.summary": [
             "first_step_all_above", "write_summary", "write_training_curves",
         ],

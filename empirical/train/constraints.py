@@ -34,7 +34,7 @@ def save_direction(path: str | os.PathLike, block, rows: list[str], cols: list[s
     """Write a label-space direction for train.project_out (atomically)."""
     import io
 
-    from empirical.config.io import atomic_write_bytes
+    from empirical.report.files import atomic_write_bytes
 
     payload = {
         "kind": "labelled_direction",

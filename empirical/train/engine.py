@@ -27,11 +27,11 @@ from pathlib import Path
 import torch
 
 from disentangled.errors import UserError
-from empirical.config.io import append_text, atomic_write_bytes
-from empirical.config.run import RunConfig, config_fingerprint
 from empirical.model import AssignAddTransformer, CheckpointError, load_model
 from empirical.model.checkpoint import check_depth
 from empirical.model.device import resolve_device as model_device
+from empirical.report.files import append_text, atomic_write_bytes
+from empirical.runs.config import RunConfig, config_fingerprint
 from empirical.runs.metrics_log import read_metrics
 from empirical.runs.rundir import RunDir
 from empirical.task.pairs import derive_seed

@@ -19,9 +19,9 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from empirical.config.run import RunConfig
 from empirical.model import AssignAddTransformer
 from empirical.model.batched import BatchedModel
+from empirical.runs.config import RunConfig
 from empirical.train.constraints import UpdateConstraints
 from empirical.train.cuda_graph import GraphedStep, graph_applies
 from empirical.train.engine import TrainingError, initial_weights

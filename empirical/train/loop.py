@@ -20,7 +20,7 @@ import torch
 
 from disentangled.command_line import UsageError, check_output_dir, check_writable_dir
 from empirical.config.io import ConfigError, config_to_toml, dotted, to_dict
-from empirical.config.run import (
+from empirical.runs.config import (
     RECOVERY_CHANGES,
     RESUMABLE_CHANGES,
     RunConfig,

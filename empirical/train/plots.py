@@ -10,13 +10,13 @@ import os
 
 import matplotlib.pyplot as plt
 
-from empirical.analysis.figures import OKABE_ITO, save_figure
-from empirical.analysis.phase_marks import draw_phase_marks
-from empirical.analysis.phases import Phases
-from empirical.analysis.plain_names import legend_label
-from empirical.families import panel_of, panel_title
+from empirical.report.figures import OKABE_ITO, save_figure
+from empirical.report.phase_marks import draw_phase_marks
+from empirical.report.stats import wilson_band
 from empirical.runs.metrics_log import accuracy_series
-from empirical.stats import wilson_band
+from empirical.runs.names import legend_label
+from empirical.runs.phases import Phases
+from empirical.task.registry import panel_of, panel_title
 
 # one colour per split, the same in every panel; one panel per number of variable operands
 SPLIT_COLORS = {
@@ -26,7 +26,7 @@ SPLIT_COLORS = {
     "both": OKABE_ITO["vermillion"],
 }
 OTHER_COLORS = [OKABE_ITO[c] for c in ("blue", "orange", "green", "vermillion", "purple", "sky")]
-# the panel of a set and its title are its task family's (empirical.families.panel_of: the
+# the panel of a set and its title are its task family's (empirical.task.registry.panel_of: the
 # number of variable operands `0var`, `1var`, `2var`, `curated`, ...; else the set's prefix)
 
 

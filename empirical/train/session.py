@@ -22,9 +22,10 @@ from dataclasses import dataclass
 import torch
 from tqdm.auto import tqdm
 
-from empirical.config.io import atomic_write_bytes, config_to_toml
-from empirical.config.run import config_fingerprint
+from empirical.config.io import config_to_toml
 from empirical.model import save_model
+from empirical.report.files import atomic_write_bytes
+from empirical.runs.config import config_fingerprint
 from empirical.runs.lock import writer_locks
 from empirical.runs.metrics_log import read_metrics, truncate_metrics
 from empirical.runs.rundir import RunDir

@@ -14,8 +14,8 @@ from typing import Any
 import torch
 
 from empirical.config.io import to_dict
-from empirical.config.run import config_fingerprint
 from empirical.model import CheckpointError, load_checkpoint, save_model
+from empirical.runs.config import config_fingerprint
 
 
 def save_training_state(

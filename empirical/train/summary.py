@@ -1,7 +1,7 @@
 """A run's `summary.json` and Figure 2, written when training ends (or on demand).
 
 summary.json's `final_acc` is {set: accuracy}; `final_acc_ci95` gives each its 95% Wilson
-interval [low, high] over the set's `eval_set_sizes` sequences (empirical.stats).
+interval [low, high] over the set's `eval_set_sizes` sequences (empirical.report.stats).
 """
 
 from __future__ import annotations
@@ -11,14 +11,15 @@ from pathlib import Path
 
 import torch
 
-from empirical.analysis.figures import figure_path
-from empirical.analysis.phases import detect_phases
-from empirical.analysis.set_timeline import set_timeline
-from empirical.config.io import atomic_write_bytes, to_dict
-from empirical.families import family_of
+from empirical.config.io import to_dict
 from empirical.model.device import cpu_model
+from empirical.report.figures import figure_path
+from empirical.report.files import atomic_write_bytes
+from empirical.report.stats import accuracy_intervals
+from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import RunDir
-from empirical.stats import accuracy_intervals
+from empirical.runs.set_timeline import set_timeline
+from empirical.task.registry import family_of
 from empirical.train.plots import plot_training_curves
 
 TARGET = 0.99

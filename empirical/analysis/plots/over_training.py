@@ -6,9 +6,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from empirical.analysis.authors import base_name
-from empirical.analysis.plain_names import measure_label as plain_measure_label
-from empirical.analysis.plots.style import CYCLE, C, phase_marks, save
 from empirical.analysis.progress import MEASURE_NAMES
+from empirical.report.style import CYCLE, C, phase_marks, save
+from empirical.runs.names import measure_label as plain_measure_label
 
 # -- Figure 12 and Figure 9 -------------------------------------------------------------
 

@@ -8,8 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from empirical.analysis.figures import DIVERGING, SEQUENTIAL
-from empirical.analysis.plots.style import CYCLE, C, label_matrix_axes, save
+from empirical.report.figures import DIVERGING, SEQUENTIAL
+from empirical.report.style import CYCLE, C, label_matrix_axes, save
 
 
 # -- Figure 6 ---------------------------------------------------------------------------

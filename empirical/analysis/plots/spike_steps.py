@@ -7,8 +7,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from empirical.analysis.figures import DIVERGING
-from empirical.analysis.plots.style import (
+from empirical.report.figures import DIVERGING
+from empirical.report.style import (
     AFTER,
     BEFORE,
     C,

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from empirical.analysis.figures import OKABE_ITO, save_figure
 from empirical.bridge.attribution.first_order import first_order_rows
 from empirical.bridge.compare_qk.outputs import jsonable, write_npz
-from empirical.config.io import atomic_write_bytes
+from empirical.report.figures import OKABE_ITO, save_figure
+from empirical.report.files import atomic_write_bytes
 
 GROUP_COLOURS = {
     "W_E": OKABE_ITO["blue"], "W_pos": OKABE_ITO["sky"], "layer1_qk": OKABE_ITO["orange"],

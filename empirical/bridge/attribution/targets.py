@@ -17,7 +17,7 @@ from torch import Tensor
 
 from empirical.bridge.compare_qk.coords import col_labels, row_labels
 from empirical.bridge.compare_qk.metrics import SUBBLOCKS
-from empirical.config.model import ModelConfig
+from empirical.model.config import ModelConfig
 from empirical.model.fast import param_names
 from empirical.model.forward import forward
 from empirical.model.labels import ebar_of, query_key_vectors

@@ -49,7 +49,7 @@ __getattr__, __dir__ = lazy_exports(
             "set_qk",
             "theorem_w",
         ],
-        "empirical.bridge.compare_qk.frames": ["DEFAULT_FRAME", "FRAMES", "Frames"],
+        "empirical.bridge.compare_qk.frames": ["Frames"],
         "empirical.bridge.compare_qk.metrics": [
             "barv_block",
             "cosine",
@@ -59,7 +59,7 @@ __getattr__, __dir__ = lazy_exports(
         ],
         "empirical.bridge.compare_qk.observe": ["gradients", "layer1", "layer2", "one_var_batch"],
         "empirical.bridge.compare_qk.one_step": ["one_step_experiment"],
-        "empirical.bridge.compare_qk.options": ["Options"],
+        "empirical.bridge.compare_qk.options": ["DEFAULT_FRAME", "FRAMES", "Options"],
         "empirical.bridge.compare_qk.outputs": ["write_outputs"],
         "empirical.bridge.compare_qk.prediction": ["ab_from_beta", "beta_from_ab", "g1_block"],
         "empirical.bridge.compare_qk.run_comparison": ["compare_run"],

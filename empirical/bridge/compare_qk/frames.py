@@ -11,9 +11,8 @@ import numpy as np
 from torch import Tensor
 
 from empirical.bridge.compare_qk.coords import READINGS, Coordinates
+from empirical.bridge.compare_qk.options import FRAMES
 
-FRAMES = ("dual", "score", "orth", "raw")
-DEFAULT_FRAME = "dual"
 READ = {"dual": "dual", "score": "raw", "orth": "orth", "raw": "raw"}
 EXACT = {"dual": True, "score": True, "orth": False, "raw": False}
 DESCRIPTION = {

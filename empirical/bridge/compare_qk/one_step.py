@@ -27,13 +27,13 @@ from empirical.bridge.compare_qk.observe import (
 )
 from empirical.bridge.compare_qk.options import Options
 from empirical.bridge.compare_qk.prediction import g1_block
-from empirical.stats import accuracy_interval
+from empirical.report.stats import accuracy_interval
 
 TWO_VAR_SUBSET = 2048  # 2-var sequences whose value attention each stepped model reports
 
 
 def with_interval(correct: int, n: int) -> dict:
-    """{"acc", "n", "correct", "ci95"}: Wilson 95% interval (empirical.stats)."""
+    """{"acc", "n", "correct", "ci95"}: Wilson 95% interval (empirical.report.stats)."""
     lo, hi = accuracy_interval(correct, n) if n else (float("nan"), float("nan"))
     return {"acc": correct / n if n else float("nan"), "n": n, "correct": correct,
             "ci95": [lo, hi]}  # fmt: skip

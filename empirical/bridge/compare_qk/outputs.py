@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from empirical.bridge.compare_qk.summary import frames_of, summary_markdown
-from empirical.config.io import atomic_write_bytes
+from empirical.report.files import atomic_write_bytes
 from empirical.runs.rundir import RunDir
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from empirical.analysis.phase_marks import PHASE_COLORS
-from empirical.analysis.plots.style import C, phase_marks, save
+from empirical.report.phase_marks import PHASE_COLORS
+from empirical.report.style import C, phase_marks, save
 
 VARIANT_STYLE = {
     "grad_ce": (C["blue"], "-gradient (cross-entropy, merged W_QK)"),
@@ -50,7 +50,7 @@ COS_LINES = {  # variant -> (colour, marker, label); updates are drawn at their 
 }
 
 
-# the spike windows in the first and second spikes' colours (empirical.analysis.phase_marks),
+# the spike windows in the first and second spikes' colours (empirical.report.phase_marks),
 # then others
 SPIKE_COLORS = [PHASE_COLORS["first_spike"], PHASE_COLORS["second_spike"], C["green"], C["orange"]]
 

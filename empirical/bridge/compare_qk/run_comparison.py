@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 
 from disentangled.errors import UsageError
-from empirical.analysis.phases import detect_phases
 from empirical.bridge.compare_qk.coords import coordinates
 from empirical.bridge.compare_qk.follow import SnapshotInputs, snapshot_key
 from empirical.bridge.compare_qk.frames import FRAMES
@@ -31,6 +30,7 @@ from empirical.bridge.compare_qk.prediction import (
 )
 from empirical.bridge.compare_qk.windows import default_windows, window_summary
 from empirical.model import load_model
+from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import RunDir, RunDirError
 from empirical.task import build_eval_sets, held_out_pairs
 

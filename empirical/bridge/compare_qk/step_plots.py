@@ -6,9 +6,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from empirical.analysis.figures import DIVERGING
 from empirical.bridge.compare_qk.frames import READ
 from empirical.bridge.compare_qk.plots import C, save
+from empirical.report.figures import DIVERGING
 
 
 def condensed(M, rows, cols, L: int):

@@ -58,7 +58,7 @@ def _at_or_after(steps: list[int], x: int) -> int:
 
 
 def default_windows(phases: dict | None, steps: list[int]) -> list[tuple[str, int, int]]:
-    """Windows from the detected phases (empirical.analysis.phases), on the snapshot grid:
+    """Windows from the detected phases (empirical.runs.phases), on the snapshot grid:
     before_0var, plateau1, spike1 (the first spike's jump), plateau2, spike2, after
     (docs/compare_qk.md); empty or reversed ones left out; without phases, one window 'all'."""
     if not steps:

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from empirical.analysis.figures import OKABE_ITO, save_figure
 from empirical.bridge.compare_qk.outputs import write_npz
-from empirical.config.io import atomic_write_bytes
-from empirical.experiments.population.statistics import kaplan_meier, logrank, share_interval
+from empirical.report.figures import OKABE_ITO, save_figure
+from empirical.report.files import atomic_write_bytes
+from empirical.report.population_stats import kaplan_meier, logrank, share_interval
 
 COLOURS = {
     "none": OKABE_ITO["black"], "freeze_layer2_qk": OKABE_ITO["green"],

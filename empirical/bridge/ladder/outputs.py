@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from empirical.analysis.figures import save_figure
 from empirical.bridge.compare_qk.outputs import jsonable, write_npz
 from empirical.bridge.ladder.measure import first_set
-from empirical.config.io import atomic_write_bytes
+from empirical.report.figures import save_figure
+from empirical.report.files import atomic_write_bytes
 
 
 def _f(x, fmt="+.3f") -> str:

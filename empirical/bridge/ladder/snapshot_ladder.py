@@ -17,7 +17,6 @@ import torch
 from torch import Tensor
 
 from disentangled.errors import UsageError
-from empirical.analysis.phases import detect_phases
 from empirical.bridge.compare_qk.coords import theorem_w
 from empirical.bridge.compare_qk.observe import layer2_attention, one_var_batch
 from empirical.bridge.compare_qk.options import Options
@@ -28,6 +27,7 @@ from empirical.bridge.ladder.measure import EvalCache, first_set, gradient_measu
 from empirical.bridge.ladder.rungs import CHANGED, DESCRIPTION, Rung, build_rungs
 from empirical.bridge.ladder.weights import Merged, build_model
 from empirical.model import load_model
+from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import RunDir, RunDirError
 from empirical.task import build_eval_sets, held_out_pairs
 

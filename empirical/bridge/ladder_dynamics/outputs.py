@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from empirical.analysis.figures import OKABE_ITO, save_figure
-from empirical.config.io import atomic_write_bytes, save_config
+from empirical.config.io import save_config
+from empirical.report.figures import OKABE_ITO, save_figure
+from empirical.report.files import atomic_write_bytes
 
 
 def _f(x, fmt: str = ".2f") -> str:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from empirical.analysis.figures import OKABE_ITO, save_figure
 from empirical.bridge.compare_qk.outputs import jsonable
 from empirical.bridge.ladder_dynamics.outputs import steps_text
-from empirical.config.io import atomic_write_bytes
+from empirical.report.figures import OKABE_ITO, save_figure
+from empirical.report.files import atomic_write_bytes
 
 
 def _t(x) -> str:

@@ -21,7 +21,8 @@ from empirical.bridge.race.configs import RaceConfig, dynamics_config
 from empirical.bridge.race.criterion import StepZero, predict
 from empirical.bridge.race.criterion import step_zero as compute_step_zero
 from empirical.bridge.race.fit import accuracy, fit_tau
-from empirical.config.io import ConfigError, atomic_write_bytes, to_dict
+from empirical.config.io import ConfigError, to_dict
+from empirical.report.files import atomic_write_bytes
 
 STATE = "race_state.json"
 CRITERION = (

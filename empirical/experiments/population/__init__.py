@@ -28,7 +28,7 @@ __getattr__, __dir__ = lazy_exports(
         "empirical.experiments.population.placement": ["find_population", "place_run",
                                                        "population_section"],
         "empirical.experiments.population.report": ["write_claims"],
-        "empirical.experiments.population.statistics": [
+        "empirical.report.population_stats": [
             "fisher_exact", "kaplan_meier", "logrank", "multi_bootstrap", "percentile_of",
             "share_interval",
         ],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 
+from empirical.config.paths import repo_root
 from empirical.experiments.paper_checks import paper_check_rows
 from empirical.experiments.population.members import (
     Member,
@@ -32,12 +33,11 @@ from empirical.experiments.population.quantities import (
     robust_values,
     theory_outcomes,
 )
-from empirical.experiments.population.statistics import (
+from empirical.report.population_stats import (
     kaplan_meier,
     multi_bootstrap,
     share_interval,
 )
-from empirical.shared_paths import repo_root
 
 HOLD_SHARE = 0.9
 FAIL_SHARE = 0.1
@@ -147,7 +147,7 @@ def _definitions(window: int) -> dict:
     return {
         "robust_final": f"mean of the evaluations at steps s with last - {window} < s <= last",
         "jump": "the step each spike's largest rise between two evaluations ends at "
-        "(empirical.analysis.phases); members without one are censored at their last step",
+        "(empirical.runs.phases); members without one are censored at their last step",
         "collapse": f"a set that reached >= {REACHED:.0%} and later fell below {COLLAPSED:.0%}",
         "intervals": "shares: Wilson 95%; continuous quantities: multi-bootstrap 95% over "
         "members and, for accuracies, evaluation sequences",

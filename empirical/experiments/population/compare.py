@@ -11,9 +11,9 @@ import json
 from itertools import combinations
 from pathlib import Path
 
-from empirical.config.io import atomic_write_bytes
-from empirical.experiments.paper_checks import markdown_table
-from empirical.experiments.population.statistics import fisher_exact, logrank
+from empirical.report.files import atomic_write_bytes
+from empirical.report.population_stats import fisher_exact, logrank
+from empirical.report.tables import markdown_table
 from empirical.runs.rundir import SweepDir
 
 

@@ -1,13 +1,13 @@
 """The figures of a population's claims: `plot_jumps`, `plot_survival`, `plot_final`,
 `plot_theory` (each takes `path=None` and `fmt=None` and returns the matplotlib Figure, as
-empirical.analysis.figures says). The paper's run is marked in the jump figures."""
+empirical.report.figures says). The paper's run is marked in the jump figures."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from empirical.analysis.figures import OKABE_ITO, save_figure
-from empirical.experiments.population.statistics import Survival
+from empirical.report.figures import OKABE_ITO, save_figure
+from empirical.report.population_stats import Survival
 
 JUMPS = (("first", "first spike (variable routing)"), ("second", "second spike (var-restricted)"))
 COLOURS = [OKABE_ITO[c] for c in ("blue", "vermillion", "green", "orange", "purple", "sky")]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from empirical.experiments.paper_checks import markdown_table
+from empirical.config.paths import repo_root
 from empirical.experiments.population.claims import member_checks
 from empirical.experiments.population.formatting import number, share_text
 from empirical.experiments.population.members import (
@@ -23,9 +23,9 @@ from empirical.experiments.population.members import (
     read_analysis,
 )
 from empirical.experiments.population.prepare import existing_spike
-from empirical.experiments.population.statistics import percentile_of
+from empirical.report.population_stats import percentile_of
+from empirical.report.tables import markdown_table
 from empirical.runs.rundir import RunDir, SweepDir
-from empirical.shared_paths import repo_root
 
 TITLE = "## This run in its population"
 TAIL_PERCENTILE = 5.0  # a value at or below the 5th (or at or above the 95th) percentile ...

@@ -104,7 +104,7 @@ def _jump(rise: dict | None) -> int | None:
 
 def jump_steps(summary: dict) -> dict[str, int | None]:
     """The step each spike's jump ends at (its largest rise between two evaluations; None: no
-    spike detected), from summary.json's phases (empirical.analysis.phases)."""
+    spike detected), from summary.json's phases (empirical.runs.phases)."""
     phases = summary.get("phases", {}) or {}
     return {"first": _jump(phases.get("first_spike")), "second": _jump(phases.get("second_spike"))}
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from empirical.config.io import atomic_write_bytes
-from empirical.experiments.paper_checks import markdown_table, pct
 from empirical.experiments.population.formatting import share_text, summary_text
 from empirical.experiments.population.placement import placement_table
+from empirical.report.files import atomic_write_bytes
+from empirical.report.tables import markdown_table, pct
 from empirical.runs.rundir import SweepDir
 
 FIGURES = {

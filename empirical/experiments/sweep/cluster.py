@@ -22,11 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from empirical.config.io import atomic_write_bytes
 from empirical.experiments.sweep.executors import ExecutorOptions, make_executor, require_submitit
 from empirical.experiments.sweep.metrics import MetricWeights, metric_value
 from empirical.experiments.sweep.runner import RunOutcome, run_members
 from empirical.experiments.sweep.spec import Member
+from empirical.report.files import atomic_write_bytes
 from empirical.runs.lock import writer_locks
 from empirical.runs.rundir import RunDir, SweepDir
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from empirical.experiments.sweep.metrics import MetricWeights, aux_metrics, metric_value
 from empirical.experiments.sweep.results import summarize
 from empirical.experiments.sweep.spec import Member, SweepSpec
+from empirical.report.stats import accuracy_intervals
 from empirical.runs.rundir import RunDir, SweepDir
-from empirical.stats import accuracy_intervals
 from empirical.train.summary import eval_set_sizes
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from empirical.analysis.figures import OKABE_ITO, save_figure
 from empirical.experiments.sweep.summary_md import fmt_x
 from empirical.experiments.sweep.thresholds import numeric
+from empirical.report.figures import OKABE_ITO, save_figure
 
 
 def _draw_uncertainty(ax, results: dict, pos: list, is_num: bool, color) -> None:

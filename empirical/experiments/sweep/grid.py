@@ -22,13 +22,14 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from empirical.analysis.phases import detect_phases
-from empirical.analysis.set_timeline import set_timeline
 from empirical.config.field_types import MUST, integer, number
-from empirical.config.io import ConfigError, atomic_write_bytes, config_class, from_dict
-from empirical.config.run import RunConfig
+from empirical.config.io import ConfigError, config_class, from_dict
 from empirical.experiments.sweep.spec import Member, expand_variants, load_config_with_table
+from empirical.report.files import atomic_write_bytes
+from empirical.runs.config import RunConfig
+from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import SweepDir
+from empirical.runs.set_timeline import set_timeline
 
 # the runner and the training summary import torch: imported where used, so that a grid
 # config is loaded and checked (load_grid_config) without torch
@@ -258,7 +259,7 @@ def grid_markdown(results: dict) -> str:
         lines.append(f"| {v['variant']} | {steps} | " + " | ".join(cells)
                      + f" | {', '.join(firsts)} |")
     lines += [
-        "", "## Phase changes (empirical.analysis.phases): step each spike's largest jump ends at",
+        "", "## Phase changes (empirical.runs.phases): step each spike's largest jump ends at",
         "", "| variant | first spike: mean (sd) [min-max], members with one | second spike |",
         "| --- | --- | --- |",
     ]  # fmt: skip
@@ -292,7 +293,7 @@ def plot_grid(results: dict, path: Path | None = None, *, fmt: str | None = None
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from empirical.analysis.figures import save_figure
+    from empirical.report.figures import save_figure
 
     sets, variants = results["sets"], results["variants"]
     data = np.array([[v["acc"].get(s, {}).get("mean", np.nan) * 100 for s in sets]

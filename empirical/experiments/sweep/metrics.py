@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from empirical.config.io import ConfigError
-from empirical.config.run import RunConfig
+from empirical.runs.config import RunConfig
 from empirical.task import EVAL_SET_NAMES, EXTRA_EVAL_SET_NAMES, held_out_pairs
 from empirical.task.pairs import ordered_ranks
 

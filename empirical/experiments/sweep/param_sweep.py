@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from empirical.config.io import atomic_write_bytes
-from empirical.config.run import RunConfig
 from empirical.experiments.sweep.cluster import submit_members
 from empirical.experiments.sweep.collect import collect_results
 from empirical.experiments.sweep.metrics import (
@@ -29,6 +27,8 @@ from empirical.experiments.sweep.results import write_results
 from empirical.experiments.sweep.runner import RunOutcome, run_members, sweep_dir_lock
 from empirical.experiments.sweep.spec import Member, SweepSpec, expand_members, sweep_to_toml
 from empirical.experiments.sweep.summary_md import fmt_x, threshold_sentence
+from empirical.report.files import atomic_write_bytes
+from empirical.runs.config import RunConfig
 from empirical.runs.rundir import SweepDir
 
 

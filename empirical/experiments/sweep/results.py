@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from empirical.config.io import atomic_write_bytes
 from empirical.experiments.sweep.figure import plot_sweep
 from empirical.experiments.sweep.summary_md import markdown
 from empirical.experiments.sweep.thresholds import (
@@ -15,6 +14,7 @@ from empirical.experiments.sweep.thresholds import (
     pooled_intervals,
     threshold_uncertainty,
 )
+from empirical.report.files import atomic_write_bytes
 from empirical.runs.rundir import SweepDir
 
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from empirical.config.io import ConfigError
-from empirical.config.run import load_run_config
 from empirical.experiments.sweep.spec import Member, batch_key, describe_key_difference
 from empirical.experiments.sweep.trainer import member_step, member_stopped, train_batch
+from empirical.runs.config import load_run_config
 from empirical.runs.lock import writer_lock, writer_locks
 from empirical.runs.rundir import RunDir, RunDirError, SweepDir
 from empirical.train.loop import resume_view, steps_change_refusal

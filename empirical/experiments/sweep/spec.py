@@ -24,7 +24,7 @@ from empirical.config.io import (
     read_config_file,
     to_dict,
 )
-from empirical.config.run import RunConfig
+from empirical.runs.config import RunConfig
 
 # convenience names for swept parameters: alias -> (field, value -> field value, x-axis label)
 ALIASES: dict[str, tuple[str, typing.Callable[[float], float], str]] = {

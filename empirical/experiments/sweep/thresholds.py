@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from empirical.stats import accuracy_interval
+from empirical.report.stats import accuracy_interval
 
 
 def find_threshold(xs: list[float], means: list[float], target: float) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from empirical.config.run import RunConfig
 from empirical.experiments.sweep.spec import batch_key
+from empirical.runs.config import RunConfig
 from empirical.runs.rundir import RunDir
 from empirical.train.engine import Trainee, TrainingError, checkpoint_step, resolve_device
 from empirical.train.learners import BatchLearner
