@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from empirical import shared_paths
+from empirical.config import paths as shared_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 SUFFIXES = {".py", ".md", ".toml", ".sh", ".txt"}
