@@ -20,7 +20,7 @@ AUTHORS_ENV = "AUTHORS_DIR"
 
 def repo_root() -> Path:
     """The repository: the parent of the `empirical` package folder."""
-    return Path(__file__).resolve().parents[1]
+    return Path(__file__).resolve().parents[2]
 
 
 def _from_env(name: str) -> Path | None:
