@@ -98,13 +98,21 @@ def parse_only(command: DocCommand, monkeypatch):
         monkeypatch.setattr(OneLineParser, method, parse_and_stop)
     args = list(command.args)
     if command.package == "empirical":
-        from empirical.__main__ import COMMANDS
+        from empirical.__main__ import COMMANDS, options_class
+        from empirical.config.options import parse_options
 
         if not args:
             return None
         if args[0] not in COMMANDS:
             raise UsageError(f"unknown command {args[0]!r}")
-        run = importlib.import_module(COMMANDS[args[0]][0]).run
+        command = COMMANDS[args[0]]
+        if command.options is None:
+            run = importlib.import_module(command.module).run
+        else:  # the dispatcher's parse (the options class), stopped before its checks
+            cls = options_class(command)
+
+            def run(argv, cls=cls):
+                return parse_options(cls, argv)
         args = args[1:]
     else:
         run = importlib.import_module(f"{command.package}.__main__")._main
