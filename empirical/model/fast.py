@@ -13,9 +13,10 @@ It computes what the hooked `forward` computes at the last position, reparameter
 no [batch, L, d_model] tensor is built: position t reads two ids of C = [W_E; W_pos[:L]]
 (its token and V + t), layer-1 scores are entries of an [N, N] table, and the residual stream
 is a tree of [N, d] tables (`_Resid`) read per position and mixed by attention patterns;
-docs/model.md derives it step by step. With one head these are, op for op, the float
-operations training has always done (tests/test_forward_bits.py), and autograd gives the
-hooked forward's gradients up to rounding (tested at depths 2, 3, 4 and with 2 heads).
+docs/model.md derives it step by step. Patterns and value mixes are empirical.model.attention's
+(the values mixed in table form: a mix linear in them). With one head these are, op for op,
+the float operations training has always done (tests/test_forward_bits.py), and autograd
+gives the hooked forward's gradients up to rounding (tested at depths 2, 3, 4, 2 and 4 heads).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from empirical.model import attention
 from empirical.model.config import activation
 
 
@@ -141,10 +143,6 @@ class _Resid:
         return out
 
 
-def _mix_queries(pattern: Tensor, scores: Tensor) -> Tensor:  # pattern @ [M, B, q, k]
-    return torch.matmul(pattern, scores)
-
-
 def _mix_keys(pattern: Tensor, scores: Tensor) -> Tensor:  # [M, B, q, k] @ pattern^T
     return torch.matmul(scores, pattern.transpose(-1, -2))
 
@@ -199,27 +197,30 @@ class _Reads:
         )
 
 
-def _middle_layer(
-    reads: _Reads, resid: _Resid, heads: tuple[list[Tensor], ...], N: int, attn_scale: float,
-    causal_bias: Tensor,
-) -> _Resid:  # fmt: skip
-    """The residual after a middle layer (depth >= 3): scores at every position from the
-    [N, N] tables of every pair of leaves (query leaf i, key leaf j), mixed by the leaves'
-    patterns on both sides, per head."""
+def _layer(
+    reads: _Reads, resid: _Resid, heads: tuple[list[Tensor], ...], N: int, attn_scale: float
+) -> _Resid:
+    """The residual after an attention layer at every position (every block but the last):
+    scores from the [N, N] tables of every pair of leaves (query leaf i, key leaf j), read at
+    the positions' ids and mixed by the leaves' patterns on both sides, per head (layer 1: the
+    one leaf C, T = (C W_Q)(C W_K)^T / scale)."""
     WQ, WK, WV, WO = heads
-    leaves = torch.cat(resid.leaves(), dim=1)  # [M, n_leaves * N, d]
+    leaves = _cat(resid.leaves(), 1)  # [M, n_leaves * N, d]
     spans = [slice(j * N, (j + 1) * N) for j in range(leaves.shape[1] // N)]
-    patterns = []
+    scores = []
     for h in range(len(WQ)):
         queries, keys = torch.bmm(leaves, WQ[h]), torch.bmm(leaves, WK[h])
         TT = torch.bmm(queries, keys.transpose(1, 2)) / attn_scale
         per_query_leaf = [
-            resid.combine(iter([reads.pair_read(TT[:, q, k]) for k in spans]), _mix_keys)
+            resid.combine(
+                iter([reads.pair_read(TT[:, q, k] if len(spans) > 1 else TT) for k in spans]),
+                _mix_keys,
+            )
             for q in spans
         ]
-        scores = resid.combine(iter(per_query_leaf), _mix_queries)  # [M, B, L, L]
-        patterns.append(torch.softmax(scores + causal_bias.to(scores.dtype), dim=-1))
-    return resid.after_attention(patterns, WV, WO)
+        scores.append(resid.combine(iter(per_query_leaf), attention.mix))  # [M, B, L, L]
+    patterns = attention.pattern(attention.stack_heads(scores))  # [M, B, heads, L, L]
+    return resid.after_attention(attention.unstack_heads(patterns), WV, WO)
 
 
 def _last_layer(
@@ -242,14 +243,17 @@ def _last_layer(
     for layer_outputs in reversed(outputs):  # layer 1's first
         for output in layer_outputs:
             last = last + output
-    mid = last
+    scores, values = [], []
     for h in range(len(WQ)):
         r = torch.bmm(last, torch.bmm(WQ[h], torch.bmm(WK[h].transpose(1, 2), CC.transpose(1, 2))))
         reads_h = (reads.at(r[..., j * N : (j + 1) * N]) for j in range(n_leaves))
-        scores = resid.combine(reads_h, _mix_scalars)
-        a2 = torch.softmax(scores / attn_scale, dim=-1)  # [M, B, key]
-        mix = torch.cat([reads.pool(a) for a in resid.leaf_weights(a2)], dim=2)  # [M, B, n N]
-        mid = mid + torch.bmm(mix, torch.bmm(torch.bmm(CC, WV[h]), WO[h]))
+        scores.append(resid.combine(reads_h, _mix_scalars) / attn_scale)  # [M, B, key]
+        values.append(torch.bmm(torch.bmm(CC, WV[h]), WO[h]))  # the tables' values, [M, n N, d]
+    patterns = attention.pattern(attention.stack_heads(scores, -2).unsqueeze(-2))  # one query
+    mid = last
+    for a2, table in zip(attention.unstack_heads(patterns.squeeze(-2), -2), values, strict=True):
+        pooled = torch.cat([reads.pool(a) for a in resid.leaf_weights(a2)], dim=2)  # [M, B, n N]
+        mid = mid + torch.bmm(pooled, table)
     return mid, a2
 
 
@@ -264,16 +268,13 @@ def fast_forward(
         raise ValueError(f"tokens must have shape [members, batch, pos], got {tuple(tokens.shape)}")
     n_layers = depth_of(weights)
     n_heads = weights["blocks.0.attn.W_Q"].shape[1]
-    if internals and n_layers != 2:
-        raise ValueError(
-            f"fast_forward internals are those of a 2-layer model; this one has {n_layers} "
-            "layers (use the hooked forward: run_with_cache)"
-        )
-    if internals and n_heads != 1:
-        raise ValueError(
-            f"fast_forward internals are those of a one-head model; this one has {n_heads} "
-            "heads per block (use the hooked forward: run_with_cache)"
-        )
+    if internals and (n_layers, n_heads) != (2, 1):
+        has = (f"2-layer model; this one has {n_layers} layers" if n_layers != 2
+               else f"one-head model; this one has {n_heads} heads per block")  # fmt: skip
+        raise ValueError(f"fast_forward internals are those of a {has} (use the hooked "
+                         "forward: run_with_cache)")  # fmt: skip
+    if not attention.LINEAR_MIX:
+        raise ValueError("the kernel's tables need a value mix linear in the values (LINEAR_MIX)")
     tokens = tokens.long()
     w = weights
     W_E = w["embed.W_E"]
@@ -281,28 +282,17 @@ def fast_forward(
     length = tokens.shape[2]
     reads = _Reads(tokens, V)
 
-    def attention(i: int) -> tuple[list[Tensor], ...]:  # block i's W_Q, K, V, O, per head
+    def block(i: int) -> tuple[list[Tensor], ...]:  # block i's W_Q, K, V, O, per head
         return tuple([w[f"blocks.{i}.attn.W_{m}"][:, h] for h in range(n_heads)] for m in "QKVO")
 
     C = torch.cat([W_E, w["pos_embed.W_pos"][:, :length]], dim=1)  # [M, N, d]
     N = C.shape[1]
-    # the causal mask as an additive 0 / -inf bias: the same scores where kept (x + 0 = x),
-    # -inf elsewhere, in one broadcast add instead of masked_fill's copy and fill
-    causal_bias = torch.full((length, length), float("-inf"), device=tokens.device).triu(1)
-
-    # layer 1: scores from the [N, N] table of every (query id, key id) pair, per head
-    WQ0, WK0, WV0, WO0 = attention(0)
-    patterns = []
-    for h in range(n_heads):
-        T = torch.bmm(torch.bmm(C, WQ0[h]), torch.bmm(C, WK0[h]).transpose(1, 2))
-        scores = reads.pair_read(T / attn_scale)
-        patterns.append(torch.softmax(scores + causal_bias.to(scores.dtype), dim=-1))
-    resid = _Resid(table=C).after_attention(patterns, WV0, WO0)  # leaves C, C W_V W_O per head
-    for i in range(1, n_layers - 1):  # middle layers (depth >= 3)
-        resid = _middle_layer(reads, resid, attention(i), N, attn_scale, causal_bias)
+    resid = _Resid(table=C)  # the embeddings: the one leaf C, read per position
+    for i in range(n_layers - 1):  # layer 1 (leaves C, C W_V W_O per head) and middle layers
+        resid = _layer(reads, resid, block(i), N, attn_scale)
 
     # the last layer, query at L-1 only
-    heads = attention(n_layers - 1)
+    heads = block(n_layers - 1)
     tables = resid.leaves()
     CC = torch.cat(tables, dim=1)  # [M, n_leaves * N, d]
     x_last = W_E.reshape(M * V, d).index_select(0, reads.gtok[:, :, -1].reshape(-1))
@@ -317,7 +307,7 @@ def fast_forward(
     logits = torch.bmm(post, w["unembed.W_U"])
     if not internals:
         return FastOutputs(logits)
-    return FastOutputs(logits, patterns[0], a2, mid, C, tables[1])
+    return FastOutputs(logits, resid.heads[0][0], a2, mid, C, tables[1])
 
 
 def member_weights(model) -> dict[str, Tensor]:

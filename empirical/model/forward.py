@@ -11,7 +11,8 @@ activation at every position, block by block, in TransformerLens's shapes and ho
 act on it). positions="answer": the logits at the last position for member-stacked weights
 (one model: M = 1), the kernel of `empirical.model.fast`: the same numbers up to rounding and
 the same gradients, with exactly the float operations training has always done. The float64
-split at layer 2's input (compare-qk, the ladder) is `empirical.model.partial`.
+split at layer 2's input (compare-qk, the ladder) is `empirical.model.partial`. All three
+compute attention with `empirical.model.attention`, where a variant of attention goes.
 """
 
 from __future__ import annotations
@@ -22,18 +23,13 @@ from typing import TYPE_CHECKING, Literal
 import torch
 from torch import Tensor
 
+from empirical.model import attention as attn
+from empirical.model.attention import Hook, attend, no_hook, pattern
 from empirical.model.config import activation
 from empirical.model.fast import fast_forward
 
 if TYPE_CHECKING:
     from empirical.model.config import ModelConfig
-
-Hook = Callable[[str, Tensor], Tensor]
-
-
-def no_hook(name: str, x: Tensor) -> Tensor:
-    """The hook of a forward without hook points: every activation unchanged."""
-    return x
 
 
 def point_hooks(points: Mapping[str, Callable[[Tensor], Tensor]]) -> Hook:
@@ -68,18 +64,12 @@ def attention(
 ) -> Tensor:  # fmt: skip
     """Causal multi-head attention without biases, TransformerLens's shapes and hook names:
     x [batch, pos, d_model], W_Q/W_K/W_V [n_heads, d_model, d_head], W_O [n_heads, d_head,
-    d_model] -> the heads' summed output [batch, pos, d_model]."""
-    length = x.shape[1]
+    d_model] -> the heads' summed output [batch, pos, d_model] (empirical.model.attention)."""
     q = hook("hook_q", torch.einsum("bpd,hde->bphe", x, W_Q))
     k = hook("hook_k", torch.einsum("bpd,hde->bphe", x, W_K))
     v = hook("hook_v", torch.einsum("bpd,hde->bphe", x, W_V))
     scores = torch.einsum("bqhe,bkhe->bhqk", q, k) / attn_scale
-    causal = torch.ones(length, length, dtype=torch.bool, device=x.device).tril()
-    scores = hook("hook_attn_scores", scores.masked_fill(~causal, float("-inf")))
-    pattern = hook("hook_pattern", torch.softmax(scores, dim=-1))
-    z = hook("hook_z", torch.einsum("bhqk,bkhe->bqhe", pattern, v))
-    result = hook("hook_result", torch.einsum("bqhe,hed->bqhd", z, W_O))
-    return result.sum(dim=2)
+    return attend(pattern(scores, hook), v.transpose(1, 2), W_O, hook=hook)
 
 
 def mlp(x: Tensor, W_in: Tensor, W_out: Tensor, act_fn: str, hook: Hook = no_hook) -> Tensor:
@@ -133,7 +123,11 @@ def forward(
     if positions == "answer":
         if hook is not no_hook:
             raise ValueError("positions='answer' has no hook points; use positions='all'")
-        return fast_forward(weights, tokens, cfg.attn_scale, act_fn=cfg.act_fn).logits
+        if attn.LINEAR_MIX:
+            return fast_forward(weights, tokens, cfg.attn_scale, act_fn=cfg.act_fn).logits
+        logits = [forward({n: w[m] for n, w in weights.items()}, t, cfg, last_only=True)
+                  for m, t in enumerate(tokens)]  # fmt: skip
+        return torch.stack(logits)
     if positions != "all":
         raise ValueError(f"positions must be 'all' or 'answer', got {positions!r}")
     resid = residual_stream(weights, tokens, cfg, hook)

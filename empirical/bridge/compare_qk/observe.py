@@ -18,7 +18,8 @@ from torch import Tensor
 from empirical.analysis.ov_mlp import ov2_mlp2_accuracy as analysis_ov2_mlp2
 from empirical.bridge.compare_qk.coords import coordinates, ebar_vectors
 from empirical.bridge.compare_qk.metrics import cross_cos_max, gram_stats
-from empirical.model.partial import Layer1, Weights, layer1, layer2, loss_of
+from empirical.model.partial import Layer1, layer1, layer2, loss_of
+from empirical.model.partial import OneHeadWeights as Weights
 from empirical.task import Batch, TaskConfig, TrainingSampler
 from empirical.task.pairs import derive_seed
 
