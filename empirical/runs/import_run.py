@@ -172,7 +172,8 @@ def import_checkpoints(
 ) -> ImportResult:  # fmt: skip
     """Import every checkpoint of the folder `src` into the run directory `out` (see the
     module docstring). `config`: a RunConfig or the path of a run config (with `overrides`);
-    `final_step`: the step of model_state_dict.pth (default: the config's train.steps)."""
+    `final_step`: the step of model_state_dict.pth, an integer >= 0 (default: the config's
+    train.steps; `import-checkpoints --final-step`, empirical.runs.options.ImportOptions)."""
     t0 = time.perf_counter()
     src, out = Path(src), Path(out)
     given = isinstance(config, RunConfig)
@@ -185,8 +186,6 @@ def import_checkpoints(
         )
     model_cfg: ModelConfig = cfg.built_model_config()
     final = cfg.train.steps if final_step is None else final_step
-    if isinstance(final, bool) or not isinstance(final, int) or final < 0:
-        raise UsageError(f"--final-step {final!r}: must be an integer >= 0")
 
     # every check before anything is written
     replaced = _refuse_existing(out, src, overwrite)
