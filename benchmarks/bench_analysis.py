@@ -32,8 +32,9 @@ from empirical.analysis.common import torch_threads
 from empirical.analysis.model_analysis import analyze_model
 from empirical.analysis.run_analysis import analyze_run
 from empirical.config.io import config_to_toml
-from empirical.model import AssignAddTransformer, save_model
+from empirical.model.checkpoint import save_model
 from empirical.model.device import cpu_model
+from empirical.model.transformer import AssignAddTransformer
 from empirical.runs.config import RunConfig
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import torch
 
-from empirical.model import AssignAddTransformer
 from empirical.model.device import cpu_model
+from empirical.model.transformer import AssignAddTransformer
 from empirical.runs.config import load_run_config
 
 AUTHORS = Path(__file__).resolve().parents[1] / "configs" / "authors.toml"

@@ -28,8 +28,8 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from empirical.model import AssignAddTransformer  # noqa: E402
 from empirical.model import fast as fast_new  # noqa: E402
+from empirical.model.transformer import AssignAddTransformer  # noqa: E402
 from empirical.runs.config import load_run_config  # noqa: E402
 from empirical.task import TrainingSampler, held_out_pairs  # noqa: E402
 from empirical.task.pairs import training_generator  # noqa: E402

@@ -16,8 +16,9 @@ import time
 
 import torch
 
-from empirical.model import AssignAddTransformer, ModelConfig
+from empirical.model.config import ModelConfig
 from empirical.model.device import cpu_model
+from empirical.model.transformer import AssignAddTransformer
 
 
 def time_steps(

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_engine import timed_steps  # noqa: E402
 
-from empirical.model import AssignAddTransformer  # noqa: E402
+from empirical.model.transformer import AssignAddTransformer  # noqa: E402
 from empirical.runs.config import load_run_config  # noqa: E402
 from empirical.task import TrainingSampler, held_out_pairs  # noqa: E402
 from empirical.task.pairs import training_generator  # noqa: E402

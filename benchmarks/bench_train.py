@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_task import PerRowReference  # noqa: E402
 
-from empirical.model import AssignAddTransformer  # noqa: E402
+from empirical.model.transformer import AssignAddTransformer  # noqa: E402
 from empirical.runs.config import load_run_config  # noqa: E402
 from empirical.task import (  # noqa: E402
     TrainingSampler,

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import empirical.train.learners as learners  # noqa: E402
-from empirical.model import load_checkpoint  # noqa: E402
+from empirical.model.checkpoint import load_checkpoint  # noqa: E402
 from empirical.runs.config import load_run_config  # noqa: E402
 from empirical.runs.phases import detect_phases  # noqa: E402
 from empirical.runs.rundir import RunDir  # noqa: E402

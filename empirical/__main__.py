@@ -28,11 +28,15 @@ class Command(NamedTuple):
 
 # command -> (module, one-line help[, options class])
 COMMANDS: dict[str, Command] = {
-    "sample": ("empirical.cli.sample", "print sequences of a split or evaluation set as text"),
-    "train": ("empirical.cli.train", "train the model (configs/authors.toml by default)"),
-    "evaluate": ("empirical.cli.evaluate", "accuracy of every evaluation set at any step of a run"),
+    "sample": ("empirical.cli.sample", "print sequences of a split or evaluation set as text",
+               "empirical.runs.options:SampleOptions"),
+    "train": ("empirical.cli.train", "train the model (configs/authors.toml by default)",
+              "empirical.train.options:TrainOptions"),
+    "evaluate": ("empirical.cli.evaluate", "accuracy of every evaluation set at any step of a run",
+                 "empirical.train.options:EvaluateOptions"),
     "import-checkpoints": ("empirical.cli.import_checkpoints",
-                           "turn the paper authors' checkpoints into a run directory"),
+                           "turn the paper authors' checkpoints into a run directory",
+                           "empirical.runs.options:ImportOptions"),
     "curves": ("empirical.cli.curves", "several runs' accuracy curves side by side"),
     "analyze": ("empirical.cli.analyze", "mechanistic analysis of a run's checkpoints"),
     "compare-qk": ("empirical.cli.compare_qk", "theory's predicted vs observed layer-2 QK update",
@@ -54,9 +58,12 @@ COMMANDS: dict[str, Command] = {
     "grid": ("empirical.cli.grid", "named config variants x seeds, trained as batched models"),
     "claims": ("empirical.cli.claims",
                "a population of runs (seeds) of one config: how often each paper claim holds"),
-    "reproduce": ("empirical.cli.reproduce", "the whole paper, one command"),
-    "repair": ("empirical.cli.repair", "repair a run directory's metrics log or evaluation sets"),
-    "unlock": ("empirical.cli.unlock", "remove the writer lock a killed writer left behind"),
+    "reproduce": ("empirical.cli.reproduce", "the whole paper, one command",
+                  "empirical.experiments.reproduce_options:ReproduceOptions"),
+    "repair": ("empirical.cli.repair", "repair a run directory's metrics log or evaluation sets",
+               "empirical.train.options:RepairOptions"),
+    "unlock": ("empirical.cli.unlock", "remove the writer lock a killed writer left behind",
+               "empirical.runs.options:UnlockOptions"),
 }  # fmt: skip
 COMMANDS = {name: Command(*entry) for name, entry in COMMANDS.items()}
 

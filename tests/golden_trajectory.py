@@ -34,8 +34,8 @@ STEPS = 300
 def trajectory(workdir: Path) -> list[dict]:
     """[{step, train_loss, acc: {set: accuracy}}] of the first STEPS steps, trained here."""
     import torch
-    from empirical.config.run import load_run_config
 
+    from empirical.runs.config import load_run_config
     from empirical.train.loop import train_run
 
     threads = torch.get_num_threads()

@@ -16,7 +16,7 @@ or, instead of dying (tests/test_run_lock.py: a writer that is reliably alive):
                             writer lock included), until the file $LAUNCHER_RELEASE exists
 
 The process kills itself with a real SIGKILL (no cleanup, no `finally`); nothing in the library
-knows about it: the hooks wrap os.replace and empirical.config.io.append_text from outside.
+knows about it: the hooks wrap os.replace and empirical.runs.metrics_log.append_text from outside.
 """
 
 from __future__ import annotations
@@ -65,9 +65,9 @@ def install(moment: str, n: int) -> None:
     os.replace = replace
 
     if moment == "metrics-append":
-        import empirical.config.io as config_io
+        import empirical.runs.metrics_log as metrics_log
 
-        real_append = config_io.append_text
+        real_append = metrics_log.append_text
 
         def append_text(path, text):
             if Path(path).name == "metrics.jsonl" and hit():
@@ -78,7 +78,7 @@ def install(moment: str, n: int) -> None:
                 _die()
             real_append(path, text)
 
-        config_io.append_text = append_text
+        metrics_log.append_text = append_text
 
 
 if __name__ == "__main__":

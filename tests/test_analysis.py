@@ -33,7 +33,8 @@ from empirical.analysis import (
 )
 from empirical.analysis.attention import attention_examples, attention_summary
 from empirical.analysis.common import strict_argmax_is
-from empirical.model import AssignAddTransformer, ModelConfig
+from empirical.model.config import ModelConfig
+from empirical.model.transformer import AssignAddTransformer
 from empirical.task import TaskConfig, build_eval_sets
 
 TASK = TaskConfig(p=11, K=3, max_assignments=3, r1=("c",), r2=("b",), eval_size=300)

@@ -20,7 +20,7 @@ from empirical.bridge.attribution.run_attribution import (
 from empirical.bridge.attribution.targets import float64_weights, labelled_scores
 from empirical.bridge.compare_qk.coords import coordinates, theorem_w
 from empirical.cli import attribute as attribute_cli
-from empirical.model import load_checkpoint
+from empirical.model.checkpoint import load_checkpoint
 from empirical.model.groups import GROUPS, group_of, groups_of_names
 from empirical.runs.config import load_run_config
 from empirical.runs.rundir import RunDir
@@ -62,7 +62,8 @@ def test_the_replay_reproduces_the_run_bit_for_bit(tiny_run):
 
 
 def test_the_scores_are_compare_qks():
-    from empirical.model import AssignAddTransformer, ModelConfig
+    from empirical.model.config import ModelConfig
+    from empirical.model.transformer import AssignAddTransformer
 
     model = AssignAddTransformer(ModelConfig.for_task(p=11, K=3, L=16).filled(), seed=3)
     w = float64_weights(model.state_dict())
@@ -176,7 +177,7 @@ def test_each_piece_against_its_prediction_with_g1(tiny_run):
     from empirical.bridge.compare_qk.options import Options
     from empirical.bridge.compare_qk.prediction import make_predictor
     from empirical.bridge.compare_qk.snapshot import analyse_snapshot
-    from empirical.model import load_model
+    from empirical.model.checkpoint import load_model
 
     run_dir, _ = tiny_run
     run = RunDir(run_dir)

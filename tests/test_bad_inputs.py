@@ -346,7 +346,7 @@ CASES = [
     C("train-seeds-repeated", E, TR + " --seeds 0 0 --runs-root {tmp}/r", "repeated",
       "--seeds 0 0"),
     C("train-seeds-neg", E, TR + " --seeds -1 --runs-root {tmp}/r", "seed", "--seeds -1"),
-    C("train-seeds-text", E, TR + " --seeds x", "invalid int", "--seeds x"),
+    C("train-seeds-text", E, TR + " --seeds x", "--seeds x: must be an integer", "--seeds x"),
     C("train-run-dir-two-seeds", E, TR + " --seeds 0 1 --run-dir {tmp}/r", "single seed",
       "--run-dir with two seeds"),
     C("train-rebuild-without-resume", E, TR + " --rebuild-eval-sets --run-dir {tmp}/r",

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from empirical.model import AssignAddTransformer
+from empirical.model.transformer import AssignAddTransformer
 from empirical.runs.config import load_run_config
 from empirical.studies.chain.analysis.attention import chain_attention, chain_structure
 from empirical.task import Vocabulary

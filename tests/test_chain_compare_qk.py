@@ -12,7 +12,7 @@ import torch
 
 
 def _chain_model(d_model: int = 128, n_layers: int = 3):
-    from empirical.model import AssignAddTransformer
+    from empirical.model.transformer import AssignAddTransformer
     from empirical.runs.config import load_run_config
     from empirical.task.vocab import Vocabulary
 

@@ -10,7 +10,7 @@ import json
 import pytest
 import torch
 
-from empirical.model import AssignAddTransformer
+from empirical.model.transformer import AssignAddTransformer
 from empirical.runs.config import load_run_config
 from empirical.studies.chain.analysis.patching import chain_patching, corrupt, resolve_label
 from empirical.task import Vocabulary, build_eval_set

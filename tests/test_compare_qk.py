@@ -25,7 +25,8 @@ from empirical.bridge.compare_qk.coords import col_labels, row_labels
 from empirical.bridge.compare_qk.metrics import attenuation_entries, subblock_cosines
 from empirical.bridge.compare_qk.observe import Weights, layer2_attention, loss_of
 from empirical.bridge.compare_qk.prediction import ab_from_beta
-from empirical.model import AssignAddTransformer, ModelConfig
+from empirical.model.config import ModelConfig
+from empirical.model.transformer import AssignAddTransformer
 from empirical.task import TaskConfig
 
 P, K, L = 5, 2, 16

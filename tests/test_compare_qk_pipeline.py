@@ -92,7 +92,7 @@ def test_pipeline_end_to_end(pipeline, run_dir, tmp_path):
         assert 0 <= a["embeddings"]["ebar"]["max_abs_cos"] <= 1
     # the snapshot change is the change of the merged matrix between the two snapshots
     from empirical.bridge.compare_qk import coordinates, cosine, theorem_w
-    from empirical.model import load_model
+    from empirical.model.checkpoint import load_model
 
     m0, m20 = (load_model(run_dir / "snapshots" / f"step_{s:06d}.pt") for s in (0, 20))
     c = coordinates(m0, 11, 3, 16)

@@ -19,7 +19,8 @@ from empirical.bridge.compare_qk.windows import (
     stat,
     window_summary,
 )
-from empirical.model import AssignAddTransformer, ModelConfig
+from empirical.model.config import ModelConfig
+from empirical.model.transformer import AssignAddTransformer
 from empirical.task import TaskConfig
 
 L = 16

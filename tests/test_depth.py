@@ -13,11 +13,17 @@ import pytest
 import torch
 
 from empirical.config.io import ConfigError, from_dict
-from empirical.model import AssignAddTransformer, CheckpointError, ModelConfig, load_model
 from empirical.model.batched import BatchedModel
-from empirical.model.checkpoint import checkpoint_dict, model_from_checkpoint
+from empirical.model.checkpoint import (
+    CheckpointError,
+    checkpoint_dict,
+    load_model,
+    model_from_checkpoint,
+)
+from empirical.model.config import ModelConfig
 from empirical.model.device import cpu_model
 from empirical.model.fast import PARAM_NAMES, fast_forward, member_weights, param_names
+from empirical.model.transformer import AssignAddTransformer
 from empirical.runs.config import load_run_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -342,7 +348,7 @@ def test_three_layer_run_trains_resumes_and_loads(tmp_path, monkeypatch):
 
 
 def test_a_model_file_of_another_depth_is_a_clear_error(tmp_path):
-    from empirical.model import save_model
+    from empirical.model.checkpoint import save_model
     from empirical.runs.rundir import RunDir
     from empirical.train.engine import check_resumable, initial_weights
 
@@ -369,7 +375,7 @@ def test_a_model_file_of_another_depth_is_a_clear_error(tmp_path):
 
 
 def test_tied_middle_layers_share_one_attention_and_train_as_such(tmp_path):
-    from empirical.model import save_model
+    from empirical.model.checkpoint import save_model
     from empirical.model.fast import unique_param_names
     from empirical.train.learners import BatchLearner, SingleLearner
 
@@ -410,7 +416,7 @@ def test_tied_middle_layers_share_one_attention_and_train_as_such(tmp_path):
 
 
 def test_the_middle_layer_count_changes_after_training():
-    from empirical.model import with_middle_layers
+    from empirical.model.tied import with_middle_layers
 
     cfg = ModelConfig.for_task(7, 3, 7, d_model=8, d_mlp=12, n_layers=3, tied_layers=True)
     model = AssignAddTransformer(dataclasses.replace(cfg, dtype="float64"), seed=0).eval()

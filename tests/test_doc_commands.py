@@ -88,7 +88,18 @@ class Parsed(Exception):
 
 
 def parse_only(command: DocCommand, monkeypatch):
-    """The namespace the command's own parser makes of its arguments (nothing runs)."""
+    """The namespace the command's own parser makes of its arguments (nothing runs); a
+    command with an options class: the options, every field checked (not `check()`, which
+    looks at the file system)."""
+    args = list(command.args)
+    if command.package == "empirical" and args:
+        from empirical.__main__ import COMMANDS, options_class
+        from empirical.config.options import parse_options
+
+        if args[0] in COMMANDS and COMMANDS[args[0]].options is not None:
+            cls = options_class(COMMANDS[args[0]])
+            monkeypatch.setattr(cls, "check", lambda self: None, raising=False)
+            return parse_options(cls, args[1:])
     for method in ("parse_args", "parse_intermixed_args"):
         original = getattr(OneLineParser, method)
 
@@ -96,7 +107,6 @@ def parse_only(command: DocCommand, monkeypatch):
             raise Parsed(_original(self, args, namespace))
 
         monkeypatch.setattr(OneLineParser, method, parse_and_stop)
-    args = list(command.args)
     if command.package == "empirical":
         from empirical.__main__ import COMMANDS, options_class
         from empirical.config.options import parse_options

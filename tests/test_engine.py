@@ -92,7 +92,7 @@ def test_exploding_rule():
 
 
 def test_exploding_loss_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
-    from empirical.model import AssignAddTransformer
+    from empirical.model.transformer import AssignAddTransformer
 
     cfg = smoke("train.lr_schedule=constant", "train.steps=80")
     train_run(cfg, tmp_path, progress=False, stop_at=40)
@@ -128,7 +128,7 @@ def test_init_from_replaces_the_seeded_init(tmp_path):
     import torch
 
     from empirical.config.io import ConfigError
-    from empirical.model import CheckpointError, load_model
+    from empirical.model.checkpoint import CheckpointError, load_model
 
     source = smoke("train.steps=20", "train.snapshot_every=20")
     train_run(source, tmp_path / "source", progress=False, figures=False)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from empirical.config.io import ConfigError
-from empirical.model import load_model
+from empirical.model.checkpoint import load_model
 from empirical.runs.config import load_run_config
 from empirical.runs.metrics_log import read_metrics
 from empirical.runs.rundir import RunDir

@@ -11,7 +11,8 @@ import torch
 from disentangled.errors import UsageError
 from empirical.__main__ import main as empirical_main
 from empirical.config.io import config_to_toml
-from empirical.model import AssignAddTransformer, save_model
+from empirical.model.checkpoint import save_model
+from empirical.model.transformer import AssignAddTransformer
 from empirical.runs.config import load_run_config
 from empirical.runs.rundir import RunDir, RunDirError
 from empirical.task import build_eval_sets, load_eval_sets, save_eval_sets
@@ -54,7 +55,7 @@ def test_final_and_step_match_evaluate_sets(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     cfg = run.read_config()
     sets = build_eval_sets(cfg.task, cfg.seed)
-    from empirical.model import load_model
+    from empirical.model.checkpoint import load_model
 
     acc, loss = evaluate_sets(load_model(run.snapshot(100)), sets)
     assert out["step"] == 100 and list(out["accuracy"]) == list(sets)

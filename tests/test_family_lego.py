@@ -248,7 +248,7 @@ def test_sample_prints_text_then_label(capsys):
 
 
 def test_association_measures_are_the_attention_entries_they_name():
-    from empirical.model import AssignAddTransformer
+    from empirical.model.transformer import AssignAddTransformer
     from empirical.studies.lego.analysis import MEASURES, association_attention
 
     cfg = load_run_config(CONFIG, ["model.d_model=32", "model.d_mlp=64"])

@@ -262,7 +262,7 @@ def test_analysis_figures_in_every_format(run, tmp_path):
 def test_analysis_plot_functions_return_figures_without_saving(run, tmp_path, monkeypatch):
     from empirical.analysis import make_probe_data, plots
     from empirical.analysis.model_analysis import analyze_model
-    from empirical.model import load_model
+    from empirical.model.checkpoint import load_model
 
     rd, cfg = run
     monkeypatch.chdir(tmp_path)

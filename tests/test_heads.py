@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from empirical.config.io import ConfigError
-from empirical.model import AssignAddTransformer, ModelConfig
 from empirical.model.batched import BatchedModel
+from empirical.model.config import ModelConfig
 from empirical.model.fast import fast_forward, member_weights
+from empirical.model.transformer import AssignAddTransformer
 
 
 def _model(n_layers: int = 2, n_heads: int = 2, dtype: str = "float64", seed: int = 0):
@@ -103,7 +104,7 @@ def _has_hooked_transformer() -> bool:
 )
 @pytest.mark.parametrize("n_layers", [2, 3])
 def test_two_heads_equal_a_transformer_lens_hooked_transformer(n_layers):
-    from empirical.model import to_hooked_transformer
+    from empirical.model.export import to_hooked_transformer
 
     model = _model(n_layers)
     ht = to_hooked_transformer(model)

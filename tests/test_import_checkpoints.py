@@ -22,7 +22,7 @@ from disentangled.errors import UsageError
 from empirical.__main__ import main as empirical_main
 from empirical.config.io import ConfigError
 from empirical.config.paths import authors_dir, where_to_point
-from empirical.model import CheckpointError, load_model
+from empirical.model.checkpoint import CheckpointError, load_model
 from empirical.model.tl_import import (
     convert_tl_state_dict,
     last_position_logits,

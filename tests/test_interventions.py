@@ -13,7 +13,7 @@ from empirical.bridge.interventions.conditions import member_configs
 from empirical.bridge.interventions.continuations import Plan, continue_members
 from empirical.cli import intervene as intervene_cli
 from empirical.config.io import ConfigError
-from empirical.model import load_checkpoint
+from empirical.model.checkpoint import load_checkpoint
 from empirical.model.labels import col_labels, row_labels
 from empirical.runs.config import load_run_config
 from empirical.runs.rundir import RunDir
@@ -54,7 +54,8 @@ def test_a_bad_group_or_direction_is_a_config_error(tmp_path):
 
 
 def _values(seed: int, p=11, K=3, L=16, d=32):
-    from empirical.model import AssignAddTransformer, ModelConfig
+    from empirical.model.config import ModelConfig
+    from empirical.model.transformer import AssignAddTransformer
 
     model = AssignAddTransformer(ModelConfig.for_task(p=p, K=K, L=L).filled(), seed=seed)
     return {n: v.detach().clone().unsqueeze(0) for n, v in model.named_parameters()}

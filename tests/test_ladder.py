@@ -45,7 +45,7 @@ def ladder_result(tiny_run):
 
 def test_last_rung_is_compare_qk_gradient(tiny_run, ladder_result):
     """The 'trained' rung's -dL/dW_QK equals compare-qk's grad_ce on the same batch."""
-    from empirical.model import load_model
+    from empirical.model.checkpoint import load_model
     from empirical.runs.rundir import RunDir
 
     path, cfg = tiny_run
@@ -90,7 +90,7 @@ def test_every_rung_changes_one_named_piece(ladder_result, tmp_path):
 def test_routing_rungs_need_the_hook(tiny_run):
     """The theorem's routing is what the hooked forward runs (without the hook the readout
     rung's logits differ), and it writes ebar only onto bound numbers and the query."""
-    from empirical.model import load_model
+    from empirical.model.checkpoint import load_model
     from empirical.runs.rundir import RunDir
 
     path, cfg = tiny_run
@@ -127,7 +127,7 @@ def test_last_rung_on_the_papers_run():
     gradient is compare-qk's cross-entropy gradient to 1e-6 (512 sequences)."""
     from empirical.bridge.ladder.forward import qk_gradient
     from empirical.config.paths import authors_checkpoints, repo_root
-    from empirical.model import load_model
+    from empirical.model.checkpoint import load_model
     from empirical.runs.rundir import RunDir
 
     run = repo_root() / "runs" / "authors"

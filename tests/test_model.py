@@ -10,7 +10,8 @@ import torch.nn.functional as F
 from transformer_lens import ActivationCache, FactoredMatrix
 
 from empirical.config.io import ConfigError, from_dict, to_dict
-from empirical.model import AssignAddTransformer, ModelConfig
+from empirical.model.config import ModelConfig
+from empirical.model.transformer import AssignAddTransformer
 
 P, K, L = 97, 5, 16
 V = P + K + 3
@@ -525,7 +526,7 @@ def test_transformer_lens_refuses_training_mode(model):
 def test_export_to_hooked_transformer_gives_the_same_logits(dtype):
     from transformer_lens import HookedTransformer
 
-    from empirical.model import to_hooked_transformer
+    from empirical.model.export import to_hooked_transformer
 
     cfg = ModelConfig.for_task(P, K, L, d_model=64, d_head=32, d_mlp=96, dtype=dtype)
     model = AssignAddTransformer(cfg, seed=3).eval()
@@ -544,7 +545,7 @@ def test_export_to_hooked_transformer_gives_the_same_logits(dtype):
 
 @pytest.mark.skipif(_hooked_transformer_available(), reason="TransformerLens 3 is installed")
 def test_export_explains_that_it_needs_transformer_lens_3(model):
-    from empirical.model import to_hooked_transformer
+    from empirical.model.export import to_hooked_transformer
 
     with pytest.raises(ImportError, match="TransformerLens 3"):
         to_hooked_transformer(model)

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from empirical.model import (
-    AssignAddTransformer,
+from empirical.model.checkpoint import (
     CheckpointError,
-    ModelConfig,
+    checkpoint_dict,
     load_checkpoint,
     load_model,
     save_model,
 )
-from empirical.model.checkpoint import checkpoint_dict
+from empirical.model.config import ModelConfig
+from empirical.model.transformer import AssignAddTransformer
 
 P, K, L = 13, 3, 10
 

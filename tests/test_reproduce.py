@@ -161,7 +161,8 @@ def test_a_background_process_runs_on_worker_threads_for_torch_and_the_blas(monk
 
     monkeypatch.setattr("empirical.experiments.scheduling.os.cpu_count", lambda: 2)
     kept = []  # (this test process's allocator is left alone: tests/test_allocator.py)
-    monkeypatch.setattr("empirical.train.allocator.retain_freed_memory", lambda: kept.append(1))
+    monkeypatch.setattr("empirical.experiments.scheduling.retain_freed_memory",
+                        lambda: kept.append(1))
     before_torch, before_blas = _thread_counts()
     assert before_blas  # numpy / scipy bring a BLAS that threadpoolctl sees
     try:

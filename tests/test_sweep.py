@@ -83,7 +83,7 @@ def test_batched_members_match_single_runs(tmp_path):
 def test_batched_forward_and_grads_match_float64():
     cfg = tiny("model.dtype=float64")
     mc = cfg.built_model_config()
-    from empirical.model import AssignAddTransformer
+    from empirical.model.transformer import AssignAddTransformer
 
     seeds = [0, 3, 5]
     model = BatchedModel(mc, seeds)

@@ -93,8 +93,8 @@ def test_held_out_and_overrides(capsys, tmp_path):
     "argv, message",
     [
         (["--split", "3var/ind"], "--split '3var/ind': unknown"),
-        (["--n", "-1"], "--n -1: must be >= 0"),
-        (["--n", "ten"], "invalid int value"),
+        (["--n", "-1"], "--n -1: must be an integer >= 0"),
+        (["--n", "ten"], "--n ten: must be an integer >= 0"),
         (["task.p=1"], "task.p = 1 is out of range"),
         (["task.r2=f"], "task.r2: 'f' is not a variable"),
         (["task.nope=1"], "unknown field 'nope'"),

@@ -34,9 +34,10 @@ from empirical.bridge.theorem_model import (
     theorem_population,
 )
 from empirical.config.io import ConfigError
-from empirical.model import AssignAddTransformer, ModelConfig, load_model, save_model
 from empirical.model.batched import BatchedModel
-from empirical.model.config import activation
+from empirical.model.checkpoint import load_model, save_model
+from empirical.model.config import ModelConfig, activation
+from empirical.model.transformer import AssignAddTransformer
 
 SMALL = TheoremModelConfig(p=3, K=2, beta=2.0, xi=3.0)
 

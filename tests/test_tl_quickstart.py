@@ -51,7 +51,7 @@ def paper_run(tmp_path_factory):
     """A run directory with the paper's task (p=97, K=5, L=16) holding the exact circuit."""
     from empirical.analysis.reference import reference_model
     from empirical.config.io import save_config
-    from empirical.model import save_model
+    from empirical.model.checkpoint import save_model
     from empirical.runs.config import load_run_config
     from empirical.runs.rundir import RunDir
 
@@ -108,7 +108,7 @@ def test_export_block_explains_itself_without_transformer_lens_3(paper_run):
     if _has_hooked_transformer():
         pytest.skip("TransformerLens 3 is installed: the export block ran above")
     from empirical import load_run
-    from empirical.model import to_hooked_transformer
+    from empirical.model.export import to_hooked_transformer
 
     model, _ = load_run(paper_run.path)
     with pytest.raises(ImportError, match="TransformerLens 3"):

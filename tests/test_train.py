@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from empirical.config.io import ConfigError
-from empirical.model import load_model
+from empirical.model.checkpoint import load_model
 from empirical.runs.config import load_run_config
 from empirical.runs.metrics_log import read_metrics
 from empirical.train.loop import TrainingError, train_run
@@ -108,7 +108,7 @@ def test_resume_may_extend_the_run(tmp_path):
 
 
 def test_diverging_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypatch):
-    from empirical.model import AssignAddTransformer
+    from empirical.model.transformer import AssignAddTransformer
 
     cfg = smoke()
     train_run(cfg, tmp_path, progress=False, stop_at=20)

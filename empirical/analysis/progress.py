@@ -32,7 +32,7 @@ from empirical.analysis.ov_mlp import ov2_mlp2_accuracy
 from empirical.analysis.probe_data import ProbeData
 from empirical.analysis.probes import train_linear_probe
 from empirical.analysis.qk import qk1_num_to_prev_var, qk2_ov1_var_identity
-from empirical.model import load_model
+from empirical.model.checkpoint import load_model
 from empirical.runs.rundir import RunDir, RunDirError
 from empirical.task import Batch, TaskConfig
 

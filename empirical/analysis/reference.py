@@ -21,7 +21,8 @@ import math
 
 import torch
 
-from empirical.model import AssignAddTransformer, ModelConfig
+from empirical.model.config import ModelConfig
+from empirical.model.transformer import AssignAddTransformer
 from empirical.task import TaskConfig, Vocabulary
 
 

@@ -28,7 +28,7 @@ from empirical.analysis.spikes import (
     compare_first_spike,
     compare_second_spike,
 )
-from empirical.model import load_checkpoint, model_from_checkpoint
+from empirical.model.checkpoint import load_checkpoint, model_from_checkpoint
 from empirical.report.files import atomic_write_bytes
 from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import RunDir

@@ -18,7 +18,7 @@ from empirical.analysis.common import light_forward, token_labels
 from empirical.analysis.probe_data import ProbeData
 from empirical.analysis.progress import _second_spike
 from empirical.analysis.qk import qk2_ov1_identity
-from empirical.model import load_model
+from empirical.model.checkpoint import load_model
 from empirical.runs.phases import RESTRICTED_SETS, mean_series
 from empirical.runs.rundir import RunDir, RunDirError
 from empirical.task import Batch, TaskConfig, Vocabulary

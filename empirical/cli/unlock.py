@@ -1,34 +1,23 @@
 """`python -m empirical unlock DIR [--force]`: remove the lock file a killed writer left (its
 flock ended with it); a lock a process holds is refused with one line naming that process.
-`--force` is kept for old scripts and changes nothing. See docs/robustness.md.
+`--force` is kept for old scripts and changes nothing. Its options:
+empirical.runs.options.UnlockOptions. See docs/robustness.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from empirical.cli.parsing import parser
-from empirical.config.command_line import UsageError, main_of
+from empirical.config.options import command_main
+from empirical.runs.lock import WriterLockError, writer_lock
+from empirical.runs.options import UnlockOptions
+from empirical.runs.rundir import RunDir
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = parser("unlock", "Remove the lock file a killed writer left in a directory.")
-    ap.add_argument("directory", help="a run, sweep or grid directory")
-    ap.add_argument("--force", action="store_true", help="no effect (kept for old scripts)")
-    return ap
-
-
-def run(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
-    from empirical.runs.lock import WriterLockError, writer_lock
-    from empirical.runs.rundir import RunDir
-
-    directory = Path(args.directory)
+def run(opts: UnlockOptions) -> int:
+    directory = Path(opts.directory)
     lock_file = directory / RunDir.WRITER_LOCK
-    if not directory.is_dir():
-        raise UsageError(f"{directory}: no such directory")
     if not lock_file.exists():
         print(f"{directory}: not locked (no {RunDir.WRITER_LOCK}): nothing to remove")
         return 0
@@ -41,7 +30,7 @@ def run(argv: list[str]) -> int:
     return 0
 
 
-main = main_of(run)
+main = command_main(UnlockOptions, run)
 
 if __name__ == "__main__":
     sys.exit(main())

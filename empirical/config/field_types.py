@@ -55,8 +55,13 @@ def integer(lo: int | None = None, hi: int | None = None, *, why: str = "",
     """An integer in [lo, hi] (None: unbounded); never a bool or a float (3.0). wording
     RANGE: "is out of range: must be an integer [lo, hi]"; MUST: "must be an integer >= lo";
     COLON: "{field}: must be an integer >= lo, got v" (in_dots: "in lo..hi")."""
-    rng = f"in {lo}..{hi}" if in_dots else f">= {lo}" if hi is None else f"[{lo}, {hi}]"
-    message = f"must be an integer {rng}{why}"
+    if in_dots:
+        rng = f" in {lo}..{hi}"
+    elif lo is None or hi is None:
+        rng = "" if lo is None and hi is None else f" >= {lo}" if hi is None else f" <= {hi}"
+    else:
+        rng = f" [{lo}, {hi}]"
+    message = f"must be an integer{rng}{why}"
     if wording == RANGE:
         message = f"is out of range: {message}"
 

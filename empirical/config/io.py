@@ -13,9 +13,12 @@ Also here: `load_failure`. Files are written by empirical.report.files. No torch
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
+import hashlib
 import json
 import os
+import pickle
 import tomllib
 import types
 import typing
@@ -83,8 +86,6 @@ def field_paths(cls: type, prefix: str = "") -> list[str]:
 def did_you_mean(names: list[str], part: str, before: list[str], after: list[str]) -> str:
     """` (did you mean train.steps?)` for a mistyped field `part` among `names`, the path
     around it kept (`trian.steps` -> `train.steps`); "" if none is close."""
-    import difflib
-
     close = difflib.get_close_matches(part, names, n=1)
     return f" (did you mean {'.'.join([*before, close[0], *after])}?)" if close else ""
 
@@ -343,8 +344,6 @@ def fingerprint_of(data: Any) -> str:
     a dataclass config counts only its fields that differ from their defaults
     (`non_default_fields`), so adding a config field with a default to the code leaves
     every existing run's fingerprint as it was."""
-    import hashlib
-
     if dataclasses.is_dataclass(data) and not isinstance(data, type):
         data = non_default_fields(data)
     return hashlib.sha256(json.dumps(to_dict(data), sort_keys=True).encode()).hexdigest()
@@ -386,8 +385,6 @@ def save_config(cfg: Any, path: str | os.PathLike) -> None:
 def load_failure(exc: BaseException) -> str:
     """A short account of why torch.load failed on a file (its first sentence, and not
     torch's advice to retry with weights_only=False, which would run a file's pickled code)."""
-    import pickle
-
     if isinstance(exc, pickle.UnpicklingError):
         return "UnpicklingError: not torch.save data"
     text = str(exc).strip()

@@ -16,7 +16,9 @@ A bad value is one UsageError naming the flag, the value and what is allowed (`-
 be an integer >= 1`); `--help` shows each default once, from the field. A field without `arg`
 is the library's alone (not on the command line). An options class may define `check(self)`,
 run after the fields are checked and before any work: what needs the file system (a run
-directory exists, an output directory can be made) or several fields together.
+directory exists, an output directory can be made) or several fields together. A help that
+needs an import the command line must not pay for (torch) is a function, called only for
+`--help`.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from empirical.config.field_types import CHECK
 from empirical.config.io import CONFIG, command_line_value
 
 __all__ = [
-    "Arg", "arg", "build_parser", "command_main", "flag_of", "options_class", "parse_options",
+    "Arg", "arg", "argv_of", "build_parser", "command_main", "flag_of", "options_class",
+    "parse_options",
 ]
 
 T = TypeVar("T")
@@ -50,7 +53,7 @@ REQUIRED = dataclasses.MISSING
 class Arg:
     """How a field appears on the command line (see `arg`)."""
 
-    help: str
+    help: str | Callable[[], str]
     flag: str | None = None
     positional: bool = False
     nargs: str | None = None
@@ -60,7 +63,8 @@ class Arg:
     default_text: str | None = None
 
 
-def arg(default: Any = REQUIRED, *, help: str, flag: str | None = None, positional: bool = False,
+def arg(default: Any = REQUIRED, *, help: str | Callable[[], str], flag: str | None = None,
+        positional: bool = False,
         nargs: str | None = None, repeat: bool = False, metavar: str | None = None,
         raw: bool = False, default_text: str | None = None) -> Any:  # fmt: skip
     """A field of an options class on the command line: `--field-name VALUE` (or `flag`); a
@@ -68,16 +72,19 @@ def arg(default: Any = REQUIRED, *, help: str, flag: str | None = None, position
     `positional` an argument without a flag; `nargs` ("*", "+") a list given as words;
     `repeat` a flag given once per item; `raw` hands the text to the field's check unread
     (else it reads as an override's value: a number, a list `a,b`, ...); `default_text`
-    what the help says of the default (default: the default itself)."""
+    what the help says of the default (default: the default itself); `help` a function: the
+    text, made only when `--help` asks for it."""
     cli = Arg(help, flag, positional, nargs, repeat, metavar, raw, default_text)
     return dataclasses.field(default=default, metadata={"cli": cli})
 
 
 def options_class(prog: str, description: str,
-                  field_hint: Callable[[str], str | None] | None = None):  # fmt: skip
+                  field_hint: Callable[[str], str | None] | None = None,
+                  intermixed: bool = False):  # fmt: skip
     """Decorator: the options of `python -m empirical {prog}`, a pydantic dataclass checked on
     construction (a bad value is a UsageError naming its flag); `field_hint` names the config
-    field an unknown flag may mean (for a command that takes config overrides)."""
+    field an unknown flag may mean (for a command that takes config overrides); `intermixed`:
+    positional words may come after flags too (`SRC --out DIR key=value`)."""
 
     def wrap(cls: type[T]) -> type[T]:
         cls = pydantic_dataclass(cls, config=CONFIG, kw_only=True)
@@ -92,6 +99,7 @@ def options_class(prog: str, description: str,
 
         cls.__init__ = __init__
         cls.__prog__, cls.__description__, cls.__field_hint__ = prog, description, field_hint
+        cls.__intermixed__ = intermixed
         return cls
 
     return wrap
@@ -163,26 +171,28 @@ def _item_type(tp: Any) -> Any:
     return args[0] if args else str
 
 
-def _help(f: _Field, a: Arg) -> str:
+def _help(f: _Field, a: Arg, helping: bool) -> str:
+    text = a.help if isinstance(a.help, str) else a.help() if helping else ""
     if a.default_text is not None:
-        return f"{a.help} (default {a.default_text})" if a.default_text else a.help
+        return f"{text} (default {a.default_text})" if a.default_text else text
     default = f.default
     if default is REQUIRED or default is None or _is_switch(f) or default == ():
-        return a.help
+        return text
     if isinstance(default, (list, tuple)):
         default = ",".join(str(v) for v in default)
-    return f"{a.help} (default {default})"
+    return f"{text} (default {default})"
 
 
-def build_parser(cls: type) -> OneLineParser:
+def build_parser(cls: type, helping: bool = True) -> OneLineParser:
     """The command line of options class `cls`: one argument per `arg` field, in field order;
-    a flag left out keeps the field's default (argparse.SUPPRESS)."""
+    a flag left out keeps the field's default (argparse.SUPPRESS). `helping` False: the helps
+    that are functions are not made (the command line asks for no --help)."""
     ap = OneLineParser(prog=f"python -m empirical {cls.__prog__}", description=cls.__description__)
     hint = cls.__field_hint__
     if hint is not None:
         ap.field_hint = hint
     for f, a in _cli_fields(cls):
-        kwargs: dict[str, Any] = {"help": _help(f, a), "default": argparse.SUPPRESS}
+        kwargs: dict[str, Any] = {"help": _help(f, a, helping), "default": argparse.SUPPRESS}
         choices = _choices(f.type)
         kwargs["metavar"] = a.metavar or ("{" + ",".join(choices) + "}" if choices else None)
         if a.positional:
@@ -218,7 +228,8 @@ def _value(f: _Field, a: Arg, given: Any) -> Any:
 
 def parse_options(cls: type[T], argv: list[str]) -> T:
     """`argv` as options class `cls`: every field checked, then `check()` if it has one."""
-    ns = vars(build_parser(cls).parse_args(argv))
+    ap = build_parser(cls, helping=any(a in ("-h", "--help") for a in argv))
+    ns = vars(ap.parse_intermixed_args(argv) if cls.__intermixed__ else ap.parse_args(argv))
     fields = {f.name: (f, a) for f, a in _cli_fields(cls)}
     values = {name: _value(*fields[name], given) for name, given in ns.items() if name in fields}
     opts = cls(**values)
@@ -229,7 +240,7 @@ def parse_options(cls: type[T], argv: list[str]) -> T:
 
 
 # -- a bad value, in one line naming its flag ---------------------------------------------------
-_PREFIXES = ("is out of range: ", "is not allowed: ")
+_PREFIXES = ("is out of range: ", "is not allowed: ", ": ")
 
 
 def _shown(value: Any) -> str:
@@ -269,3 +280,26 @@ def command_main(cls: type[T], run: Callable[[T], int | None]) -> Callable[..., 
         return run_main(lambda args: run(parse_options(cls, args)), argv)
 
     return main
+
+
+def argv_of(opts: Any) -> list[str]:
+    """The words that give `opts` on its command line, positional words first and the fields
+    at their defaults left out: the inverse of `parse_options`, for a record of the command
+    that made a file (`import-checkpoints`' imported.json)."""
+    words: list[str] = []
+    flags: list[str] = []
+    for f, a in _cli_fields(type(opts)):
+        value = getattr(opts, f.name)
+        if f.default is not REQUIRED and value == f.default:
+            continue
+        items = [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
+        flag = a.flag or _default_flag(f)
+        if a.positional:
+            words += items
+        elif _is_switch(f):
+            flags.append(flag)
+        elif a.repeat:
+            flags += [w for item in items for w in (flag, item)]
+        else:
+            flags += [flag, *items] if a.nargs else [flag, _shown(value)]
+    return words + flags

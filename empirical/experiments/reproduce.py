@@ -22,6 +22,10 @@ import time
 from pathlib import Path
 
 from disentangled.errors import UserError
+from empirical.analysis.run_analysis import analyze_run
+from empirical.bridge.compare_qk.options import Options
+from empirical.bridge.compare_qk.outputs import write_outputs
+from empirical.bridge.compare_qk.run_comparison import compare_run
 from empirical.config.paths import repo_root
 from empirical.experiments.reproduce_report import Stage, render_report
 from empirical.experiments.scheduling import (
@@ -32,8 +36,11 @@ from empirical.experiments.scheduling import (
     say,
     subprocess_env,
 )
+from empirical.runs.import_run import import_checkpoints
 from empirical.runs.lock import writer_lock
 from empirical.runs.rundir import RunDir, RunDirError
+from empirical.train.evaluate_run import evaluate_all_steps
+from empirical.train.loop import train_run
 
 ROOT = repo_root()
 AUTHORS_CONFIG = ROOT / "configs" / "authors.toml"
@@ -88,8 +95,6 @@ def _run_dir_stage(run: RunDir, root: Path, name: str, output: Path, fn) -> Stag
 
 def analyze_stage(run: RunDir, root: Path, progress: bool, label: str = "") -> Stage:
     """`analyze` of one run directory (kept if newer than its final model)."""
-    from empirical.analysis.run_analysis import analyze_run
-
     return _run_dir_stage(run, root, f"{label}analyze", run.analysis_dir() / RunDir.ANALYSIS_JSON,
                           lambda: analyze_run(run.path, progress=progress))
 
@@ -98,8 +103,6 @@ def compare_qk_stage(run: RunDir, root: Path, progress: bool, label: str = "",
                      done: dict | None = None) -> Stage:  # fmt: skip
     """`compare-qk` of one run directory (kept if newer than its final model). `done`:
     snapshot analyses made ahead (following_compare_qk_stage)."""
-    from empirical.bridge.compare_qk import Options, compare_run, write_outputs
-
     def compare() -> None:
         result = compare_run(run.path, Options(progress=progress), done=done)
         write_outputs(result, run.compare_qk_dir)
@@ -158,9 +161,6 @@ def paper_run_stages(authors: Path | None, root: Path, progress: bool) -> list[S
     """The paper authors' run: imported from the checkpoints folder `authors` into
     root/authors_checkpoints (skipped, with a note, where it is absent or None), evaluated at
     every step, analysed and compared with the theory; each part kept where done."""
-    from empirical.runs.import_run import import_checkpoints
-    from empirical.train.evaluate_run import evaluate_all_steps
-
     theirs = RunDir(root / PAPER_RUN)
     stages: list[Stage] = []
     st = _stage(stages, "the paper's run: import + evaluate")
@@ -192,8 +192,6 @@ def _our_run_stages(cfg, run: RunDir, root: Path, progress: bool, background=Non
     `background` (scheduling.BackgroundProcesses) its compare-qk runs there
     (following_compare_qk_stage; `background.stop` is set when the training ends).
     `background_done()`: whether the background stages have finished (ThreadWidening)."""
-    from empirical.train.loop import train_run
-
     stages: list[Stage] = []
     st = _stage(stages, "train")
     t = time.perf_counter()

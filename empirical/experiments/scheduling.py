@@ -14,11 +14,19 @@ import contextlib
 import multiprocessing
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from multiprocessing.managers import SyncManager
 
+import torch
+from threadpoolctl import threadpool_limits
+
 from disentangled.errors import UserError
+from empirical.bridge.compare_qk.follow import SnapshotInputs, follow_snapshots
+from empirical.bridge.compare_qk.options import Options
+from empirical.train.allocator import retain_freed_memory
+from empirical.train.engine import resolve_device
 
 
 def say(text: str) -> None:
@@ -42,8 +50,6 @@ def worker_threads(cores: int) -> int:
 def subprocess_env() -> dict[str, str]:
     """A stage's subprocess's environment: this process's torch threads unless OMP_NUM_THREADS
     is set (on 16 cores, five processes of 16 threads each slowed the theory report 4x)."""
-    import torch
-
     threads = str(torch.get_num_threads())
     return {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, **os.environ}
 
@@ -52,11 +58,6 @@ def in_background_process(fn, *args):
     """fn(*args) in a background process, on worker_threads torch threads and as many BLAS
     threads (threadpoolctl: a BLAS thread per core slowed compare-qk and the training beside
     it, docs/benchmarks.md, bench_allocator), keeping freed memory (empirical.train.allocator)."""
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    from empirical.train.allocator import retain_freed_memory
-
     retain_freed_memory()
     threads = worker_threads(os.cpu_count() or 1)
     torch.set_num_threads(threads)
@@ -68,8 +69,6 @@ def exit_with_parent(parent: int, every: float = 1.0) -> None:
     """In a worker process: end it (os._exit) once `parent`, the process that started it, is
     gone (killed, so that it could not terminate its workers), checked every `every` seconds
     on a daemon thread."""
-    import threading
-
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(every)
@@ -138,9 +137,6 @@ def follow_training(run, stop) -> dict:
     """Our run's compare-qk of each snapshot that has a successor, as the training (another
     process) writes them, on idle CPU time, until `stop` is set: {step: analysis} for
     compare_qk's `done` (empirical.bridge.compare_qk.follow)."""
-    from empirical.bridge.compare_qk import Options
-    from empirical.bridge.compare_qk.follow import SnapshotInputs, follow_snapshots
-
     while not (stop.is_set() or run.is_run()):  # until the training writes its config
         time.sleep(1.0)
     if not run.is_run():
@@ -158,8 +154,6 @@ class ThreadWidening:
     bit for bit on any thread count: docs/training.md). `restore()` puts the count back."""
 
     def __init__(self, cfg, done: Callable[[], bool] | None):
-        from empirical.train.engine import resolve_device
-
         self.done, self.before, self.at = done, None, None
         self.cores = os.cpu_count() or 1
         cpu = resolve_device(cfg.train.device).type == "cpu"
@@ -168,8 +162,6 @@ class ThreadWidening:
     def __call__(self, step: int, records) -> None:
         if not self.active or not self.done():
             return
-        import torch
-
         self.active = False  # decided once, when the background is done
         self.before = torch.get_num_threads()
         if self.cores > self.before:
@@ -179,8 +171,6 @@ class ThreadWidening:
 
     def restore(self) -> None:
         if self.at is not None:
-            import torch
-
             torch.set_num_threads(self.before)
 
     def note(self) -> str:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from empirical.model import AssignAddTransformer, ModelConfig
+from empirical.model.config import ModelConfig
 from empirical.model.fast import param_names, tied_source, unique_param_names
 from empirical.model.forward import forward
+from empirical.model.transformer import AssignAddTransformer
 
 
 def _key(name: str) -> str:

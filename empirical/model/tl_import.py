@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from empirical.config.io import load_failure
 from empirical.model.checkpoint import CheckpointError
 from empirical.model.config import ModelConfig
 from empirical.model.transformer import AssignAddTransformer
@@ -116,8 +117,6 @@ def read_tl_state_dict(path: str | os.PathLike, data: bytes | None = None) -> di
         source = io.BytesIO(data) if data is not None else path
         sd = torch.load(source, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many kinds for a bad file
-        from empirical.config.io import load_failure
-
         raise CheckpointError(
             f"{path}: cannot be read as a torch.save file of tensors ({load_failure(exc)})"
         ) from None

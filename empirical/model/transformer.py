@@ -12,21 +12,20 @@ docs/model.md).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from transformer_lens import ActivationCache, FactoredMatrix, HookedRootModule
 from transformer_lens.hook_points import HookPoint
+from transformer_lens.utilities import Slice
 
 from empirical.config.io import ConfigError
 from empirical.model.config import ModelConfig
 from empirical.model.fast import member_weights
 from empirical.model.forward import forward, point_hooks
-
-if TYPE_CHECKING:
-    from empirical.task.vocab import Vocabulary
+from empirical.task.vocab import Vocabulary
 
 ReturnType = Literal["logits", "loss", "both"] | None
 
@@ -123,8 +122,6 @@ class AssignAddCache(ActivationCache):
         incl_embeds: bool = True,
         return_labels: bool = False,
     ):
-        from transformer_lens.utilities import Slice
-
         if not isinstance(pos_slice, Slice):
             pos_slice = Slice(pos_slice)
         n_layers = self.model.cfg.n_layers
@@ -290,8 +287,6 @@ class AssignAddTransformer(HookedRootModule):
         """The task's tokenizer for this model: p = d_vocab_out, K = d_vocab - p - 3, L = n_ctx."""
         vocab = self.__dict__.get("_vocab")
         if vocab is None:
-            from empirical.task.vocab import Vocabulary
-
             p = self.cfg.d_vocab_out
             vocab = Vocabulary(p, self.cfg.d_vocab - p - 3, self.cfg.n_ctx)
             self.__dict__["_vocab"] = vocab

@@ -9,11 +9,13 @@ module of `empirical` never selects a matplotlib backend; the command-line entry
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
 # the CLI's backend choice (Agg unless MPLBACKEND), one implementation for every package
 from disentangled.command_line import use_cli_backend  # noqa: F401
+from empirical.report.files import atomic_write_bytes
 
 FORMATS = ("png", "pdf", "svg")
 DPI = 120
@@ -64,11 +66,9 @@ def save_figure(fig, path: str | os.PathLike | None, fmt: str | None = None, dpi
     reader never sees half a file), with the umask's permissions."""
     if path is None:
         return fig
-    import io
-
+    # pyplot here, not at the top: the dispatcher and the options classes import this module
+    # (FORMATS, use_cli_backend) before parsing, and pyplot takes seconds to import
     import matplotlib.pyplot as plt
-
-    from empirical.report.files import atomic_write_bytes
 
     target = figure_path(path, fmt)
     buffer = io.BytesIO()

@@ -15,6 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.stats import CensoredData, ecdf, percentileofscore
+from scipy.stats import fisher_exact as scipy_fisher
+from scipy.stats import logrank as scipy_logrank
 
 from empirical.report.stats import accuracy_interval
 
@@ -69,8 +72,6 @@ def _split(times: Sequence[int | None], last: Sequence[int]) -> tuple[list[int],
 
 
 def _censored_data(events: list[int], censored: list[int]):
-    from scipy.stats import CensoredData
-
     return CensoredData(uncensored=np.asarray(events, float), right=np.asarray(censored, float))
 
 
@@ -82,8 +83,6 @@ def kaplan_meier(times: Sequence[int | None], last: Sequence[int]) -> Survival:
     n = len(events) + len(censored)
     if not events:  # nobody has the event: S = 1 throughout (scipy needs one event)
         return Survival([], [], n, 0, sorted(censored))
-    from scipy.stats import ecdf
-
     sf = ecdf(_censored_data(events, censored)).sf
     return Survival(steps=[int(q) for q in sf.quantiles],
                     survival=[float(p) for p in sf.probabilities], n=n, events=len(events),
@@ -105,8 +104,6 @@ def logrank(times_a: Sequence[int | None], last_a: Sequence[int], times_b: Seque
     }  # fmt: skip
     if not (ea or eb) or not (ea or ca) or not (eb or cb):
         return out
-    from scipy.stats import logrank as scipy_logrank
-
     res = scipy_logrank(_censored_data(ea, ca), _censored_data(eb, cb))
     if math.isfinite(res.statistic) and math.isfinite(res.pvalue):
         out["statistic"], out["pvalue"] = float(res.statistic), float(res.pvalue)
@@ -117,8 +114,6 @@ def fisher_exact(k_a: int, n_a: int, k_b: int, n_b: int) -> float | None:
     """Two-sided p-value of Fisher's exact test for k_a of n_a against k_b of n_b."""
     if n_a == 0 or n_b == 0:
         return None
-    from scipy.stats import fisher_exact as scipy_fisher
-
     return float(scipy_fisher([[k_a, n_a - k_a], [k_b, n_b - k_b]]).pvalue)
 
 
@@ -168,6 +163,4 @@ def percentile_of(population: Sequence[float | None], value: float) -> float | N
     vals = [v for v in population if v is not None and math.isfinite(v)]
     if not vals or value is None or not math.isfinite(value):
         return None
-    from scipy.stats import percentileofscore
-
     return float(percentileofscore(vals, value, kind="mean"))

@@ -17,6 +17,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+import numpy as np
+from scipy.stats import binomtest, norm
+
 METHODS = ("wilson", "exact", "wilsoncc")
 
 
@@ -24,8 +27,6 @@ def accuracy_interval(
     correct: int, n: int, confidence: float = 0.95, method: str = "wilson"
 ) -> tuple[float, float]:
     """(low, high) confidence interval of an accuracy of `correct` out of `n`."""
-    from scipy.stats import binomtest
-
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise ValueError(f"n = {n!r}: the number of sequences must be a positive integer")
     if isinstance(correct, bool) or int(correct) != correct or not 0 <= correct <= n:
@@ -85,9 +86,6 @@ def format_accuracy(acc: float | None, interval: tuple[float, float] | None = No
 def wilson_band(accuracy, n: int, confidence: float = 0.95):
     """Vectorised Wilson interval (low, high arrays) of accuracies measured on `n` sequences
     each (the same numbers as `accuracy_interval(..., method="wilson")`, for curves)."""
-    import numpy as np
-    from scipy.stats import norm
-
     if n < 1:
         raise ValueError(f"n = {n!r}: the number of sequences must be a positive integer")
     phat = np.clip(np.rint(np.asarray(accuracy, dtype=float) * n), 0, n) / n

@@ -33,7 +33,8 @@ from tqdm import tqdm
 
 from disentangled.command_line import UsageError, check_writable_dir
 from empirical.config.io import ConfigError, config_to_toml
-from empirical.model import AssignAddTransformer, CheckpointError, ModelConfig, save_model
+from empirical.model.checkpoint import CheckpointError, save_model
+from empirical.model.config import ModelConfig
 from empirical.model.tl_import import (
     FINAL_NAME,
     convert_tl_state_dict,
@@ -44,9 +45,12 @@ from empirical.model.tl_import import (
     to_their_tokens,
     token_map,
 )
+from empirical.model.transformer import AssignAddTransformer
 from empirical.runs.config import RunConfig, config_fingerprint, load_run_config
 from empirical.runs.lock import writer_lock
 from empirical.runs.rundir import RunDir
+from empirical.task import build_eval_sets, held_out_pairs, save_eval_sets
+from empirical.task.pairs import ordered_ranks, read_train_pairs_file
 
 FORMAT = "assign-and-add-import/1"
 # sequences per evaluation set on which each converted model is compared with a direct
@@ -100,9 +104,6 @@ def source_files(src: str | os.PathLike, final_step: int) -> list[SourceFile]:
 def check_train_pairs(cfg: RunConfig, path: str | os.PathLike) -> dict:
     """Refuse (ConfigError) unless the config's held-out pairs are exactly the ordered pairs
     that the JSON file at `path` does not list for training; returns a provenance record."""
-    from empirical.task import held_out_pairs
-    from empirical.task.pairs import ordered_ranks, read_train_pairs_file
-
     task, p = cfg.task, cfg.task.p
     try:
         as_file = dataclasses.replace(task, train_pairs_file=str(path), held_out_form="ordered")
@@ -171,7 +172,8 @@ def import_checkpoints(
 ) -> ImportResult:  # fmt: skip
     """Import every checkpoint of the folder `src` into the run directory `out` (see the
     module docstring). `config`: a RunConfig or the path of a run config (with `overrides`);
-    `final_step`: the step of model_state_dict.pth (default: the config's train.steps)."""
+    `final_step`: the step of model_state_dict.pth, an integer >= 0 (default: the config's
+    train.steps; `import-checkpoints --final-step`, empirical.runs.options.ImportOptions)."""
     t0 = time.perf_counter()
     src, out = Path(src), Path(out)
     given = isinstance(config, RunConfig)
@@ -184,8 +186,6 @@ def import_checkpoints(
         )
     model_cfg: ModelConfig = cfg.built_model_config()
     final = cfg.train.steps if final_step is None else final_step
-    if isinstance(final, bool) or not isinstance(final, int) or final < 0:
-        raise UsageError(f"--final-step {final!r}: must be an integer >= 0")
 
     # every check before anything is written
     replaced = _refuse_existing(out, src, overwrite)
@@ -210,8 +210,6 @@ def _convert_and_check(files: list[SourceFile], cfg: RunConfig, model_cfg: Model
     """Every source file read (sha256 kept) and converted to our model, each conversion
     checked against a direct forward of the source state dict on a few evaluation sequences
     of every set. Returns (models, evaluation sets, the sequences checked)."""
-    from empirical.task import build_eval_sets
-
     p, K = cfg.task.p, cfg.task.K
     models: list[AssignAddTransformer] = []
     state_dicts = []
@@ -275,8 +273,6 @@ def _provenance(
 def _write_run_directory(out: Path, cfg, sets, files, models, record: dict, lock) -> None:
     """Build the run directory next to `out` and rename it into place, keeping `out`'s
     writer lock held across the rename (the lock is carried into the new directory)."""
-    from empirical.task import save_eval_sets
-
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.import-"))
     try:
         run = RunDir(tmp)

@@ -9,21 +9,20 @@ its summary and analysis as typed dicts.
 
 `load_metrics` has one column per number: METRIC_COLUMNS, then `acc/<set>` and `loss/<set>`
 (a list of dicts with the same keys without pandas). The summary and the analysis are the
-JSON files as written; RunSummary, Phases, Spike and RunAnalysis document their keys. No
-torch at import (load_run imports the model when called).
+JSON files as written; RunSummary, Phases, Spike and RunAnalysis document their keys.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 
+from empirical.model.checkpoint import CheckpointError, check_depth, load_model
+from empirical.model.transformer import AssignAddTransformer
 from empirical.runs.rundir import RunDir, RunDirError
-
-if TYPE_CHECKING:  # annotations only: the model imports torch
-    from empirical.model import AssignAddTransformer
-    from empirical.task.vocab import Vocabulary
+from empirical.task.registry import family_of
+from empirical.task.vocab import Vocabulary
 
 # the columns of load_metrics before the per-set ones, in this order
 METRIC_COLUMNS = ("step", "train_loss", "lr", "elapsed_s", "full_eval", "eval_n")
@@ -112,10 +111,6 @@ def load_run(
     """(model, vocab) of the run in `run_dir`: its latest weights (checkpoints/last.pt, else
     the last snapshot) or, with `step`, the snapshot at that step; eval mode, on `device`
     (default: the CPU). `vocab` is the task's tokenizer, the same as `model.vocab`."""
-    from empirical.model import CheckpointError, load_model
-    from empirical.model.checkpoint import check_depth
-    from empirical.task.registry import family_of  # on call: the model imports torch
-
     run = RunDir(run_dir).require_run()
     cfg = run.read_config()
     task = cfg.task

@@ -134,7 +134,8 @@ def read_metrics(path: str | os.PathLike, fingerprint: str | None = None) -> lis
 
 
 def append_metrics(path: str | os.PathLike, record: dict[str, Any]) -> None:
-    """Append one record (a failed write leaves the log as it was: config_io.append_text)."""
+    """Append one record (a failed write leaves the log as it was:
+    empirical.report.files.append_text)."""
     append_text(path, json.dumps(record) + "\n")
 
 

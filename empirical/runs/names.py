@@ -6,6 +6,8 @@ returned as it is.
 
 from __future__ import annotations
 
+from empirical.task.registry import set_label as family_set_label
+
 __all__ = ["legend_label", "measure_label", "set_label"]
 
 _MEASURES = {
@@ -22,8 +24,6 @@ _MEASURES = {
 def set_label(name: str) -> str:
     """The plain-language name of an evaluation set, from its task family (assign_add
     `KIND/SPLIT`, curated, chain `chain/NVAR_hH`, ...), or `name` itself where there is none."""
-    from empirical.task.registry import set_label as family_set_label
-
     return family_set_label(name) or name
 
 

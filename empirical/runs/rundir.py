@@ -34,6 +34,7 @@ from typing import Any
 
 from disentangled.errors import UserError
 from empirical.config.io import ConfigError
+from empirical.runs.config import config_fingerprint, load_run_config
 from empirical.runs.metrics_log import read_metrics
 
 SNAPSHOT_RE = re.compile(r"step_(\d+)\.pt")
@@ -187,8 +188,6 @@ class RunDir(_Directory):
 
     def read_config(self):
         """The run's RunConfig (config.toml)."""
-        from empirical.runs.config import load_run_config
-
         self.require_run()
         try:
             empty = not self.config.read_bytes().strip()
@@ -217,8 +216,6 @@ class RunDir(_Directory):
     def fingerprint(self) -> str | None:
         """The config fingerprint of the run (empirical.runs.config.config_fingerprint;
         None: no config.toml)."""
-        from empirical.runs.config import config_fingerprint
-
         return config_fingerprint(self.read_config()) if self.is_run() else None
 
     def read_metrics(self) -> list[dict[str, Any]]:
@@ -239,6 +236,8 @@ class RunDir(_Directory):
         be those of its task and seed (`cfg`: its RunConfig, default config.toml). A file
         that cannot be read or belongs to another task or seed is an EvalSetsError with the
         command that rebuilds it: accuracies are never computed on the wrong sets."""
+        # imported here, the one torch import of RunDir: the options classes check run
+        # directories with it before torch is imported (a bad argument answered at once)
         from empirical.task.eval_sets import EvalSetsError, eval_sets_mismatch, load_eval_sets
 
         if not self.eval_sets.exists():
@@ -262,8 +261,6 @@ class RunDir(_Directory):
         found = ckpt.get("config_fingerprint") if isinstance(ckpt, dict) else None
         if not found:
             return
-        from empirical.runs.config import config_fingerprint
-
         cfg = self.read_config() if cfg is None else cfg
         expected = config_fingerprint(cfg)
         if found != expected:

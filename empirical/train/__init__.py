@@ -1,32 +1,20 @@
-"""Training: one run (`train_run`), its metrics log, summary, phases and figure.
+"""Training: one run or a batch of members, its evaluation, summary and figure; evaluating,
+importing and repairing run directories.
 
-    from empirical.train import train_run, summary_of, detect_phases
+    from empirical.train.loop import summary_of, train_run
     from empirical.runs.config import load_run_config
     result = train_run(load_run_config("configs/smoke.toml"), "runs/smoke/seed0")
     summary_of(result.run_dir)["phases"]              # summary.json
-    detect_phases(records)                            # the spikes of a metrics log
 
 `loop` (train_run, resume), `session` (a session's phases), `engine` (the skeleton's pieces),
-`learners` (model, forward, optimiser step), `evaluate`, `summary`, `plots`, `tensorboard`, ...
-See docs/training.md. Names are imported on first use (no torch at import).
+`learners` (model, forward, optimiser step), `optim`, `schedule`, `constraints`, `batches`,
+`cuda_graph`, `evaluate` (the sets during training), `evaluate_run` (`evaluate`), `repair`,
+`summary`, `breakdown`, `plots`, `tensorboard`, `state` (training checkpoints), `allocator`,
+`options` (the command lines of train, evaluate and repair). See docs/training.md.
 """
 
-from disentangled.lazy_exports import lazy_exports
-
 __all__ = [
-    "TrainResult", "TrainingError", "check_train_target", "detect_phases", "first_step_all_above",
-    "summary_of", "train_run", "write_summary", "write_training_curves",
+    "allocator", "batches", "breakdown", "constraints", "cuda_graph", "engine", "evaluate",
+    "evaluate_run", "learners", "loop", "optim", "options", "plots", "repair", "schedule",
+    "session", "state", "summary", "tensorboard",
 ]  # fmt: skip
-
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "empirical.train.loop": [
-            "TrainResult", "TrainingError", "check_train_target", "summary_of", "train_run",
-        ],
-        "empirical.runs.phases": ["detect_phases"],
-        "empirical.train.summary": [
-            "first_step_all_above", "write_summary", "write_training_curves",
-        ],
-    },
-)  # fmt: skip

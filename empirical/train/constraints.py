@@ -16,6 +16,7 @@ s = sqrt(d_head)), found by Newton steps along (Y W_K, Y^T W_Q), Y = s Q*^T G K*
 
 from __future__ import annotations
 
+import io
 import os
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ from torch import Tensor
 from empirical.config.io import ConfigError
 from empirical.model.groups import group_of
 from empirical.model.labels import col_labels, dual_vectors, ebar_of, query_key_vectors, row_labels
+from empirical.report.files import atomic_write_bytes
 
 NEWTON_STEPS = 4
 
@@ -32,10 +34,6 @@ NEWTON_STEPS = 4
 def save_direction(path: str | os.PathLike, block, rows: list[str], cols: list[str],
                    what: str = "") -> None:  # fmt: skip
     """Write a label-space direction for train.project_out (atomically)."""
-    import io
-
-    from empirical.report.files import atomic_write_bytes
-
     payload = {
         "kind": "labelled_direction",
         "rows": list(rows),

@@ -27,9 +27,9 @@ from pathlib import Path
 import torch
 
 from disentangled.errors import UserError
-from empirical.model import AssignAddTransformer, CheckpointError, load_model
-from empirical.model.checkpoint import check_depth
+from empirical.model.checkpoint import CheckpointError, check_depth, load_model
 from empirical.model.device import resolve_device as model_device
+from empirical.model.transformer import AssignAddTransformer
 from empirical.report.files import append_text, atomic_write_bytes
 from empirical.runs.config import RunConfig, config_fingerprint
 from empirical.runs.metrics_log import read_metrics

@@ -20,17 +20,19 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from tqdm import tqdm
 
 from disentangled.command_line import UsageError, check_writable_dir
-from empirical.model import load_checkpoint, model_from_checkpoint
+from empirical.model.checkpoint import load_checkpoint, model_from_checkpoint
 from empirical.model.device import resolve_device
 from empirical.report.files import atomic_write_bytes
 from empirical.runs.config import config_fingerprint
 from empirical.runs.lock import writer_lock
 from empirical.runs.rundir import SNAPSHOT_RE, RunDir, RunDirError
+from empirical.task import build_eval_sets, save_eval_sets
 from empirical.train.evaluate import SetEvaluator
-
-DEFAULT_BATCH_SIZE = 2048
+from empirical.train.options import DEFAULT_BATCH_SIZE
+from empirical.train.summary import write_summary
 
 
 def run_eval_sets(run: RunDir, cfg=None):
@@ -38,8 +40,6 @@ def run_eval_sets(run: RunDir, cfg=None):
     task's and seed's, or built from the run's config and saved there if absent (in memory
     only, with a note, where the directory cannot be written). No writer lock needed: the file
     is a function of the task and seed, written atomically."""
-    from empirical.task import build_eval_sets, save_eval_sets
-
     cfg = run.read_config() if cfg is None else cfg
     sets = run.read_eval_sets(cfg)
     if sets is not None:
@@ -139,10 +139,6 @@ def evaluate_all_steps(
 def _evaluate_all_steps(
     run: RunDir, batch_size: int, device: Any, force: bool, progress: bool
 ) -> tuple[list[dict], dict]:
-    from tqdm import tqdm
-
-    from empirical.train.summary import write_summary
-
     if not force and has_training_log(run):
         raise UsageError(
             f"{run}: holds a training run ({RunDir.CHECKPOINTS}/{RunDir.LAST} or a training log "

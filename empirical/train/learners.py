@@ -19,8 +19,8 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from empirical.model import AssignAddTransformer
 from empirical.model.batched import BatchedModel
+from empirical.model.transformer import AssignAddTransformer
 from empirical.runs.config import RunConfig
 from empirical.train.constraints import UpdateConstraints
 from empirical.train.cuda_graph import GraphedStep, graph_applies

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
 
 from empirical.report.figures import OKABE_ITO, save_figure
 from empirical.report.phase_marks import draw_phase_marks
@@ -139,8 +140,6 @@ def plot_runs(
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel("training step")
     handles, labels = axes[0].get_legend_handles_labels()
-    from matplotlib.lines import Line2D
-
     handles += [
         Line2D([], [], marker="o", ls="", color="grey", label="first spike (largest jump)"),
         Line2D([], [], marker="s", ls="", color="grey", label="second spike (largest jump)"),

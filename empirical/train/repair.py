@@ -21,6 +21,10 @@ from empirical.runs.config import config_fingerprint
 from empirical.runs.lock import writer_lock
 from empirical.runs.metrics_log import scan_metrics
 from empirical.runs.rundir import RunDir
+from empirical.task import build_eval_sets, save_eval_sets
+from empirical.train.engine import checkpoint_step
+from empirical.train.evaluate_run import _evaluator, write_evaluated_log
+from empirical.train.options import DEFAULT_BATCH_SIZE
 
 
 def repair_metrics(run: RunDir) -> list[str]:
@@ -53,9 +57,6 @@ def _repair_metrics(run: RunDir) -> list[str]:
 
 
 def _rebuild_metrics(run: RunDir, cfg) -> list[str]:
-    from empirical.train.engine import checkpoint_step
-    from empirical.train.evaluate_run import DEFAULT_BATCH_SIZE, _evaluator, write_evaluated_log
-
     last = checkpoint_step(run)
     models = [(s, p) for s, p in run.snapshots() if not last or s <= last]
     if last and last not in {s for s, _ in models}:
@@ -74,8 +75,6 @@ def _rebuild_metrics(run: RunDir, cfg) -> list[str]:
 
 def rebuild_eval_sets(run: RunDir) -> list[str]:
     """Build the run's eval_sets.pt again from its config (replacing the file)."""
-    from empirical.task import build_eval_sets, save_eval_sets
-
     run = RunDir(run).require_run()
     with writer_lock(run, "RUN_DIR"):
         cfg = run.read_config()

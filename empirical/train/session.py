@@ -23,7 +23,7 @@ import torch
 from tqdm.auto import tqdm
 
 from empirical.config.io import config_to_toml
-from empirical.model import save_model
+from empirical.model.checkpoint import save_model
 from empirical.report.files import atomic_write_bytes
 from empirical.runs.config import config_fingerprint
 from empirical.runs.lock import writer_locks
@@ -47,6 +47,7 @@ from empirical.train.engine import (
 from empirical.train.evaluate import SetEvaluator, evaluate_and_log, is_full_evaluation
 from empirical.train.schedule import learning_rate, schedule_of
 from empirical.train.state import save_training_state
+from empirical.train.summary import write_summary
 from empirical.train.tensorboard import log_record
 
 
@@ -193,8 +194,6 @@ class TrainingSession:
     def finish(self) -> None:
         """Phase 6: summary.json and training_curves.png (unless figures is False) of every
         member that trained on."""
-        from empirical.train.summary import write_summary
-
         session = {
             "steps": self.step - self.first_step,
             "step_mode": _step_mode(self.learner),

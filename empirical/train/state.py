@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from empirical.config.io import to_dict
-from empirical.model import CheckpointError, load_checkpoint, save_model
+from empirical.model.checkpoint import CheckpointError, load_checkpoint, save_model
 from empirical.runs.config import config_fingerprint
 
 

@@ -16,8 +16,8 @@ from torch import Tensor
 from empirical.bridge.compare_qk.coords import coordinates, theorem_w
 from empirical.bridge.compare_qk.frames import Frames
 from empirical.bridge.compare_qk.metrics import cosine
-from empirical.model import AssignAddTransformer
 from empirical.model.groups import groups_of_names
+from empirical.model.transformer import AssignAddTransformer
 
 NULL_DRAWS = 2000
 NULL_CHUNK = 100

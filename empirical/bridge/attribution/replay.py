@@ -15,7 +15,7 @@ from dataclasses import replace
 import torch
 from torch import Tensor
 
-from empirical.model import load_checkpoint
+from empirical.model.checkpoint import load_checkpoint
 from empirical.runs.rundir import RunDir
 from empirical.task import run_training_sampler, training_generator
 from empirical.train.batches import BatchStream

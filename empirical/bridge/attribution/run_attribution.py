@@ -27,7 +27,7 @@ from empirical.bridge.attribution.replay import (
     replay_learner,
 )
 from empirical.bridge.attribution.targets import Targets, float64_weights
-from empirical.model import CheckpointError, load_checkpoint
+from empirical.model.checkpoint import CheckpointError, load_checkpoint
 from empirical.runs.rundir import RunDir
 from empirical.train.state import load_training_state
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from empirical.bridge.compare_qk.snapshot import analyse_snapshot, comparison_inputs
 from empirical.bridge.compare_qk.updates import decay_factor
-from empirical.model import load_model
+from empirical.model.checkpoint import load_model
 from empirical.runs.rundir import RunDir
 
 

@@ -29,7 +29,7 @@ from empirical.bridge.compare_qk.prediction import (
     prediction_kind,
 )
 from empirical.bridge.compare_qk.windows import default_windows, window_summary
-from empirical.model import load_model
+from empirical.model.checkpoint import load_model
 from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import RunDir, RunDirError
 from empirical.task import build_eval_sets, held_out_pairs

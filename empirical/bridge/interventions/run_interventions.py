@@ -16,7 +16,7 @@ from disentangled.errors import UserError
 from empirical.bridge.interventions.conditions import member_configs, write_g1_direction
 from empirical.bridge.interventions.continuations import Plan, continue_members, start_model
 from empirical.bridge.interventions.outputs import summarise, write_outputs
-from empirical.model import CheckpointError
+from empirical.model.checkpoint import CheckpointError
 from empirical.runs.rundir import RunDir
 from empirical.train.constraints import load_direction
 from empirical.train.state import load_training_state

@@ -26,7 +26,7 @@ from empirical.bridge.ladder.forward import Forward, hooked_logits, qk_gradient
 from empirical.bridge.ladder.measure import EvalCache, first_set, gradient_measures, one_step
 from empirical.bridge.ladder.rungs import CHANGED, DESCRIPTION, Rung, build_rungs
 from empirical.bridge.ladder.weights import Merged, build_model
-from empirical.model import load_model
+from empirical.model.checkpoint import load_model
 from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import RunDir, RunDirError
 from empirical.task import build_eval_sets, held_out_pairs

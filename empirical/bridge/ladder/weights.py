@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from empirical.model import AssignAddTransformer, ModelConfig
+from empirical.model.config import ModelConfig
+from empirical.model.transformer import AssignAddTransformer
 
 DTYPE = torch.float64
 

@@ -16,7 +16,8 @@ from torch import Tensor
 from disentangled.model import fourier_mlp_weights, initial_W
 from empirical.bridge.theorem_model.config import TheoremModelConfig
 from empirical.bridge.theorem_model.layout import Layout
-from empirical.model import AssignAddTransformer, ModelConfig
+from empirical.model.config import ModelConfig
+from empirical.model.transformer import AssignAddTransformer
 
 DTYPE = torch.float64
 

@@ -15,8 +15,8 @@ from disentangled.metrics import unique_argmax_correct
 from disentangled.pieces import per_sequence
 from empirical.bridge.theorem_model.construct import score_matrix, set_score_matrix
 from empirical.bridge.theorem_model.token_population import TokenPopulation
-from empirical.model import AssignAddTransformer
 from empirical.model.forward import forward
+from empirical.model.transformer import AssignAddTransformer
 
 LOSSES = ("ce", "first_order")
 PATHS = ("fast", "hooked")

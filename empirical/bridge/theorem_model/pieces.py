@@ -14,8 +14,8 @@ from disentangled.pieces import Pieces, per_sequence
 from empirical.bridge.theorem_model.config import TheoremModelConfig
 from empirical.bridge.theorem_model.layout import Layout
 from empirical.bridge.theorem_model.token_population import TokenPopulation
-from empirical.model import AssignAddTransformer
 from empirical.model.forward import forward
+from empirical.model.transformer import AssignAddTransformer
 
 DEFAULT_CHUNK = 4096
 # leaves that are parameters as they are: leaf name -> parameter name
