@@ -13,6 +13,7 @@ section by tests/test_quick_path.py).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 import shlex
@@ -98,13 +99,18 @@ def parse_only(command: DocCommand, monkeypatch):
         monkeypatch.setattr(OneLineParser, method, parse_and_stop)
     args = list(command.args)
     if command.package == "empirical":
-        from empirical.__main__ import COMMANDS
+        from empirical.__main__ import COMMANDS, options_class
+        from empirical.config.options import parse_options
 
         if not args:
             return None
         if args[0] not in COMMANDS:
             raise UsageError(f"unknown command {args[0]!r}")
-        run = importlib.import_module(COMMANDS[args[0]][0]).run
+        cmd = COMMANDS[args[0]]
+        if cmd.options is not None:  # an options class: its parser (built from it) stops
+            run = functools.partial(parse_options, options_class(cmd))
+        else:
+            run = importlib.import_module(cmd.module).run
         args = args[1:]
     else:
         run = importlib.import_module(f"{command.package}.__main__")._main
