@@ -18,12 +18,13 @@ class CurvesOptions:
     """`python -m empirical curves RUN_DIR [RUN_DIR ...] --out FILE [...]`."""
 
     run_dirs: tuple[str, ...] = arg(help="run directories (trained or imported)",
-                                    positional=True, nargs="+")  # fmt: skip
-    sets: tuple[str, ...] = arg(("1var/ind", "1var/var"), help="evaluation sets (panels)",
-                                nargs="+")  # fmt: skip
+                                    positional=True, nargs="+", metavar="RUN_DIR")  # fmt: skip
+    sets: tuple[str, ...] = arg(
+        ("1var/ind", "1var/var"), help="evaluation sets (panels)", nargs="+", metavar="SET",
+        default_text="1var/ind 1var/var")
     labels: tuple[str, ...] | None = arg(
-        None, help="a label per run (default: RunDir.label)", nargs="+")
-    title: str = arg("", help="figure title", raw=True)
+        None, help="a label per run (default: RunDir.label)", nargs="+", metavar="LABEL")
+    title: str = arg("", help="figure title (default none)", raw=True, default_text="")
     out: str = arg(help="figure file (png, pdf or svg)", raw=True)
     format: choice(*FORMATS) = arg(
         "png", help="figure file format where --out has no suffix: png, pdf or svg")
