@@ -39,7 +39,7 @@ def open_chain_run(opts: ChainRunOptions):
     return run_dir, sets, model, vocab
 
 
-def weights(opts: ChainRunOptions) -> str:
+def weights_of(opts: ChainRunOptions) -> str:
     """Which weights were read, as the outputs say it."""
     return f"step {opts.step}" if opts.step is not None else "latest weights"
 
@@ -51,7 +51,7 @@ def run(opts: ChainAttentionOptions) -> int:
         table = chain_attention(model, vocab, tokens)
     history = chain_attention_over_training(run_dir.path, tokens) if opts.over_training else None
     use_cli_backend()
-    result = report(opts.set, min(opts.n, len(sets[opts.set])), weights(opts), table,
+    result = report(opts.set, min(opts.n, len(sets[opts.set])), weights_of(opts), table,
                     run_dir.label(), history)  # fmt: skip
     paths = write_report(result, run_dir.analysis_dir())
     if history is not None:

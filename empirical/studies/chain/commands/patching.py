@@ -12,7 +12,7 @@ from empirical.config.options import command_main
 from empirical.report.figures import use_cli_backend
 from empirical.report.writer import write_report
 from empirical.studies.chain.analysis.patching import CORRUPTIONS, chain_patching, report
-from empirical.studies.chain.commands.attention import open_chain_run, weights
+from empirical.studies.chain.commands.attention import open_chain_run, weights_of
 from empirical.studies.chain.options import ChainPatchingOptions
 
 
@@ -21,7 +21,7 @@ def run(opts: ChainPatchingOptions) -> int:
     tokens = sets[opts.set].tokens[: opts.n]
     results = [chain_patching(model, vocab, tokens, c, seed=opts.seed) for c in CORRUPTIONS]
     use_cli_backend()
-    paths = write_report(report(opts.set, weights(opts), results, run_dir.label()),
+    paths = write_report(report(opts.set, weights_of(opts), results, run_dir.label()),
                          run_dir.analysis_dir())  # fmt: skip
     for res in results:
         print(f"corrupted: the {res['corruption']} ({res['n']} sequences); share of the logit "
