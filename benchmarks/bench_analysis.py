@@ -27,9 +27,10 @@ from pathlib import Path
 
 import torch
 
-from empirical.analysis import make_probe_data, progress_measures
 from empirical.analysis.common import torch_threads
 from empirical.analysis.model_analysis import analyze_model
+from empirical.analysis.probe_data import make_probe_data
+from empirical.analysis.progress import progress_measures
 from empirical.analysis.run_analysis import analyze_run
 from empirical.config.io import config_to_toml
 from empirical.model.checkpoint import save_model

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from empirical.config.command_line import UsageError, main_of
 from empirical.config.options import parse_options
-from empirical.studies import COMMANDS as FAMILY_COMMANDS
+from empirical.studies.registry import COMMANDS as FAMILY_COMMANDS
 
 
 class Command(NamedTuple):
@@ -37,8 +37,10 @@ COMMANDS: dict[str, Command] = {
     "import-checkpoints": ("empirical.cli.import_checkpoints",
                            "turn the paper authors' checkpoints into a run directory",
                            "empirical.runs.options:ImportOptions"),
-    "curves": ("empirical.cli.curves", "several runs' accuracy curves side by side"),
-    "analyze": ("empirical.cli.analyze", "mechanistic analysis of a run's checkpoints"),
+    "curves": ("empirical.cli.curves", "several runs' accuracy curves side by side",
+               "empirical.cli.curves_options:CurvesOptions"),
+    "analyze": ("empirical.cli.analyze", "mechanistic analysis of a run's checkpoints",
+                "empirical.studies.options:AnalyzeOptions"),
     "compare-qk": ("empirical.cli.compare_qk", "theory's predicted vs observed layer-2 QK update",
                    "empirical.bridge.compare_qk.options:CompareQKOptions"),
     "attribute": ("empirical.cli.attribute",
@@ -47,7 +49,7 @@ COMMANDS: dict[str, Command] = {
         "empirical.cli.intervene",
         "continuations from a checkpoint with pieces frozen or G1 projected out, replicated",
     ),
-    # the commands the task families add (empirical.studies: chain-attention, ...)
+    # the commands the task families add (empirical.studies.registry: chain-attention, ...)
     **FAMILY_COMMANDS,
     "ladder": ("empirical.cli.ladder", "assumption ladder from Theorem C.1's model to a snapshot"),
     "ladder-dynamics": ("empirical.cli.ladder_dynamics",

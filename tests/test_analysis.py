@@ -10,29 +10,31 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.analysis import (
-    ALL_MEASURE_NAMES,
-    AUTHORS_MEASURE_NAMES,
-    MEASURE_NAMES,
-    answer_probes,
-    crossing_steps,
-    fit_gromov,
-    fourier_analysis,
+from empirical.analysis.attention import attention_examples, attention_summary
+from empirical.analysis.authors import AUTHORS_MEASURE_NAMES
+from empirical.analysis.common import light_forward, strict_argmax_is
+from empirical.analysis.fourier import fit_gromov, fourier_analysis
+from empirical.analysis.ov_mlp import (
     isolated_ov_mlp,
-    light_forward,
-    make_probe_data,
     ov2_mlp2_accuracy,
     ov_mlp_cosine,
+    same_addition_cosine,
+)
+from empirical.analysis.probe_data import make_probe_data
+from empirical.analysis.probes import answer_probes
+from empirical.analysis.progress import (
+    ALL_MEASURE_NAMES,
+    MEASURE_NAMES,
+    crossing_steps,
     progress_measures,
+    second_spike_scores,
+)
+from empirical.analysis.qk import (
     qk1_embedding_scores,
     qk1_positional_preference,
     qk2_ov1_identity,
-    reference_model,
-    same_addition_cosine,
-    second_spike_scores,
 )
-from empirical.analysis.attention import attention_examples, attention_summary
-from empirical.analysis.common import strict_argmax_is
+from empirical.analysis.reference import reference_model
 from empirical.model.config import ModelConfig
 from empirical.model.transformer import AssignAddTransformer
 from empirical.task import TaskConfig, build_eval_sets
@@ -389,8 +391,8 @@ def test_phase2_levels_between_the_spikes():
 
 
 def test_default_compare_steps_prefers_the_papers_steps_inside_the_spikes():
+    from empirical.analysis.options import parse_steps
     from empirical.analysis.spikes import default_compare_steps
-    from empirical.analysis.step_pairs import parse_steps
 
     phases = {
         "first_spike": {"start_step": 4501, "end_step": 6001, "jump_start_step": 5301,
@@ -447,7 +449,7 @@ def test_definition_agreement_reports_where_the_definitions_part():
 
 
 def test_probes_title_states_the_sum_only_where_the_circuit_adds():
-    from empirical.analysis.run_figures import probes_title
+    from empirical.analysis.model_analysis import probes_title
 
     failing = probes_title(0.033, 59, "step 100")
     assert "3.3%" in failing and "not the sum of every pair" in failing

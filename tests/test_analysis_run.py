@@ -9,12 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from empirical.analysis import (
-    ALL_MEASURE_NAMES,
-    MEASURE_NAMES,
-    make_probe_data,
-    progress_over_training,
-)
+from empirical.analysis.probe_data import make_probe_data
+from empirical.analysis.progress import ALL_MEASURE_NAMES, MEASURE_NAMES, progress_over_training
 from empirical.cli.analyze import main
 from empirical.runs.config import load_run_config
 from empirical.train.loop import train_run

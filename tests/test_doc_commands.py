@@ -13,6 +13,7 @@ section by tests/test_quick_path.py).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 import shlex
@@ -115,14 +116,11 @@ def parse_only(command: DocCommand, monkeypatch):
             return None
         if args[0] not in COMMANDS:
             raise UsageError(f"unknown command {args[0]!r}")
-        command = COMMANDS[args[0]]
-        if command.options is None:
-            run = importlib.import_module(command.module).run
-        else:  # the dispatcher's parse (the options class), stopped before its checks
-            cls = options_class(command)
-
-            def run(argv, cls=cls):
-                return parse_options(cls, argv)
+        cmd = COMMANDS[args[0]]
+        if cmd.options is not None:  # an options class: its parser (built from it) stops
+            run = functools.partial(parse_options, options_class(cmd))
+        else:
+            run = importlib.import_module(cmd.module).run
         args = args[1:]
     else:
         run = importlib.import_module(f"{command.package}.__main__")._main

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from empirical.studies import ANALYSES, COMMANDS
+from empirical.studies.registry import ANALYSES, COMMANDS
 from empirical.task.registry import all_families, family, family_names, family_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,8 +78,9 @@ def f(task, name):
 def test_every_family_offers_the_interface(name):
     fam = family(name)
     assert fam.name == name and fam.title and fam in all_families()
-    for command, (module, help_) in COMMANDS.items():
+    for command, (module, help_, options) in COMMANDS.items():
         assert module.startswith("empirical.studies.") and help_, command
+        assert options.startswith("empirical.studies.") and ":" in options, command
     if name in ANALYSES:
         assert ANALYSES[name].startswith(f"empirical.studies.{name}.") and ":" in ANALYSES[name]
     defaults = fam.field_defaults()

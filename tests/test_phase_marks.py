@@ -98,7 +98,7 @@ def test_set_timeline_counts_separate_rises_by_their_jumps():
 def test_progress_figure_of_a_run_without_accuracy_says_so():
     from types import SimpleNamespace
 
-    from empirical.analysis.plots import plot_progress
+    from empirical.analysis.plots.over_training import plot_progress
 
     history = SimpleNamespace(steps=[0, 100], measures={"qk1_num_to_prev_var": [0.1, 0.95]},
                               crossings={})  # fmt: skip

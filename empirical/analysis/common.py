@@ -1,4 +1,5 @@
-"""Shared pieces of the analyses: the layer-2 MLP, a light forward pass, small helpers.
+"""Shared pieces of the analyses: the layer-2 MLP, a light forward pass, small helpers, and
+`to_jsonable` (the numbers as analysis.json holds them).
 
 Conventions of every module of `empirical.analysis` (docs/analysis.md, "Conventions"): layers
 are 0-indexed like TransformerLens's blocks (the paper's "layer 1" is block 0; names say `l1` /
@@ -9,9 +10,11 @@ drawn from the task's *unrestricted* distribution (empirical.analysis.probe_data
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -160,3 +163,26 @@ def strict_argmax_is(scores: Tensor, target: Tensor, valid: Tensor | None = None
     at = scores.gather(-1, target.unsqueeze(-1)).squeeze(-1)
     others = scores.scatter(-1, target.unsqueeze(-1), float("-inf"))
     return at > others.max(dim=-1).values
+
+
+def to_jsonable(obj, digits: int = 6):
+    """Tensors / arrays -> nested lists, floats rounded to `digits` significant digits,
+    NaN / inf -> None (what analysis.json holds)."""
+    if isinstance(obj, torch.Tensor):
+        obj = obj.detach().cpu().numpy()
+    if isinstance(obj, np.ndarray):
+        obj = obj.tolist()
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v, digits) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v, digits) for v in obj]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        x = float(obj)
+        if not math.isfinite(x):
+            return None
+        return float(f"{x:.{digits}g}")
+    return obj

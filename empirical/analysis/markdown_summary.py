@@ -1,12 +1,13 @@
 """summary.md of one run's analysis, written from analysis.json's content:
-`text = summary_markdown(result)`, one function per section in the file's order.
+`text = summary_markdown(result)`, one function per section in the file's order; the
+mechanism table's rows are the model analyses' own (empirical.analysis.model_analysis).
 """
 
 from __future__ import annotations
 
 from empirical.analysis.authors import SUFFIX
+from empirical.analysis.model_analysis import MODEL_ANALYSES, fmt
 from empirical.analysis.progress import MEASURE_NAMES, MEASURES
-from empirical.report.stats import accuracy_interval, correct_count, format_accuracy
 from empirical.report.tables import markdown_table
 
 # the paper's phase (Appendix B) in which each measure completes
@@ -42,26 +43,13 @@ def summary_markdown(result: dict) -> str:
 
 
 # -- formatting -----------------------------------------------------------------------------
-def _fmt(x, pct: bool = False) -> str:
-    if x is None:
-        return "-"
-    return f"{100 * x:.1f}%" if pct else f"{x:.3f}"
-
-
-def _fmt_ci(acc, n: int | None) -> str:
-    """'97.2% [95.3, 98.3]': an accuracy over n sequences with its 95% Wilson interval."""
-    if acc is None or not n:
-        return _fmt(acc, True)
-    return format_accuracy(acc, accuracy_interval(correct_count(acc, n), n))
-
-
 def _yes_no(flag) -> str:
     return "yes" if flag else "no"
 
 
 def _change(before, after, pct: bool = False) -> str:
-    """'0.412 -> 0.871': a value before and after, as _fmt writes them."""
-    return f"{_fmt(before, pct)} -> {_fmt(after, pct)}"
+    """'0.412 -> 0.871': a value before and after, as fmt writes them."""
+    return f"{fmt(before, pct)} -> {fmt(after, pct)}"
 
 
 def _phase_of(step: int | None, phases: dict | None) -> str:
@@ -104,7 +92,7 @@ def _accuracy_section(result: dict) -> list[str]:
     for k, v in acc.items():
         c = ci.get(k)
         interval = f"{100 * c['ci95'][0]:.1f}-{100 * c['ci95'][1]:.1f}%" if c else "-"
-        rows.append(f"{k} | {_fmt(v, True)} | {interval} | {c['n'] if c else '-'}")
+        rows.append(f"{k} | {fmt(v, True)} | {interval} | {c['n'] if c else '-'}")
     return [
         "## Accuracy at this step",
         "",
@@ -116,69 +104,10 @@ def _accuracy_section(result: dict) -> list[str]:
     ]
 
 
-def _attention_rows(att: dict) -> list[str]:
-    lines = []
-    for k in ("0var", "1var", "2var"):
-        if k in att:
-            d = att[k]
-            var = d.get("l1_eq_to_variable_operands")
-            lines.append(
-                f"| `=` attention, {k}: layer 1 on positions L-3, L-2 (on variable operands) / "
-                f"layer 2 on the value positions | {_fmt(d['l1_eq_to_operand_positions'])}"
-                + (f" ({_fmt(var)})" if var is not None else "")
-                + f" / {_fmt(d['l2_eq_to_value_positions'])} |"
-            )
-    return lines
-
-
 def _mechanism_section(result: dict) -> list[str]:
-    m = result["model"]
-    n_test = result["probe_data"]["n_test"]
-    same = m["same_addition_cosine"]
-    iso = m["isolated_ov_mlp"]
-    pr = m["answer_probes"]
-    four = m["fourier"]
-    pref = m["qk1_positional_preference"]
-    ident = m["qk2_ov1_identity"]
-    qk1 = m["qk1_embeddings"]
-    lines = ["## Section 5: the mechanism", "", "| quantity | value |", "| --- | --- |"]
-    lines += _attention_rows(m["attention"]["summary"])
-    for k, d in m["ov_mlp_cosine"]["by_kind"].items():
-        lines.append(
-            f"| cos(MLP input, OV(W_E[x] + W_E[y])), {k}: matched / shuffled | "
-            f"{_fmt(d['matched']['mean'])} / {_fmt(d['shuffled']['mean'])} |"
-        )
-    return lines + [
-        f"| same addition, variable vs direct form: matched / mismatched cosine | "
-        f"{_fmt(same['matched']['mean'])} / {_fmt(same['mismatched']['mean'])} |",
-        f"| answer probe before the MLP (resid_mid), held-out accuracy [95% interval] | "
-        f"{_fmt_ci(pr['resid_mid']['test_acc'], n_test)} |",
-        f"| answer probe after the MLP (resid_post), held-out accuracy (model itself) | "
-        f"{_fmt_ci(pr['resid_post']['test_acc'], n_test)} "
-        f"({_fmt_ci(pr['model_test_acc'], n_test)}) |",
-        f"| isolated OV-MLP circuit, all p^2 pairs | {_fmt(iso['accuracy'], True)} "
-        f"(MLP only: {_fmt(iso['accuracy_mlp_only'], True)}) |",
-        f"| MLP neurons: mean R^2 of Gromov fit (active) / share R^2 >= 0.9 | "
-        f"{_fmt(four['r2_mean_active'])} / {_fmt(four['frac_r2_above_0.9'], True)} |",
-        f"| key frequencies (dominant for >= 5% of well-fitted neurons) | "
-        f"{four['key_frequencies']} |",
-        f"| best neuron (Figure 11): index, frequency, R^2 | {four['best_neuron']}, "
-        f"{four['best_neuron_freq']}, {_fmt(four['best_neuron_r2'])} |",
-        f"| layer 1: `=` prefers positions | {qk1['eq_top2_positions']} |",
-        f"| layer 1 (Fig. 6): numbers -> variables, mean score gap over other tokens / share "
-        f"of numbers whose top key token is a variable | {_fmt(qk1.get('num_to_var_gap'))} / "
-        f"{_fmt(qk1.get('num_top_key_is_var'), True)} |",
-        f"| layer 1 (Fig. 6): positions 0..L-5 -> variables, gap / share top key a variable | "
-        f"{_fmt(qk1.get('pos_to_var_gap'))} / {_fmt(qk1.get('pos_top_key_is_var'), True)} |",
-        f"| layer 1 (Fig. 6): position x position rises to the right, rank correlation with "
-        f"the key position (queries 2..L-5 / all) | {_fmt(qk1.get('pos_pos_rank_corr_region'))} "
-        f"/ {_fmt(qk1.get('pos_pos_rank_corr'))} |",
-        f"| layer 1: numbers prefer the previous position (Fig. 7a) | "
-        f"{_fmt(pref['fraction'], True)} |",
-        f"| layer 2 QK on OV'd variables: identity score / mean margin (Fig. 7b) | "
-        f"{_fmt(ident['identity_score'])} / {_fmt(ident['margin_mean'])} |",
-        "",
-    ]
+    """The model's analyses, one table: each declaration's rows (model_analysis), in order."""
+    rows = [f"| {q} | {v} |" for a in MODEL_ANALYSES for q, v in a.rows(result)]
+    return ["## Section 5: the mechanism", "", "| quantity | value |", "| --- | --- |", *rows, ""]
 
 
 # -- progress measures (Appendix B) -----------------------------------------------------------
@@ -217,8 +146,8 @@ def _measure_rows(result: dict, order: list[str], crossings: dict) -> list[str]:
         ours_text, ours_stable = cross(name)
         their_text, their_stable = cross(theirs)
         lines.append(
-            f"{name} | {MEASURES[name][0]:g} | {_fmt(values.get(name))} | "
-            f"{_fmt(values.get(theirs))} | {ours_text} | {their_text} | "
+            f"{name} | {MEASURES[name][0]:g} | {fmt(values.get(name))} | "
+            f"{fmt(values.get(theirs))} | {ours_text} | {their_text} | "
             f"{_phase_of(ours_stable, phases)} / {_phase_of(their_stable, phases)} | "
             f"{PAPER_PHASE[name]}"
         )
@@ -274,9 +203,9 @@ def _definition_agreement_section(result: dict) -> list[str]:
     if not agree:
         return []
     rows = [
-        f"{name} | {_fmt(a['mean_abs_diff'])} | {_fmt(a['max_abs_diff'])} "
-        f"({a['max_at_step']}: {_fmt(a['ours_there'])} / {_fmt(a['theirs_there'])}) | "
-        f"{_fmt(a['share_diff_above_0.05'], True)}"
+        f"{name} | {fmt(a['mean_abs_diff'])} | {fmt(a['max_abs_diff'])} "
+        f"({a['max_at_step']}: {fmt(a['ours_there'])} / {fmt(a['theirs_there'])}) | "
+        f"{fmt(a['share_diff_above_0.05'], True)}"
         for name, a in agree.items()
     ]
     header = "measure | mean abs difference | largest (step: ours / authors') | snapshots "
@@ -297,8 +226,8 @@ def _plateau_section(result: dict) -> list[str]:
             ]
         return []
     rows = [
-        f"{name} | {_fmt(d['mean'], True)} | {_fmt(d['min'], True)} | "
-        f"{_fmt(d['max'], True)} | {_yes_no(d['within_80_99'])} | "
+        f"{name} | {fmt(d['mean'], True)} | {fmt(d['min'], True)} | "
+        f"{fmt(d['max'], True)} | {_yes_no(d['within_80_99'])} | "
         f"{_yes_no(d['mean_within_80_99'])}"
         for name, d in plateau["routing"].items()
     ]
@@ -340,7 +269,7 @@ def _first_spike_section(result: dict) -> list[str]:
         if kind == 2:
             rows.append(f"{label} | {sa[key]} | {sb[key]}")
         else:
-            rows.append(f"{label} | {_fmt(sa[key], bool(kind))} | {_fmt(sb[key], bool(kind))}")
+            rows.append(f"{label} | {fmt(sa[key], bool(kind))} | {fmt(sb[key], bool(kind))}")
     return [
         f"## First spike, step {a} vs {b} (Figure 8: first_spike_steps)",
         "",

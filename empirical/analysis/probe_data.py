@@ -15,6 +15,15 @@ import torch
 from empirical.task import Batch, TaskConfig, TrainingSampler, Vocabulary
 from empirical.task.pairs import derive_seed
 
+# what analysis.json says of the probe data (`ProbeData.describe`)
+PROBE_DISTRIBUTION = (
+    "unrestricted (every variable at both operand positions, no held-out pairs), equal "
+    "thirds of 0/1/2-var"
+)
+AUTHORS_DISTRIBUTION = (
+    "the authors' measure batches: unrestricted, a third 0-var, two thirds 1-var (variable "
+    "first or second equally), no 2-var"
+)
 # their batch sizes (progress_measures.py: generate_eval_batch 512, probe 1024 / 256)
 EVAL_SIZE = 512
 PROBE_TRAIN_SIZE = 1024
@@ -93,6 +102,25 @@ class ProbeData:
     @property
     def vocab(self) -> Vocabulary:
         return Vocabulary.from_config(self.task)
+
+    def describe(self) -> dict:
+        """The distribution and sizes (ours, and the authors' batches if drawn): analysis.json's
+        "probe_data"."""
+        authors = None
+        if self.authors is not None:
+            authors = {
+                "distribution": AUTHORS_DISTRIBUTION,
+                "n_eval": len(self.authors.eval),
+                "n_probe_train": len(self.authors.train),
+                "n_probe_test": len(self.authors.test),
+            }
+        return {
+            "distribution": PROBE_DISTRIBUTION,
+            "n_test": len(self.test),
+            "n_train": len(self.train),
+            "n_second_operand": len(self.second),
+            "authors_batches": authors,
+        }
 
 
 def make_probe_data(

@@ -10,7 +10,13 @@ target is visible (the model is causal), against its chance level 1 / (position 
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
+import numpy as np
 import torch
+
+from empirical.report.figures import OKABE_ITO, save_figure
+from empirical.runs.load import load_run
+from empirical.runs.rundir import RunDir
 
 __all__ = ["MEASURES", "association_attention", "association_over_training", "plot_association"]
 
@@ -87,9 +93,6 @@ def association_attention(model, vocab, tokens: torch.Tensor) -> dict[str, dict]
 @torch.no_grad()
 def association_over_training(run_dir, tokens: torch.Tensor) -> dict:
     """`association_attention` at every snapshot of the run: {"steps", "tables"}."""
-    from empirical.runs.load import load_run
-    from empirical.runs.rundir import RunDir
-
     run = RunDir(run_dir).require_run()
     steps = run.snapshot_steps()
     tables = [association_attention(*load_run(run.path, step=step), tokens) for step in steps]
@@ -101,11 +104,6 @@ def plot_association(table: dict, history: dict | None, path=None, title: str = 
     """Left: each measure per layer (the heads' mean; its chance level as a black tick).
     Right (with `history`): `named -> its clause` and `query -> its clause` per layer over
     the snapshots, their chance levels as horizontal lines."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from empirical.report.figures import OKABE_ITO, save_figure
-
     colors = [OKABE_ITO[c] for c in ("blue", "orange", "green", "vermillion", "purple")]
     n_layers = len(next(iter(table.values()))["mean"])
     panels = 2 if history and history["steps"] else 1

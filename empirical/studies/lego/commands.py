@@ -1,17 +1,29 @@
 """`python -m empirical analyze RUN_DIR` on a lego run: the association attention per layer and
-over training, on the run's deepest trained hop-count set; writes analysis.json, summary.md
-and association.png (or --format) to RUN_DIR/analysis (with --step: analysis/step_S).
+over training, on the run's deepest trained hop-count set; writes association.png (or
+--format), analysis.json and summary.md to RUN_DIR/analysis (with --step: analysis/step_S).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
-from empirical.config.command_line import UsageError, prepare_output_dir
+import torch
+
+from disentangled.command_line import UsageError, prepare_output_dir
 from empirical.report.tables import markdown_table
+from empirical.report.writer import Figure, Json, Report, write_report
+from empirical.runs.load import load_run
 from empirical.runs.rundir import RunDir
+from empirical.studies.lego.analysis import (
+    association_attention,
+    association_over_training,
+    plot_association,
+)
+from empirical.studies.options import AnalyzeOptions
+from empirical.task import load_eval_sets
+
+__all__ = ["analyze_lego", "report"]
 
 N_SEQUENCES = 300
 
@@ -44,51 +56,46 @@ def _summary(label: str, set_name: str, res: dict) -> str:
     return "\n".join(lines) + "\n"  # fmt: skip
 
 
-def analyze_lego(run_dir: RunDir, args) -> int:
-    """The association analysis of a lego run (`analyze`'s arguments); exit status 0."""
+def report(res: dict, label: str) -> Report:
+    """analysis.json and summary.md of the association analysis `res`."""
+    return Report({RunDir.ANALYSIS_JSON: Json(res, indent=2, plain=True),
+                   RunDir.SUMMARY_MD: _summary(label, res["set"], res)})  # fmt: skip
+
+
+def analyze_lego(run_dir: RunDir, opts: AnalyzeOptions) -> int:
+    """The association analysis of a lego run (`analyze`'s options: --step, --out,
+    --no-dynamics, --no-figures, --format, --quiet); exit status 0."""
     sets_path = run_dir.eval_sets
     if not sets_path.is_file():
         raise UsageError(f"{run_dir}: no {RunDir.EVAL_SETS} (train the run first)")
-    out = prepare_output_dir(args.out or run_dir.analysis_dir(args.step))
-    import torch  # after every check
-
-    from empirical.report.files import atomic_write_bytes
-    from empirical.runs.load import load_run
-    from empirical.studies.lego.analysis import (
-        association_attention,
-        association_over_training,
-        plot_association,
-    )
-    from empirical.task import load_eval_sets
-
+    out = prepare_output_dir(opts.out_dir or run_dir.analysis_dir(opts.step))
     t0 = time.perf_counter()
     sets = load_eval_sets(sets_path)
     task = run_dir.read_config().task
     trained = [h for h in task.lego_hops if h not in task.lego_held_out_hops]
     set_name = f"lego/h{max(trained)}"
     tokens = sets[set_name].tokens[:N_SEQUENCES]
-    model, vocab = load_run(run_dir.path, step=args.step)
+    model, vocab = load_run(run_dir.path, step=opts.step)
     with torch.no_grad():
         table = association_attention(model, vocab, tokens)
     res = {"set": set_name, "n": int(tokens.shape[0]), "n_layers": model.cfg.n_layers,
-           "weights": f"step {args.step}" if args.step is not None else "latest weights",
+           "weights": f"step {opts.step}" if opts.step is not None else "latest weights",
            "attention": table}  # fmt: skip
     history = None
-    if not args.no_dynamics and args.step is None and run_dir.snapshot_steps():
+    if opts.dynamics and opts.step is None and run_dir.snapshot_steps():
         history = association_over_training(run_dir.path, tokens)
         res["steps"], res["over_training"] = history["steps"], history["tables"]
     res["figures"] = []
-    if not args.no_figures:
-        name = f"association.{args.format}"
-        plot_association(table, history, out / name,
-                         f"Association attention ({run_dir.label()}, {set_name})")  # fmt: skip
-        res["figures"].append(name)
+    label = run_dir.label()
+    if opts.figures:  # drawn first: analysis.json names it, and counts its time
+        figure = Figure(lambda: plot_association(
+            table, history, None, f"Association attention ({label}, {set_name})"))
+        drawn = write_report(Report({"association": figure}, summary=None), out, fmt=opts.fmt)
+        res["figures"] = [path.name for path in drawn.values()]
     res["seconds"] = time.perf_counter() - t0
-    summary = _summary(run_dir.label(), set_name, res)
-    atomic_write_bytes(out / RunDir.ANALYSIS_JSON, json.dumps(res, indent=2).encode())
-    atomic_write_bytes(out / RunDir.SUMMARY_MD, summary.encode())
-    if not args.quiet:
-        print(summary)
+    write_report(report(res, label), out)
+    if not opts.quiet:
+        print(_summary(label, set_name, res))
     print(f"wrote {out}/analysis.json, summary.md and {len(res['figures'])} figures in "
           f"{res['seconds']:.1f} s", file=sys.stderr)  # fmt: skip
     return 0

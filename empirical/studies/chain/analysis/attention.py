@@ -6,14 +6,23 @@ on its target's earlier assignment, against `pointer: uniform` (no preference).
 
     table = chain_attention(model, vocab, tokens)              # {measure: [per layer]}
     history = chain_attention_over_training(run_dir, tokens)   # the same at every snapshot
+    report(...)                                               # what chain-attention writes
 """
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
+import numpy as np
 import torch
 
+from empirical.report.figures import OKABE_ITO, save_figure
+from empirical.report.writer import Figure, Json, Report
+from empirical.runs.load import load_run
+from empirical.runs.phases import first_crossing
+from empirical.runs.rundir import RunDir
+
 __all__ = ["chain_attention", "chain_attention_over_training", "chain_structure",
-           "plot_chain_attention", "plot_chain_attention_over_training"]  # fmt: skip
+           "plot_chain_attention", "plot_chain_attention_over_training", "report"]  # fmt: skip
 
 
 def chain_structure(vocab, ids) -> dict:
@@ -96,11 +105,6 @@ def chain_attention(model, vocab, tokens: torch.Tensor, max_hops: int = 4) -> di
 def plot_chain_attention(table: dict[str, list], path=None, title: str = "", *, fmt=None):
     """Grouped bars: one group per measure, one bar per layer; the query's uniform weight
     (no preference) as a dashed line."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from empirical.report.figures import OKABE_ITO, save_figure
-
     measures = [m for m in table if m != "uniform"]
     n_layers = len(table["uniform"])
     colors = [OKABE_ITO[c] for c in ("blue", "orange", "green", "vermillion", "purple")]
@@ -128,9 +132,6 @@ def plot_chain_attention(table: dict[str, list], path=None, title: str = "", *, 
 def chain_attention_over_training(run_dir, tokens: torch.Tensor) -> dict:
     """`chain_attention` at every snapshot of the run: {"steps": [...], "tables": [...]}, so
     the order in which the layers' attention forms can be read against the accuracy."""
-    from empirical.runs.load import load_run
-    from empirical.runs.rundir import RunDir
-
     run = RunDir(run_dir).require_run()
     steps = run.snapshot_steps()
     tables = [chain_attention(*load_run(run.path, step=step), tokens) for step in steps]
@@ -164,8 +165,6 @@ def formation_steps(steps: list[int], series: dict[str, list], fraction: float =
     snapshot to its peak (None where it never rises). The order of these steps is the
     order in which the construction's hops are learned (spec/chain.md, question 3: the
     last hop's memory before the middle hop's), at the snapshots' resolution."""
-    from empirical.runs.phases import first_crossing
-
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction = {fraction!r} must be in (0, 1]")
     out = {}
@@ -185,10 +184,6 @@ def formation_steps(steps: list[int], series: dict[str, list], fraction: float =
 
 def plot_chain_attention_over_training(history: dict, path=None, title: str = "", *, fmt=None):
     """The key measures (`key_series`) over the snapshots' steps."""
-    import matplotlib.pyplot as plt
-
-    from empirical.report.figures import OKABE_ITO, save_figure
-
     colors = [OKABE_ITO[c] for c in ("blue", "orange", "green", "vermillion", "purple", "sky")]
     fig, ax = plt.subplots(figsize=(10, 4.8), layout="constrained")
     for i, (name, values) in enumerate(key_series(history).items()):
@@ -201,3 +196,28 @@ def plot_chain_attention_over_training(history: dict, path=None, title: str = ""
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title(title or "The chain construction's attention over training")
     return save_figure(fig, path, fmt)
+
+
+def report(set_name: str, n: int, where: str, table: dict, label: str,
+           history: dict | None = None) -> Report:  # fmt: skip
+    """What `chain-attention` writes for `table` (n sequences of `set_name`, weights `where`:
+    "step S" or "latest weights"), and with `history` the same over training:
+    chain_attention_SET.json and .png (SET with `/` as `_`), chain_attention_SET_steps.json
+    and .png."""
+    stem = f"chain_attention_{set_name.replace('/', '_')}"
+    payload = {"set": set_name, "n": n, "weights": where, "per_layer": table}
+    files = {
+        f"{stem}.json": Json(payload, indent=2, plain=True),
+        stem: Figure(lambda: plot_chain_attention(
+            table, None, f"Attention onto the chain's targets per layer ({label}, {set_name}, "
+            f"{where})")),
+    }  # fmt: skip
+    if history is not None:
+        series = key_series(history)
+        steps = {"set": set_name, "steps": history["steps"], "key_series": series,
+                 "formed_at_half_rise": formation_steps(history["steps"], series),
+                 "tables": history["tables"]}  # fmt: skip
+        files[f"{stem}_steps.json"] = Json(steps, indent=2, plain=True)
+        files[f"{stem}_steps"] = Figure(lambda: plot_chain_attention_over_training(
+            history, None, f"The chain's attention over training ({label}, {set_name})"))
+    return Report(files, summary=None)

@@ -1,18 +1,43 @@
 """`python -m empirical analyze` on a chain run (any depth): the chain's mechanisms in one
 report (docs/chain.md, "Everything at once"): the attention per layer and over training,
 patching, the ebar identity of the last layer's QK and the Gromov fit of its MLP on 0-var
-sums. `analyze_chain_run` writes OUT/analysis.json, OUT/summary.md and the figures.
+sums. `analyze_chain_run` writes OUT/analysis.json, OUT/summary.md and the figures;
+`analyze_chain` is what `analyze` runs on a chain run (empirical.studies.registry).
 """
 
 from __future__ import annotations
 
-import json
+import sys
 import time
 from pathlib import Path
 
 import torch
 
-__all__ = ["analyze_chain_run", "last_mlp_fourier", "last_qk_identity"]
+from disentangled.command_line import prepare_output_dir
+from empirical.analysis.fourier import fit_gromov, grid_preactivations
+from empirical.analysis.qk import ebar_identity_matrix, identity_summary
+from empirical.config.io import ConfigError
+from empirical.report.writer import Figure, Json, Report, write_report
+from empirical.runs.load import load_run
+from empirical.runs.rundir import RunDir
+from empirical.studies.chain.analysis.attention import (
+    chain_attention,
+    chain_attention_over_training,
+    formation_steps,
+    key_series,
+    plot_chain_attention,
+    plot_chain_attention_over_training,
+)
+from empirical.studies.chain.analysis.patching import (
+    CORRUPTIONS,
+    chain_patching,
+    plot_chain_patching,
+)
+from empirical.studies.options import AnalyzeOptions
+from empirical.task import load_eval_sets
+
+__all__ = ["analyze_chain", "analyze_chain_run", "last_mlp_fourier", "last_qk_identity",
+           "report"]  # fmt: skip
 
 
 @torch.no_grad()
@@ -20,8 +45,6 @@ def last_mlp_fourier(model, p: int, prefix: torch.Tensor) -> dict:
     """The Gromov fit of every neuron of the last layer's MLP, from the full model's
     pre-activations at `=` over all p x p operand pairs of the 0-var sequence `prefix` (one
     sequence of L tokens, its operands at L-3 and L-2 replaced). FourierFit.summary()."""
-    from empirical.analysis.fourier import fit_gromov, grid_preactivations
-
     grid = grid_preactivations(model, prefix, p)
     return fit_gromov(grid).summary()
 
@@ -31,8 +54,6 @@ def last_qk_identity(model, vocab) -> list[dict]:
     """The ebar identity of the last layer's QK (the paper's Figure 7b one layer up): for every
     pair of earlier layers (a, b), S[u, v] = (=, its position, W_E[var u] W_OV^a) W_QK^last
     (mean number, W_E[var v] W_OV^b)^T and how much of an identity it is (identity_summary)."""
-    from empirical.analysis.qk import ebar_identity_matrix, identity_summary
-
     n = model.cfg.n_layers
     out = []
     for a in range(n - 1):
@@ -97,40 +118,48 @@ def _summary_md(run_label: str, res: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _chain_set(sets, set_name: str | None) -> str:
+    """`set_name`, or by default chain/1var_h2 where the run has it, else its 1-var set of the
+    most hops; a ConfigError if the run has no such set."""
+    if set_name is None:
+        ones = sorted((s for s in sets if s.startswith("chain/1var_h")), key=lambda s: int(s[12:]))
+        set_name = "chain/1var_h2" if "chain/1var_h2" in sets else (ones[-1] if ones else None)
+    if set_name not in sets:
+        raise ConfigError(f"set {set_name!r}: the run's sets are {', '.join(sets)}")
+    return set_name
+
+
+def _figures(res: dict, history: dict | None, label: str) -> Report:
+    """The report's figures: attention per layer (and over training), patching."""
+    set_name = res["set"]
+    files = {"chain_attention": Figure(lambda: plot_chain_attention(
+        res["attention"], None,
+        f"Attention onto the chain's targets per layer ({label}, {set_name})"))}
+    if history is not None:
+        files["chain_attention_steps"] = Figure(lambda: plot_chain_attention_over_training(
+            history, None, f"The chain's attention over training ({label}, {set_name})"))
+    files["chain_patching"] = Figure(lambda: plot_chain_patching(
+        res["patching"], None, f"Which layer carries which hop ({label}, {set_name})"))
+    return Report(files, summary=None)  # fmt: skip
+
+
+def report(res: dict, label: str) -> Report:
+    """analysis.json and summary.md of the chain report `res`."""
+    return Report({RunDir.ANALYSIS_JSON: Json(res, indent=2, plain=True),
+                   RunDir.SUMMARY_MD: _summary_md(label, res)})  # fmt: skip
+
+
 def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: str | None =
                       None, n: int = 300, dynamics: bool = True, figures: bool = True,
                       fmt: str = "png") -> dict:  # fmt: skip
     """The chain report of a run on `n` sequences of `set_name` (default: chain/1var_h2 where
     the run has it, else its 1-var set of the most hops); returns the payload."""
-    from empirical.config.io import ConfigError
-    from empirical.report.files import atomic_write_bytes
-    from empirical.runs.load import load_run
-    from empirical.runs.rundir import RunDir
-    from empirical.studies.chain.analysis.attention import (
-        chain_attention,
-        chain_attention_over_training,
-        formation_steps,
-        key_series,
-        plot_chain_attention,
-        plot_chain_attention_over_training,
-    )
-    from empirical.studies.chain.analysis.patching import (
-        CORRUPTIONS,
-        chain_patching,
-        plot_chain_patching,
-    )
-    from empirical.task import load_eval_sets
-
     t0 = time.perf_counter()
     run = RunDir(run_dir).require_run()
     out = Path(out_dir) if out_dir is not None else run.analysis_dir(step)
     out.mkdir(parents=True, exist_ok=True)
     sets = load_eval_sets(run.eval_sets)
-    if set_name is None:  # 2 hops where the run has them, else its longest 1-var chains
-        ones = sorted((s for s in sets if s.startswith("chain/1var_h")), key=lambda s: int(s[12:]))
-        set_name = "chain/1var_h2" if "chain/1var_h2" in sets else (ones[-1] if ones else None)
-    if set_name not in sets:
-        raise ConfigError(f"set {set_name!r}: the run's sets are {', '.join(sets)}")
+    set_name = _chain_set(sets, set_name)
     model, vocab = load_run(run.path, step=step)
     model.eval()
     tokens = sets[set_name].tokens[:n]
@@ -151,19 +180,22 @@ def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: 
         res["fourier"] = last_mlp_fourier(model, vocab.p, zero.tokens[0])
     label = run.label()
     res["figures"] = []
-    if figures:
-        title = f"Attention onto the chain's targets per layer ({label}, {set_name})"
-        plot_chain_attention(res["attention"], out / f"chain_attention.{fmt}", title)
-        res["figures"].append(f"chain_attention.{fmt}")
-        if history is not None:
-            plot_chain_attention_over_training(
-                history, out / f"chain_attention_steps.{fmt}",
-                f"The chain's attention over training ({label}, {set_name})")  # fmt: skip
-            res["figures"].append(f"chain_attention_steps.{fmt}")
-        plot_chain_patching(res["patching"], out / f"chain_patching.{fmt}",
-                            f"Which layer carries which hop ({label}, {set_name})")  # fmt: skip
-        res["figures"].append(f"chain_patching.{fmt}")
+    if figures:  # drawn first: analysis.json names them, and counts their time
+        drawn = write_report(_figures(res, history, label), out, fmt=fmt)
+        res["figures"] = [path.name for path in drawn.values()]
     res["seconds"] = time.perf_counter() - t0
-    atomic_write_bytes(out / RunDir.ANALYSIS_JSON, json.dumps(res, indent=2).encode())
-    atomic_write_bytes(out / RunDir.SUMMARY_MD, _summary_md(label, res).encode())
+    write_report(report(res, label), out)
     return res
+
+
+def analyze_chain(run_dir: RunDir, opts: AnalyzeOptions) -> int:
+    """`analyze` on a chain run (its AnalyzeOptions: --step, --out, --no-dynamics,
+    --no-figures, --format, --quiet); exit status 0."""
+    out = prepare_output_dir(opts.out_dir or run_dir.analysis_dir(opts.step))
+    result = analyze_chain_run(run_dir.path, step=opts.step, out_dir=out, dynamics=opts.dynamics,
+                               figures=opts.figures, fmt=opts.fmt)  # fmt: skip
+    if not opts.quiet:
+        print((out / RunDir.SUMMARY_MD).read_text())
+    print(f"wrote {out}/analysis.json, summary.md and {len(result['figures'])} figures in "
+          f"{result['seconds']:.1f} s", file=sys.stderr)  # fmt: skip
+    return 0

@@ -11,9 +11,15 @@ logit difference restored (ratio of means over the sequences).
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import torch
 
-__all__ = ["CORRUPTIONS", "chain_patching", "corrupt", "plot_chain_patching", "resolve_label"]
+from empirical.report.figures import save_figure
+from empirical.report.writer import Figure, Json, Report
+from empirical.studies.chain.analysis.attention import chain_structure
+
+__all__ = ["CORRUPTIONS", "chain_patching", "corrupt", "plot_chain_patching", "report",
+           "resolve_label"]  # fmt: skip
 
 CORRUPTIONS = ("number", "pointer")
 
@@ -50,8 +56,6 @@ def corrupt(vocab, ids: torch.Tensor, corruption: str, generator: torch.Generato
     """(corrupted ids, its answer, the roles' positions) for one sequence, or None where the
     corruption does not apply (no variable operand, no distractor for `pointer`) or leaves
     the answer as it was."""
-    from empirical.studies.chain.analysis.attention import chain_structure
-
     if corruption not in CORRUPTIONS:
         raise ValueError(f"corruption = {corruption!r}: use one of {', '.join(CORRUPTIONS)}")
     s = chain_structure(vocab, ids)
@@ -143,10 +147,6 @@ def _role_order(role: str) -> tuple:
 def plot_chain_patching(results: list[dict], path=None, title: str = "", *, fmt=None):
     """One heat map per corruption: stream points (rows, the embedding at the top) x roles
     (columns), the restored share of the logit difference written in each cell."""
-    import matplotlib.pyplot as plt
-
-    from empirical.report.figures import save_figure
-
     fig, axes = plt.subplots(1, len(results), figsize=(6.2 * len(results), 4.2),
                              layout="constrained", squeeze=False)  # fmt: skip
     image = None
@@ -169,3 +169,16 @@ def plot_chain_patching(results: list[dict], path=None, title: str = "", *, fmt=
         fig.colorbar(image, ax=axes[0].tolist(), label="share of the logit difference restored")
     fig.suptitle(title or "Activation patching of the chain's residual stream")
     return save_figure(fig, path, fmt)
+
+
+def report(set_name: str, where: str, results: list[dict], label: str) -> Report:
+    """What `chain-patching` writes for `results` (one per corruption, on `set_name`, weights
+    `where`): chain_patching_SET.json and .png (SET with `/` as `_`)."""
+    stem = f"chain_patching_{set_name.replace('/', '_')}"
+    title = ("Which layer carries which hop: patching the clean residual stream into the "
+             f"corrupted run ({label}, {set_name}, {where})")  # fmt: skip
+    return Report({
+        f"{stem}.json": Json({"set": set_name, "weights": where, "results": results}, indent=2,
+                             plain=True),
+        stem: Figure(lambda: plot_chain_patching(results, None, title)),
+    }, summary=None)  # fmt: skip

@@ -8,14 +8,14 @@ and the order in which the hops form (attention, memory contrast, the middle gra
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 
 from empirical.bridge.compare_qk.coords import theorem_w
-from empirical.bridge.compare_qk.frames import READ, Frames, check_frame
+from empirical.bridge.compare_qk.frames import READ, Frames
 from empirical.bridge.compare_qk.metrics import (
     barv_block,
     cosine,
@@ -24,37 +24,16 @@ from empirical.bridge.compare_qk.metrics import (
     subblock,
 )
 from empirical.bridge.compare_qk.updates import decay_factor, undecayed_update
+from empirical.runs.load import load_run
+from empirical.runs.rundir import RunDir
 from empirical.studies.chain.analysis.attention import chain_attention, formation_steps, key_series
 from empirical.studies.chain.analysis.qk_coords import chain_chunk, hop_blocks, layer_coordinates
 from empirical.studies.chain.analysis.qk_theory import beta_of, chain_prediction
+from empirical.studies.chain.options import ChainCompareConfig
+from empirical.task import load_eval_sets
 
 HOPS = ("last", "middle")
 SUBS = ("all", "barv_barv", "barv_v")  # the whole block; the memory; ebar x variable token
-DEFAULT_SETS = ("chain/1var_h1", "chain/1var_h2")
-
-
-@dataclass(frozen=True)
-class ChainCompareConfig:
-    """What `compare_chain_run` reads: the evaluation sets the theory and the gradients use
-    (equal weights) and how many sequences of each; the set whose chains the attention
-    measures follow (2-hop: the middle hop's target is the pointer's right-hand side, the
-    last hop's the number); the frame (coords/frames: 'dual' is exact); the fraction of a
-    measure's rise that marks its formation (`chain_attention.formation_steps`)."""
-
-    sets: tuple[str, ...] = DEFAULT_SETS
-    attention_set: str = "chain/1var_h2"
-    n: int = 400
-    frame: str = "dual"
-    fraction: float = 0.5
-
-    def __post_init__(self) -> None:
-        check_frame(self.frame)
-        if self.n < 1:
-            raise ValueError(f"n = {self.n}: must be >= 1")
-        if not self.sets:
-            raise ValueError("give at least one evaluation set")
-        if not 0 < self.fraction <= 1:
-            raise ValueError(f"fraction = {self.fraction}: must be in (0, 1]")
 
 
 def contrast(B: np.ndarray) -> float:
@@ -158,11 +137,8 @@ def _snapshot(model, vocab, blocks, all_tokens, all_labels, step) -> tuple[dict,
 
 
 def compare_chain_run(run_dir, config: ChainCompareConfig | None = None) -> dict:
-    """Every number of the comparison for the run in `run_dir`."""
-    from empirical.runs.load import load_run
-    from empirical.runs.rundir import RunDir
-    from empirical.task import load_eval_sets
-
+    """Every number of the comparison for the run in `run_dir` (`config`: its options; a
+    command's ChainCompareQKOptions too, of which the comparison's fields are recorded)."""
     cfg = config or ChainCompareConfig()
     run = RunDir(run_dir).require_run()
     run_cfg = run.read_config()
@@ -208,7 +184,7 @@ def compare_chain_run(run_dir, config: ChainCompareConfig | None = None) -> dict
     return {
         "run": str(run.path),
         "label": run.label(),
-        "config": asdict(cfg),
+        "config": {f.name: getattr(cfg, f.name) for f in dataclasses.fields(ChainCompareConfig)},
         "n_layers": n_layers,
         "blocks": blocks,
         "p": p,

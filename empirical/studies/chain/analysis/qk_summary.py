@@ -3,8 +3,13 @@ result in, text and a PNG out)."""
 
 from __future__ import annotations
 
+import json
 import math
 
+import matplotlib.pyplot as plt
+
+from empirical.report.figures import save_figure
+from empirical.report.writer import Figure, Report
 from empirical.studies.chain.analysis.qk_compare import HOPS, SUBS
 
 HOP_NAME = {"last": "last hop (W3, vs G1^(3))", "middle": "middle hop (W2, vs D)"}
@@ -143,10 +148,6 @@ def plot_chain_compare(res: dict, path, fmt: str | None = None):
     window (whole block and bar_v block, the sign-randomised null band of the whole block), and
     the memory contrasts with the middle layer's gradient; the two hops' formation steps
     (attention, half rise) as vertical lines."""
-    import matplotlib.pyplot as plt
-
-    from empirical.report.figures import save_figure
-
     fig, axes = plt.subplots(3, 1, figsize=(9, 10), sharex=True)
     ends = [w["end"] for w in res["windows"]]
     o = res["order"]
@@ -194,3 +195,17 @@ def plot_chain_compare(res: dict, path, fmt: str | None = None):
     fig.suptitle(f"chain-compare-qk: {res['label']}")
     fig.tight_layout()
     return save_figure(fig, path, fmt)
+
+
+def json_text(res: dict) -> str:
+    """chain_compare_qk.json's text (numpy numbers as floats)."""
+    return json.dumps(res, indent=2, default=float)
+
+
+def report(res: dict) -> Report:
+    """What `chain-compare-qk` writes: chain_compare_qk.json, summary.md, chain_compare_qk.png."""
+    return Report({
+        "chain_compare_qk.json": json_text(res),
+        "summary.md": summary_markdown(res),
+        "chain_compare_qk": Figure(lambda: plot_chain_compare(res, None)),
+    })  # fmt: skip
