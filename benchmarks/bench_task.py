@@ -19,13 +19,10 @@ import time
 
 import torch
 
-from empirical.task import (
-    TaskConfig,
-    TrainingSampler,
-    Vocabulary,
-    held_out_pairs,
-    training_generator,
-)
+from empirical.task.assign_add.draw import TrainingSampler
+from empirical.task.config import TaskConfig, task_config
+from empirical.task.pairs import held_out_pairs, training_generator
+from empirical.task.vocab import Vocabulary
 
 
 class PerRowReference:
@@ -104,7 +101,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    cfg = TaskConfig()
+    cfg = task_config()
     held = held_out_pairs(cfg, 0)
     device = torch.device(args.device)
     sampler = TrainingSampler(cfg, held, device)

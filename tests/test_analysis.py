@@ -34,9 +34,10 @@ from empirical.analysis import (
 from empirical.analysis.attention import attention_examples, attention_summary
 from empirical.analysis.common import strict_argmax_is
 from empirical.model import AssignAddTransformer, ModelConfig
-from empirical.task import TaskConfig, build_eval_sets
+from empirical.task.config import task_config
+from empirical.task.eval_sets import build_eval_sets
 
-TASK = TaskConfig(p=11, K=3, max_assignments=3, r1=("c",), r2=("b",), eval_size=300)
+TASK = task_config(p=11, K=3, max_assignments=3, r1=("c",), r2=("b",), eval_size=300)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 from empirical.model import AssignAddTransformer
 from empirical.runs.config import load_run_config
 from empirical.studies.chain.analysis.attention import chain_attention, chain_structure
-from empirical.task import Vocabulary
+from empirical.task.vocab import Vocabulary
 
 TEXT = "a=17,e=3,b=a,d=b,d+5=?"  # d -> b -> a -> 17 (3 hops), e=3 a distractor
 

@@ -13,7 +13,8 @@ import torch
 from empirical.model import AssignAddTransformer
 from empirical.runs.config import load_run_config
 from empirical.studies.chain.analysis.patching import chain_patching, corrupt, resolve_label
-from empirical.task import Vocabulary, build_eval_set
+from empirical.task.eval_sets import build_eval_set
+from empirical.task.vocab import Vocabulary
 
 
 def setup(n_layers=3, n=64):

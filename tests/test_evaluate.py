@@ -14,7 +14,7 @@ from empirical.config.io import config_to_toml
 from empirical.model import AssignAddTransformer, save_model
 from empirical.runs.config import load_run_config
 from empirical.runs.rundir import RunDir, RunDirError
-from empirical.task import build_eval_sets, load_eval_sets, save_eval_sets
+from empirical.task.eval_sets import build_eval_sets, load_eval_sets, save_eval_sets
 from empirical.train.evaluate import evaluate_sets
 from empirical.train.evaluate_run import evaluate_all_steps, evaluate_run, has_training_log
 

@@ -16,7 +16,7 @@ from empirical.bridge.ladder.forward import Forward, hooked_logits, routing_patt
 from empirical.bridge.ladder.rungs import build_rungs
 from empirical.bridge.ladder.weights import build_model
 from empirical.runs.config import load_run_config
-from empirical.task import held_out_pairs
+from empirical.task.pairs import held_out_pairs
 from empirical.train.loop import train_run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,8 +19,9 @@ from empirical.experiments.sweep.spec import SweepSpec, expand_members, parse_pa
 from empirical.model.batched import BatchedModel
 from empirical.runs.config import load_run_config
 from empirical.runs.metrics_log import read_metrics
-from empirical.task import TrainingSampler, held_out_pairs, is_held, load_eval_sets
-from empirical.task.pairs import training_generator
+from empirical.task.assign_add.draw import TrainingSampler
+from empirical.task.eval_sets import load_eval_sets
+from empirical.task.pairs import held_out_pairs, is_held, training_generator
 from empirical.train.batches import BatchStream
 from empirical.train.loop import train_run
 from empirical.train.optim import MemberAdamW

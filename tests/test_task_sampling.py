@@ -10,19 +10,15 @@ import torch
 from test_task_helpers import ref_parse_text, ref_parse_tokens
 
 from empirical.config.io import ConfigError
-from empirical.task import (
-    Batch,
-    TaskConfig,
-    TrainingSampler,
-    Vocabulary,
-    build_eval_set,
-    get_training_sampler,
-    held_out_pairs,
-    sample_training_batch,
-    training_generator,
-)
+from empirical.task.assign_add.draw import TrainingSampler
+from empirical.task.batch import Batch
+from empirical.task.config import task_config
+from empirical.task.eval_sets import build_eval_set
+from empirical.task.pairs import held_out_pairs, training_generator
+from empirical.task.sampler import get_training_sampler, sample_training_batch
+from empirical.task.vocab import Vocabulary
 
-CFG = TaskConfig()
+CFG = task_config()
 SEED = 0
 N_BIG = 60_000
 
@@ -168,14 +164,14 @@ def test_mix_positions_and_counts(big):
 
 
 def test_other_mixes():
-    cfg = TaskConfig(frac_1var=0.2, ratio_2var_to_0var=3.0, allow_same_variable_operands=False)
+    cfg = task_config(frac_1var=0.2, ratio_2var_to_0var=3.0, allow_same_variable_operands=False)
     held = held_out_pairs(cfg, 1)
     b = sample_training_batch(cfg, 20_000, training_generator(1), held_out=held)
     shares = [(b.n_vars == k).float().mean().item() for k in range(3)]
     assert shares == pytest.approx([0.2, 0.2, 0.6], abs=0.015)
     two = b.n_vars == 2
     assert not (b.operand_vars[two, 0] == b.operand_vars[two, 1]).any()
-    cfg = TaskConfig(frac_1var=0.0, ratio_2var_to_0var=0.0)
+    cfg = task_config(frac_1var=0.0, ratio_2var_to_0var=0.0)
     b = sample_training_batch(cfg, 2000, training_generator(1), held_out=held_out_pairs(cfg, 1))
     assert (b.n_vars == 0).all()
 
@@ -198,7 +194,7 @@ def test_determinism_per_seed():
 
 def test_training_support_is_exactly_the_in_distribution_support():
     """On a tiny task, sampling reaches every in-distribution sequence and nothing else."""
-    cfg = TaskConfig(p=3, K=2, L=8, max_assignments=2, r1=("a",), r2=(), held_out_fraction=0.35)
+    cfg = task_config(p=3, K=2, L=8, max_assignments=2, r1=("a",), r2=(), held_out_fraction=0.35)
     held = held_out_pairs(cfg, 0)
     union = Batch.cat([build_eval_set(cfg, 0, f"{k}var/ind", held_out=held)[0] for k in range(3)])
     support = {tuple(r) for r in union.tokens.tolist()}
@@ -220,7 +216,7 @@ def test_held_out_argument_is_required_and_checked():
 
 
 def test_every_diagonal_held_out_with_only_same_variable_pairs_is_an_error():
-    cfg = TaskConfig(p=2, K=1, L=8, max_assignments=1, r1=(), r2=(), held_out_fraction=0.6)
+    cfg = task_config(p=2, K=1, L=8, max_assignments=1, r1=(), r2=(), held_out_fraction=0.6)
     diag_seed = next(s for s in range(100) if held_out_pairs(cfg, s).tolist() == [[0, 0], [1, 1]])
     with pytest.raises(ConfigError, match="same-variable"):
         sample_training_batch(
@@ -263,7 +259,7 @@ def test_distractor_values_do_not_follow_the_operands(big):
     ],
 )
 def test_sort_based_paths(kwargs):
-    cfg = TaskConfig(**kwargs)
+    cfg = task_config(**kwargs)
     held = held_out_pairs(cfg, 2)
     tables = bool(kwargs)
     s = TrainingSampler(cfg, held, tables=tables)
@@ -290,7 +286,7 @@ def test_sort_based_paths(kwargs):
 
 
 def test_sort_based_and_tabulated_draws_agree_in_distribution():
-    cfg = TaskConfig()
+    cfg = task_config()
     held = held_out_pairs(cfg, 0)
     stats = []
     for tables in (True, False):
@@ -312,7 +308,7 @@ def test_sort_based_and_tabulated_draws_agree_in_distribution():
 
 
 def test_sort_based_path_reaches_exactly_the_support():
-    cfg = TaskConfig(p=3, K=2, L=8, max_assignments=2, r1=("a",), r2=(), held_out_fraction=0.35)
+    cfg = task_config(p=3, K=2, L=8, max_assignments=2, r1=("a",), r2=(), held_out_fraction=0.35)
     held = held_out_pairs(cfg, 0)
     union = Batch.cat([build_eval_set(cfg, 0, f"{k}var/ind", held_out=held)[0] for k in range(3)])
     support = {tuple(r) for r in union.tokens.tolist()}

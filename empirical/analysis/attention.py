@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 
 from empirical.analysis.common import light_forward, number_positions, token_labels
-from empirical.task import Batch, TaskConfig, Vocabulary
+from empirical.task.batch import Batch
+from empirical.task.config import TaskConfig
+from empirical.task.vocab import Vocabulary
 
 
 def pick_examples(task: TaskConfig, batch: Batch, n_assign: int = 3) -> list[int]:

@@ -13,7 +13,7 @@ from empirical.analysis.probe_data import ProbeData
 from empirical.analysis.probes import answer_probes
 from empirical.analysis.progress import progress_measures
 from empirical.analysis.qk import qk1_embedding_scores, qk1_positional_preference, qk2_ov1_identity
-from empirical.task import TaskConfig
+from empirical.task.config import TaskConfig
 
 
 def _without(d: dict, *keys: str) -> dict:

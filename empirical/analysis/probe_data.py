@@ -12,8 +12,11 @@ from dataclasses import dataclass
 
 import torch
 
-from empirical.task import Batch, TaskConfig, TrainingSampler, Vocabulary
+from empirical.task.assign_add.draw import TrainingSampler
+from empirical.task.batch import Batch
+from empirical.task.config import TaskConfig
 from empirical.task.pairs import derive_seed
+from empirical.task.vocab import Vocabulary
 
 # their batch sizes (progress_measures.py: generate_eval_batch 512, probe 1024 / 256)
 EVAL_SIZE = 512

@@ -13,7 +13,8 @@ import torch
 
 from empirical.analysis.common import strict_argmax_is
 from empirical.model.circuits import ov_matrix, qk_matrix
-from empirical.task import TaskConfig, Vocabulary
+from empirical.task.config import TaskConfig
+from empirical.task.vocab import Vocabulary
 
 
 @torch.no_grad()

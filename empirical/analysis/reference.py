@@ -22,7 +22,8 @@ import math
 import torch
 
 from empirical.model import AssignAddTransformer, ModelConfig
-from empirical.task import TaskConfig, Vocabulary
+from empirical.task.config import TaskConfig
+from empirical.task.vocab import Vocabulary
 
 
 def reference_layout(task: TaskConfig) -> dict[str, int]:

@@ -32,7 +32,7 @@ from empirical.model import load_checkpoint, model_from_checkpoint
 from empirical.report.files import atomic_write_bytes
 from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import RunDir
-from empirical.task import Vocabulary
+from empirical.task.vocab import Vocabulary
 
 
 @dataclass

@@ -21,8 +21,9 @@ from empirical.analysis.qk import qk2_ov1_identity
 from empirical.model import load_model
 from empirical.runs.phases import RESTRICTED_SETS, mean_series
 from empirical.runs.rundir import RunDir, RunDirError
-from empirical.task import Batch, TaskConfig, Vocabulary
-from empirical.task.vocab import TokenizeError
+from empirical.task.batch import Batch
+from empirical.task.config import TaskConfig
+from empirical.task.vocab import TokenizeError, Vocabulary
 
 # the paper authors' example of Figure 8 (checkpoint_add_restricted_early_analysis.py)
 PAPER_FIGURE8_EXAMPLE = "pad pad a 40 pad j 18 pad pad pad k 9 + a 27 ="

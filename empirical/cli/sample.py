@@ -22,7 +22,7 @@ from empirical.config.io import (
     to_dict,
 )
 from empirical.runs.config import config_field
-from empirical.task.config import TaskConfig
+from empirical.task.config import TaskConfig, task_config
 from empirical.task.registry import all_families, family_of
 
 # the sampler and the evaluation sets import torch: imported once the arguments and the
@@ -34,7 +34,7 @@ class SampleConfig:
     """The part of a run config this command reads."""
 
     seed: integer(0, wording=MUST) = 0
-    task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
+    task: TaskConfig = dataclasses.field(default_factory=task_config)
 
 
 def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -93,7 +93,9 @@ def render(args: argparse.Namespace) -> str:
     task = cfg.task
     if args.n < 0:
         raise UsageError(f"--n {args.n}: must be >= 0")
-    from empirical.task import build_eval_set, sample_training_batch, training_generator
+    from empirical.task.eval_sets import build_eval_set
+    from empirical.task.pairs import training_generator
+    from empirical.task.sampler import sample_training_batch
 
     family = family_of(task)
     if args.held_out:

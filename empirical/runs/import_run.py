@@ -100,8 +100,7 @@ def source_files(src: str | os.PathLike, final_step: int) -> list[SourceFile]:
 def check_train_pairs(cfg: RunConfig, path: str | os.PathLike) -> dict:
     """Refuse (ConfigError) unless the config's held-out pairs are exactly the ordered pairs
     that the JSON file at `path` does not list for training; returns a provenance record."""
-    from empirical.task import held_out_pairs
-    from empirical.task.pairs import ordered_ranks, read_train_pairs_file
+    from empirical.task.pairs import held_out_pairs, ordered_ranks, read_train_pairs_file
 
     task, p = cfg.task, cfg.task.p
     try:
@@ -210,7 +209,7 @@ def _convert_and_check(files: list[SourceFile], cfg: RunConfig, model_cfg: Model
     """Every source file read (sha256 kept) and converted to our model, each conversion
     checked against a direct forward of the source state dict on a few evaluation sequences
     of every set. Returns (models, evaluation sets, the sequences checked)."""
-    from empirical.task import build_eval_sets
+    from empirical.task.eval_sets import build_eval_sets
 
     p, K = cfg.task.p, cfg.task.K
     models: list[AssignAddTransformer] = []
@@ -275,7 +274,7 @@ def _provenance(
 def _write_run_directory(out: Path, cfg, sets, files, models, record: dict, lock) -> None:
     """Build the run directory next to `out` and rename it into place, keeping `out`'s
     writer lock held across the rename (the lock is carried into the new directory)."""
-    from empirical.task import save_eval_sets
+    from empirical.task.eval_sets import save_eval_sets
 
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.import-"))
     try:

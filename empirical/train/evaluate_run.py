@@ -38,7 +38,7 @@ def run_eval_sets(run: RunDir, cfg=None):
     task's and seed's, or built from the run's config and saved there if absent (in memory
     only, with a note, where the directory cannot be written). No writer lock needed: the file
     is a function of the task and seed, written atomically."""
-    from empirical.task import build_eval_sets, save_eval_sets
+    from empirical.task.eval_sets import build_eval_sets, save_eval_sets
 
     cfg = run.read_config() if cfg is None else cfg
     sets = run.read_eval_sets(cfg)

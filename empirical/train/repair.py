@@ -74,7 +74,7 @@ def _rebuild_metrics(run: RunDir, cfg) -> list[str]:
 
 def rebuild_eval_sets(run: RunDir) -> list[str]:
     """Build the run's eval_sets.pt again from its config (replacing the file)."""
-    from empirical.task import build_eval_sets, save_eval_sets
+    from empirical.task.eval_sets import build_eval_sets, save_eval_sets
 
     run = RunDir(run).require_run()
     with writer_lock(run, "RUN_DIR"):

@@ -38,7 +38,7 @@ def eval_set_sizes(run_dir: str | Path) -> dict[str, int]:
     run = RunDir(run_dir)
     if not run.eval_sets.is_file():
         return {}
-    from empirical.task import load_eval_sets
+    from empirical.task.eval_sets import load_eval_sets
 
     return {name: len(batch) for name, batch in load_eval_sets(run.eval_sets).items()}
 

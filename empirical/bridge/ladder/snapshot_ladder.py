@@ -29,7 +29,8 @@ from empirical.bridge.ladder.weights import Merged, build_model
 from empirical.model import load_model
 from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import RunDir, RunDirError
-from empirical.task import build_eval_sets, held_out_pairs
+from empirical.task.eval_sets import build_eval_sets
+from empirical.task.pairs import held_out_pairs
 
 DEFAULT_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
 

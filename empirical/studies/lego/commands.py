@@ -59,7 +59,7 @@ def analyze_lego(run_dir: RunDir, args) -> int:
         association_over_training,
         plot_association,
     )
-    from empirical.task import load_eval_sets
+    from empirical.task.eval_sets import load_eval_sets
 
     t0 = time.perf_counter()
     sets = load_eval_sets(sets_path)

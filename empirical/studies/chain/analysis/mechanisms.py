@@ -119,7 +119,7 @@ def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: 
         chain_patching,
         plot_chain_patching,
     )
-    from empirical.task import load_eval_sets
+    from empirical.task.eval_sets import load_eval_sets
 
     t0 = time.perf_counter()
     run = RunDir(run_dir).require_run()

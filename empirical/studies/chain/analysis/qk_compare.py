@@ -161,7 +161,7 @@ def compare_chain_run(run_dir, config: ChainCompareConfig | None = None) -> dict
     """Every number of the comparison for the run in `run_dir`."""
     from empirical.runs.load import load_run
     from empirical.runs.rundir import RunDir
-    from empirical.task import load_eval_sets
+    from empirical.task.eval_sets import load_eval_sets
 
     cfg = config or ChainCompareConfig()
     run = RunDir(run_dir).require_run()

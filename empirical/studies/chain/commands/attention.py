@@ -33,7 +33,7 @@ def open_chain_run(args, command: str):
     if family != "chain":
         raise UsageError(f"{run_dir}: task.family = {family!r}; {command} reads chain runs")
     from empirical.runs.load import load_run  # torch: after the checks
-    from empirical.task import load_eval_sets
+    from empirical.task.eval_sets import load_eval_sets
     sets = load_eval_sets(run_dir.eval_sets)
     if args.set not in sets:
         raise UsageError(f"--set {args.set!r}: the run's sets are {', '.join(sets)}")

@@ -48,7 +48,7 @@ def run(argv: list[str]) -> int:
     if len(steps) < 2:
         raise UsageError(f"{run_dir}: {len(steps)} snapshot(s); the comparison needs >= 2 "
                          "(train with train.snapshot_every > 0)")  # fmt: skip
-    from empirical.task import load_eval_sets
+    from empirical.task.eval_sets import load_eval_sets
 
     have = load_eval_sets(run_dir.eval_sets)
     missing = [s for s in (*sets, args.attention_set) if s not in have]
