@@ -100,7 +100,7 @@ def test_errors_surface_through_the_config_loader():
     @dataclasses.dataclass
     class Run:
         seed: int = 0
-        task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
+        task: TaskConfig = dataclasses.field(default_factory=task_config)
 
     with pytest.raises(ConfigError, match="task.max_assignments"):
         load_config(Run, None, ["task.max_assignments=7"])

@@ -68,6 +68,8 @@ def config_class(section: str = "", frozen: bool = False):
 def _field_types(cls: Any) -> dict[str, Any]:
     """{name: type} of a config class's fields, as pydantic read them ({} if not a config);
     of a union of config classes (the task config: one class per family), every member's."""
+    if typing.get_origin(cls) is typing.Annotated:
+        cls = typing.get_args(cls)[0]
     if typing.get_origin(cls) in (typing.Union, types.UnionType):
         return {k: v for member in typing.get_args(cls) for k, v in _field_types(member).items()}
     if not is_pydantic_dataclass(cls):
@@ -321,10 +323,9 @@ def _read_one_config_file(path: Path) -> dict[str, Any]:
 def load_config(
     cls: type[T], path: str | os.PathLike | None = None, overrides: list[str] | None = None
 ) -> T:
-    """Defaults of `cls`, updated by the file at `path` (TOML or JSON), then by `overrides`."""
-    data = to_dict(cls())
-    if path is not None:
-        data = _deep_update(data, read_config_file(path))
+    """Defaults of `cls`, updated by the file at `path` (TOML or JSON), then by `overrides`
+    (`cls` a config class, or a union of them such as the task config)."""
+    data = read_config_file(path) if path is not None else {}  # from_dict fills in defaults
     data = apply_overrides(data, cls, list(overrides or []))
     return from_dict(cls, data)
 

@@ -128,7 +128,8 @@ def load_run(
         raise CheckpointError(
             f"checkpoint {path}: model sizes (d_vocab, d_vocab_out, n_ctx) = "
             f"{(model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx)} do not match the "
-            f"run's task ({task.family}: p={task.p}, K={task.K}, L={task.L}) which needs {sizes}"
+            f"run's task ({task.family}: K={task.K}, L={task.L}, {task.n_classes} classes) which "
+            f"needs {sizes}"
         )
     model.attach_vocab(vocab)  # the family's text (a chain task's pointer assignments, ...)
     return model, vocab

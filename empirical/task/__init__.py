@@ -9,3 +9,6 @@
 Each family is a package here (assign_add/, chain/, lego/: its config, vocabulary, sampler and
 evaluation sets) behind one interface (family.py), listed by the registry (registry.py).
 """
+
+# the shared modules; the families' packages are reached through the registry
+__all__ = ["batch", "config", "eval_sets", "family", "pairs", "registry", "sampler", "vocab"]

@@ -336,7 +336,7 @@ def batch_key(cfg: RunConfig) -> str:
     """Members with equal keys can train as one batched model: the same built architecture
     (model fields and the task's p, K, L) and the same [train] settings, except lr, weight
     decay and the update constraints (freeze, project_out: PER_MEMBER_TRAIN_FIELDS)."""
-    task = {k: getattr(cfg.task, k) for k in ARCHITECTURE_TASK_FIELDS}
+    task = {k: getattr(cfg.task, k, None) for k in ARCHITECTURE_TASK_FIELDS}  # lego: no p
     train = {k: v for k, v in to_dict(cfg.train).items() if k not in PER_MEMBER_TRAIN_FIELDS}
     model = to_dict(cfg.built_model_config())
     return json.dumps({"model": model, "train": train, "task": task}, sort_keys=True)
