@@ -8,8 +8,7 @@ import pytest
 import torch
 from test_task_helpers import ref_parse_text
 
-from empirical.task.assign_add.config import EXTRA_EVAL_SET_NAMES
-from empirical.task.assign_add.eval_sets import EVAL_SET_NAMES
+from empirical.task.assign_add.config import EVAL_SET_NAMES, EXTRA_EVAL_SET_NAMES
 from empirical.task.config import TaskConfig, task_config
 from empirical.task.eval_sets import build_eval_set, build_eval_sets, load_eval_sets, save_eval_sets
 from empirical.task.pairs import held_out_pairs

@@ -1,18 +1,15 @@
-"""`TaskConfig`: the task config, one class per family chosen by its `family` field.
+"""`TaskConfig`: the task config, the union of the families' config classes (`Family.config`:
+AssignAddTask, ChainTask, LegoTask, each the fields its family reads), chosen by `family`.
 
-    task = task_config(p=11, K=3)                     # an AssignAddTask (the default family)
-    task = task_config(family="chain", chain_hops=[1, 2, 3], K=8, L=24)   # a ChainTask
-    task: TaskConfig = field(default_factory=task_config)     # a config class's task field
+    task = task_config(p=11, K=3)                       # an AssignAddTask (the default family)
+    task = task_config(family="chain", K=8, L=24, chain_hops=[1, 2, 3])     # a ChainTask
+    task: TaskConfig = field(default_factory=task_config)   # a config class's task table
 
-`TaskConfig` is the union of the registered families' config classes (`Family.config`:
-empirical.task.assign_add.config.AssignAddTask, ...chain.config.ChainTask,
-...lego.config.LegoTask), each holding the fields its family reads, validated on construction.
-A table chooses its class by `family` (none: the default family, as every config written
-before the families). Errors are one line naming the field: an unknown family names the
-allowed ones; a field of another family names that family (with its default it says nothing
-and is dropped: a table may carry the fields of the default family, as the run config's
-defaults do, or a lego run saved when every task held every field). The seed is not part of
-it: functions take `seed`. Importing this module imports no torch.
+A table without `family` is the default family's (every config written before the families).
+Errors are one line naming the field: an unknown family lists the allowed ones; another
+family's field names that family, unless it has its default (then it says nothing and is
+dropped: the run config's defaults, or a lego run saved when every task held every field).
+No torch here.
 """
 
 from __future__ import annotations
@@ -34,17 +31,11 @@ def task_config(**fields: Any):
     """The task config of `fields` (a TOML table's values): its family's class (`family`,
     default the default family's), validated; a ConfigError names the field."""
     chosen = family(fields.get("family", DEFAULT_FAMILY)).config
-    own = chosen.__pydantic_fields__
-    kept = {}
-    for name, value in fields.items():
-        if name in own:
-            kept[name] = value
-        elif not _says_nothing(name, value, chosen):
-            kept[name] = value  # an unknown field: the class names it, with a did-you-mean
-    return chosen(**kept)
+    own = chosen.__pydantic_fields__  # (a field unknown to every family: the class names it)
+    return chosen(**{k: v for k, v in fields.items() if k in own or not _ignored(k, v, chosen)})
 
 
-def _says_nothing(name: str, value: Any, chosen: type) -> bool:
+def _ignored(name: str, value: Any, chosen: type) -> bool:
     """Whether `name` is another family's field at its default (True), or unknown to every
     family (False); a ConfigError if it is another family's field with a value of its own."""
     owners = [c for c in TASK_CLASSES if name in c.__pydantic_fields__]

@@ -11,7 +11,7 @@ import os
 import torch
 
 from disentangled.errors import UserError
-from empirical.config.io import fingerprint_of, non_default_fields, to_dict
+from empirical.config.io import fingerprint_of, load_failure, non_default_fields, to_dict
 from empirical.report.files import atomic_write_bytes
 from empirical.task.batch import FIELDS, Batch
 from empirical.task.config import TaskConfig, task_config
@@ -141,8 +141,6 @@ def load_eval_sets(path: str | os.PathLike, device="cpu") -> EvalSets:
     except FileNotFoundError:
         raise
     except Exception as exc:  # any unreadable file: one clear message
-        from empirical.config.io import load_failure
-
         raise EvalSetsError(
             f"{path}: not an evaluation-set file (corrupt or truncated: {load_failure(exc)})"
         ) from None

@@ -94,10 +94,6 @@ class Family:
         (the output classes), then the variables, then three marks; `length` tokens."""
         raise NotImplementedError
 
-    def n_classes(self, task) -> int:
-        """The number of output classes (the values of the layout)."""
-        return self.layout(task)[0]
-
     def held_out(self, task, seed: int):
         """What training never shows, as held-out value pairs (n, 2); none by default."""
         import torch

@@ -14,8 +14,7 @@ import numpy as np
 
 from empirical.config.io import ConfigError
 from empirical.runs.config import RunConfig
-from empirical.task.assign_add.config import EXTRA_EVAL_SET_NAMES, AssignAddTask
-from empirical.task.assign_add.eval_sets import EVAL_SET_NAMES
+from empirical.task.assign_add.config import EVAL_SET_NAMES, EXTRA_EVAL_SET_NAMES, AssignAddTask
 from empirical.task.pairs import held_out_pairs, ordered_ranks
 
 KINDS = ("0var", "1var", "2var")

@@ -6,7 +6,7 @@ is the paper's. Importing this package imports no torch.
 
 from __future__ import annotations
 
-from empirical.task.assign_add.config import EXTRA_EVAL_SET_NAMES, AssignAddTask
+from empirical.task.assign_add.config import EVAL_SET_NAMES, EXTRA_EVAL_SET_NAMES, AssignAddTask
 from empirical.task.family import Family
 
 __all__ = ["FAMILY", "AssignAdd"]
@@ -60,13 +60,9 @@ class AssignAdd(Family):
         return TrainingSampler(task, held_out, device)
 
     def eval_set_names(self, task) -> tuple[str, ...]:
-        from empirical.task.assign_add.eval_sets import EVAL_SET_NAMES
-
         return EVAL_SET_NAMES + tuple(task.extra_eval_sets)
 
     def sample_set_names(self, task) -> tuple[str, ...]:
-        from empirical.task.assign_add.eval_sets import EVAL_SET_NAMES
-
         return EVAL_SET_NAMES + EXTRA_EVAL_SET_NAMES
 
     def split_help(self) -> str:

@@ -16,7 +16,7 @@ from empirical.config.field_types import MUST, Flag, choice, integer, names, num
 from empirical.config.io import ConfigError, config_class
 from empirical.task.family import LETTERS, EvalSize, Variables
 
-__all__ = ["EXTRA_EVAL_SET_NAMES", "AssignAddTask", "train_pair_ranks"]
+__all__ = ["EVAL_SET_NAMES", "EXTRA_EVAL_SET_NAMES", "AssignAddTask", "train_pair_ranks"]
 
 MAX_P = 4096
 HELD_OUT_FORMS = ("unordered", "ordered")
@@ -24,7 +24,13 @@ PAIR_SPLITS = ("seeded", "python_random")
 MIXES = ("fractions", "rows")
 ASSIGNMENT_COUNTS = ("uniform", "clamped")
 PADDINGS = ("layouts", "gaps")
-# optional evaluation sets (task.extra_eval_sets), built exactly; see eval_sets.py
+# the evaluation sets (eval_sets.py builds them), and the optional ones (task.extra_eval_sets)
+EVAL_SET_NAMES = (
+    "0var/ind", "0var/pair",
+    "1var/ind", "1var/pair", "1var/var", "1var/both",
+    "2var/ind", "2var/pair", "2var/var", "2var/both",
+    "curated/novel_orderings", "curated/held_out_pairs",
+)  # fmt: skip
 EXTRA_EVAL_SET_NAMES = ("fig3/2var_union", "fig3/0var_held_out")
 
 
@@ -309,11 +315,11 @@ def train_pair_ranks(cfg: AssignAddTask) -> tuple[int, ...]:
     """Sorted ranks n1*p + n2 of the ordered training pairs listed in cfg.train_pairs_file:
     JSON, a list of [n1, n2] or an object holding it under "train_pairs" (and "p", if present,
     equal to task.p); parsed once per (path, mtime, size, p). A ConfigError names the file."""
-    path = os.path.abspath(cfg.train_pairs_file)
+    path, p = os.path.abspath(cfg.train_pairs_file), cfg.p
     where = f"task.train_pairs_file = {cfg.train_pairs_file!r} ({path})"
     try:
         st = os.stat(path)
-        key = (path, st.st_mtime_ns, st.st_size, cfg.p)
+        key = (path, st.st_mtime_ns, st.st_size, p)
         if key in _TRAIN_FILES:
             return _TRAIN_FILES[key]
         with open(path, encoding="utf-8") as fh:
@@ -322,15 +328,6 @@ def train_pair_ranks(cfg: AssignAddTask) -> tuple[int, ...]:
         raise ConfigError(f"{where}: cannot read it: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{where}: not valid JSON ({exc})") from None
-    ranks = _ranks(_pair_list(data, cfg.p, where), cfg.p, where)
-    if len(_TRAIN_FILES) >= 16:
-        _TRAIN_FILES.pop(next(iter(_TRAIN_FILES)))
-    _TRAIN_FILES[key] = ranks
-    return ranks
-
-
-def _pair_list(data, p: int, where: str) -> list:
-    """The file's list of pairs (from a list, or an object's "train_pairs")."""
     if isinstance(data, dict):
         if "train_pairs" not in data:
             raise ConfigError(
@@ -346,12 +343,7 @@ def _pair_list(data, p: int, where: str) -> list:
         )
     if not data:
         raise ConfigError(f"{where}: lists no pair, which leaves no training pair")
-    return data
-
-
-def _ranks(pairs: list, p: int, where: str) -> tuple[int, ...]:
-    """The sorted ranks of the pairs, each checked to be [n1, n2] in 0..p-1 and listed once."""
-    for i, pair in enumerate(pairs):
+    for i, pair in enumerate(data):
         shaped = isinstance(pair, list) and len(pair) == 2
         if not (shaped and all(isinstance(v, int) and not isinstance(v, bool) for v in pair)):
             raise ConfigError(f"{where}: entry {i} is {pair!r}, not a pair [n1, n2] of integers")
@@ -360,12 +352,14 @@ def _ranks(pairs: list, p: int, where: str) -> tuple[int, ...]:
                 f"{where}: entry {i} {pair!r} is out of range: numbers must lie in "
                 f"0..{p - 1} (task.p = {p})"
             )
-    counts = Counter(x * p + y for x, y in pairs)
+    counts = Counter(x * p + y for x, y in data)
     repeated = [rank for rank, n in counts.items() if n > 1]
     if repeated:
-        dup = min(repeated)
         raise ConfigError(
-            f"{where}: lists [{dup // p}, {dup % p}] {max(counts.values())} times; "
-            "each training pair must appear once"
+            f"{where}: lists [{min(repeated) // p}, {min(repeated) % p}] "
+            f"{max(counts.values())} times; each training pair must appear once"
         )
-    return tuple(sorted(counts))
+    if len(_TRAIN_FILES) >= 16:
+        _TRAIN_FILES.pop(next(iter(_TRAIN_FILES)))
+    _TRAIN_FILES[key] = tuple(sorted(counts))
+    return _TRAIN_FILES[key]

@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from empirical.task.assign_add.config import EXTRA_EVAL_SET_NAMES, AssignAddTask
+from empirical.task.assign_add.config import EVAL_SET_NAMES, EXTRA_EVAL_SET_NAMES, AssignAddTask
 from empirical.task.assign_add.design import Design, _Ctx, design_from_configs, make_design
 from empirical.task.assign_add.draw import (
     draw_given,
@@ -22,13 +22,6 @@ from empirical.task.assign_add.draw import (
 )
 from empirical.task.batch import Batch
 from empirical.task.pairs import complement, cpu_generator, ordered_ranks
-
-EVAL_SET_NAMES = (
-    "0var/ind", "0var/pair",
-    "1var/ind", "1var/pair", "1var/var", "1var/both",
-    "2var/ind", "2var/pair", "2var/var", "2var/both",
-    "curated/novel_orderings", "curated/held_out_pairs",
-)  # fmt: skip
 
 
 def _groups(cfg: AssignAddTask, name: str):
