@@ -71,7 +71,7 @@ def kept_hops(hops, weights, held_out) -> tuple[tuple[int, ...], tuple[float, ..
 
 class Family:
     """A task family. Subclasses set the class attributes and implement the data methods; the
-    defaults here suit a family that has no fields, analyses or commands of its own."""
+    defaults here suit a family that holds nothing out and has no analyses or commands."""
 
     name: str = ""
     title: str = ""  # the task's name in figure titles
