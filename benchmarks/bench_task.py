@@ -22,7 +22,7 @@ import torch
 from empirical.task.assign_add.draw import TrainingSampler
 from empirical.task.config import TaskConfig, task_config
 from empirical.task.pairs import held_out_pairs, training_generator
-from empirical.task.vocab import Vocabulary
+from empirical.task.registry import family_of
 
 
 class PerRowReference:
@@ -39,7 +39,7 @@ class PerRowReference:
         self.diag = [x for x in range(p) if (x, x) not in hs]
         self.a13, self.a14 = cfg.allowed_vars(0), cfg.allowed_vars(1)
         self.combos = [c for c in cfg.training_2var_combos() if c[0] != c[1] or self.diag]
-        self.vocab = Vocabulary.from_config(cfg)
+        self.vocab = family_of(cfg).vocabulary(cfg)
 
     def row(self):
         cfg, rng, v = self.cfg, self.rng, self.vocab
@@ -109,7 +109,7 @@ def main() -> None:
     ref = PerRowReference(cfg, held)
 
     # sanity: both produce correct sequences with the same mix
-    vocab = Vocabulary.from_config(cfg)
+    vocab = family_of(cfg).vocabulary(cfg)
     tok, lab = ref.batch(2000)
     assert all(vocab.label(t) == y for t, y in zip(tok[:300], lab[:300].tolist(), strict=True))
     fast = sampler.sample(20_000, gen)

@@ -24,6 +24,7 @@ from empirical.task.chain.vocab import ChainVocabulary
 from empirical.task.config import TaskConfig, task_config
 from empirical.task.eval_sets import build_eval_set, build_eval_sets, eval_set_names
 from empirical.task.pairs import held_out_pairs, training_generator
+from empirical.task.registry import family_of
 from empirical.task.sampler import sample_training_batch, training_sampler
 from empirical.task.vocab import Vocabulary
 
@@ -375,7 +376,7 @@ def test_sample_command_shows_chain_sequences(capsys):
     assert main(["--config", EXAMPLE, "--split", "chain/2var_h2", "--n", "30"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 30
-    vocab = Vocabulary.from_config(example_task())
+    vocab = family_of(task := example_task()).vocabulary(task)
     assert any(re.search(r"(^|,)[a-j]=[a-j],", line) for line in lines)  # pointers shown
     for line in lines:
         text, label = line.rsplit(" ", 1)

@@ -12,6 +12,7 @@ from empirical.cli.sample import main
 from empirical.task.config import task_config
 from empirical.task.eval_sets import build_eval_set
 from empirical.task.pairs import held_out_pairs, training_generator
+from empirical.task.registry import family_of
 from empirical.task.sampler import sample_training_batch
 from empirical.task.vocab import Vocabulary
 
@@ -35,7 +36,7 @@ def test_train_lines_are_text_and_correct_label(capsys):
         assert (min(x, y), max(x, y)) not in hs
     # the same stream the library draws for seed 0
     batch = sample_training_batch(cfg, 300, training_generator(0), held_out=held_out_pairs(cfg, 0))
-    assert [ln.split(" ")[0] for ln in lines] == Vocabulary.from_config(cfg).decode(batch.tokens)
+    assert [ln.split(" ")[0] for ln in lines] == family_of(cfg).vocabulary(cfg).decode(batch.tokens)
 
 
 def test_eval_split_tokens_form(capsys):

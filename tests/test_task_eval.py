@@ -14,8 +14,8 @@ from empirical.task.assign_add.eval_sets import EVAL_SET_NAMES, _design
 from empirical.task.config import task_config
 from empirical.task.eval_sets import build_eval_sets, load_eval_sets, save_eval_sets
 from empirical.task.pairs import held_out_pairs, training_generator
+from empirical.task.registry import family_of
 from empirical.task.sampler import sample_training_batch
-from empirical.task.vocab import Vocabulary
 
 CFG = task_config()
 SEED = 7
@@ -28,7 +28,7 @@ def sets():
 
 def facts(cfg, batch, held):
     """Per row: held-out pair?, restricted variable position?, re-derived from the tokens."""
-    v = Vocabulary.from_config(cfg)
+    v = family_of(cfg).vocabulary(cfg)
     tok = batch.tokens
     hmask = torch.zeros(cfg.p, cfg.p, dtype=torch.bool)
     if held.numel():
@@ -93,7 +93,7 @@ def test_names_sizes_and_definitions(sets):
 
 
 def test_labels_by_reference_parser(sets):
-    v = Vocabulary.from_config(CFG)
+    v = family_of(CFG).vocabulary(CFG)
     for name, batch in sets.items():
         texts = v.decode(batch.tokens[:1500])
         for text, label in zip(texts, batch.labels[:1500].tolist(), strict=True):

@@ -12,7 +12,7 @@ from empirical.task.assign_add.config import EVAL_SET_NAMES, EXTRA_EVAL_SET_NAME
 from empirical.task.config import TaskConfig, task_config
 from empirical.task.eval_sets import build_eval_set, build_eval_sets, load_eval_sets, save_eval_sets
 from empirical.task.pairs import held_out_pairs
-from empirical.task.vocab import Vocabulary
+from empirical.task.registry import family_of
 
 SMALL = task_config(
     p=5,
@@ -57,7 +57,7 @@ def expected_2var_cells(cfg: TaskConfig, held: torch.Tensor) -> set[tuple[int, i
 
 
 def check_rows(cfg: TaskConfig, batch) -> None:
-    v = Vocabulary.from_config(cfg)
+    v = family_of(cfg).vocabulary(cfg)
     for text, label, vals in zip(
         v.decode(batch.tokens), batch.labels.tolist(), batch.operand_values.tolist(), strict=True
     ):

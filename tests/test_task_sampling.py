@@ -15,8 +15,8 @@ from empirical.task.batch import Batch
 from empirical.task.config import task_config
 from empirical.task.eval_sets import build_eval_set
 from empirical.task.pairs import held_out_pairs, training_generator
+from empirical.task.registry import family_of
 from empirical.task.sampler import get_training_sampler, sample_training_batch
-from empirical.task.vocab import Vocabulary
 
 CFG = task_config()
 SEED = 0
@@ -36,7 +36,7 @@ def held_set(held):
 
 def test_labels_and_fields_match_an_independent_parse_of_the_text(big):
     batch, _ = big
-    v = Vocabulary.from_config(CFG)
+    v = family_of(CFG).vocabulary(CFG)
     n = 15_000
     texts = v.decode(batch.tokens[:n])
     token_forms = v.decode_tokens(batch.tokens[:n])
@@ -63,7 +63,7 @@ def test_labels_and_fields_match_an_independent_parse_of_the_text(big):
 
 def test_no_held_out_pair_in_any_form_and_no_restricted_position(big):
     batch, held = big
-    v = Vocabulary.from_config(CFG)
+    v = family_of(CFG).vocabulary(CFG)
     hs = held_set(held)
     texts = v.decode(batch.tokens[:20_000])
     for text in texts:
@@ -90,7 +90,7 @@ def test_no_held_out_pair_in_any_form_and_no_restricted_position(big):
 
 def test_everything_reachable(big):
     batch, held = big
-    v = Vocabulary.from_config(CFG)
+    v = family_of(CFG).vocabulary(CFG)
     tok = batch.tokens
     region = tok[:, : CFG.region]
     is_var = (region >= CFG.p) & (region < CFG.p + CFG.K)
@@ -268,7 +268,7 @@ def test_sort_based_paths(kwargs):
     if kwargs.get("L") == 40:
         assert s.ctx.canon is None and s.ctx.perms is None and s.ctx.layouts is None
     b = s.sample(6000, training_generator(2))
-    v = Vocabulary.from_config(cfg)
+    v = family_of(cfg).vocabulary(cfg)
     hs = held_set(held)
     counts = Counter()
     for text, label in zip(v.decode(b.tokens), b.labels.tolist(), strict=True):

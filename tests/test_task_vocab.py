@@ -8,6 +8,7 @@ from test_task_helpers import ref_parse_text, ref_parse_tokens
 
 from empirical.task.config import task_config
 from empirical.task.pairs import held_out_pairs, training_generator
+from empirical.task.registry import family_of
 from empirical.task.sampler import sample_training_batch
 from empirical.task.vocab import TokenizeError, Vocabulary
 
@@ -44,7 +45,7 @@ def test_example_both_forms():
 
 def test_round_trip_of_sampled_sequences():
     cfg = task_config()
-    v = Vocabulary.from_config(cfg)
+    v = family_of(cfg).vocabulary(cfg)
     batch = sample_training_batch(cfg, 400, training_generator(5), held_out=held_out_pairs(cfg, 5))
     texts = v.decode(batch.tokens)
     token_forms = v.decode_tokens(batch.tokens)

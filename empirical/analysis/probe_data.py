@@ -16,6 +16,7 @@ from empirical.task.assign_add.draw import TrainingSampler
 from empirical.task.batch import Batch
 from empirical.task.config import TaskConfig
 from empirical.task.pairs import derive_seed
+from empirical.task.registry import family_of
 from empirical.task.vocab import Vocabulary
 
 # their batch sizes (progress_measures.py: generate_eval_batch 512, probe 1024 / 256)
@@ -95,7 +96,7 @@ class ProbeData:
 
     @property
     def vocab(self) -> Vocabulary:
-        return Vocabulary.from_config(self.task)
+        return family_of(self.task).vocabulary(self.task)
 
 
 def make_probe_data(

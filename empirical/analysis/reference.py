@@ -23,7 +23,7 @@ import torch
 
 from empirical.model import AssignAddTransformer, ModelConfig
 from empirical.task.config import TaskConfig
-from empirical.task.vocab import Vocabulary
+from empirical.task.registry import family_of
 
 
 def reference_layout(task: TaskConfig) -> dict[str, int]:
@@ -48,7 +48,7 @@ def reference_model(
     rotation_seed: int | None = None,
 ) -> AssignAddTransformer:
     p, K, L = task.p, task.K, task.L
-    vocab = Vocabulary.from_config(task)
+    vocab = family_of(task).vocabulary(task)
     lay = reference_layout(task)
     d = lay["d"]
     pairs = [(i, j) for i in range(p) for j in range(i, p)]

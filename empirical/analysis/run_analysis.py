@@ -32,7 +32,7 @@ from empirical.model import load_checkpoint, model_from_checkpoint
 from empirical.report.files import atomic_write_bytes
 from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import RunDir
-from empirical.task.vocab import Vocabulary
+from empirical.task.registry import family_of
 
 
 @dataclass
@@ -71,7 +71,7 @@ def _checked_inputs(run_dir: RunDir, cfg, step, first_steps, second_steps, examp
     phases = detect_phases(records) if records else None
     compare = chosen_compare_steps(run_dir, phases, records, first_steps, second_steps)
     if example:
-        Vocabulary.from_config(cfg.task).encode(example)
+        family_of(cfg.task).vocabulary(cfg.task).encode(example)
     return CheckedInputs(model, model_step, model_path, held, set_sizes, records, phases, compare)
 
 

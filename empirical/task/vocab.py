@@ -2,7 +2,8 @@
 0..p-1 the numbers, p..p+K-1 the variables, then `+`, `=`, `pad`. `encode` takes the paper's
 form `c=1,b=17,a=42,b+19=?` (packed from position 0) or the token form of exactly L tokens
 (which round-trips with `decode_tokens`). The chain family's tokenizer, whose assignments may
-bind a variable to another variable (`b=a`), extends it (empirical/task/chain/vocab.py).
+bind a variable to another variable (`b=a`), extends it (empirical/task/chain/vocab.py); a
+config's tokenizer is its family's: `family_of(cfg).vocabulary(cfg)`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from collections.abc import Sequence
 import torch
 
 from disentangled.errors import UserError
-from empirical.task.registry import family_of
 
 _ASSIGN_RE = re.compile(r"\s*([A-Za-z]\w*)\s*=\s*(\S*?)\s*")
 _EXPR_RE = re.compile(r"\s*(\S+?)\s*\+\s*(\S+?)\s*=\s*\?\s*")
@@ -47,12 +47,6 @@ class Vocabulary:
         self.region = L - 4  # assignment positions 0..L-5
         self.names = [str(i) for i in range(p)] + list(self.letters) + ["+", "=", "pad"]
         self._ids = {name: i for i, name in enumerate(self.names)}
-
-    @classmethod
-    def from_config(cls, cfg) -> Vocabulary:
-        """The tokenizer of cfg's task family (`Family.vocabulary`: this class, or the
-        family's own)."""
-        return family_of(cfg).vocabulary(cfg)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(p={self.p}, K={self.K}, L={self.L})"
