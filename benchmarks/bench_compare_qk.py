@@ -45,7 +45,9 @@ def main() -> None:
 
     use_cli_backend()
     torch.set_num_threads(args.threads)
-    from empirical.bridge.compare_qk import Options, compare_run, write_outputs
+    from empirical.bridge.compare_qk.options import Options
+    from empirical.bridge.compare_qk.outputs import write_outputs
+    from empirical.bridge.compare_qk.run_comparison import compare_run
 
     opts = Options(
         steps=args.steps, every=args.every, one_step=not args.no_one_step,

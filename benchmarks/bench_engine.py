@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from empirical.runs.config import load_run_config  # noqa: E402
-from empirical.task import TrainingSampler, held_out_pairs  # noqa: E402
-from empirical.task.pairs import training_generator  # noqa: E402
+from empirical.task.assign_add.draw import TrainingSampler  # noqa: E402
+from empirical.task.pairs import held_out_pairs, training_generator  # noqa: E402
 from empirical.train.batches import BatchStream  # noqa: E402
 from empirical.train.cuda_graph import graph_applies  # noqa: E402
 from empirical.train.engine import resolve_device  # noqa: E402

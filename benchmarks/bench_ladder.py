@@ -39,7 +39,8 @@ def main() -> None:
 
     use_cli_backend()
     torch.set_num_threads(args.threads)
-    from empirical.bridge.ladder import LadderOptions, run_ladder, write_outputs
+    from empirical.bridge.ladder.outputs import write_outputs
+    from empirical.bridge.ladder.snapshot_ladder import LadderOptions, run_ladder
 
     load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     log = io.StringIO()

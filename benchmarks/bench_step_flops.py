@@ -32,8 +32,8 @@ from bench_engine import timed_steps  # noqa: E402
 
 from empirical.model.transformer import AssignAddTransformer  # noqa: E402
 from empirical.runs.config import load_run_config  # noqa: E402
-from empirical.task import TrainingSampler, held_out_pairs  # noqa: E402
-from empirical.task.pairs import training_generator  # noqa: E402
+from empirical.task.assign_add.draw import TrainingSampler  # noqa: E402
+from empirical.task.pairs import held_out_pairs, training_generator  # noqa: E402
 
 
 def step_flops(cfg) -> int:

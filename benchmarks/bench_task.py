@@ -19,13 +19,10 @@ import time
 
 import torch
 
-from empirical.task import (
-    TaskConfig,
-    TrainingSampler,
-    Vocabulary,
-    held_out_pairs,
-    training_generator,
-)
+from empirical.task.assign_add.draw import TrainingSampler
+from empirical.task.config import TaskConfig, task_config
+from empirical.task.pairs import held_out_pairs, training_generator
+from empirical.task.registry import family_of
 
 
 class PerRowReference:
@@ -42,7 +39,7 @@ class PerRowReference:
         self.diag = [x for x in range(p) if (x, x) not in hs]
         self.a13, self.a14 = cfg.allowed_vars(0), cfg.allowed_vars(1)
         self.combos = [c for c in cfg.training_2var_combos() if c[0] != c[1] or self.diag]
-        self.vocab = Vocabulary.from_config(cfg)
+        self.vocab = family_of(cfg).vocabulary(cfg)
 
     def row(self):
         cfg, rng, v = self.cfg, self.rng, self.vocab
@@ -104,7 +101,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    cfg = TaskConfig()
+    cfg = task_config()
     held = held_out_pairs(cfg, 0)
     device = torch.device(args.device)
     sampler = TrainingSampler(cfg, held, device)
@@ -112,7 +109,7 @@ def main() -> None:
     ref = PerRowReference(cfg, held)
 
     # sanity: both produce correct sequences with the same mix
-    vocab = Vocabulary.from_config(cfg)
+    vocab = family_of(cfg).vocabulary(cfg)
     tok, lab = ref.batch(2000)
     assert all(vocab.label(t) == y for t, y in zip(tok[:300], lab[:300].tolist(), strict=True))
     fast = sampler.sample(20_000, gen)

@@ -33,12 +33,9 @@ from bench_task import PerRowReference  # noqa: E402
 
 from empirical.model.transformer import AssignAddTransformer  # noqa: E402
 from empirical.runs.config import load_run_config  # noqa: E402
-from empirical.task import (  # noqa: E402
-    TrainingSampler,
-    build_eval_sets,
-    held_out_pairs,
-    training_generator,
-)
+from empirical.task.assign_add.draw import TrainingSampler  # noqa: E402
+from empirical.task.eval_sets import build_eval_sets  # noqa: E402
+from empirical.task.pairs import held_out_pairs, training_generator  # noqa: E402
 from empirical.train.evaluate import evaluate_sets  # noqa: E402
 
 

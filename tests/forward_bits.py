@@ -52,8 +52,8 @@ def fingerprints(case: str, steps: int = STEPS) -> dict[str, str]:
     import torch
 
     from empirical.runs.config import load_run_config
-    from empirical.task import TrainingSampler, held_out_pairs
-    from empirical.task.pairs import training_generator
+    from empirical.task.assign_add.draw import TrainingSampler
+    from empirical.task.pairs import held_out_pairs, training_generator
     from empirical.train.batches import BatchStream
     from empirical.train.learners import BatchLearner, SingleLearner
 

@@ -37,9 +37,10 @@ from empirical.analysis.qk import (
 from empirical.analysis.reference import reference_model
 from empirical.model.config import ModelConfig
 from empirical.model.transformer import AssignAddTransformer
-from empirical.task import TaskConfig, build_eval_sets
+from empirical.task.config import task_config
+from empirical.task.eval_sets import build_eval_sets
 
-TASK = TaskConfig(p=11, K=3, max_assignments=3, r1=("c",), r2=("b",), eval_size=300)
+TASK = task_config(p=11, K=3, max_assignments=3, r1=("c",), r2=("b",), eval_size=300)
 
 
 @pytest.fixture(scope="module")

@@ -85,7 +85,7 @@ def _logged_run(path: Path) -> Path:
 
 
 def test_load_metrics_flattens_every_record(tmp_path, monkeypatch):
-    from empirical import load_metrics
+    from empirical.runs.load import load_metrics
 
     run = _logged_run(tmp_path / "run")
     rows = load_metrics(run, as_frame=False)
@@ -104,7 +104,7 @@ def test_load_metrics_flattens_every_record(tmp_path, monkeypatch):
 
 
 def test_summary_and_analysis_missing_name_the_command_that_writes_them(tmp_path):
-    from empirical import load_analysis, load_metrics, load_summary
+    from empirical.runs.load import load_analysis, load_metrics, load_summary
     from empirical.runs.rundir import RunDirError
 
     run = _logged_run(tmp_path / "run")

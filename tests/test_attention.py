@@ -8,9 +8,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from empirical.model import AssignAddTransformer, ModelConfig, attention, partial
+from empirical.model import attention, partial
+from empirical.model.config import ModelConfig
 from empirical.model.fast import fast_forward, member_weights
 from empirical.model.forward import forward
+from empirical.model.transformer import AssignAddTransformer
 
 
 def _model(n_heads: int, n_layers: int = 2, seed: int = 0):

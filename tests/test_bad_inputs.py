@@ -47,7 +47,7 @@ def trained(tmp_path_factory):
     for seed in (0, 1):
         cfg = load_run_config(SMOKE, [*TINY, f"seed={seed}"])
         train_run(cfg, base / f"seed{seed}", progress=False, figures=False)
-    from empirical.experiments.sweep import run_sweep
+    from empirical.experiments.sweep.param_sweep import run_sweep
     from empirical.experiments.sweep.spec import SweepSpec
 
     spec = SweepSpec(param="train.lr", values=[0.001], seeds=[0])

@@ -9,7 +9,7 @@ import pytest
 from empirical.model.transformer import AssignAddTransformer
 from empirical.runs.config import load_run_config
 from empirical.studies.chain.analysis.attention import chain_attention, chain_structure
-from empirical.task import Vocabulary
+from empirical.task.registry import family_of
 
 TEXT = "a=17,e=3,b=a,d=b,d+5=?"  # d -> b -> a -> 17 (3 hops), e=3 a distractor
 
@@ -17,7 +17,7 @@ TEXT = "a=17,e=3,b=a,d=b,d+5=?"  # d -> b -> a -> 17 (3 hops), e=3 a distractor
 def model_and_vocab(n_layers=3):
     cfg = load_run_config("configs/chain.toml", [f"model.n_layers={n_layers}", "model.d_model=16",
                                                  "model.d_mlp=32"])  # fmt: skip
-    vocab = Vocabulary.from_config(cfg.task)
+    vocab = family_of(cfg.task).vocabulary(cfg.task)
     model = AssignAddTransformer(cfg.built_model_config(), seed=0)
     model.attach_vocab(vocab)
     return model, vocab

@@ -14,12 +14,13 @@ import torch
 def _chain_model(d_model: int = 128, n_layers: int = 3):
     from empirical.model.transformer import AssignAddTransformer
     from empirical.runs.config import load_run_config
-    from empirical.task.vocab import Vocabulary
+    from empirical.task.registry import family_of
 
     cfg = load_run_config(
         "configs/chain.toml", [f"model.d_model={d_model}", f"model.n_layers={n_layers}"]
     )
-    return AssignAddTransformer(cfg.built_model_config(), seed=3), Vocabulary.from_config(cfg.task)
+    vocab = family_of(cfg.task).vocabulary(cfg.task)
+    return AssignAddTransformer(cfg.built_model_config(), seed=3), vocab
 
 
 @pytest.mark.parametrize("hop", ["last", "middle"])

@@ -13,14 +13,15 @@ import torch
 from empirical.model.transformer import AssignAddTransformer
 from empirical.runs.config import load_run_config
 from empirical.studies.chain.analysis.patching import chain_patching, corrupt, resolve_label
-from empirical.task import Vocabulary, build_eval_set
+from empirical.task.eval_sets import build_eval_set
+from empirical.task.registry import family_of
 
 
 def setup(n_layers=3, n=64):
     overrides = [f"model.n_layers={n_layers}", "model.d_model=16", "model.d_mlp=32",
                  f"task.eval_size={n}"]  # fmt: skip
     cfg = load_run_config("configs/chain.toml", overrides)
-    vocab = Vocabulary.from_config(cfg.task)
+    vocab = family_of(cfg.task).vocabulary(cfg.task)
     model = AssignAddTransformer(cfg.built_model_config(), seed=0)
     model.attach_vocab(vocab)
     batch, _ = build_eval_set(cfg.task, 0, "chain/1var_h2")

@@ -7,33 +7,39 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.bridge.compare_qk import (
-    barv_block,
+from empirical.bridge.compare_qk import layer1, layer2
+from empirical.bridge.compare_qk.coords import (
+    col_labels,
     coordinates,
-    cosine,
-    g1_block,
-    gradients,
-    identity_score,
-    layer1,
-    layer2,
-    one_var_batch,
+    row_labels,
     set_qk,
-    sign_agreement,
     theorem_w,
 )
-from empirical.bridge.compare_qk.coords import col_labels, row_labels
-from empirical.bridge.compare_qk.metrics import attenuation_entries, subblock_cosines
-from empirical.bridge.compare_qk.observe import Weights, layer2_attention, loss_of
-from empirical.bridge.compare_qk.prediction import ab_from_beta
+from empirical.bridge.compare_qk.metrics import (
+    attenuation_entries,
+    barv_block,
+    cosine,
+    identity_score,
+    sign_agreement,
+    subblock_cosines,
+)
+from empirical.bridge.compare_qk.observe import (
+    Weights,
+    gradients,
+    layer2_attention,
+    loss_of,
+    one_var_batch,
+)
+from empirical.bridge.compare_qk.prediction import ab_from_beta, g1_block
 from empirical.model.config import ModelConfig
 from empirical.model.transformer import AssignAddTransformer
-from empirical.task import TaskConfig
+from empirical.task.config import TaskConfig, task_config
 
 P, K, L = 5, 2, 16
 
 
 def small_task(p=P, k=K) -> TaskConfig:
-    return TaskConfig(p=p, K=k, L=L, max_assignments=k, r1=[], r2=[], eval_size=200)
+    return task_config(p=p, K=k, L=L, max_assignments=k, r1=[], r2=[], eval_size=200)
 
 
 def orthonormal_model(d_model=34, seed=0) -> tuple[AssignAddTransformer, torch.Tensor]:
@@ -84,7 +90,7 @@ def test_projection_recovers_a_planted_qk_exactly():
 
 def independent_vectors(model) -> dict[str, torch.Tensor]:
     """label -> vector, built from the vocabulary's names (not from `coordinates`)."""
-    from empirical.task import Vocabulary
+    from empirical.task.vocab import Vocabulary
 
     vocab = Vocabulary(P, K, L)
     E, pos = model.W_E.detach(), model.W_pos.detach()

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.bridge.compare_qk import one_var_batch
 from empirical.bridge.compare_qk.coords import Coordinates, col_labels, row_labels
 from empirical.bridge.compare_qk.frames import EXACT, Frames
 from empirical.bridge.compare_qk.metrics import (
@@ -21,10 +20,12 @@ from empirical.bridge.compare_qk.metrics import (
     subblock,
     subblock_cosines,
 )
+from empirical.bridge.compare_qk.observe import one_var_batch
 from empirical.bridge.compare_qk.options import DEFAULT_FRAME, FRAMES, Options
 from empirical.bridge.compare_qk.prediction import PopulationG1, make_predictor, prediction_kind
 from empirical.bridge.compare_qk.updates import decay_factor, score_attribution, undecayed_update
-from empirical.task import TaskConfig, held_out_pairs
+from empirical.task.config import TaskConfig, task_config
+from empirical.task.pairs import held_out_pairs
 
 P, K, L, D = 11, 4, 16, 48
 SCALE = float(np.sqrt(D))
@@ -127,7 +128,7 @@ def test_the_cli_offers_the_frames_of_the_library():
 
 
 def restricted_task() -> TaskConfig:
-    return TaskConfig(p=7, K=4, L=L, max_assignments=4, r1=["a"], r2=["b"], eval_size=100,
+    return task_config(p=7, K=4, L=L, max_assignments=4, r1=["a"], r2=["b"], eval_size=100,
                       held_out_fraction=0.2)  # fmt: skip
 
 

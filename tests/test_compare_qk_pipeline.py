@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.bridge.compare_qk import Options, compare_run, write_outputs
+from empirical.bridge.compare_qk.options import Options
+from empirical.bridge.compare_qk.outputs import write_outputs
+from empirical.bridge.compare_qk.run_comparison import compare_run
 from empirical.runs.config import load_run_config
 from empirical.runs.metrics_log import read_metrics
 from empirical.train.loop import train_run
@@ -91,7 +93,8 @@ def test_pipeline_end_to_end(pipeline, run_dir, tmp_path):
             assert 0 <= a[key] <= 1
         assert 0 <= a["embeddings"]["ebar"]["max_abs_cos"] <= 1
     # the snapshot change is the change of the merged matrix between the two snapshots
-    from empirical.bridge.compare_qk import coordinates, cosine, theorem_w
+    from empirical.bridge.compare_qk.coords import coordinates, theorem_w
+    from empirical.bridge.compare_qk.metrics import cosine
     from empirical.model.checkpoint import load_model
 
     m0, m20 = (load_model(run_dir / "snapshots" / f"step_{s:06d}.pt") for s in (0, 20))

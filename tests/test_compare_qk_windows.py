@@ -7,11 +7,21 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.bridge.compare_qk import cosine, g1_block, one_var_batch
 from empirical.bridge.compare_qk.coords import col_labels, row_labels
-from empirical.bridge.compare_qk.metrics import TERMS, theorem_terms
-from empirical.bridge.compare_qk.observe import Weights, gradients, layer1, split_gradients
-from empirical.bridge.compare_qk.prediction import PopulationG1, ab_from_beta, closed_form_applies
+from empirical.bridge.compare_qk.metrics import TERMS, cosine, theorem_terms
+from empirical.bridge.compare_qk.observe import (
+    Weights,
+    gradients,
+    layer1,
+    one_var_batch,
+    split_gradients,
+)
+from empirical.bridge.compare_qk.prediction import (
+    PopulationG1,
+    ab_from_beta,
+    closed_form_applies,
+    g1_block,
+)
 from empirical.bridge.compare_qk.windows import (
     default_windows,
     in_window,
@@ -21,7 +31,7 @@ from empirical.bridge.compare_qk.windows import (
 )
 from empirical.model.config import ModelConfig
 from empirical.model.transformer import AssignAddTransformer
-from empirical.task import TaskConfig
+from empirical.task.config import task_config
 
 L = 16
 
@@ -219,7 +229,7 @@ def _slow_g1(tokens, labels, var, p, K, a, b):
 
 
 def test_population_g1_is_its_definition_sequence_by_sequence():
-    task = TaskConfig(p=5, K=8, L=L, max_assignments=6, r1=[], r2=[], eval_size=100)
+    task = task_config(p=5, K=8, L=L, max_assignments=6, r1=[], r2=[], eval_size=100)
     assert not closed_form_applies(8, L)  # K = 8: only the sampled population applies
     batch = one_var_batch(task, 40, seed=3, order="mixed")
     pop = PopulationG1.from_batch(batch, 5, 8, L)
@@ -232,7 +242,7 @@ def test_population_g1_is_its_definition_sequence_by_sequence():
 
 def test_population_g1_on_the_theorems_population_is_the_closed_form(order="fixed"):
     p, K = 5, 3
-    task = TaskConfig(p=p, K=K, L=L, min_assignments=K, max_assignments=K, r1=[], r2=[],
+    task = task_config(p=p, K=K, L=L, min_assignments=K, max_assignments=K, r1=[], r2=[],
                       eval_size=100)  # fmt: skip
     batch = one_var_batch(task, 40000, seed=1, order=order)
     a, b = ab_from_beta(2.0)
@@ -247,7 +257,7 @@ def test_population_g1_on_the_theorems_population_is_the_closed_form(order="fixe
 
 
 def test_population_g1_refuses_what_it_cannot_describe():
-    task = TaskConfig(p=5, K=3, L=L, max_assignments=3, r1=[], r2=[], eval_size=100)
+    task = task_config(p=5, K=3, L=L, max_assignments=3, r1=[], r2=[], eval_size=100)
     batch = one_var_batch(task, 10, seed=0)
     pop = PopulationG1.from_batch(batch, 5, 3, L)
     with pytest.raises(ValueError, match="0 < a < 1/2"):
@@ -266,7 +276,7 @@ def test_population_g1_refuses_what_it_cannot_describe():
 def test_split_gradients_average_to_the_whole_batch():
     cfg = ModelConfig.for_task(5, 2, L, d_model=24, d_mlp=32, dtype="float64", init_std=0.3)
     model = AssignAddTransformer(cfg, seed=4)
-    task = TaskConfig(p=5, K=2, L=L, max_assignments=2, r1=[], r2=[], eval_size=100)
+    task = task_config(p=5, K=2, L=L, max_assignments=2, r1=[], r2=[], eval_size=100)
     batch = one_var_batch(task, 63, seed=2)  # odd: halves of 31 and 32
     w = Weights.of(model)
     resid = layer1(w, batch.tokens).resid1

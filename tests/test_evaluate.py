@@ -15,7 +15,7 @@ from empirical.model.checkpoint import save_model
 from empirical.model.transformer import AssignAddTransformer
 from empirical.runs.config import load_run_config
 from empirical.runs.rundir import RunDir, RunDirError
-from empirical.task import build_eval_sets, load_eval_sets, save_eval_sets
+from empirical.task.eval_sets import build_eval_sets, load_eval_sets, save_eval_sets
 from empirical.train.evaluate import evaluate_sets
 from empirical.train.evaluate_run import evaluate_all_steps, evaluate_run, has_training_log
 
@@ -89,7 +89,6 @@ def test_eval_sets_are_built_once_when_absent_and_extra_sets_are_evaluated(tmp_p
     result = evaluate_run(run, step=0)
     assert result["n"]["extra/mine"] == 17 and "extra/mine" in result["accuracy"]
 
-    import empirical.task as task
     import empirical.task.eval_sets as eval_sets
 
     calls = []
@@ -99,8 +98,7 @@ def test_eval_sets_are_built_once_when_absent_and_extra_sets_are_evaluated(tmp_p
         calls.append(a)
         return real(*a, **k)
 
-    for module in (task, eval_sets):
-        monkeypatch.setattr(module, "load_eval_sets", counted)
+    monkeypatch.setattr(eval_sets, "load_eval_sets", counted)
     records, _ = evaluate_all_steps(run)
     assert len(records) == len(STEPS) and len(calls) == 1
 

@@ -21,15 +21,11 @@ import torch
 
 from empirical.config.io import ConfigError
 from empirical.runs.config import load_run_config
-from empirical.task import (
-    TaskConfig,
-    build_eval_set,
-    build_eval_sets,
-    eval_set_names,
-    run_training_sampler,
-    training_generator,
-)
+from empirical.task.config import TaskConfig, task_config
+from empirical.task.eval_sets import build_eval_set, build_eval_sets, eval_set_names
+from empirical.task.pairs import training_generator
 from empirical.task.registry import family_of
+from empirical.task.sampler import run_training_sampler
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "lego.toml"
@@ -37,7 +33,7 @@ CONFIG = ROOT / "configs" / "lego.toml"
 
 def lego_task(**changes) -> TaskConfig:
     task = load_run_config(CONFIG).task
-    return TaskConfig(**{**task.__dict__, **changes})
+    return task_config(**{**task.__dict__, **changes})
 
 
 # -- an independent reading of a row: plain Python over the token ids -----------------------
@@ -207,7 +203,7 @@ def test_bad_values_name_the_field(changes, needle):
 
 def test_lego_fields_need_the_lego_family():
     with pytest.raises(ConfigError, match="task.lego_order = 'chain' is a setting of the lego"):
-        TaskConfig(lego_order="chain")
+        task_config(lego_order="chain")
 
 
 def test_a_bad_override_is_one_error_line_before_torch():

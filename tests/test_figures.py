@@ -292,7 +292,9 @@ def test_analysis_plot_functions_return_figures_without_saving(run, tmp_path, mo
 
 @pytest.mark.slow  # the whole comparison again, as PDF (PNG: test_compare_qk_pipeline)
 def test_compare_qk_figures_as_pdf(run, tmp_path):
-    from empirical.bridge.compare_qk import Options, compare_run, write_outputs
+    from empirical.bridge.compare_qk.options import Options
+    from empirical.bridge.compare_qk.outputs import write_outputs
+    from empirical.bridge.compare_qk.run_comparison import compare_run
 
     rd, cfg = run
     opts = Options(

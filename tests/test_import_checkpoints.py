@@ -35,8 +35,9 @@ from empirical.model.tl_import import (
 from empirical.runs.config import load_run_config
 from empirical.runs.import_run import import_checkpoints
 from empirical.runs.rundir import RunDir
-from empirical.task import build_eval_set, held_out_pairs, sample_training_batch
-from empirical.task.pairs import ordered_ranks, training_generator
+from empirical.task.eval_sets import build_eval_set
+from empirical.task.pairs import held_out_pairs, ordered_ranks, training_generator
+from empirical.task.sampler import sample_training_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 AUTHORS = authors_dir()

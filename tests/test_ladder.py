@@ -11,12 +11,13 @@ import pytest
 import torch
 
 from empirical.bridge.compare_qk.observe import Weights, gradients, layer1, one_var_batch
-from empirical.bridge.ladder import PIECES, LadderOptions, run_ladder, write_outputs
 from empirical.bridge.ladder.forward import Forward, hooked_logits, routing_pattern
-from empirical.bridge.ladder.rungs import build_rungs
+from empirical.bridge.ladder.outputs import write_outputs
+from empirical.bridge.ladder.rungs import PIECES, build_rungs
+from empirical.bridge.ladder.snapshot_ladder import LadderOptions, run_ladder
 from empirical.bridge.ladder.weights import build_model
 from empirical.runs.config import load_run_config
-from empirical.task import held_out_pairs
+from empirical.task.pairs import held_out_pairs
 from empirical.train.loop import train_run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -190,9 +190,9 @@ def _fake_run(tmp_path, steps=(0, 20)):
 
 
 def test_load_run_latest_and_snapshot(tmp_path):
-    from empirical import load_run
+    from empirical.runs.load import load_run
     from empirical.runs.rundir import RunDirError
-    from empirical.task import Vocabulary
+    from empirical.task.vocab import Vocabulary
 
     run, task, models = _fake_run(tmp_path)
     x = torch.randint(0, task.p + task.K + 3, (8, task.L), generator=torch.Generator())

@@ -13,22 +13,24 @@ import pytest
 import torch
 
 from empirical.__main__ import main as empirical_main
-from empirical.bridge.ladder_dynamics import Context, DynamicsConfig, train_run
-from empirical.bridge.ladder_dynamics.config import TheoremSection
-from empirical.bridge.ladder_dynamics.trainer import make_optimizer
-from empirical.bridge.race import fit_tau, predict, race_configs, split_of, step_zero
+from empirical.bridge.ladder_dynamics.config import DynamicsConfig, TheoremSection
+from empirical.bridge.ladder_dynamics.trainer import Context, make_optimizer, train_run
+from empirical.bridge.race.configs import race_configs, split_of
 from empirical.bridge.race.criterion import (
     StepZero,
     first_update,
     population_gradient,
+    predict,
     score_update,
+    step_zero,
 )
-from empirical.bridge.theorem_model import (
+from empirical.bridge.race.fit import fit_tau
+from empirical.bridge.theorem_model.construct import (
     build_theorem_model,
-    population_accuracy,
     score_matrix,
     set_score_matrix,
 )
+from empirical.bridge.theorem_model.gradient import population_accuracy
 
 SMALL = TheoremSection(p=3, K=2, beta=2.0, xi=3.0)
 

@@ -179,8 +179,8 @@ def test_training_step_is_the_same_on_any_thread_count():
     takes the same steps, bit for bit, on 1, 2 and 3 threads."""
     import torch
 
-    from empirical.task import TrainingSampler, held_out_pairs
-    from empirical.task.pairs import training_generator
+    from empirical.task.assign_add.draw import TrainingSampler
+    from empirical.task.pairs import held_out_pairs, training_generator
     from empirical.train.batches import BatchStream
     from empirical.train.learners import SingleLearner
 

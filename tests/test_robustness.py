@@ -19,8 +19,7 @@ from empirical.report.files import append_text, atomic_write_bytes
 from empirical.runs.config import config_fingerprint, load_run_config
 from empirical.runs.metrics_log import read_metrics, scan_metrics
 from empirical.runs.rundir import RunDir
-from empirical.task import load_eval_sets
-from empirical.task.eval_sets import task_fingerprint
+from empirical.task.eval_sets import load_eval_sets, task_fingerprint
 from empirical.train.loop import train_run
 from empirical.train.state import load_training_state
 

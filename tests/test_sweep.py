@@ -11,16 +11,19 @@ import torch
 
 from empirical.cli.sweep import main as sweep_main
 from empirical.config.io import ConfigError
-from empirical.experiments.sweep import find_threshold, run_sweep, train_batch
 from empirical.experiments.sweep.metrics import MetricWeights, metric_value
+from empirical.experiments.sweep.param_sweep import run_sweep
 from empirical.experiments.sweep.results import summarize, write_results
 from empirical.experiments.sweep.runner import plan_batches
 from empirical.experiments.sweep.spec import SweepSpec, expand_members, parse_param
+from empirical.experiments.sweep.thresholds import find_threshold
+from empirical.experiments.sweep.trainer import train_batch
 from empirical.model.batched import BatchedModel
 from empirical.runs.config import load_run_config
 from empirical.runs.metrics_log import read_metrics
-from empirical.task import TrainingSampler, held_out_pairs, is_held, load_eval_sets
-from empirical.task.pairs import training_generator
+from empirical.task.assign_add.draw import TrainingSampler
+from empirical.task.eval_sets import load_eval_sets
+from empirical.task.pairs import held_out_pairs, is_held, training_generator
 from empirical.train.batches import BatchStream
 from empirical.train.loop import train_run
 from empirical.train.optim import MemberAdamW

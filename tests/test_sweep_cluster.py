@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from empirical.cli.sweep import main as sweep_main
-from empirical.experiments.sweep import run_sweep
 from empirical.experiments.sweep.cluster import claim, live_claim, release, submit_members
 from empirical.experiments.sweep.executors import ExecutorOptions, make_executor
 from empirical.experiments.sweep.grid import GridSpec, run_grid
+from empirical.experiments.sweep.param_sweep import run_sweep
 from empirical.experiments.sweep.spec import SweepSpec, expand_members, load_sweep_config
 from empirical.runs.metrics_log import read_metrics
 from empirical.runs.rundir import RunDir, SweepDir

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from empirical.config.io import ConfigError
-from empirical.experiments.sweep import run_sweep
 from empirical.experiments.sweep.metrics import (
     MetricWeights,
     check_metric,
@@ -21,11 +20,13 @@ from empirical.experiments.sweep.metrics import (
     pair_weight,
     with_metric_sets,
 )
+from empirical.experiments.sweep.param_sweep import run_sweep
 from empirical.experiments.sweep.results import summarize, write_results
 from empirical.experiments.sweep.spec import SweepSpec, expand_members, load_sweep_config
 from empirical.experiments.sweep.summary_md import uncertainty_sentence
 from empirical.runs.config import load_run_config
-from empirical.task import TaskConfig, held_out_pairs
+from empirical.task.config import task_config
+from empirical.task.pairs import held_out_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -79,7 +80,7 @@ def test_pair_fraction_trains_exactly_floor_f_p_p_pairs_for_every_paper_value():
 def test_train_pair_fraction_does_not_round_trip_through_held_out_fraction():
     # the authors count floor(f * p * p) in floating point; going through
     # held_out_fraction = 1 - f and back gives one pair more or fewer for some f
-    cfg = TaskConfig(p=10, K=4, held_out_form="ordered", pair_split="python_random")
+    cfg = task_config(p=10, K=4, held_out_form="ordered", pair_split="python_random")
     for f, theirs, round_trip in [(0.07, 7, 6), (0.57, 56, 57)]:
         assert math.floor(f * 10 * 10) == theirs
         assert math.floor((1 - round(1 - f, 12)) * 10 * 10) == round_trip

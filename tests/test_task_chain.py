@@ -17,20 +17,16 @@ import torch
 
 from empirical.config.io import ConfigError, non_default_fields
 from empirical.runs.config import load_run_config
-from empirical.task import (
-    TaskConfig,
-    TrainingSampler,
-    Vocabulary,
-    build_eval_set,
-    build_eval_sets,
-    eval_set_names,
-    held_out_pairs,
-    sample_training_batch,
-    training_generator,
-    training_sampler,
-)
+from empirical.task.assign_add.draw import TrainingSampler
 from empirical.task.batch import FIELDS
 from empirical.task.chain.draw import ChainSampler
+from empirical.task.chain.vocab import ChainVocabulary
+from empirical.task.config import TaskConfig, task_config
+from empirical.task.eval_sets import build_eval_set, build_eval_sets, eval_set_names
+from empirical.task.pairs import held_out_pairs, training_generator
+from empirical.task.registry import family_of
+from empirical.task.sampler import sample_training_batch, training_sampler
+from empirical.task.vocab import Vocabulary
 
 EXAMPLE = "configs/chain_task_example.toml"
 
@@ -38,7 +34,7 @@ EXAMPLE = "configs/chain_task_example.toml"
 def example_task(**changes) -> TaskConfig:
     task = load_run_config(EXAMPLE).task
     fields = {**task.__dict__, **changes}
-    return TaskConfig(**fields)
+    return task_config(**fields)
 
 
 # -- an independent resolver: plain Python over the token ids ------------------------------
@@ -147,7 +143,7 @@ BEFORE = {
 
 @pytest.mark.parametrize("name", ["default", "authors"])
 def test_assign_add_data_unchanged(name):
-    cfg = TaskConfig() if name == "default" else load_run_config("configs/authors.toml").task
+    cfg = task_config() if name == "default" else load_run_config("configs/authors.toml").task
     assert "family" not in non_default_fields(cfg)  # fingerprints keep their inputs
     assert not any(k.startswith("chain_") for k in non_default_fields(cfg))
     want = BEFORE[name]
@@ -167,7 +163,7 @@ def test_assign_add_data_unchanged(name):
 
 def _all_sets(cfg: TaskConfig, n: int):
     """(name, batch) of n training rows and of every evaluation set (n rows each)."""
-    cfg = TaskConfig(**{**cfg.__dict__, "eval_size": n})
+    cfg = task_config(**{**cfg.__dict__, "eval_size": n})
     held = held_out_pairs(cfg, 0)
     yield "train", training_sampler(cfg, held).sample(n, training_generator(0))
     yield from build_eval_sets(cfg, 0).items()
@@ -322,16 +318,16 @@ def test_bad_chain_settings_are_config_errors(changes, needle):
 
 def test_chain_fields_need_the_chain_family():
     with pytest.raises(ConfigError, match="task.chain_hops"):
-        TaskConfig(chain_hops=(1, 2, 3))
+        task_config(chain_hops=(1, 2, 3))
     with pytest.raises(ConfigError, match="task.family"):
-        TaskConfig(family="nope")
+        task_config(family="nope")
 
 
 # -- text and the command line ----------------------------------------------------------------
 
 
 def test_vocabulary_pointers():
-    vocab = Vocabulary(23, 5, 16, pointers=True)
+    vocab = ChainVocabulary(23, 5, 16)
     ids = vocab.encode("a=17,c=4,b=a,d=b,d+c=?")
     assert vocab.label(ids) == (17 + 4) % 23
     assert vocab.decode(ids) == "a=17,c=4,b=a,d=b,d+c=?"
@@ -364,14 +360,14 @@ def test_chain_config_trains_the_same_under_another_name_and_loads_with_pointer_
                      for r in RunDir(tmp_path / name).read_metrics()])  # fmt: skip
     assert runs[0] == runs[1]
     model, vocab = load_run(tmp_path / "chain")
-    assert vocab.pointers and model.vocab is vocab
+    assert isinstance(vocab, ChainVocabulary) and model.vocab is vocab
     text = "a=17,c=4,b=a,d=b,d+c=?"
     tokens = model.to_tokens(text)
     assert tokens.shape == (1, cfg.task.L) and vocab.label(tokens[0]) == 17 + 4
     assert "".join(model.to_str_tokens(text)).startswith("a17")
     assert model(tokens).shape == (1, cfg.task.L, cfg.task.p)
     with pytest.raises(ValueError, match="do not match"):
-        model.attach_vocab(Vocabulary(23, 5, 16, pointers=True))
+        model.attach_vocab(ChainVocabulary(23, 5, 16))
 
 
 def test_sample_command_shows_chain_sequences(capsys):
@@ -380,7 +376,7 @@ def test_sample_command_shows_chain_sequences(capsys):
     assert main(["--config", EXAMPLE, "--split", "chain/2var_h2", "--n", "30"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 30
-    vocab = Vocabulary.from_config(example_task())
+    vocab = family_of(task := example_task()).vocabulary(task)
     assert any(re.search(r"(^|,)[a-j]=[a-j],", line) for line in lines)  # pointers shown
     for line in lines:
         text, label = line.rsplit(" ", 1)

@@ -9,14 +9,12 @@ import pytest
 from test_task_helpers import ref_parse_text, ref_parse_tokens
 
 from empirical.cli.sample import main
-from empirical.task import (
-    TaskConfig,
-    Vocabulary,
-    build_eval_set,
-    held_out_pairs,
-    sample_training_batch,
-    training_generator,
-)
+from empirical.task.config import task_config
+from empirical.task.eval_sets import build_eval_set
+from empirical.task.pairs import held_out_pairs, training_generator
+from empirical.task.registry import family_of
+from empirical.task.sampler import sample_training_batch
+from empirical.task.vocab import Vocabulary
 
 
 def run(capsys, *argv):
@@ -28,7 +26,7 @@ def run(capsys, *argv):
 def test_train_lines_are_text_and_correct_label(capsys):
     code, lines, err = run(capsys, "--split", "train", "--n", "300", "--seed", "0")
     assert code == 0 and err == "" and len(lines) == 300
-    cfg = TaskConfig()
+    cfg = task_config()
     hs = {tuple(r) for r in held_out_pairs(cfg, 0).tolist()}
     for line in lines:
         text, label = line.split(" ")
@@ -38,7 +36,7 @@ def test_train_lines_are_text_and_correct_label(capsys):
         assert (min(x, y), max(x, y)) not in hs
     # the same stream the library draws for seed 0
     batch = sample_training_batch(cfg, 300, training_generator(0), held_out=held_out_pairs(cfg, 0))
-    assert [ln.split(" ")[0] for ln in lines] == Vocabulary.from_config(cfg).decode(batch.tokens)
+    assert [ln.split(" ")[0] for ln in lines] == family_of(cfg).vocabulary(cfg).decode(batch.tokens)
 
 
 def test_eval_split_tokens_form(capsys):
@@ -52,7 +50,7 @@ def test_eval_split_tokens_form(capsys):
         values = {letter: v for _, letter, v in tok["blocks"]}
         total = sum(values[o] if o.isalpha() else int(o) for o in (a, b)) % 97
         assert int(label) == total
-    batch, _ = build_eval_set(TaskConfig(), 2, "1var/var")
+    batch, _ = build_eval_set(task_config(), 2, "1var/var")
     assert [ln.rsplit(" ", 1)[0] for ln in lines] == Vocabulary(97, 5).decode_tokens(
         batch.tokens[:50]
     )
@@ -62,7 +60,7 @@ def test_held_out_and_overrides(capsys, tmp_path):
     code, lines, _ = run(capsys, "--held-out", "--seed", "3", "task.p=11")
     assert code == 0
     assert [list(map(int, ln.split())) for ln in lines] == held_out_pairs(
-        TaskConfig(p=11), 3
+        task_config(p=11), 3
     ).tolist()
     code, lines, _ = run(
         capsys,
@@ -85,7 +83,7 @@ def test_held_out_and_overrides(capsys, tmp_path):
     code, lines, _ = run(capsys, "--config", str(cfg), "--held-out")
     assert code == 0
     assert [list(map(int, ln.split())) for ln in lines] == held_out_pairs(
-        TaskConfig(p=13), 5
+        task_config(p=13), 5
     ).tolist()
 
 

@@ -7,11 +7,11 @@ import dataclasses
 import pytest
 
 from empirical.config.io import ConfigError, load_config, save_config
-from empirical.task import TaskConfig
+from empirical.task.config import TaskConfig, task_config
 
 
 def test_defaults():
-    cfg = TaskConfig()
+    cfg = task_config()
     assert (cfg.p, cfg.K, cfg.L, cfg.min_assignments, cfg.max_assignments) == (97, 5, 16, 1, 4)
     assert cfg.r1 == ("d",) and cfg.r2 == ("b",)
     assert cfg.allow_same_variable_operands is True
@@ -23,11 +23,11 @@ def test_defaults():
 
 
 def test_mix_fields():
-    cfg = TaskConfig(frac_1var=0.2, ratio_2var_to_0var=3.0)
+    cfg = task_config(frac_1var=0.2, ratio_2var_to_0var=3.0)
     assert (cfg.frac_0var, cfg.frac_2var) == pytest.approx((0.2, 0.6))
-    cfg = TaskConfig(ratio_2var_to_0var=float("inf"))
+    cfg = task_config(ratio_2var_to_0var=float("inf"))
     assert (cfg.frac_0var, cfg.frac_2var) == pytest.approx((0.0, 2 / 3))
-    cfg = TaskConfig(ratio_2var_to_0var=0.0, frac_1var=0.0)
+    cfg = task_config(ratio_2var_to_0var=0.0, frac_1var=0.0)
     assert (cfg.frac_0var, cfg.frac_2var) == (1.0, 0.0)
 
 
@@ -40,7 +40,7 @@ def test_load_with_overrides_and_file(tmp_path):
     with pytest.raises(ConfigError, match="task.K"):
         load_config(TaskConfig, None, ["K=30"])
     # r1/r2 are normalized to sorted unique letters
-    assert TaskConfig(r1=["e", "d", "e"]).r1 == ("d", "e")
+    assert task_config(r1=["e", "d", "e"]).r1 == ("d", "e")
 
 
 IMPOSSIBLE = [
@@ -83,16 +83,16 @@ IMPOSSIBLE = [
 @pytest.mark.parametrize("kwargs, message", IMPOSSIBLE)
 def test_impossible_settings_raise_config_error(kwargs, message):
     with pytest.raises(ConfigError) as info:
-        TaskConfig(**kwargs)
+        task_config(**kwargs)
     assert message in str(info.value)
 
 
 def test_edge_settings_that_are_allowed():
-    TaskConfig(p=2, K=1, L=8, r1=(), r2=(), max_assignments=1)  # smallest task
-    TaskConfig(K=26, L=56, max_assignments=26, r1=(), r2=())
-    TaskConfig(held_out_fraction=0.0)
-    TaskConfig(max_assignments=1)  # 2-var sequences then use one variable twice (`c+c`)
-    cfg = TaskConfig(K=2, max_assignments=2, r1=("a",), r2=("a",))  # only `b+b` as 2-var
+    task_config(p=2, K=1, L=8, r1=(), r2=(), max_assignments=1)  # smallest task
+    task_config(K=26, L=56, max_assignments=26, r1=(), r2=())
+    task_config(held_out_fraction=0.0)
+    task_config(max_assignments=1)  # 2-var sequences then use one variable twice (`c+c`)
+    cfg = task_config(K=2, max_assignments=2, r1=("a",), r2=("a",))  # only `b+b` as 2-var
     assert cfg.training_2var_combos() == [(1, 1)]
 
 
@@ -100,7 +100,7 @@ def test_errors_surface_through_the_config_loader():
     @dataclasses.dataclass
     class Run:
         seed: int = 0
-        task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
+        task: TaskConfig = dataclasses.field(default_factory=task_config)
 
     with pytest.raises(ConfigError, match="task.max_assignments"):
         load_config(Run, None, ["task.max_assignments=7"])

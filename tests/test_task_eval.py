@@ -8,22 +8,16 @@ import pytest
 import torch
 from test_task_helpers import ref_parse_text
 
-from empirical.task import (
-    EVAL_SET_NAMES,
-    TaskConfig,
-    Vocabulary,
-    build_eval_sets,
-    held_out_pairs,
-    load_eval_sets,
-    sample_training_batch,
-    save_eval_sets,
-    training_generator,
-)
 from empirical.task.assign_add.design import _Ctx
 from empirical.task.assign_add.draw import support_size
-from empirical.task.assign_add.eval_sets import _design
+from empirical.task.assign_add.eval_sets import EVAL_SET_NAMES, _design
+from empirical.task.config import task_config
+from empirical.task.eval_sets import build_eval_sets, load_eval_sets, save_eval_sets
+from empirical.task.pairs import held_out_pairs, training_generator
+from empirical.task.registry import family_of
+from empirical.task.sampler import sample_training_batch
 
-CFG = TaskConfig()
+CFG = task_config()
 SEED = 7
 
 
@@ -34,7 +28,7 @@ def sets():
 
 def facts(cfg, batch, held):
     """Per row: held-out pair?, restricted variable position?, re-derived from the tokens."""
-    v = Vocabulary.from_config(cfg)
+    v = family_of(cfg).vocabulary(cfg)
     tok = batch.tokens
     hmask = torch.zeros(cfg.p, cfg.p, dtype=torch.bool)
     if held.numel():
@@ -99,7 +93,7 @@ def test_names_sizes_and_definitions(sets):
 
 
 def test_labels_by_reference_parser(sets):
-    v = Vocabulary.from_config(CFG)
+    v = family_of(CFG).vocabulary(CFG)
     for name, batch in sets.items():
         texts = v.decode(batch.tokens[:1500])
         for text, label in zip(texts, batch.labels[:1500].tolist(), strict=True):
@@ -151,12 +145,13 @@ def test_held_out_pairs():
     assert torch.equal(h, held_out_pairs(CFG, 0))
     assert not torch.equal(h, held_out_pairs(CFG, 1))
     assert (h[:, 0] == h[:, 1]).any()  # x == y pairs can be held out
-    assert held_out_pairs(TaskConfig(held_out_fraction=0.0), 0).shape == (0, 2)
-    assert len(held_out_pairs(TaskConfig(held_out_fraction=0.5), 0)) == math.floor(0.5 * 4753 + 0.5)
+    assert held_out_pairs(task_config(held_out_fraction=0.0), 0).shape == (0, 2)
+    half = task_config(held_out_fraction=0.5)
+    assert len(held_out_pairs(half, 0)) == math.floor(0.5 * 4753 + 0.5)
 
 
 def test_tiny_task_enumerates_whole_supports():
-    cfg = TaskConfig(p=3, K=2, L=8, max_assignments=2, r1=("a",), r2=(), held_out_fraction=0.35)
+    cfg = task_config(p=3, K=2, L=8, max_assignments=2, r1=("a",), r2=(), held_out_fraction=0.35)
     sets = build_eval_sets(cfg, 0)
     held = sets.held_out
     ctx = _Ctx(cfg, "cpu")
@@ -169,7 +164,7 @@ def test_tiny_task_enumerates_whole_supports():
     layouts = 2 * 3 * math.comb(3, 1) + 1 * 2 * 9 * math.comb(2, 2)
     assert len(sets["0var/ind"]) == (9 - n_held_ordered) * layouts
     # a small eval_size samples instead
-    small = build_eval_sets(TaskConfig(**{**cfg.__dict__, "eval_size": 20}), 0)
+    small = build_eval_sets(task_config(**{**cfg.__dict__, "eval_size": 20}), 0)
     for k, b in small.items():
         if small.enumerated[k]:
             assert len(b) < 20 and len(b) == len(sets[k])
@@ -179,7 +174,7 @@ def test_tiny_task_enumerates_whole_supports():
 
 
 def test_sets_that_cannot_exist_are_left_out():
-    no_held = build_eval_sets(TaskConfig(held_out_fraction=0.0, eval_size=100), 0)
+    no_held = build_eval_sets(task_config(held_out_fraction=0.0, eval_size=100), 0)
     assert set(no_held) == {
         "0var/ind",
         "1var/ind",
@@ -188,7 +183,7 @@ def test_sets_that_cannot_exist_are_left_out():
         "2var/var",
         "curated/novel_orderings",
     }
-    no_restr = build_eval_sets(TaskConfig(r1=(), r2=(), eval_size=100), 0)
+    no_restr = build_eval_sets(task_config(r1=(), r2=(), eval_size=100), 0)
     assert set(no_restr) == {
         "0var/ind",
         "0var/pair",
@@ -198,5 +193,5 @@ def test_sets_that_cannot_exist_are_left_out():
         "2var/pair",
         "curated/held_out_pairs",
     }
-    both_banned = build_eval_sets(TaskConfig(r1=("e",), r2=("e",), eval_size=100), 0)
+    both_banned = build_eval_sets(task_config(r1=("e",), r2=("e",), eval_size=100), 0)
     assert "curated/novel_orderings" not in both_banned and "1var/var" in both_banned

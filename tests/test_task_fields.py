@@ -9,13 +9,14 @@ import pytest
 from authors_task import AUTHORS
 
 from empirical.config.io import ConfigError, load_config, save_config
-from empirical.task import EXTRA_EVAL_SET_NAMES, TaskConfig
+from empirical.task.assign_add.config import EXTRA_EVAL_SET_NAMES
+from empirical.task.config import TaskConfig, task_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_new_field_defaults_are_the_old_behaviour():
-    cfg = TaskConfig()
+    cfg = task_config()
     assert cfg.held_out_form == "unordered" and cfg.pair_split == "seeded"
     assert cfg.pair_seed is None and cfg.train_pairs_file == ""
     assert cfg.mix == "fractions" and cfg.two_var_frequency == 1.0
@@ -27,7 +28,7 @@ def test_new_field_defaults_are_the_old_behaviour():
 
 
 def test_rows_mix_weights_of_the_authors_config():
-    cfg = TaskConfig(**AUTHORS)
+    cfg = task_config(**AUTHORS)
     assert cfg.training_group_weights == (12.0, 10.0, 10.0, 10.0)
     assert cfg.mix_weights == pytest.approx((12 / 42, 20 / 42, 10 / 42), abs=1e-15)
     # the frac_* values print the effective mix, the ignored fields are set to match
@@ -36,25 +37,25 @@ def test_rows_mix_weights_of_the_authors_config():
     )
     assert cfg.ratio_2var_to_0var == pytest.approx(10 / 12)
     # frac_1var / ratio_2var_to_0var given with mix = "rows" are ignored, not errors
-    other = TaskConfig(**AUTHORS, frac_1var=0.9, ratio_2var_to_0var=5.0)
+    other = task_config(**AUTHORS, frac_1var=0.9, ratio_2var_to_0var=5.0)
     assert other == cfg and other.mix_weights == cfg.mix_weights
     # two_var_frequency scales the 2-var rows: (K - |r1|) * f; 0 is allowed (no 2-var)
-    half = TaskConfig(**{**AUTHORS, "two_var_frequency": 0.5})
+    half = task_config(**{**AUTHORS, "two_var_frequency": 0.5})
     assert half.training_group_weights == (12.0, 10.0, 10.0, 5.0)
-    none = TaskConfig(**{**AUTHORS, "two_var_frequency": 0.0})
+    none = task_config(**{**AUTHORS, "two_var_frequency": 0.0})
     assert none.frac_2var == 0.0 and none.mix_weights[1] == pytest.approx(20 / 32)
     # asymmetric restrictions: 1-var first / second weighted by the allowed variables
-    asym = TaskConfig(**{**AUTHORS, "r2": ("a",)})
+    asym = task_config(**{**AUTHORS, "r2": ("a",)})
     assert asym.training_group_weights == (12.0, 10.0, 11.0, 10.0)
 
 
 def test_ordered_counts():
-    cfg = TaskConfig(**AUTHORS)
+    cfg = task_config(**AUTHORS)
     assert cfg.n_pairs == 59 * 59 and cfg.n_train_ordered == 2436 and cfg.n_held_out == 1045
-    seeded = TaskConfig(p=59, held_out_form="ordered", held_out_fraction=0.3)
+    seeded = task_config(p=59, held_out_form="ordered", held_out_fraction=0.3)
     assert seeded.n_held_out == 1045
-    assert TaskConfig(p=59, held_out_fraction=0.3).n_held_out == round(0.3 * 59 * 60 / 2)
-    assert TaskConfig(held_out_form="ordered", held_out_fraction=0.0).n_held_out == 0
+    assert task_config(p=59, held_out_fraction=0.3).n_held_out == round(0.3 * 59 * 60 / 2)
+    assert task_config(held_out_form="ordered", held_out_fraction=0.0).n_held_out == 0
 
 
 def test_load_with_overrides_and_round_trip(tmp_path):
@@ -79,7 +80,7 @@ def test_load_with_overrides_and_round_trip(tmp_path):
     assert load_config(TaskConfig, path) == cfg
     assert load_config(TaskConfig, None, ["pair_seed=none"]).pair_seed is None
     # repeated names are kept once, in order
-    assert TaskConfig(extra_eval_sets=["fig3/0var_held_out"] * 2).extra_eval_sets == (
+    assert task_config(extra_eval_sets=["fig3/0var_held_out"] * 2).extra_eval_sets == (
         "fig3/0var_held_out",
     )
 
@@ -143,23 +144,23 @@ NEW_ERRORS = [
 @pytest.mark.parametrize("kwargs, message", NEW_ERRORS)
 def test_new_fields_raise_config_errors(kwargs, message):
     with pytest.raises(ConfigError) as info:
-        TaskConfig(**kwargs)
+        task_config(**kwargs)
     assert message in str(info.value)
 
 
 def test_edge_settings_of_the_new_fields():
     # no 2-var training rows, but the 2-var combos still exist for the evaluation sets
-    TaskConfig(**{**AUTHORS, "two_var_frequency": 0.0})
+    task_config(**{**AUTHORS, "two_var_frequency": 0.0})
     # the "no 2-var sequence" check is about combos existing, whatever the mix
     with pytest.raises(ConfigError, match="no 2-var sequence can be trained"):
-        TaskConfig(
+        task_config(
             K=2, max_assignments=2, r1=("a",), r2=("a",), allow_same_variable_operands=False,
             mix="rows", two_var_frequency=0.0,
         )  # fmt: skip
-    TaskConfig(held_out_form="ordered", held_out_fraction=0.0, pair_split="python_random")
-    TaskConfig(held_out_form="ordered", pair_seed=0)  # pair_seed unused by "seeded": fine
+    task_config(held_out_form="ordered", held_out_fraction=0.0, pair_split="python_random")
+    task_config(held_out_form="ordered", pair_seed=0)  # pair_seed unused by "seeded": fine
     # with a file, held_out_fraction is not used for the split (the file is read lazily)
-    TaskConfig(held_out_form="ordered", train_pairs_file="missing.json", held_out_fraction=0.0)
+    task_config(held_out_form="ordered", train_pairs_file="missing.json", held_out_fraction=0.0)
 
 
 def test_authors_toml_loads_and_matches_the_documented_run():
@@ -167,7 +168,7 @@ def test_authors_toml_loads_and_matches_the_documented_run():
 
     cfg = load_run_config(ROOT / "configs" / "authors.toml")
     t = cfg.task
-    assert t == TaskConfig(**AUTHORS)
+    assert t == task_config(**AUTHORS)
     assert (t.frac_0var, t.frac_1var, t.frac_2var) == pytest.approx((12 / 42, 20 / 42, 10 / 42))
     assert t.n_held_out == 1045 and t.L == 16 and t.eval_size == 10_000
     m, tr = cfg.model, cfg.train

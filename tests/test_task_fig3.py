@@ -8,19 +8,13 @@ import pytest
 import torch
 from test_task_helpers import ref_parse_text
 
-from empirical.task import (
-    EVAL_SET_NAMES,
-    EXTRA_EVAL_SET_NAMES,
-    TaskConfig,
-    Vocabulary,
-    build_eval_set,
-    build_eval_sets,
-    held_out_pairs,
-    load_eval_sets,
-    save_eval_sets,
-)
+from empirical.task.assign_add.config import EVAL_SET_NAMES, EXTRA_EVAL_SET_NAMES
+from empirical.task.config import TaskConfig, task_config
+from empirical.task.eval_sets import build_eval_set, build_eval_sets, load_eval_sets, save_eval_sets
+from empirical.task.pairs import held_out_pairs
+from empirical.task.registry import family_of
 
-SMALL = TaskConfig(
+SMALL = task_config(
     p=5,
     K=4,
     L=12,
@@ -63,7 +57,7 @@ def expected_2var_cells(cfg: TaskConfig, held: torch.Tensor) -> set[tuple[int, i
 
 
 def check_rows(cfg: TaskConfig, batch) -> None:
-    v = Vocabulary.from_config(cfg)
+    v = family_of(cfg).vocabulary(cfg)
     for text, label, vals in zip(
         v.decode(batch.tokens), batch.labels.tolist(), batch.operand_values.tolist(), strict=True
     ):
@@ -73,7 +67,7 @@ def check_rows(cfg: TaskConfig, batch) -> None:
 
 @pytest.mark.parametrize("form", ["ordered", "unordered"])
 def test_fig3_sets_cover_every_cell_exactly_once(form):
-    cfg = TaskConfig(**{**SMALL.__dict__, "held_out_form": form})
+    cfg = task_config(**{**SMALL.__dict__, "held_out_form": form})
     sets = build_eval_sets(cfg, 0)
     held = held_out_pairs(cfg, 0)
     assert list(sets) == [n for n in EVAL_SET_NAMES if n in sets] + list(EXTRA_EVAL_SET_NAMES)
@@ -109,7 +103,7 @@ def test_fig3_sets_are_deterministic_and_change_no_other_set(tmp_path):
     with_extra = build_eval_sets(SMALL, 1)
     again = build_eval_sets(SMALL, 1)
     assert all(with_extra[k].equal(again[k]) for k in with_extra)
-    plain = build_eval_sets(TaskConfig(**{**SMALL.__dict__, "extra_eval_sets": ()}), 1)
+    plain = build_eval_sets(task_config(**{**SMALL.__dict__, "extra_eval_sets": ()}), 1)
     assert set(with_extra) - set(plain) == set(EXTRA_EVAL_SET_NAMES)
     assert all(plain[k].equal(with_extra[k]) for k in plain)
     other = build_eval_sets(SMALL, 2)
@@ -122,7 +116,7 @@ def test_fig3_sets_are_deterministic_and_change_no_other_set(tmp_path):
     assert back.enumerated == with_extra.enumerated
     # build_eval_set takes an extra name whether or not the config lists it
     one = build_eval_set(
-        TaskConfig(**{**SMALL.__dict__, "extra_eval_sets": ()}), 1, "fig3/0var_held_out"
+        task_config(**{**SMALL.__dict__, "extra_eval_sets": ()}), 1, "fig3/0var_held_out"
     )
     assert one[1] and one[0].equal(with_extra["fig3/0var_held_out"])
     with pytest.raises(KeyError, match="fig3/2var_union"):
@@ -130,10 +124,10 @@ def test_fig3_sets_are_deterministic_and_change_no_other_set(tmp_path):
 
 
 def test_fig3_sets_that_cannot_exist():
-    cfg = TaskConfig(**{**SMALL.__dict__, "max_assignments": 1})  # no distinct variable pair
+    cfg = task_config(**{**SMALL.__dict__, "max_assignments": 1})  # no distinct variable pair
     sets = build_eval_sets(cfg, 0)
     assert "fig3/2var_union" not in sets and "fig3/0var_held_out" in sets
-    nothing = TaskConfig(**{**SMALL.__dict__, "held_out_fraction": 0.0})
+    nothing = task_config(**{**SMALL.__dict__, "held_out_fraction": 0.0})
     sets = build_eval_sets(nothing, 0)
     assert "fig3/0var_held_out" not in sets
     # no held-out pair: the union is grids (b) and (c) over all pairs
@@ -143,7 +137,7 @@ def test_fig3_sets_that_cannot_exist():
 
 
 def test_authors_fig3_sizes_and_build_time():
-    cfg = TaskConfig(
+    cfg = task_config(
         p=59, K=12, max_assignments=6, r1=("k", "l"), r2=("a", "b"),
         allow_same_variable_operands=False, held_out_form="ordered", held_out_fraction=0.3,
         pair_split="python_random", pair_seed=42, mix="rows", assignment_count="clamped",

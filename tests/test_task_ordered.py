@@ -15,25 +15,18 @@ from authors_task import AUTHORS, AUTHORS_PAIRS_FILE
 
 from empirical.config.io import ConfigError
 from empirical.config.paths import where_to_point
-from empirical.task import (
-    Batch,
-    TaskConfig,
-    TrainingSampler,
-    build_eval_set,
-    build_eval_sets,
-    held_out_pairs,
-    is_held,
-    sample_training_batch,
-    training_generator,
-)
 from empirical.task.assign_add.design import _Ctx
-from empirical.task.assign_add.draw import support_size
+from empirical.task.assign_add.draw import TrainingSampler, support_size
 from empirical.task.assign_add.eval_sets import _design
-from empirical.task.pairs import check_held_out
+from empirical.task.batch import Batch
+from empirical.task.config import task_config
+from empirical.task.eval_sets import build_eval_set, build_eval_sets
+from empirical.task.pairs import check_held_out, held_out_pairs, is_held, training_generator
+from empirical.task.sampler import sample_training_batch
 
 AUTHORS_FILE = AUTHORS_PAIRS_FILE
 # a seeded ordered split on the default task
-ORD = TaskConfig(held_out_form="ordered", held_out_fraction=0.3)
+ORD = task_config(held_out_form="ordered", held_out_fraction=0.3)
 
 
 def ranks_of(pairs: torch.Tensor, p: int) -> set[int]:
@@ -58,12 +51,12 @@ def test_seeded_ordered_split():
         [1, 3],
         [5, 2],
     ]
-    assert check_held_out(TaskConfig(), torch.tensor([[5, 2]])).tolist() == [[2, 5]]
+    assert check_held_out(task_config(), torch.tensor([[5, 2]])).tolist() == [[2, 5]]
 
 
 def test_python_random_split_is_the_stdlib_sample_of_row_major_pairs():
     for p, frac, seed in ((7, 0.3, 3), (13, 0.55, 0), (5, 0.0, 1)):
-        cfg = TaskConfig(
+        cfg = task_config(
             p=p, held_out_form="ordered", held_out_fraction=frac, pair_split="python_random",
             pair_seed=seed,
         )  # fmt: skip
@@ -72,12 +65,12 @@ def test_python_random_split_is_the_stdlib_sample_of_row_major_pairs():
         held = {tuple(x) for x in held_out_pairs(cfg, 99).tolist()}
         assert held == set(pool) - train
     # pair_seed None: the run seed
-    cfg = TaskConfig(
+    cfg = task_config(
         p=7, held_out_form="ordered", held_out_fraction=0.3, pair_split="python_random"
     )
     assert torch.equal(
         held_out_pairs(cfg, 4),
-        held_out_pairs(TaskConfig(**{**cfg.__dict__, "pair_seed": 4}), 0),
+        held_out_pairs(task_config(**{**cfg.__dict__, "pair_seed": 4}), 0),
     )
     assert not torch.equal(held_out_pairs(cfg, 4), held_out_pairs(cfg, 5))
 
@@ -85,14 +78,14 @@ def test_python_random_split_is_the_stdlib_sample_of_row_major_pairs():
 @pytest.mark.skipif(not AUTHORS_FILE.exists(), reason=where_to_point(AUTHORS_FILE))
 def test_python_random_split_reproduces_the_authors_train_pairs():
     data = json.loads(AUTHORS_FILE.read_text())
-    cfg = TaskConfig(**AUTHORS)
+    cfg = task_config(**AUTHORS)
     train = {tuple(x) for x in data["train_pairs"]}
     held = {tuple(x) for x in held_out_pairs(cfg, 0).tolist()}
     everything = {(a, b) for a in range(59) for b in range(59)}
     assert len(train) == 2436 and len(held) == 1045
     assert everything - held == train
     # and the file itself, read as train_pairs_file, gives the same table
-    from_file = TaskConfig(**{**AUTHORS, "train_pairs_file": str(AUTHORS_FILE)})
+    from_file = task_config(**{**AUTHORS, "train_pairs_file": str(AUTHORS_FILE)})
     assert torch.equal(held_out_pairs(from_file, 0), held_out_pairs(cfg, 0))
     assert from_file.n_held_out == 1045
 
@@ -123,17 +116,14 @@ def test_is_held_reads_the_form():
     pairs = torch.tensor([[1, 2], [2, 1], [0, 0]])
     assert is_held(pairs, held, 5).tolist() == [True, True, False]  # int p: unordered
     assert is_held(pairs, held, 5, form="ordered").tolist() == [True, False, False]
-    cfg = TaskConfig(p=5, K=3, max_assignments=2, r1=(), r2=(), held_out_form="ordered")
+    cfg = task_config(p=5, K=3, max_assignments=2, r1=(), r2=(), held_out_form="ordered")
     assert is_held(pairs, held, cfg).tolist() == [True, False, False]
-    assert is_held(pairs, held, TaskConfig(p=5, K=3, max_assignments=2, r1=(), r2=())).tolist() == [
-        True,
-        True,
-        False,
-    ]
+    unordered = task_config(p=5, K=3, max_assignments=2, r1=(), r2=())
+    assert is_held(pairs, held, unordered).tolist() == [True, True, False]
 
 
 def test_eval_sets_follow_ordered_held_out_pairs():
-    cfg = TaskConfig(**{**ORD.__dict__, "eval_size": 3000})
+    cfg = task_config(**{**ORD.__dict__, "eval_size": 3000})
     sets = build_eval_sets(cfg, 0)
     held = held_out_pairs(cfg, 0)
     assert torch.equal(sets.held_out, held)
@@ -157,7 +147,7 @@ def test_eval_sets_follow_ordered_held_out_pairs():
 def test_tiny_ordered_task_supports_and_training_reach():
     """Enumerated sets have the exact support, and training (rows mix, clamped count, gaps)
     reaches exactly the union of the in-distribution supports."""
-    cfg = TaskConfig(
+    cfg = task_config(
         p=3, K=2, L=8, max_assignments=2, r1=("a",), r2=(), held_out_form="ordered",
         held_out_fraction=0.35, mix="rows", assignment_count="clamped", padding="gaps",
     )  # fmt: skip
@@ -186,7 +176,7 @@ def write(path: Path, data) -> Path:
 
 
 def test_train_pairs_file_round_trip(tmp_path, monkeypatch):
-    seeded = TaskConfig(**SMALL, held_out_fraction=0.4)
+    seeded = task_config(**SMALL, held_out_fraction=0.4)
     held = held_out_pairs(seeded, 3)
     hs = {tuple(x) for x in held.tolist()}
     train = [[a, b] for a in range(7) for b in range(7) if (a, b) not in hs]
@@ -197,12 +187,12 @@ def test_train_pairs_file_round_trip(tmp_path, monkeypatch):
         ("no_p.json", {"train_pairs": train}),
     ):
         path = write(tmp_path / name, data)
-        cfg = TaskConfig(**SMALL, train_pairs_file=str(path), held_out_fraction=0.9)
+        cfg = task_config(**SMALL, train_pairs_file=str(path), held_out_fraction=0.9)
         assert torch.equal(held_out_pairs(cfg, 0), held), name
         assert cfg.n_held_out == len(held)
     # relative paths: from the current working directory
     monkeypatch.chdir(tmp_path)
-    cfg = TaskConfig(**SMALL, train_pairs_file="list.json")
+    cfg = task_config(**SMALL, train_pairs_file="list.json")
     assert torch.equal(held_out_pairs(cfg, 5), held)
     b = sample_training_batch(cfg, 4000, training_generator(0), held_out=held_out_pairs(cfg, 0))
     assert not ranks_of(b.operand_values, 7) & ranks_of(held, 7)
@@ -213,7 +203,7 @@ def test_train_pairs_file_round_trip(tmp_path, monkeypatch):
     assert len(held_out_pairs(cfg, 0)) == len(held) + 1
     # every ordered pair listed: nothing held out
     write(tmp_path / "all.json", [[a, b] for a in range(7) for b in range(7)])
-    assert held_out_pairs(TaskConfig(**SMALL, train_pairs_file="all.json"), 0).shape == (0, 2)
+    assert held_out_pairs(task_config(**SMALL, train_pairs_file="all.json"), 0).shape == (0, 2)
 
 
 BAD_FILES = [
@@ -238,7 +228,7 @@ def test_bad_train_pairs_files(tmp_path, content, message):
     path = tmp_path / "pairs.json"
     if content is not None:
         path.write_text(content)
-    cfg = TaskConfig(**SMALL, train_pairs_file=str(path))
+    cfg = task_config(**SMALL, train_pairs_file=str(path))
     with pytest.raises(ConfigError) as info:
         held_out_pairs(cfg, 0)
     text = str(info.value)
@@ -246,7 +236,7 @@ def test_bad_train_pairs_files(tmp_path, content, message):
 
 
 def test_train_pairs_file_errors_surface_where_the_table_is_built(tmp_path):
-    cfg = TaskConfig(**SMALL, train_pairs_file=str(tmp_path / "missing.json"))
+    cfg = task_config(**SMALL, train_pairs_file=str(tmp_path / "missing.json"))
     with pytest.raises(ConfigError, match="cannot read it"):
         build_eval_set(cfg, 0, "0var/pair")
     with pytest.raises(ConfigError, match="cannot read it"):

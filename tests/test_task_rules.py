@@ -11,17 +11,13 @@ import pytest
 import torch
 from authors_task import AUTHORS as AUTHORS_TASK
 
-from empirical.task import (
-    TaskConfig,
-    TrainingSampler,
-    build_eval_set,
-    build_eval_sets,
-    held_out_pairs,
-    sample_training_batch,
-    training_generator,
-)
+from empirical.task.assign_add.draw import TrainingSampler
+from empirical.task.config import TaskConfig, task_config
+from empirical.task.eval_sets import build_eval_set, build_eval_sets
+from empirical.task.pairs import held_out_pairs, training_generator
+from empirical.task.sampler import sample_training_batch
 
-AUTHORS = TaskConfig(**AUTHORS_TASK)
+AUTHORS = task_config(**AUTHORS_TASK)
 N = 60_000
 
 
@@ -66,7 +62,7 @@ def test_rows_mix_shares(authors_batch):
     assert len(combos) == 92 and all(a != c for a, c in combos)
     assert chi2_ok(pairs, {c: 1 / 92 for c in combos})[0]
     # asymmetric restrictions: 1-var first : second = |allowed first| : |allowed second|
-    asym = TaskConfig(**{**AUTHORS.__dict__, "r2": ("a",)})
+    asym = task_config(**{**AUTHORS.__dict__, "r2": ("a",)})
     b2 = sample_training_batch(
         asym, 30_000, training_generator(1), held_out=held_out_pairs(asym, 0)
     )
@@ -79,11 +75,11 @@ def test_rows_mix_shares(authors_batch):
 
 
 def test_two_var_frequency_zero_trains_no_2var():
-    cfg = TaskConfig(**{**AUTHORS.__dict__, "two_var_frequency": 0.0})
+    cfg = task_config(**{**AUTHORS.__dict__, "two_var_frequency": 0.0})
     b = sample_training_batch(cfg, 5000, training_generator(0), held_out=held_out_pairs(cfg, 0))
     assert not (b.n_vars == 2).any()
     assert within(int((b.n_vars == 0).sum()), 5000, 12 / 32)
-    sets = build_eval_sets(TaskConfig(**{**cfg.__dict__, "eval_size": 100}), 0)
+    sets = build_eval_sets(task_config(**{**cfg.__dict__, "eval_size": 100}), 0)
     assert len(sets["2var/ind"]) == 100  # the evaluation sets still have 2-var sequences
 
 
@@ -100,7 +96,7 @@ def test_clamped_assignment_count(authors_batch):
         for k in range(1, 7):
             assert within(int((sel == k).sum()), sel.numel(), 1 / 6), (kind, k)
     # "uniform" on the same task: a 2-var sequence has 2..6 assignments, 1/5 each
-    uni = TaskConfig(**{**AUTHORS.__dict__, "assignment_count": "uniform"})
+    uni = task_config(**{**AUTHORS.__dict__, "assignment_count": "uniform"})
     bu = sample_training_batch(uni, 20_000, training_generator(0), held_out=held_out_pairs(uni, 0))
     nu = n_assign(uni, bu.tokens)[bu.n_vars == 2]
     assert within(int((nu == 2).sum()), nu.numel(), 1 / 5)
@@ -120,7 +116,7 @@ def exact_gap_layouts(R: int, n: int) -> dict[tuple[int, ...], float]:
 
 @pytest.mark.parametrize("tables", [True, False])
 def test_gap_padding_is_the_multinomial(tables):
-    cfg = TaskConfig(p=5, K=3, L=12, max_assignments=3, r1=(), r2=(), padding="gaps")
+    cfg = task_config(p=5, K=3, L=12, max_assignments=3, r1=(), r2=(), padding="gaps")
     b = TrainingSampler(cfg, held_out_pairs(cfg, 0), tables=tables).sample(
         30_000, training_generator(3)
     )
@@ -148,7 +144,7 @@ def test_gap_padding_is_the_multinomial(tables):
 
 def test_default_layouts_unchanged_bit_for_bit():
     """Checksums of the default config's data, computed before the new fields existed."""
-    cfg = TaskConfig()
+    cfg = task_config()
     held = held_out_pairs(cfg, 0)
     b = sample_training_batch(cfg, 2048, training_generator(0), held_out=held)
     w = torch.arange(1, cfg.L + 1)
@@ -158,16 +154,16 @@ def test_default_layouts_unchanged_bit_for_bit():
     s = build_eval_set(cfg, 0, "1var/var")[0]
     assert int((s.tokens * w).sum()) == 121590629
     # explicit defaults are the same config
-    same = TaskConfig(padding="layouts", assignment_count="uniform", mix="fractions")
+    same = task_config(padding="layouts", assignment_count="uniform", mix="fractions")
     assert same == cfg
 
 
 @pytest.mark.parametrize(
     "cfg",
     [
-        TaskConfig(),
+        task_config(),
         AUTHORS,
-        TaskConfig(K=12, L=40, max_assignments=10, padding="gaps", assignment_count="clamped"),
+        task_config(K=12, L=40, max_assignments=10, padding="gaps", assignment_count="clamped"),
     ],
     ids=["default", "authors", "untabulated"],
 )
@@ -179,7 +175,7 @@ def test_0var_sequences_carry_at_least_one_assignment(cfg):
     assert zero.sum() > 1000
     n = n_assign(cfg, b.tokens[zero])
     assert int(n.min()) == 1 and int(n.max()) == cfg.max_assignments
-    small = TaskConfig(**{**cfg.__dict__, "eval_size": 500})
+    small = task_config(**{**cfg.__dict__, "eval_size": 500})
     for name in ("0var/ind", "0var/pair"):
         s = build_eval_set(small, 0, name)[0]
         assert int(n_assign(cfg, s.tokens).min()) >= 1, name

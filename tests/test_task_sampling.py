@@ -10,19 +10,15 @@ import torch
 from test_task_helpers import ref_parse_text, ref_parse_tokens
 
 from empirical.config.io import ConfigError
-from empirical.task import (
-    Batch,
-    TaskConfig,
-    TrainingSampler,
-    Vocabulary,
-    build_eval_set,
-    get_training_sampler,
-    held_out_pairs,
-    sample_training_batch,
-    training_generator,
-)
+from empirical.task.assign_add.draw import TrainingSampler
+from empirical.task.batch import Batch
+from empirical.task.config import task_config
+from empirical.task.eval_sets import build_eval_set
+from empirical.task.pairs import held_out_pairs, training_generator
+from empirical.task.registry import family_of
+from empirical.task.sampler import get_training_sampler, sample_training_batch
 
-CFG = TaskConfig()
+CFG = task_config()
 SEED = 0
 N_BIG = 60_000
 
@@ -40,7 +36,7 @@ def held_set(held):
 
 def test_labels_and_fields_match_an_independent_parse_of_the_text(big):
     batch, _ = big
-    v = Vocabulary.from_config(CFG)
+    v = family_of(CFG).vocabulary(CFG)
     n = 15_000
     texts = v.decode(batch.tokens[:n])
     token_forms = v.decode_tokens(batch.tokens[:n])
@@ -67,7 +63,7 @@ def test_labels_and_fields_match_an_independent_parse_of_the_text(big):
 
 def test_no_held_out_pair_in_any_form_and_no_restricted_position(big):
     batch, held = big
-    v = Vocabulary.from_config(CFG)
+    v = family_of(CFG).vocabulary(CFG)
     hs = held_set(held)
     texts = v.decode(batch.tokens[:20_000])
     for text in texts:
@@ -94,7 +90,7 @@ def test_no_held_out_pair_in_any_form_and_no_restricted_position(big):
 
 def test_everything_reachable(big):
     batch, held = big
-    v = Vocabulary.from_config(CFG)
+    v = family_of(CFG).vocabulary(CFG)
     tok = batch.tokens
     region = tok[:, : CFG.region]
     is_var = (region >= CFG.p) & (region < CFG.p + CFG.K)
@@ -168,14 +164,14 @@ def test_mix_positions_and_counts(big):
 
 
 def test_other_mixes():
-    cfg = TaskConfig(frac_1var=0.2, ratio_2var_to_0var=3.0, allow_same_variable_operands=False)
+    cfg = task_config(frac_1var=0.2, ratio_2var_to_0var=3.0, allow_same_variable_operands=False)
     held = held_out_pairs(cfg, 1)
     b = sample_training_batch(cfg, 20_000, training_generator(1), held_out=held)
     shares = [(b.n_vars == k).float().mean().item() for k in range(3)]
     assert shares == pytest.approx([0.2, 0.2, 0.6], abs=0.015)
     two = b.n_vars == 2
     assert not (b.operand_vars[two, 0] == b.operand_vars[two, 1]).any()
-    cfg = TaskConfig(frac_1var=0.0, ratio_2var_to_0var=0.0)
+    cfg = task_config(frac_1var=0.0, ratio_2var_to_0var=0.0)
     b = sample_training_batch(cfg, 2000, training_generator(1), held_out=held_out_pairs(cfg, 1))
     assert (b.n_vars == 0).all()
 
@@ -198,7 +194,7 @@ def test_determinism_per_seed():
 
 def test_training_support_is_exactly_the_in_distribution_support():
     """On a tiny task, sampling reaches every in-distribution sequence and nothing else."""
-    cfg = TaskConfig(p=3, K=2, L=8, max_assignments=2, r1=("a",), r2=(), held_out_fraction=0.35)
+    cfg = task_config(p=3, K=2, L=8, max_assignments=2, r1=("a",), r2=(), held_out_fraction=0.35)
     held = held_out_pairs(cfg, 0)
     union = Batch.cat([build_eval_set(cfg, 0, f"{k}var/ind", held_out=held)[0] for k in range(3)])
     support = {tuple(r) for r in union.tokens.tolist()}
@@ -220,7 +216,7 @@ def test_held_out_argument_is_required_and_checked():
 
 
 def test_every_diagonal_held_out_with_only_same_variable_pairs_is_an_error():
-    cfg = TaskConfig(p=2, K=1, L=8, max_assignments=1, r1=(), r2=(), held_out_fraction=0.6)
+    cfg = task_config(p=2, K=1, L=8, max_assignments=1, r1=(), r2=(), held_out_fraction=0.6)
     diag_seed = next(s for s in range(100) if held_out_pairs(cfg, s).tolist() == [[0, 0], [1, 1]])
     with pytest.raises(ConfigError, match="same-variable"):
         sample_training_batch(
@@ -263,7 +259,7 @@ def test_distractor_values_do_not_follow_the_operands(big):
     ],
 )
 def test_sort_based_paths(kwargs):
-    cfg = TaskConfig(**kwargs)
+    cfg = task_config(**kwargs)
     held = held_out_pairs(cfg, 2)
     tables = bool(kwargs)
     s = TrainingSampler(cfg, held, tables=tables)
@@ -272,7 +268,7 @@ def test_sort_based_paths(kwargs):
     if kwargs.get("L") == 40:
         assert s.ctx.canon is None and s.ctx.perms is None and s.ctx.layouts is None
     b = s.sample(6000, training_generator(2))
-    v = Vocabulary.from_config(cfg)
+    v = family_of(cfg).vocabulary(cfg)
     hs = held_set(held)
     counts = Counter()
     for text, label in zip(v.decode(b.tokens), b.labels.tolist(), strict=True):
@@ -290,7 +286,7 @@ def test_sort_based_paths(kwargs):
 
 
 def test_sort_based_and_tabulated_draws_agree_in_distribution():
-    cfg = TaskConfig()
+    cfg = task_config()
     held = held_out_pairs(cfg, 0)
     stats = []
     for tables in (True, False):
@@ -312,7 +308,7 @@ def test_sort_based_and_tabulated_draws_agree_in_distribution():
 
 
 def test_sort_based_path_reaches_exactly_the_support():
-    cfg = TaskConfig(p=3, K=2, L=8, max_assignments=2, r1=("a",), r2=(), held_out_fraction=0.35)
+    cfg = task_config(p=3, K=2, L=8, max_assignments=2, r1=("a",), r2=(), held_out_fraction=0.35)
     held = held_out_pairs(cfg, 0)
     union = Batch.cat([build_eval_set(cfg, 0, f"{k}var/ind", held_out=held)[0] for k in range(3)])
     support = {tuple(r) for r in union.tokens.tolist()}

@@ -6,14 +6,11 @@ import pytest
 import torch
 from test_task_helpers import ref_parse_text, ref_parse_tokens
 
-from empirical.task import (
-    TaskConfig,
-    TokenizeError,
-    Vocabulary,
-    held_out_pairs,
-    sample_training_batch,
-    training_generator,
-)
+from empirical.task.config import task_config
+from empirical.task.pairs import held_out_pairs, training_generator
+from empirical.task.registry import family_of
+from empirical.task.sampler import sample_training_batch
+from empirical.task.vocab import TokenizeError, Vocabulary
 
 EXAMPLE_TEXT = "c=1,b=17,a=42,b+19=?"
 EXAMPLE_TOKENS = "c 1 pad b 17 pad pad a 42 pad pad pad + b 19 ="
@@ -47,8 +44,8 @@ def test_example_both_forms():
 
 
 def test_round_trip_of_sampled_sequences():
-    cfg = TaskConfig()
-    v = Vocabulary.from_config(cfg)
+    cfg = task_config()
+    v = family_of(cfg).vocabulary(cfg)
     batch = sample_training_batch(cfg, 400, training_generator(5), held_out=held_out_pairs(cfg, 5))
     texts = v.decode(batch.tokens)
     token_forms = v.decode_tokens(batch.tokens)

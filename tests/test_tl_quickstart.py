@@ -107,8 +107,8 @@ def test_quickstart_runs_as_written(paper_run):
 def test_export_block_explains_itself_without_transformer_lens_3(paper_run):
     if _has_hooked_transformer():
         pytest.skip("TransformerLens 3 is installed: the export block ran above")
-    from empirical import load_run
     from empirical.model.export import to_hooked_transformer
+    from empirical.runs.load import load_run
 
     model, _ = load_run(paper_run.path)
     with pytest.raises(ImportError, match="TransformerLens 3"):

@@ -177,7 +177,7 @@ def test_cli_reports_bad_input_in_one_line(tmp_path, capsys):
 
 
 def test_breakdown_by_operand_variable_counts_every_sequence(tmp_path):
-    from empirical.task import load_eval_sets
+    from empirical.task.eval_sets import load_eval_sets
     from empirical.train.breakdown import accuracy_by_operand_variable
 
     train_run(smoke(), tmp_path, progress=False, figures=False)
@@ -192,10 +192,11 @@ def test_breakdown_by_operand_variable_counts_every_sequence(tmp_path):
 
 
 def test_accuracy_by_assignment_count_splits_by_distractors():
-    from empirical.task import TaskConfig, build_eval_set
+    from empirical.task.config import task_config
+    from empirical.task.eval_sets import build_eval_set
     from empirical.train.breakdown import accuracy_by_assignment_count
 
-    cfg = TaskConfig(p=11, K=4, max_assignments=4, r1=("c",), r2=("b",), eval_size=400)
+    cfg = task_config(p=11, K=4, max_assignments=4, r1=("c",), r2=("b",), eval_size=400)
     batch, _ = build_eval_set(cfg, 0, "2var/ind")
     n_assigned = ((batch.tokens >= 11) & (batch.tokens < 15))[:, :13].sum(1)
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 
 from empirical.analysis.common import light_forward, number_positions, token_labels
-from empirical.task import Batch, TaskConfig, Vocabulary
+from empirical.task.batch import Batch
+from empirical.task.config import TaskConfig
+from empirical.task.registry import family_of
 
 
 def pick_examples(task: TaskConfig, batch: Batch, n_assign: int = 3) -> list[int]:
@@ -26,7 +28,7 @@ def attention_examples(model, task: TaskConfig, batch: Batch, rows: list[int] | 
 
     Returns a list of dicts: kind, tokens (ids), labels ("pos:token"), text, answer,
     prediction, pattern (tensor [2, L, L]), value_positions."""
-    vocab = Vocabulary.from_config(task)
+    vocab = family_of(task).vocabulary(task)
     rows = pick_examples(task, batch) if rows is None else rows
     sub = batch[torch.tensor(rows, dtype=torch.long)].to(model.device)
     names = ("blocks.0.attn.hook_pattern", "blocks.1.attn.hook_pattern")

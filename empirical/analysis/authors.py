@@ -25,7 +25,8 @@ from empirical.analysis.common import (
 )
 from empirical.analysis.probe_data import AuthorsBatches
 from empirical.model.circuits import ov_matrix, qk_matrix
-from empirical.task import Batch, TaskConfig
+from empirical.task.batch import Batch
+from empirical.task.config import TaskConfig
 from empirical.task.pairs import derive_seed
 
 SUFFIX = "@authors"

@@ -19,7 +19,8 @@ import torch
 from torch import Tensor
 
 from empirical.model.fast import fast_forward, member_weights
-from empirical.task import TaskConfig, Vocabulary
+from empirical.task.config import TaskConfig
+from empirical.task.vocab import Vocabulary
 
 
 # -- circuit matrices -------------------------------------------------------------------

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from empirical.analysis.ov_mlp import ov_mlp_input
-from empirical.task import TaskConfig
+from empirical.task.config import TaskConfig
 
 
 @dataclass

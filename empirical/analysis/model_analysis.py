@@ -36,7 +36,7 @@ from empirical.analysis.probes import answer_probes
 from empirical.analysis.progress import progress_measures
 from empirical.analysis.qk import qk1_embedding_scores, qk1_positional_preference, qk2_ov1_identity
 from empirical.report.stats import accuracy_interval, correct_count, format_accuracy
-from empirical.task import TaskConfig
+from empirical.task.config import TaskConfig
 
 __all__ = ["MODEL_ANALYSES", "ModelAnalysis", "Subject", "analyze_model", "fmt", "fmt_ci",
            "model_figures", "probes_title"]  # fmt: skip

@@ -12,7 +12,8 @@ from torch import Tensor
 
 from empirical.analysis.common import last_position_hooks, mlp_out, sums_mod_p
 from empirical.model.circuits import ov_matrix
-from empirical.task import Batch, TaskConfig
+from empirical.task.batch import Batch
+from empirical.task.config import TaskConfig
 from empirical.task.pairs import ordered_ranks
 
 

@@ -12,8 +12,12 @@ from dataclasses import dataclass
 
 import torch
 
-from empirical.task import Batch, TaskConfig, TrainingSampler, Vocabulary
+from empirical.task.assign_add.draw import TrainingSampler
+from empirical.task.batch import Batch
+from empirical.task.config import TaskConfig
 from empirical.task.pairs import derive_seed
+from empirical.task.registry import family_of
+from empirical.task.vocab import Vocabulary
 
 # what analysis.json says of the probe data (`ProbeData.describe`)
 PROBE_DISTRIBUTION = (
@@ -101,7 +105,7 @@ class ProbeData:
 
     @property
     def vocab(self) -> Vocabulary:
-        return Vocabulary.from_config(self.task)
+        return family_of(self.task).vocabulary(self.task)
 
     def describe(self) -> dict:
         """The distribution and sizes (ours, and the authors' batches if drawn): analysis.json's

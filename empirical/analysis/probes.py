@@ -18,7 +18,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from empirical.analysis.common import last_position_hooks
-from empirical.task import Batch, TaskConfig
+from empirical.task.batch import Batch
+from empirical.task.config import TaskConfig
 
 
 @dataclass

@@ -34,7 +34,8 @@ from empirical.analysis.probes import train_linear_probe
 from empirical.analysis.qk import qk1_num_to_prev_var, qk2_ov1_var_identity
 from empirical.model.checkpoint import load_model
 from empirical.runs.rundir import RunDir, RunDirError
-from empirical.task import Batch, TaskConfig
+from empirical.task.batch import Batch
+from empirical.task.config import TaskConfig
 
 # name -> (threshold, one-line definition)
 MEASURES: dict[str, tuple[float, str]] = {

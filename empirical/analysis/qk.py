@@ -13,14 +13,15 @@ import torch
 
 from empirical.analysis.common import strict_argmax_is
 from empirical.model.circuits import ov_matrix, qk_matrix
-from empirical.task import TaskConfig, Vocabulary
+from empirical.task.config import TaskConfig
+from empirical.task.registry import family_of
 
 
 @torch.no_grad()
 def qk1_embedding_scores(model, task: TaskConfig) -> dict:
     """Figure 6: the [(V + L), (V + L)] layer-1 score table over token and position
     embeddings, with labels, and where `=` (token and position L-1) looks."""
-    vocab = Vocabulary.from_config(task)
+    vocab = family_of(task).vocabulary(task)
     L = task.L
     E = torch.cat([model.W_E, model.W_pos[:L]])
     T = E @ qk_matrix(model, 0) @ E.T
@@ -156,7 +157,7 @@ def ebar_identity_matrix(model, p: int, K: int, L: int, eq: int, qk_layer: int =
 def qk2_ov1_matrix(model, task: TaskConfig) -> torch.Tensor:
     """S[u, v] = (W_E[=] + W_pos[L-1] + ebar_u) W_QK^2 (nbar + ebar_v)^T of Figure 7b, [K, K]
     (ebar_v = W_E[var v] W_OV^1, nbar the mean number embedding)."""
-    vocab = Vocabulary.from_config(task)
+    vocab = family_of(task).vocabulary(task)
     return ebar_identity_matrix(model, task.p, task.K, task.L, vocab.eq)
 
 

@@ -23,7 +23,8 @@ import torch
 
 from empirical.model.config import ModelConfig
 from empirical.model.transformer import AssignAddTransformer
-from empirical.task import TaskConfig, Vocabulary
+from empirical.task.config import TaskConfig
+from empirical.task.registry import family_of
 
 
 def reference_layout(task: TaskConfig) -> dict[str, int]:
@@ -48,7 +49,7 @@ def reference_model(
     rotation_seed: int | None = None,
 ) -> AssignAddTransformer:
     p, K, L = task.p, task.K, task.L
-    vocab = Vocabulary.from_config(task)
+    vocab = family_of(task).vocabulary(task)
     lay = reference_layout(task)
     d = lay["d"]
     pairs = [(i, j) for i in range(p) for j in range(i, p)]

@@ -48,7 +48,7 @@ from empirical.report.style import DPI
 from empirical.report.writer import Figure, Json, Report, write_report
 from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import RunDir
-from empirical.task import Vocabulary
+from empirical.task.registry import family_of
 
 __all__ = ["RunAnalysis", "analysis_json", "analyze_run", "figures", "report"]
 
@@ -90,7 +90,7 @@ def _checked_inputs(run_dir: RunDir, cfg, opts: AnalysisOptions) -> CheckedInput
     compare = chosen_compare_steps(run_dir, phases, records, opts.first_spike_steps,
                                    opts.second_spike_steps)  # fmt: skip
     if opts.example:
-        Vocabulary.from_config(cfg.task).encode(opts.example)
+        family_of(cfg.task).vocabulary(cfg.task).encode(opts.example)
     return CheckedInputs(model, model_step, model_path, held, set_sizes, records, phases, compare)
 
 

@@ -21,7 +21,9 @@ from empirical.analysis.qk import qk2_ov1_identity
 from empirical.model.checkpoint import load_model
 from empirical.runs.phases import RESTRICTED_SETS, mean_series
 from empirical.runs.rundir import RunDir, RunDirError
-from empirical.task import Batch, TaskConfig, Vocabulary
+from empirical.task.batch import Batch
+from empirical.task.config import TaskConfig
+from empirical.task.registry import family_of
 from empirical.task.vocab import TokenizeError
 
 # the paper authors' example of Figure 8 (checkpoint_add_restricted_early_analysis.py)
@@ -153,7 +155,7 @@ def _pick(task: TaskConfig, batch: Batch, mask: torch.Tensor, n_assign: int = 3)
 def first_spike_example(task: TaskConfig, data: ProbeData, text: str | None = None) -> Batch:
     """The Figure-8 example: `text` if given, else the paper's sequence if the task holds it,
     else a probe sequence with a variable as the first operand and a number second."""
-    vocab = Vocabulary.from_config(task)
+    vocab = family_of(task).vocabulary(task)
     for candidate in (text, None if text else PAPER_FIGURE8_EXAMPLE):
         if candidate:
             try:
@@ -275,7 +277,7 @@ def second_spike_state(model, task: TaskConfig, data: ProbeData, example: Batch)
 
 # -- two steps ------------------------------------------------------------------------------
 def _example_info(task: TaskConfig, example: Batch) -> dict:
-    vocab = Vocabulary.from_config(task)
+    vocab = family_of(task).vocabulary(task)
     tokens = example.tokens[0]
     return {
         "text": vocab.decode_tokens(tokens),

@@ -56,8 +56,8 @@ def run(argv: list[str]) -> int:
     positive_ints(args, "batch_size", "prediction_size")
     positive_ints(args, "eval_size", "threads", minimum=0)
     # torch: imported after every check
-    from empirical.bridge.ladder import LadderOptions, run_ladder, write_outputs
-    from empirical.bridge.ladder.snapshot_ladder import choose_step
+    from empirical.bridge.ladder.outputs import write_outputs
+    from empirical.bridge.ladder.snapshot_ladder import LadderOptions, choose_step, run_ladder
 
     opts = LadderOptions(
         step=args.step, batch_size=args.batch_size, prediction_size=args.prediction_size,

@@ -40,7 +40,8 @@ def run(argv: list[str]) -> int:
     cfg = load_config(DynamicsConfig, args.config, args.overrides)  # ConfigError: one line
     out = prepare_output_dir(args.out)
 
-    from empirical.bridge.ladder_dynamics import run_ladder_dynamics, write_outputs
+    from empirical.bridge.ladder_dynamics.outputs import write_outputs
+    from empirical.bridge.ladder_dynamics.train_variants import run_ladder_dynamics
 
     result = run_ladder_dynamics(cfg, progress=None if args.quiet else say)
     paths = write_outputs(result, out, cfg, fmt=args.format)

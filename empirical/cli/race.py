@@ -57,7 +57,8 @@ def run(argv: list[str]) -> int:
         dynamics_config(rc, list(args.overrides))
     out = prepare_output_dir(args.out)
 
-    from empirical.bridge.race import run_race, write_outputs
+    from empirical.bridge.race.outputs import write_outputs
+    from empirical.bridge.race.run import run_race
     from empirical.report.figures import use_cli_backend
 
     use_cli_backend()

@@ -13,8 +13,10 @@ from disentangled.errors import UsageError
 from empirical.config.options import command_main
 from empirical.model.device import resolve_device
 from empirical.runs.options import SampleOptions
-from empirical.task import build_eval_set, sample_training_batch, training_generator
+from empirical.task.eval_sets import build_eval_set
+from empirical.task.pairs import training_generator
 from empirical.task.registry import family_of
+from empirical.task.sampler import sample_training_batch
 
 
 def render(opts: SampleOptions) -> str:

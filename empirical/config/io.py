@@ -69,10 +69,20 @@ def config_class(section: str = "", frozen: bool = False):
 
 
 def _field_types(cls: Any) -> dict[str, Any]:
-    """{name: type} of a config class's fields, as pydantic read them ({} if not a config)."""
+    """{name: type} of a config class's fields, as pydantic read them ({} if not a config);
+    of a union of config classes (the task config: one class per family), every member's."""
+    if typing.get_origin(cls) is typing.Annotated:
+        cls = typing.get_args(cls)[0]
+    if typing.get_origin(cls) in (typing.Union, types.UnionType):
+        return {k: v for member in typing.get_args(cls) for k, v in _field_types(member).items()}
     if not is_pydantic_dataclass(cls):
         return {}
     return {name: f.annotation for name, f in cls.__pydantic_fields__.items()}
+
+
+def _is_table(tp: Any) -> bool:
+    """Whether a field of type `tp` is a table of fields (a config class, or a union of them)."""
+    return bool(_field_types(tp))
 
 
 def field_paths(cls: type, prefix: str = "") -> list[str]:
@@ -163,18 +173,11 @@ def from_dict(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:
-    """Nested plain dict (tuples become lists, None values are dropped for TOML). A config
-    may leave out fields that say nothing (its `config_omitted()`: e.g. a task config the
-    default fields of the families it does not use)."""
+    """Nested plain dict (tuples become lists, None values are dropped for TOML)."""
 
     def clean(v: Any) -> Any:
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            omit = v.config_omitted() if hasattr(v, "config_omitted") else ()
-            return {
-                f.name: clean(getattr(v, f.name))
-                for f in dataclasses.fields(v)
-                if f.name not in omit
-            }
+            return {f.name: clean(getattr(v, f.name)) for f in dataclasses.fields(v)}
         if isinstance(v, (list, tuple, set, frozenset)):
             return [clean(x) for x in (sorted(v) if isinstance(v, (set, frozenset)) else v)]
         if isinstance(v, dict):
@@ -249,14 +252,14 @@ def _literal(text: str) -> Any:
 
 def apply_overrides(data: dict[str, Any], cls: type, overrides: list[str]) -> dict[str, Any]:
     """Apply dotted `a.b=value` overrides to a nested dict, checking each key against `cls`
-    (an unknown one is a ConfigError with a did-you-mean); values read as
-    `command_line_value` reads them."""
+    (an unknown one is a ConfigError with a did-you-mean; a union of config classes takes
+    any member's field, its validation tells); values read as `command_line_value` reads them."""
     data = json.loads(json.dumps(data))  # deep copy
     for text in overrides:
         path, value = parse_override(text)
         node, tp = data, cls
         for i, part in enumerate(path):
-            if not is_pydantic_dataclass(tp):
+            if not _is_table(tp):
                 raise ConfigError(f"override {text!r}: {'.'.join(path[:i])} has no sub-fields")
             hints = _field_types(tp)
             if part not in hints:
@@ -321,10 +324,9 @@ def _read_one_config_file(path: Path) -> dict[str, Any]:
 def load_config(
     cls: type[T], path: str | os.PathLike | None = None, overrides: list[str] | None = None
 ) -> T:
-    """Defaults of `cls`, updated by the file at `path` (TOML or JSON), then by `overrides`."""
-    data = to_dict(cls())
-    if path is not None:
-        data = _deep_update(data, read_config_file(path))
+    """Defaults of `cls`, updated by the file at `path` (TOML or JSON), then by `overrides`
+    (`cls` a config class, or a union of them such as the task config)."""
+    data = read_config_file(path) if path is not None else {}  # from_dict fills in defaults
     data = apply_overrides(data, cls, list(overrides or []))
     return from_dict(cls, data)
 
@@ -349,21 +351,27 @@ def fingerprint_of(data: Any) -> str:
     return hashlib.sha256(json.dumps(to_dict(data), sort_keys=True).encode()).hexdigest()
 
 
-def non_default_fields(cfg: Any) -> dict[str, Any]:
+def non_default_fields(cfg: Any, default: Any = None) -> dict[str, Any]:
     """A dataclass config as a nested plain dict of the fields whose value differs from the
-    field's default (nested dataclasses compared field by field)."""
+    field's default (nested dataclasses compared field by field). `default`: a config whose
+    values are the defaults of the fields it has; a nested config of another class than its
+    field's default (a task of another family than the default's) is compared with that
+    default where they share a field (`family` included)."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(cfg):
         value = getattr(cfg, f.name)
+        base = f.default
+        if base is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
+            base = f.default_factory()
+        if default is not None and hasattr(default, f.name):
+            base = getattr(default, f.name)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            nested = non_default_fields(value)
+            other = dataclasses.is_dataclass(base) and type(base) is not type(value)
+            nested = non_default_fields(value, base if other else None)
             if nested:
                 out[f.name] = nested
             continue
-        default = f.default
-        if default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        if default is dataclasses.MISSING or to_dict(value) != to_dict(default):
+        if base is dataclasses.MISSING or to_dict(value) != to_dict(base):
             out[f.name] = to_dict(value)
     return out
 

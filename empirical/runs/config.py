@@ -1,6 +1,6 @@
 """`RunConfig`: everything one training run needs, as one typed dataclass.
 
-    [task]   the assign-and-add task (empirical.task.TaskConfig)
+    [task]   the task, its family's config (empirical.task.config.TaskConfig)
     [model]  the architecture (empirical.model.ModelConfig; vocabulary sizes come from the task)
     [train]  optimiser, schedule, evaluation and checkpoint cadence (TrainConfig)
     seed     seeds the model init, the data stream, the held-out pairs and the evaluation sets
@@ -27,7 +27,7 @@ from empirical.config.io import (
 )
 from empirical.model.config import ModelConfig
 from empirical.model.groups import check_groups
-from empirical.task import TaskConfig
+from empirical.task.config import TaskConfig, task_config
 from empirical.task.registry import family_of
 
 # the main config: the paper authors' own configuration (configs/paper.toml is our earlier
@@ -153,7 +153,7 @@ class RunConfig:
 
     name: run_name = "paper"
     seed: Seed = 0
-    task: TaskConfig = field(default_factory=TaskConfig)
+    task: TaskConfig = field(default_factory=task_config)  # its `family` chooses its class
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     kind: Literal["run"] = "run"

@@ -49,8 +49,8 @@ from empirical.model.transformer import AssignAddTransformer
 from empirical.runs.config import RunConfig, config_fingerprint, load_run_config
 from empirical.runs.lock import writer_lock
 from empirical.runs.rundir import RunDir
-from empirical.task import build_eval_sets, held_out_pairs, save_eval_sets
-from empirical.task.pairs import ordered_ranks, read_train_pairs_file
+from empirical.task.eval_sets import build_eval_sets, save_eval_sets
+from empirical.task.pairs import held_out_pairs, ordered_ranks, read_train_pairs_file
 
 FORMAT = "assign-and-add-import/1"
 # sequences per evaluation set on which each converted model is compared with a direct
@@ -104,6 +104,7 @@ def source_files(src: str | os.PathLike, final_step: int) -> list[SourceFile]:
 def check_train_pairs(cfg: RunConfig, path: str | os.PathLike) -> dict:
     """Refuse (ConfigError) unless the config's held-out pairs are exactly the ordered pairs
     that the JSON file at `path` does not list for training; returns a provenance record."""
+
     task, p = cfg.task, cfg.task.p
     try:
         as_file = dataclasses.replace(task, train_pairs_file=str(path), held_out_form="ordered")
@@ -210,6 +211,7 @@ def _convert_and_check(files: list[SourceFile], cfg: RunConfig, model_cfg: Model
     """Every source file read (sha256 kept) and converted to our model, each conversion
     checked against a direct forward of the source state dict on a few evaluation sequences
     of every set. Returns (models, evaluation sets, the sequences checked)."""
+
     p, K = cfg.task.p, cfg.task.K
     models: list[AssignAddTransformer] = []
     state_dicts = []
@@ -273,6 +275,7 @@ def _provenance(
 def _write_run_directory(out: Path, cfg, sets, files, models, record: dict, lock) -> None:
     """Build the run directory next to `out` and rename it into place, keeping `out`'s
     writer lock held across the rename (the lock is carried into the new directory)."""
+
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.import-"))
     try:
         run = RunDir(tmp)

@@ -1,7 +1,7 @@
 """A run's model and results as data: the model with its tokenizer, its metrics as a table,
 its summary and analysis as typed dicts.
 
-    from empirical import load_run, load_metrics, load_summary, load_analysis
+    from empirical.runs.load import load_run, load_metrics, load_summary, load_analysis
     model, vocab = load_run("runs/authors/seed0")  # eval mode; step=N: a snapshot; device=
     df = load_metrics("runs/authors/seed0")       # pandas DataFrame, one row per evaluation
     summary = load_summary("runs/authors/seed0")  # summary.json (RunSummary)
@@ -123,7 +123,8 @@ def load_run(
         raise CheckpointError(
             f"checkpoint {path}: model sizes (d_vocab, d_vocab_out, n_ctx) = "
             f"{(model.cfg.d_vocab, model.cfg.d_vocab_out, model.cfg.n_ctx)} do not match the "
-            f"run's task ({task.family}: p={task.p}, K={task.K}, L={task.L}) which needs {sizes}"
+            f"run's task ({task.family}: K={task.K}, L={task.L}, {task.n_classes} classes) which "
+            f"needs {sizes}"
         )
     model.attach_vocab(vocab)  # the family's text (a chain task's pointer assignments, ...)
     return model, vocab

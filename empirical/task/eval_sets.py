@@ -11,10 +11,10 @@ import os
 import torch
 
 from disentangled.errors import UserError
-from empirical.config.io import fingerprint_of, non_default_fields, to_dict
+from empirical.config.io import fingerprint_of, load_failure, non_default_fields, to_dict
 from empirical.report.files import atomic_write_bytes
 from empirical.task.batch import FIELDS, Batch
-from empirical.task.config import TaskConfig
+from empirical.task.config import TaskConfig, task_config
 from empirical.task.pairs import check_held_out
 from empirical.task.registry import family_of
 
@@ -33,8 +33,10 @@ class EvalSetsError(UserError, ValueError):
 
 def task_fingerprint(cfg: TaskConfig, seed: int) -> str:
     """The identity of a seed's evaluation sets: sha256 of the [task] table and the seed,
-    all they depend on (saved in eval_sets.pt, checked when a run loads it)."""
-    return fingerprint_of({"task": non_default_fields(cfg), "seed": int(seed)})
+    all they depend on (saved in eval_sets.pt, checked when a run loads it). The task's
+    fields are those that differ from the default task's (its family's own: from their
+    defaults), as in the run's config_fingerprint."""
+    return fingerprint_of({"task": non_default_fields(cfg, task_config()), "seed": int(seed)})
 
 
 class EvalSets(dict):
@@ -139,8 +141,6 @@ def load_eval_sets(path: str | os.PathLike, device="cpu") -> EvalSets:
     except FileNotFoundError:
         raise
     except Exception as exc:  # any unreadable file: one clear message
-        from empirical.config.io import load_failure
-
         raise EvalSetsError(
             f"{path}: not an evaluation-set file (corrupt or truncated: {load_failure(exc)})"
         ) from None

@@ -1,21 +1,33 @@
-"""`Family`: what a task family offers behind one interface (docs/task.md, "Task families").
+"""`Family`: what a task family offers behind one interface (docs/task.md, "Task families"),
+and the field declarations the families' task configs share.
 
 A family is one package under empirical/task/ whose torch-free `__init__` defines
-`FAMILY`, an instance of a `Family` subclass: its `<family>_*` task fields (`fields`,
-`validate`), vocabulary and layout, held-out data, training sampler and evaluation sets, the
-names figures and the summary use. What it adds on top (analyses, commands) is in
-empirical/studies/<family>/ (empirical.studies lists them).
+`FAMILY`, an instance of a `Family` subclass: its task config class (`config`, in the
+package's `config.py`: the fields it reads, validated on construction), vocabulary and
+layout, held-out data, training sampler and evaluation sets, the names figures and the
+summary use. The data methods import their modules (torch) when called: the registry and
+the configs import no torch, so that a bad config is answered at once. What a family adds on
+top (analyses, commands) is in empirical/studies/<family>/ (empirical.studies lists them).
 """
 
 from __future__ import annotations
 
-import dataclasses
+import string
 from dataclasses import dataclass
 from typing import Any
 
+from empirical.config.field_types import integer
 from empirical.config.io import ConfigError
 
-__all__ = ["Family", "PhaseSets", "check_hop_counts", "kept_hops", "require_defaults", "same_value"]
+__all__ = [
+    "LETTERS", "EvalSize", "Family", "PhaseSets", "Variables", "check_hop_counts", "kept_hops",
+    "same_value",
+]  # fmt: skip
+
+LETTERS = string.ascii_lowercase  # the variables' names, a..z
+# the field types several families declare (each family's config lists the fields it reads)
+Variables = integer(1, len(LETTERS), why=" (one letter a..z per variable)")  # task.K
+EvalSize = integer(1)  # task.eval_size: sequences per evaluation set (or its whole support)
 
 
 @dataclass(frozen=True)
@@ -34,15 +46,6 @@ def same_value(value: Any, default: Any) -> bool:
     if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple)):
         return tuple(value) == tuple(default)
     return value == default
-
-
-def require_defaults(task, defaults: dict[str, Any], why: str) -> None:
-    """A ConfigError naming the first field of `defaults` whose value in `task` differs from
-    its default; `why` finishes the message (what to do)."""
-    for name, default in defaults.items():
-        value = getattr(task, name)
-        if not same_value(value, default):
-            raise ConfigError(f"task.{name} = {value!r} {why}")
 
 
 def check_hop_counts(name: str, values, lo: int, meaning: str) -> tuple[int, ...]:
@@ -68,41 +71,17 @@ def kept_hops(hops, weights, held_out) -> tuple[tuple[int, ...], tuple[float, ..
 
 class Family:
     """A task family. Subclasses set the class attributes and implement the data methods; the
-    defaults here suit a family that has no fields, analyses or commands of its own."""
+    defaults here suit a family that holds nothing out and has no analyses or commands."""
 
     name: str = ""
     title: str = ""  # the task's name in figure titles
-    fields: type | None = None  # a dataclass of its task fields (`<name>_*`), or None
+    config: type  # its task config class (the fields it reads; `family` names it)
     set_prefixes: tuple[str, ...] = ()  # its set names start with one of these
     panel_titles: dict[str, str] = {}
     phase_sets: PhaseSets = PhaseSets()
 
     def __repr__(self) -> str:
         return f"<task family {self.name!r}>"
-
-    # -- config -------------------------------------------------------------------------------
-    def field_defaults(self) -> dict[str, Any]:
-        """{field: default} of the family's own task fields."""
-        if self.fields is None:
-            return {}
-        out = {}
-        for f in dataclasses.fields(self.fields):
-            factory = f.default_factory
-            out[f.name] = factory() if factory is not dataclasses.MISSING else f.default
-        return out
-
-    def validate(self, task) -> None:
-        """Check and normalise the task fields the family reads (ConfigError naming one)."""
-        raise NotImplementedError
-
-    def check_unused(self, task) -> None:
-        """With another family selected, the family's own fields keep their defaults."""
-        require_defaults(
-            task,
-            self.field_defaults(),
-            f"is a setting of the {self.name} family: set task.family = '{self.name}' to use "
-            f"it, or leave it unset (task.family = {task.family!r})",
-        )
 
     # -- data ---------------------------------------------------------------------------------
     def vocabulary(self, task):
@@ -114,10 +93,6 @@ class Family:
         """(values, variables, length) of the token layout: ids 0..values-1 are the values
         (the output classes), then the variables, then three marks; `length` tokens."""
         raise NotImplementedError
-
-    def n_classes(self, task) -> int:
-        """The number of output classes (the values of the layout)."""
-        return self.layout(task)[0]
 
     def held_out(self, task, seed: int):
         """What training never shows, as held-out value pairs (n, 2); none by default."""

@@ -1,20 +1,14 @@
-"""Held-out value pairs (unordered or ordered, see TaskConfig.held_out_form) and the seeds
+"""Held-out value pairs (unordered or ordered, see AssignAddTask.held_out_form) and the seeds
 derived from a run's seed."""
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import random
-from typing import TYPE_CHECKING
 
 import torch
 
-from empirical.config.io import ConfigError
-
-if TYPE_CHECKING:  # the config module reads training-pair files with this one
-    from empirical.task.config import TaskConfig
+from empirical.task.assign_add.config import AssignAddTask, train_pair_ranks
 
 
 def derive_seed(seed: int, *tags: object) -> int:
@@ -39,67 +33,10 @@ def _ordered_table(ranks: torch.Tensor, p: int) -> torch.Tensor:
     return torch.stack([ranks // p, ranks % p], dim=1)
 
 
-_TRAIN_FILES: dict[tuple, torch.Tensor] = {}
-
-
-def read_train_pairs_file(cfg: TaskConfig) -> torch.Tensor:
-    """Sorted ranks n1*p + n2 of the ordered training pairs listed in cfg.train_pairs_file:
-    JSON, a list of [n1, n2] or an object holding it under "train_pairs" (and "p", if present,
-    equal to task.p); parsed once per (path, mtime, size, p). A ConfigError names the file."""
-    path = os.path.abspath(cfg.train_pairs_file)
-    where = f"task.train_pairs_file = {cfg.train_pairs_file!r} ({path})"
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read it: {exc.strerror or exc}") from None
-    key = (path, st.st_mtime_ns, st.st_size, cfg.p)
-    cached = _TRAIN_FILES.get(key)
-    if cached is not None:
-        return cached
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read it: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where}: not valid JSON ({exc})") from None
-    if isinstance(data, dict):
-        if "train_pairs" not in data:
-            raise ConfigError(
-                f'{where}: a JSON object must hold the list of pairs under "train_pairs"'
-            )
-        if "p" in data and data["p"] != cfg.p:
-            raise ConfigError(f"{where}: the file is for p = {data['p']!r}, but task.p = {cfg.p}")
-        data = data["train_pairs"]
-    if not isinstance(data, list):
-        raise ConfigError(
-            f'{where}: expected a list of [n1, n2] pairs (or an object with "train_pairs"), '
-            f"got {type(data).__name__}"
-        )
-    if not data:
-        raise ConfigError(f"{where}: lists no pair, which leaves no training pair")
-    for i, pair in enumerate(data):
-        shaped = isinstance(pair, list) and len(pair) == 2
-        if not (shaped and all(isinstance(v, int) and not isinstance(v, bool) for v in pair)):
-            raise ConfigError(f"{where}: entry {i} is {pair!r}, not a pair [n1, n2] of integers")
-        if not (0 <= pair[0] < cfg.p and 0 <= pair[1] < cfg.p):
-            raise ConfigError(
-                f"{where}: entry {i} {pair!r} is out of range: numbers must lie in "
-                f"0..{cfg.p - 1} (task.p = {cfg.p})"
-            )
-    pairs = torch.tensor(data, dtype=torch.long).reshape(-1, 2)
-    ranks = pairs[:, 0] * cfg.p + pairs[:, 1]
-    unique, counts = torch.unique(ranks, return_counts=True)
-    if bool((counts > 1).any()):
-        dup = int(unique[counts > 1][0])
-        raise ConfigError(
-            f"{where}: lists [{dup // cfg.p}, {dup % cfg.p}] {int(counts.max())} times; "
-            "each training pair must appear once"
-        )
-    if len(_TRAIN_FILES) >= 16:
-        _TRAIN_FILES.pop(next(iter(_TRAIN_FILES)))
-    _TRAIN_FILES[key] = unique
-    return unique
+def read_train_pairs_file(cfg: AssignAddTask) -> torch.Tensor:
+    """Sorted ranks n1*p + n2 of the ordered training pairs listed in cfg.train_pairs_file
+    (empirical.task.assign_add.config.train_pair_ranks reads and checks the file)."""
+    return torch.tensor(train_pair_ranks(cfg), dtype=torch.long)
 
 
 def complement(ranks: torch.Tensor, n: int) -> torch.Tensor:
@@ -109,7 +46,7 @@ def complement(ranks: torch.Tensor, n: int) -> torch.Tensor:
     return keep.nonzero().reshape(-1)
 
 
-def held_out_pairs(cfg: TaskConfig, seed: int) -> torch.Tensor:
+def held_out_pairs(cfg: AssignAddTask, seed: int) -> torch.Tensor:
     """The held-out value pairs of this seed: LongTensor (n, 2), deterministic, on the CPU.
     "unordered": rows x <= y, a uniform subset of cfg.n_held_out of the p(p+1)/2 pairs {x, y};
     "ordered": pairs (x, y) sorted by x*p + y, every pair train_pairs_file does not list, a
@@ -136,7 +73,7 @@ def held_out_pairs(cfg: TaskConfig, seed: int) -> torch.Tensor:
     return torch.stack([rows[pick], cols[pick]], dim=1).long()
 
 
-def check_held_out(cfg: TaskConfig, held: torch.Tensor) -> torch.Tensor:
+def check_held_out(cfg: AssignAddTask, held: torch.Tensor) -> torch.Tensor:
     """Validate a held-out table and return it canonical: (n, 2) long, unique, sorted; with
     held_out_form "unordered" rows become x <= y, "ordered" rows are kept as they are."""
     held = torch.as_tensor(held).detach().to("cpu", torch.long)
@@ -182,12 +119,12 @@ def diagonal_values(held: torch.Tensor) -> torch.Tensor:
 
 
 def is_held(
-    pairs: torch.Tensor, held: torch.Tensor, p: int | TaskConfig, form: str | None = None
+    pairs: torch.Tensor, held: torch.Tensor, p: int | AssignAddTask, form: str | None = None
 ) -> torch.Tensor:
     """Bool (n,): whether each ordered pair (x, y) in `pairs` (n, 2) is held out. `p`: the
-    modulus or the TaskConfig (which then gives the form); form "unordered" (default for an
+    modulus or the task config (which then gives the form); form "unordered" (default for an
     integer p): if {x, y} is held out, "ordered": if (x, y) is a row of `held`."""
-    if not isinstance(p, int):  # a TaskConfig
+    if not isinstance(p, int):  # an AssignAddTask
         form = p.held_out_form if form is None else form
         p = p.p
     ranks = ordered_ranks(held.cpu(), p, form or "unordered").to(pairs.device)

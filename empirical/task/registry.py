@@ -5,43 +5,38 @@
     sampler = family.training_sampler(cfg.task, family.held_out(cfg.task, seed), "cpu")
 
 The one place that lists the families (a test greps for it): a new family is one package
-under empirical/task/ whose `__init__` defines FAMILY, and one line in FAMILY_MODULES.
-Importing this module imports no torch.
+under empirical/task/ whose `__init__` defines FAMILY (and its config class), and one entry in
+FAMILIES. Importing this module imports no torch.
 """
 
 from __future__ import annotations
 
-import importlib
-
 from empirical.config.io import ConfigError
+from empirical.task import assign_add, chain, lego
 from empirical.task.family import Family
 
 __all__ = [
-    "DEFAULT_FAMILY", "FAMILY_MODULES", "Family", "all_families", "family",
-    "family_names", "family_of", "panel_of", "panel_title", "set_label",
+    "DEFAULT_FAMILY", "FAMILIES", "Family", "all_families", "family", "family_names",
+    "family_of", "panel_of", "panel_title", "set_label",
 ]  # fmt: skip
 
-# name -> the package that defines it (FAMILY); the order is the order of their task fields
-FAMILY_MODULES = {
-    "assign_add": "empirical.task.assign_add",
-    "chain": "empirical.task.chain",
-    "lego": "empirical.task.lego",
-}
-DEFAULT_FAMILY = "assign_add"
+# name -> the family; the first is the default (a task table without `family`)
+FAMILIES: dict[str, Family] = {f.name: f for f in (assign_add.FAMILY, chain.FAMILY, lego.FAMILY)}
+DEFAULT_FAMILY = next(iter(FAMILIES))
 
 
 def family_names() -> tuple[str, ...]:
-    return tuple(FAMILY_MODULES)
+    return tuple(FAMILIES)
 
 
 def family(name: str) -> Family:
     """The family called `name`; a ConfigError naming task.family and the allowed names."""
-    if not isinstance(name, str) or name not in FAMILY_MODULES:
+    if not isinstance(name, str) or name not in FAMILIES:
         raise ConfigError(
             f"task.family = {name!r} is not allowed: must be one of "
-            + ", ".join(repr(n) for n in FAMILY_MODULES)
+            + ", ".join(repr(n) for n in FAMILIES)
         )
-    return importlib.import_module(FAMILY_MODULES[name]).FAMILY
+    return FAMILIES[name]
 
 
 def family_of(task) -> Family:
@@ -50,7 +45,7 @@ def family_of(task) -> Family:
 
 
 def all_families() -> list[Family]:
-    return [family(name) for name in FAMILY_MODULES]
+    return list(FAMILIES.values())
 
 
 def _owner(set_name: str) -> Family | None:

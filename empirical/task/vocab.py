@@ -1,8 +1,9 @@
 """Vocabulary and tokenizer of the assign-and-add task (docs/task.md, "Vocabulary"): ids
 0..p-1 the numbers, p..p+K-1 the variables, then `+`, `=`, `pad`. `encode` takes the paper's
 form `c=1,b=17,a=42,b+19=?` (packed from position 0) or the token form of exactly L tokens
-(which round-trips with `decode_tokens`). With `pointers=True` (the chain family) an
-assignment may bind a variable to another variable, `b=a`; labels follow the pointers.
+(which round-trips with `decode_tokens`). The chain family's tokenizer, whose assignments may
+bind a variable to another variable (`b=a`), extends it (empirical/task/chain/vocab.py); a
+config's tokenizer is its family's: `family_of(cfg).vocabulary(cfg)`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ class TokenizeError(UserError, ValueError):
 class Vocabulary:
     """Token ids of the task for modulus `p`, `K` variables and sequence length `L`."""
 
-    def __init__(self, p: int, K: int, L: int = 16, pointers: bool = False):
+    assignment_form = "VARIABLE=NUMBER"  # what an assignment of the text form is
+    assigned = "number"  # what follows an assignment's variable
+
+    def __init__(self, p: int, K: int, L: int = 16):
         if not (isinstance(p, int) and p >= 2):
             raise ValueError(f"p = {p!r} must be an integer >= 2")
         if not (isinstance(K, int) and 1 <= K <= 26):
@@ -34,7 +38,6 @@ class Vocabulary:
         if not (isinstance(L, int) and L >= 8):
             raise ValueError(f"L = {L!r} must be an integer >= 8")
         self.p, self.K, self.L = p, K, L
-        self.pointers = bool(pointers)  # assignments `b=a` (the chain family)
         self.letters = string.ascii_lowercase[:K]
         self.plus = p + K
         self.eq = p + K + 1
@@ -45,16 +48,12 @@ class Vocabulary:
         self.names = [str(i) for i in range(p)] + list(self.letters) + ["+", "=", "pad"]
         self._ids = {name: i for i, name in enumerate(self.names)}
 
-    @classmethod
-    def from_config(cls, cfg) -> Vocabulary:
-        """The tokenizer of cfg's task family (`Family.vocabulary`: this class, with pointer
-        assignments for the chain family, or the family's own)."""
-        from empirical.task.registry import family_of
-
-        return family_of(cfg).vocabulary(cfg)
-
     def __repr__(self) -> str:
-        return f"Vocabulary(p={self.p}, K={self.K}, L={self.L})"
+        return f"{type(self).__name__}(p={self.p}, K={self.K}, L={self.L})"
+
+    def assigned_ids(self) -> int:
+        """Ids below this may follow an assignment's variable (here the numbers)."""
+        return self.p
 
     # ------------------------------------------------------------------ ids
     def var_id(self, letter: str) -> int:
@@ -72,6 +71,10 @@ class Vocabulary:
         return (ids >= 0) & (ids < self.p)
 
     # ------------------------------------------------------------------ text -> ids
+    def _assigned(self, text: str, where: str) -> int:
+        """The id of what an assignment binds its variable to (here a number)."""
+        return self._number(text, where)
+
     def _operand(self, text: str, where: str) -> int:
         if text in self.letters:
             return self.p + self.letters.index(text)
@@ -122,18 +125,14 @@ class Vocabulary:
             where = f"assignment {i + 1} {part.strip()!r} (character {off})"
             m = _ASSIGN_RE.fullmatch(part)
             if m is None:
-                form = "VARIABLE=NUMBER" + (" or VARIABLE=VARIABLE" if self.pointers else "")
-                raise TokenizeError(f"{where}: expected {form}, e.g. 'c=1'")
+                raise TokenizeError(f"{where}: expected {self.assignment_form}, e.g. 'c=1'")
             var, num = m.group(1), m.group(2)
             if var not in self.letters:
                 raise TokenizeError(
                     f"{where}: {var!r} is not a variable; with K = {self.K} the variables are "
                     f"{', '.join(self.letters)}"
                 )
-            if self.pointers and num in self.letters:
-                assigns.append((self.p + self.letters.index(var), self.p + self.letters.index(num)))
-                continue
-            assigns.append((self.p + self.letters.index(var), self._number(num, where)))
+            assigns.append((self.p + self.letters.index(var), self._assigned(num, where)))
         expr, off = parts[-1], offsets[-1]
         where = f"addition {expr.strip()!r} (character {off})"
         m = _EXPR_RE.fullmatch(expr)
@@ -172,7 +171,7 @@ class Vocabulary:
     # ------------------------------------------------------------------ ids -> text
     def _parse_ids(self, ids) -> tuple[list[tuple[int, int, int]], int, int]:
         """Check the layout; return ([(var_index, value_id, position)], op1_id, op2_id); a
-        value_id is the number itself, or (pointers) the id p + w of a target variable w."""
+        value_id is the number itself (the chain family's: or the id p + w of a variable w)."""
         seq = [int(t) for t in (ids.tolist() if isinstance(ids, torch.Tensor) else ids)]
         if len(seq) != self.L:
             raise TokenizeError(f"sequence has {len(seq)} tokens, expected L = {self.L}")
@@ -185,12 +184,10 @@ class Vocabulary:
             if t == self.pad:
                 i += 1
             elif p <= t < p + self.K:
-                bound = p + self.K if self.pointers else p
-                if i + 1 >= R or not seq[i + 1] < bound:
-                    what = "number or variable" if self.pointers else "number"
+                if i + 1 >= R or not seq[i + 1] < self.assigned_ids():
                     raise TokenizeError(
-                        f"position {i}: variable {self.names[t]!r} is not followed by its {what} "
-                        f"inside the assignment positions 0..{R - 1}"
+                        f"position {i}: variable {self.names[t]!r} is not followed by its "
+                        f"{self.assigned} inside the assignment positions 0..{R - 1}"
                     )
                 assigns.append((t - p, seq[i + 1], i))
                 i += 2

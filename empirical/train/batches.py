@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from empirical.task import Batch, TrainingSampler
+from empirical.task.assign_add.draw import TrainingSampler
+from empirical.task.batch import Batch
 
 
 class BatchStream:

@@ -29,7 +29,7 @@ from empirical.report.files import atomic_write_bytes
 from empirical.runs.config import config_fingerprint
 from empirical.runs.lock import writer_lock
 from empirical.runs.rundir import SNAPSHOT_RE, RunDir, RunDirError
-from empirical.task import build_eval_sets, save_eval_sets
+from empirical.task.eval_sets import build_eval_sets, save_eval_sets
 from empirical.train.evaluate import SetEvaluator
 from empirical.train.options import DEFAULT_BATCH_SIZE
 from empirical.train.summary import write_summary
@@ -40,6 +40,7 @@ def run_eval_sets(run: RunDir, cfg=None):
     task's and seed's, or built from the run's config and saved there if absent (in memory
     only, with a note, where the directory cannot be written). No writer lock needed: the file
     is a function of the task and seed, written atomically."""
+
     cfg = run.read_config() if cfg is None else cfg
     sets = run.read_eval_sets(cfg)
     if sets is not None:

@@ -21,7 +21,7 @@ from empirical.runs.config import config_fingerprint
 from empirical.runs.lock import writer_lock
 from empirical.runs.metrics_log import scan_metrics
 from empirical.runs.rundir import RunDir
-from empirical.task import build_eval_sets, save_eval_sets
+from empirical.task.eval_sets import build_eval_sets, save_eval_sets
 from empirical.train.engine import checkpoint_step
 from empirical.train.evaluate_run import _evaluator, write_evaluated_log
 from empirical.train.options import DEFAULT_BATCH_SIZE
@@ -75,6 +75,7 @@ def _rebuild_metrics(run: RunDir, cfg) -> list[str]:
 
 def rebuild_eval_sets(run: RunDir) -> list[str]:
     """Build the run's eval_sets.pt again from its config (replacing the file)."""
+
     run = RunDir(run).require_run()
     with writer_lock(run, "RUN_DIR"):
         cfg = run.read_config()

@@ -29,8 +29,10 @@ from empirical.runs.config import config_fingerprint
 from empirical.runs.lock import writer_locks
 from empirical.runs.metrics_log import read_metrics, truncate_metrics
 from empirical.runs.rundir import RunDir
-from empirical.task import build_eval_sets, run_training_sampler, training_generator
-from empirical.task import save_eval_sets as _save_eval_sets
+from empirical.task.eval_sets import build_eval_sets
+from empirical.task.eval_sets import save_eval_sets as _save_eval_sets
+from empirical.task.pairs import training_generator
+from empirical.task.sampler import run_training_sampler
 from empirical.train.batches import BatchStream
 from empirical.train.breakdown import restricted_breakdown
 from empirical.train.engine import (

@@ -19,7 +19,7 @@ from empirical.report.stats import accuracy_intervals
 from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import RunDir
 from empirical.runs.set_timeline import set_timeline
-from empirical.task import load_eval_sets
+from empirical.task.eval_sets import load_eval_sets
 from empirical.task.registry import family_of
 from empirical.train.plots import plot_training_curves
 
@@ -39,6 +39,7 @@ def eval_set_sizes(run_dir: str | Path) -> dict[str, int]:
     run = RunDir(run_dir)
     if not run.eval_sets.is_file():
         return {}
+
     return {name: len(batch) for name, batch in load_eval_sets(run.eval_sets).items()}
 
 

@@ -17,7 +17,8 @@ from torch import Tensor
 
 from empirical.model.checkpoint import load_checkpoint
 from empirical.runs.rundir import RunDir
-from empirical.task import run_training_sampler, training_generator
+from empirical.task.pairs import training_generator
+from empirical.task.sampler import run_training_sampler
 from empirical.train.batches import BatchStream
 from empirical.train.engine import restore_data_generator
 from empirical.train.learners import SingleLearner

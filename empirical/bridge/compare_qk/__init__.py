@@ -1,6 +1,10 @@
 """Theorem C.1's predicted layer-2 key-query update against trained checkpoints.
 
-    from empirical.bridge.compare_qk import compare_run, write_outputs, Options
+    from empirical.bridge.compare_qk.run_comparison import compare_run
+
+    from empirical.bridge.compare_qk.outputs import write_outputs
+
+    from empirical.bridge.compare_qk.options import Options
     result = compare_run("runs/paper/seed0", Options(steps=[1000, 2000]))
     write_outputs(result, "runs/paper/seed0/compare_qk")
 

@@ -20,7 +20,9 @@ from empirical.bridge.compare_qk.coords import coordinates, ebar_vectors
 from empirical.bridge.compare_qk.metrics import cross_cos_max, gram_stats
 from empirical.model.partial import Layer1, layer1, layer2, loss_of
 from empirical.model.partial import OneHeadWeights as Weights
-from empirical.task import Batch, TaskConfig, TrainingSampler
+from empirical.task.assign_add.draw import TrainingSampler
+from empirical.task.batch import Batch
+from empirical.task.config import TaskConfig
 from empirical.task.pairs import derive_seed
 
 # -- data --------------------------------------------------------------------------------

@@ -32,7 +32,8 @@ from empirical.bridge.compare_qk.windows import default_windows, window_summary
 from empirical.model.checkpoint import load_model
 from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import RunDir, RunDirError
-from empirical.task import build_eval_sets, held_out_pairs
+from empirical.task.eval_sets import build_eval_sets
+from empirical.task.pairs import held_out_pairs
 
 
 def first_zero_var_step(records: list[dict], snap_steps: list[int], level: float = 0.9):

@@ -45,7 +45,7 @@ from empirical.bridge.compare_qk.observe import (
 from empirical.bridge.compare_qk.options import Options
 from empirical.bridge.compare_qk.prediction import beta_from_ab, make_predictor
 from empirical.bridge.compare_qk.updates import score_attribution, undecayed_update
-from empirical.task import held_out_pairs
+from empirical.task.pairs import held_out_pairs
 
 NULL_SUBS = ("all", "barv_barv")  # sub-blocks with a sign-randomised null
 

@@ -17,8 +17,8 @@ from empirical.bridge.compare_qk.coords import coordinates, theorem_w
 from empirical.bridge.compare_qk.frames import Frames
 from empirical.bridge.interventions.conditions import CONDITIONS
 from empirical.model.transformer import AssignAddTransformer
-from empirical.task import run_training_sampler
 from empirical.task.pairs import derive_seed
+from empirical.task.sampler import run_training_sampler
 from empirical.train.batches import BatchStream
 from empirical.train.learners import BatchLearner
 

@@ -1,7 +1,9 @@
 """The assumption ladder of one snapshot of a run: every rung's gradient against G1 and its
 one-step test (docs/ladder.md).
 
-    from empirical.bridge.ladder import LadderOptions, run_ladder, write_outputs
+    from empirical.bridge.ladder.snapshot_ladder import LadderOptions, run_ladder
+
+    from empirical.bridge.ladder.outputs import write_outputs
     result = run_ladder("runs/authors", LadderOptions(step=5301))
     write_outputs(result, "runs/authors/ladder/step_005301")
 """
@@ -29,7 +31,8 @@ from empirical.bridge.ladder.weights import Merged, build_model
 from empirical.model.checkpoint import load_model
 from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import RunDir, RunDirError
-from empirical.task import build_eval_sets, held_out_pairs
+from empirical.task.eval_sets import build_eval_sets
+from empirical.task.pairs import held_out_pairs
 
 DEFAULT_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
 

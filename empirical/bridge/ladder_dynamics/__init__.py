@@ -2,7 +2,9 @@
 transformer, as the theorem has it, then with one constraint released at a time.
 
     from empirical.config.io import load_config
-    from empirical.bridge.ladder_dynamics import DynamicsConfig, run_ladder_dynamics, write_outputs
+    from empirical.bridge.ladder_dynamics.config import DynamicsConfig
+    from empirical.bridge.ladder_dynamics.train_variants import run_ladder_dynamics
+    from empirical.bridge.ladder_dynamics.outputs import write_outputs
     cfg = load_config(DynamicsConfig, "configs/ladder_dynamics.toml", ["steps=100"])
     write_outputs(run_ladder_dynamics(cfg), "runs/ladder_dynamics", cfg)
 """

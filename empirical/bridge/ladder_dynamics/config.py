@@ -14,7 +14,7 @@ from empirical.config.field_types import COLON, choice, integer, number
 from empirical.config.io import ConfigError, config_class
 
 if TYPE_CHECKING:  # the theorem's model (and torch) only when a model is built
-    from empirical.bridge.theorem_model import TheoremModelConfig
+    from empirical.bridge.theorem_model.config import TheoremModelConfig
 
 # the releases, in the order the cumulative ladder adds them (variants.py says what each is)
 RELEASES = ("ov", "mlp", "layer1", "embeddings", "adamw", "mix", "task")

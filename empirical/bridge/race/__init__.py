@@ -2,7 +2,11 @@
 against the inputs' time T_in) that predicts whether a dynamics-ladder configuration composes
 2-var, tested on the race's configurations (tau fitted on the fit half, the test half reported).
 
-    from empirical.bridge.race import run_race, select, write_outputs
+    from empirical.bridge.race.run import run_race
+
+    from empirical.bridge.race.configs import select
+
+    from empirical.bridge.race.outputs import write_outputs
     write_outputs(run_race(select(None), "runs/race"), "runs/race")
 """
 

@@ -78,7 +78,9 @@ def analyse_member(run: RunDir) -> dict:
 def compare_spike(run: RunDir, summary: dict) -> dict | str:
     """compare-qk of the member across its first spike (written to compare_qk_spike1/);
     returns its spike numbers, or why there are none."""
-    from empirical.bridge.compare_qk import Options, compare_run, write_outputs
+    from empirical.bridge.compare_qk.options import Options
+    from empirical.bridge.compare_qk.outputs import write_outputs
+    from empirical.bridge.compare_qk.run_comparison import compare_run
 
     plan = spike_window(summary, run.snapshot_steps())
     if isinstance(plan, str):

@@ -228,7 +228,7 @@ def _median_text(s: dict) -> str:
 
 
 def _set_order(name: str) -> tuple:
-    from empirical.task import EVAL_SET_NAMES
+    from empirical.task.assign_add.config import EVAL_SET_NAMES
 
     return (EVAL_SET_NAMES.index(name), name) if name in EVAL_SET_NAMES else (999, name)
 

@@ -14,8 +14,8 @@ import numpy as np
 
 from empirical.config.io import ConfigError
 from empirical.runs.config import RunConfig
-from empirical.task import EVAL_SET_NAMES, EXTRA_EVAL_SET_NAMES, held_out_pairs
-from empirical.task.pairs import ordered_ranks
+from empirical.task.assign_add.config import EVAL_SET_NAMES, EXTRA_EVAL_SET_NAMES, AssignAddTask
+from empirical.task.pairs import held_out_pairs, ordered_ranks
 
 KINDS = ("0var", "1var", "2var")
 
@@ -86,8 +86,9 @@ class MetricWeights:
     """The per-member weights of the derived metrics (computed once per member)."""
 
     def __init__(self, cfg: RunConfig):
-        self.pair = pair_weight(cfg)
-        self.restricted = {k: restricted_weight(cfg, k) for k in KINDS}
+        paper = isinstance(cfg.task, AssignAddTask)  # the paper's fields (assign_add, chain)
+        self.pair = pair_weight(cfg) if paper else 0.0
+        self.restricted = {k: restricted_weight(cfg, k) if paper else 0.0 for k in KINDS}
 
 
 def _combine(acc: dict, parts: list[tuple[str, float]]) -> float:

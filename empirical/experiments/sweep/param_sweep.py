@@ -158,4 +158,4 @@ def _title(spec: SweepSpec, metric: str, base: RunConfig, at_step: int | None = 
         accuracy = what.get(kind, "accuracy")
     seeds = f"{len(spec.seeds)} seed{'s' if len(spec.seeds) != 1 else ''}"
     return (f"{base.name}: {accuracy} ({metric}) {when}\n"
-            f"vs {spec.short_name} (p = {base.task.p}, {seeds})")
+            f"vs {spec.short_name} (p = {base.task.n_classes}, {seeds})")

@@ -20,6 +20,7 @@ from empirical.config.io import (
     apply_overrides,
     config_class,
     config_to_toml,
+    field_paths,
     from_dict,
     read_config_file,
     to_dict,
@@ -127,20 +128,18 @@ def check_param(param: str) -> None:
         return
     if param in NOT_SWEEPABLE:
         raise ConfigError(f"--param {param}: cannot be swept ({NOT_SWEEPABLE[param]})")
-    tp: Any = RunConfig
+    paths = field_paths(RunConfig)  # the task table: every family's fields
     parts = param.split(".")
     for i, part in enumerate(parts):
-        if not (isinstance(tp, type) and dataclasses.is_dataclass(tp)):
-            raise ConfigError(f"--param {param}: {'.'.join(parts[:i])} has no sub-fields")
-        hints = typing.get_type_hints(tp)
-        if part not in hints:
-            prefix = ".".join(parts[:i])
-            allowed = ", ".join(f"{prefix}.{h}" if prefix else h for h in sorted(hints))
+        prefix = ".".join(parts[:i])
+        here = [p for p in paths if p.count(".") == i and p.startswith(prefix + "." if i else "")]
+        if not here:
+            raise ConfigError(f"--param {param}: {prefix} has no sub-fields")
+        if ".".join(parts[: i + 1]) not in here:
             aliases = ", ".join(sorted(ALIASES))
-            raise ConfigError(f"--param {param}: unknown field {part!r}; allowed: {allowed} "
-                              f"(or the alias {aliases})")
-        tp = hints[part]
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+            raise ConfigError(f"--param {param}: unknown field {part!r}; allowed: "
+                              f"{', '.join(sorted(here))} (or the alias {aliases})")
+    if any(p.startswith(param + ".") for p in paths):
         raise ConfigError(f"--param {param}: is a table, not a field; name one of its fields")
 
 
@@ -337,7 +336,7 @@ def batch_key(cfg: RunConfig) -> str:
     """Members with equal keys can train as one batched model: the same built architecture
     (model fields and the task's p, K, L) and the same [train] settings, except lr, weight
     decay and the update constraints (freeze, project_out: PER_MEMBER_TRAIN_FIELDS)."""
-    task = {k: getattr(cfg.task, k) for k in ARCHITECTURE_TASK_FIELDS}
+    task = {k: getattr(cfg.task, k, None) for k in ARCHITECTURE_TASK_FIELDS}  # lego: no p
     train = {k: v for k, v in to_dict(cfg.train).items() if k not in PER_MEMBER_TRAIN_FIELDS}
     model = to_dict(cfg.built_model_config())
     return json.dumps({"model": model, "train": train, "task": task}, sort_keys=True)

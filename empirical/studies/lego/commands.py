@@ -21,7 +21,7 @@ from empirical.studies.lego.analysis import (
     plot_association,
 )
 from empirical.studies.options import AnalyzeOptions
-from empirical.task import load_eval_sets
+from empirical.task.eval_sets import load_eval_sets
 
 __all__ = ["analyze_lego", "report"]
 

@@ -1,11 +1,12 @@
-"""The assign_add family: the paper's task, `c=1,b=17,a=42,b+19=?` (docs/task.md). Its fields
-are TaskConfig's own (`fields.py`); operand designs (`design.py`), draws and sampler
-(`draw.py`) and evaluation sets (`eval_sets.py`) are imported when used; its analysis is the
-paper's. Importing this package imports no torch.
+"""The assign_add family: the paper's task, `c=1,b=17,a=42,b+19=?` (docs/task.md). Its task
+config is `AssignAddTask` (`config.py`); operand designs (`design.py`), draws and sampler
+(`draw.py`) and evaluation sets (`eval_sets.py`) are imported when used (torch); its analysis
+is the paper's. Importing this package imports no torch.
 """
 
 from __future__ import annotations
 
+from empirical.task.assign_add.config import EVAL_SET_NAMES, EXTRA_EVAL_SET_NAMES, AssignAddTask
 from empirical.task.family import Family
 
 __all__ = ["FAMILY", "AssignAdd"]
@@ -31,6 +32,7 @@ class AssignAdd(Family):
 
     name = "assign_add"
     title = "Assign-and-add"
+    config = AssignAddTask
     set_prefixes = ("0var/", "1var/", "2var/", "curated/", "fig3/")
     panel_titles = {
         "0var": "0 variables (both operands numbers)",
@@ -38,11 +40,6 @@ class AssignAdd(Family):
         "2var": "2 variable operands",
         "curated": "curated sets",
     }
-
-    def validate(self, task) -> None:
-        from empirical.task.assign_add.fields import validate_paper_fields
-
-        validate_paper_fields(task)
 
     def vocabulary(self, task):
         from empirical.task.vocab import Vocabulary
@@ -63,14 +60,9 @@ class AssignAdd(Family):
         return TrainingSampler(task, held_out, device)
 
     def eval_set_names(self, task) -> tuple[str, ...]:
-        from empirical.task.assign_add.eval_sets import EVAL_SET_NAMES
-
         return EVAL_SET_NAMES + tuple(task.extra_eval_sets)
 
     def sample_set_names(self, task) -> tuple[str, ...]:
-        from empirical.task.assign_add.eval_sets import EVAL_SET_NAMES
-        from empirical.task.assign_add.fields import EXTRA_EVAL_SET_NAMES
-
         return EVAL_SET_NAMES + EXTRA_EVAL_SET_NAMES
 
     def split_help(self) -> str:

@@ -9,16 +9,13 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 
 from empirical.config.io import ConfigError
+from empirical.task.assign_add.config import AssignAddTask
 from empirical.task.batch import Batch
 from empirical.task.pairs import check_held_out, complement, diagonal_values, ordered_ranks
-
-if TYPE_CHECKING:
-    from empirical.task.config import TaskConfig
 
 Configs = list[tuple[int, int]]
 Groups = list[tuple[float, Configs]]
@@ -102,7 +99,7 @@ def _layout_rows(R: int, A: int, L: int, n: int) -> list[list[int]]:
 class _Ctx:
     """Per-config constants and tables on one device."""
 
-    def __init__(self, cfg: TaskConfig, device, tables: bool = True):
+    def __init__(self, cfg: AssignAddTask, device, tables: bool = True):
         self.p, self.K, self.L = cfg.p, cfg.K, cfg.L
         self.R = R = cfg.region
         self.min_a, self.max_a = lo, A = cfg.min_assignments, cfg.max_assignments
@@ -189,7 +186,7 @@ class Design:
         return self.n_diag if a == b >= 0 else self.n_pair
 
 
-def design_from_configs(cfg: TaskConfig, configs: Configs, weights: list[float], pair_ranks,
+def design_from_configs(cfg: AssignAddTask, configs: Configs, weights: list[float], pair_ranks,
                         diag_values, device, count: str | None = None) -> Design:  # fmt: skip
     """count: the assignment-count rule ("uniform" or "clamped"; default the config's)."""
     p, K, A = cfg.p, cfg.K, cfg.max_assignments
@@ -235,7 +232,7 @@ def design_from_configs(cfg: TaskConfig, configs: Configs, weights: list[float],
     )
 
 
-def make_design(cfg: TaskConfig, groups: Groups, held: torch.Tensor, values: str, device,
+def make_design(cfg: AssignAddTask, groups: Groups, held: torch.Tensor, values: str, device,
                 strict: bool = False) -> Design | None:  # fmt: skip
     """Split each group's weight uniformly over its usable configurations (a same-variable one
     needs an available diagonal pair {x, x}). values: "allowed" (pairs not held out, per
@@ -271,7 +268,7 @@ def make_design(cfg: TaskConfig, groups: Groups, held: torch.Tensor, values: str
     return design_from_configs(cfg, configs, weights, pair_ranks, diag, device)
 
 
-def training_groups(cfg: TaskConfig) -> Groups:
+def training_groups(cfg: AssignAddTask) -> Groups:
     """0-var, 1-var (first), 1-var (second), 2-var groups with cfg.training_group_weights
     (mix = "fractions" or "rows"); each group's weight is split equally over its configs."""
     a13 = [(v, -1) for v in cfg.allowed_vars(0)]

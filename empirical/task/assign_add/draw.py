@@ -11,10 +11,10 @@ otherwise sorts of random keys draw them (same distribution).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 
+from empirical.task.assign_add.config import AssignAddTask
 from empirical.task.assign_add.design import (
     KB_CANON,
     KB_LAY,
@@ -43,9 +43,6 @@ from empirical.task.assign_add.design import (
 )
 from empirical.task.batch import Batch
 from empirical.task.pairs import check_held_out
-
-if TYPE_CHECKING:
-    from empirical.task.config import TaskConfig
 
 
 def _build(ctx: _Ctx, design: Design, c, row, values, canon, lay, dv) -> Batch:
@@ -213,7 +210,9 @@ class TrainingSampler:
     """Draws training batches of one config and held-out table on one device: built once
     (tables on the device), then `sample(n, generator)` is a fixed sequence of torch ops."""
 
-    def __init__(self, cfg: TaskConfig, held_out: torch.Tensor, device="cpu", tables: bool = True):
+    def __init__(
+        self, cfg: AssignAddTask, held_out: torch.Tensor, device="cpu", tables: bool = True
+    ):
         """tables=False forces the sort-based draws (same distribution; for testing)."""
         self.cfg = cfg
         self.device = torch.device(device)

@@ -9,10 +9,10 @@ sets: the paper's Figure 3 metrics").
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 
+from empirical.task.assign_add.config import EVAL_SET_NAMES, EXTRA_EVAL_SET_NAMES, AssignAddTask
 from empirical.task.assign_add.design import Design, _Ctx, design_from_configs, make_design
 from empirical.task.assign_add.draw import (
     draw_given,
@@ -20,22 +20,11 @@ from empirical.task.assign_add.draw import (
     sample_design,
     support_size,
 )
-from empirical.task.assign_add.fields import EXTRA_EVAL_SET_NAMES
 from empirical.task.batch import Batch
 from empirical.task.pairs import complement, cpu_generator, ordered_ranks
 
-if TYPE_CHECKING:
-    from empirical.task.config import TaskConfig
 
-EVAL_SET_NAMES = (
-    "0var/ind", "0var/pair",
-    "1var/ind", "1var/pair", "1var/var", "1var/both",
-    "2var/ind", "2var/pair", "2var/var", "2var/both",
-    "curated/novel_orderings", "curated/held_out_pairs",
-)  # fmt: skip
-
-
-def _groups(cfg: TaskConfig, name: str):
+def _groups(cfg: AssignAddTask, name: str):
     """(groups, values) of a set's design; groups as in sampler.make_design."""
     kind, cat = name.split("/")
     if kind == "curated":
@@ -74,7 +63,7 @@ def _groups(cfg: TaskConfig, name: str):
     return [(1.0, combos)], values
 
 
-def _design(cfg: TaskConfig, name: str, held: torch.Tensor) -> Design | None:
+def _design(cfg: AssignAddTask, name: str, held: torch.Tensor) -> Design | None:
     if name not in EVAL_SET_NAMES:
         known = ", ".join(EVAL_SET_NAMES + EXTRA_EVAL_SET_NAMES)
         raise KeyError(f"unknown evaluation set {name!r}; known: {known}")
@@ -82,7 +71,7 @@ def _design(cfg: TaskConfig, name: str, held: torch.Tensor) -> Design | None:
     return make_design(cfg, groups, held, values, "cpu")
 
 
-def _stratified_held_out(cfg: TaskConfig, ctx: _Ctx, design: Design, g) -> Batch:
+def _stratified_held_out(cfg: AssignAddTask, ctx: _Ctx, design: Design, g) -> Batch:
     """Every ordered held-out pair in each of 4 forms, equally often (>= eval_size rows)."""
     pairs = design.vtab[: design.n_pair].long()
     x0, y0 = pairs[:, 0], pairs[:, 1]
@@ -124,7 +113,7 @@ def _cells(ranks: torch.Tensor, configs: list[int]) -> tuple[torch.Tensor, torch
     return ranks.repeat_interleave(table.numel()), table.repeat(ranks.numel())
 
 
-def _fig3_set(cfg: TaskConfig, name: str, held: torch.Tensor, g) -> Batch | None:
+def _fig3_set(cfg: AssignAddTask, name: str, held: torch.Tensor, g) -> Batch | None:
     """An exact Figure-3 set (docs/task.md), rows shuffled; None if empty."""
     p, K = cfg.p, cfg.K
     held_ranks = ordered_ranks(held, p, cfg.held_out_form)
@@ -163,7 +152,7 @@ def _fig3_set(cfg: TaskConfig, name: str, held: torch.Tensor, g) -> Batch | None
 
 
 def build_set(
-    cfg: TaskConfig, seed: int, name: str, held: torch.Tensor
+    cfg: AssignAddTask, seed: int, name: str, held: torch.Tensor
 ) -> tuple[Batch, bool] | None:
     """One assign_add evaluation set on the CPU: (Batch, enumerated whole support?), or None
     if it cannot exist. `name` is one of EVAL_SET_NAMES or EXTRA_EVAL_SET_NAMES (whether or

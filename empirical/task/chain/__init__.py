@@ -1,11 +1,12 @@
 """The chain family: multi-hop assignment, `a=17,c=4,b=a,d=b,b+5=?` (docs/task.md, "The chain
-family"; docs/chain.md). Fields in `fields.py`, the sampler in `draw.py`, the sets in
-`eval_sets.py`; its analyses and commands are empirical/studies/chain/. No torch on import.
+family"; docs/chain.md). Its task config `ChainTask` in `config.py`, its tokenizer in
+`vocab.py`, the sampler in `draw.py`, the sets in `eval_sets.py` (these three imported when
+used: torch); its analyses and commands are empirical/studies/chain/. No torch on import.
 """
 
 from __future__ import annotations
 
-from empirical.task.chain.fields import ChainFields
+from empirical.task.chain.config import ChainTask
 from empirical.task.family import Family
 
 __all__ = ["FAMILY", "Chain"]
@@ -18,20 +19,13 @@ class Chain(Family):
 
     name = "chain"
     title = "Multi-hop assignment (chain)"
-    fields = ChainFields
+    config = ChainTask
     set_prefixes = ("chain/",)
 
-    def validate(self, task) -> None:
-        from empirical.task.assign_add.fields import validate_paper_fields
-        from empirical.task.chain.fields import validate_chain
-
-        validate_paper_fields(task)
-        validate_chain(task)
-
     def vocabulary(self, task):
-        from empirical.task.vocab import Vocabulary
+        from empirical.task.chain.vocab import ChainVocabulary
 
-        return Vocabulary(task.p, task.K, task.L, pointers=True)
+        return ChainVocabulary(task.p, task.K, task.L)
 
     def layout(self, task) -> tuple[int, int, int]:
         return task.p, task.K, task.L

@@ -25,8 +25,7 @@ from empirical.task.assign_add.design import (
 )
 from empirical.task.assign_add.draw import TrainingSampler
 from empirical.task.batch import Batch
-from empirical.task.chain.fields import capacity, held_out_pointer_pairs, training_hops
-from empirical.task.config import TaskConfig
+from empirical.task.chain.config import ChainTask
 from empirical.task.pairs import check_held_out
 
 
@@ -44,7 +43,7 @@ class ChainPlan:
 class ChainDraw:
     """Draws chain sequences of one config, one operand design and one plan on one device."""
 
-    def __init__(self, cfg: TaskConfig, design: Design, plan: ChainPlan, device, strict: bool):
+    def __init__(self, cfg: ChainTask, design: Design, plan: ChainPlan, device, strict: bool):
         """strict: the held-out pointer pairs are never drawn (training); else they are
         avoided where an alternative exists (evaluation sets)."""
         self.cfg, self.design, self.plan = cfg, design, plan
@@ -52,7 +51,7 @@ class ChainDraw:
         self.strict = strict
         self.p, self.K, self.L = cfg.p, cfg.K, cfg.L
         self.R = cfg.L - 4
-        self.A = capacity(cfg)  # slots: most assignments of a sequence
+        self.A = cfg.capacity  # slots: most assignments of a sequence
         self.D = cfg.chain_distractors
         self.gaps = cfg.padding == "gaps"
         self.targets_first = cfg.chain_order == "targets_first"
@@ -70,7 +69,7 @@ class ChainDraw:
         )
         allowed = torch.ones((K + 1, K), dtype=torch.bool)  # row K: no previous variable
         held = torch.zeros((K + 1, K), dtype=torch.bool)
-        for u, v in held_out_pointer_pairs(cfg):
+        for u, v in cfg.held_out_pointer_pairs():
             allowed[u, v] = False
             held[u, v] = True
         self.allowed_after = allowed.to(dev)
@@ -240,9 +239,9 @@ class ChainDraw:
 
 
 # ---------------------------------------------------------------------- plans
-def training_plan(cfg: TaskConfig) -> ChainPlan:
+def training_plan(cfg: ChainTask) -> ChainPlan:
     """The training plan: the trained hop counts with their weights."""
-    hops, weights = training_hops(cfg)
+    hops, weights = cfg.training_hops
     return ChainPlan(hops=hops, weights=weights, other_hops=hops)
 
 
@@ -250,7 +249,7 @@ class ChainSampler(TrainingSampler):
     """The training sampler of the chain family (the family's `training_sampler` builds it):
     the assign_add sampler's interface, `sample(n, generator)`, vectorised."""
 
-    def __init__(self, cfg: TaskConfig, held_out: torch.Tensor, device="cpu", tables: bool = True):
+    def __init__(self, cfg: ChainTask, held_out: torch.Tensor, device="cpu", tables: bool = True):
         """tables: unused (the chain draw has no tables); kept for the common signature."""
         self.cfg = cfg
         self.device = torch.device(device)

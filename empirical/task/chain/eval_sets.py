@@ -10,33 +10,32 @@ import torch
 
 from empirical.task.assign_add.design import make_design
 from empirical.task.batch import Batch
+from empirical.task.chain.config import ChainTask
 from empirical.task.chain.draw import ChainDraw, ChainPlan
-from empirical.task.chain.fields import evaluated_hops, held_out_pointer_pairs, training_hops
-from empirical.task.config import TaskConfig
 from empirical.task.pairs import cpu_generator
 
 POINTER_SET = "chain/held_out_pointers"
 
 
-def _pointer_sources(cfg: TaskConfig, position: int) -> list[int]:
+def _pointer_sources(cfg: ChainTask, position: int) -> list[int]:
     """Variables allowed at operand `position` that have a held-out pointer target."""
-    sources = {u for u, _ in held_out_pointer_pairs(cfg)}
+    sources = {u for u, _ in cfg.held_out_pointer_pairs()}
     return [v for v in cfg.allowed_vars(position) if v in sources]
 
 
-def chain_eval_set_names(cfg: TaskConfig) -> tuple[str, ...]:
+def chain_eval_set_names(cfg: ChainTask) -> tuple[str, ...]:
     """The chain family's evaluation sets of `cfg`, in a fixed order."""
     names = ["chain/0var"]
-    for h in evaluated_hops(cfg):
+    for h in cfg.evaluated_hops:
         names += [f"chain/1var_h{h}", f"chain/2var_h{h}"]
     if _pointer_sources(cfg, 0) or _pointer_sources(cfg, 1):
         names.append(POINTER_SET)
     return tuple(names)
 
 
-def _set_spec(cfg: TaskConfig, name: str):
+def _set_spec(cfg: ChainTask, name: str):
     """(groups, plan) of a chain evaluation set; KeyError for a name the config lacks."""
-    trained, weights = training_hops(cfg)
+    trained, weights = cfg.training_hops
     if name not in chain_eval_set_names(cfg):
         known = ", ".join(chain_eval_set_names(cfg))
         raise KeyError(f"unknown evaluation set {name!r} for this chain config; known: {known}")
@@ -62,7 +61,7 @@ def _set_spec(cfg: TaskConfig, name: str):
 
 
 def build_chain_eval_set(
-    cfg: TaskConfig, seed: int, name: str, held: torch.Tensor
+    cfg: ChainTask, seed: int, name: str, held: torch.Tensor
 ) -> tuple[Batch, bool] | None:
     """One chain evaluation set on the CPU: (Batch of eval_size rows, False), or None if it
     has no operand configuration."""

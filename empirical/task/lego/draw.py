@@ -14,7 +14,6 @@ import torch
 from disentangled.errors import UserError
 from empirical.task.assign_add.design import draw_in_chunks, weights_cdf
 from empirical.task.batch import Batch
-from empirical.task.family import kept_hops
 from empirical.task.pairs import cpu_generator
 
 SIGNS = ("+", "-")
@@ -229,21 +228,13 @@ class LegoDraw:
 
 
 # ---------------------------------------------------------------------- plans and sets
-def trained_hops(cfg) -> tuple[tuple[int, ...], tuple[float, ...]]:
-    """The query hop counts training asks, with their relative weights."""
-    return kept_hops(cfg.lego_hops, cfg.lego_hop_weights, cfg.lego_held_out_hops)
-
-
-def evaluated_hops(cfg) -> tuple[int, ...]:
-    return tuple(sorted(set(cfg.lego_hops) | set(cfg.lego_held_out_hops)))
-
 
 UNSHUFFLED = "lego/unshuffled"
 
 
 def eval_set_names(cfg) -> tuple[str, ...]:
     """`lego/h{H}` per hop count (trained and held out), then `lego/unshuffled`."""
-    return (*(f"lego/h{h}" for h in evaluated_hops(cfg)), UNSHUFFLED)
+    return (*(f"lego/h{h}" for h in cfg.evaluated_hops), UNSHUFFLED)
 
 
 def set_plan(cfg, name: str) -> LegoPlan:
@@ -251,7 +242,7 @@ def set_plan(cfg, name: str) -> LegoPlan:
         known = ", ".join(eval_set_names(cfg))
         raise KeyError(f"unknown evaluation set {name!r} for this lego config; known: {known}")
     if name == UNSHUFFLED:
-        return LegoPlan(*trained_hops(cfg), order="chain")
+        return LegoPlan(*cfg.trained_hops, order="chain")
     return LegoPlan((int(name.removeprefix("lego/h")),), (1.0,), cfg.lego_order)
 
 
@@ -267,7 +258,7 @@ class LegoSampler:
     def __init__(self, cfg, device="cpu"):
         self.cfg = cfg
         self.device = torch.device(device)
-        plan = LegoPlan(*trained_hops(cfg), cfg.lego_order, cfg.lego_minus_share)
+        plan = LegoPlan(*cfg.trained_hops, cfg.lego_order, cfg.lego_minus_share)
         self.draw = LegoDraw(cfg, plan, self.device)
 
     def sample(self, n: int, generator: torch.Generator) -> Batch:

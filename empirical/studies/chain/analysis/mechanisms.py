@@ -34,7 +34,7 @@ from empirical.studies.chain.analysis.patching import (
     plot_chain_patching,
 )
 from empirical.studies.options import AnalyzeOptions
-from empirical.task import load_eval_sets
+from empirical.task.eval_sets import load_eval_sets
 
 __all__ = ["analyze_chain", "analyze_chain_run", "last_mlp_fourier", "last_qk_identity",
            "report"]  # fmt: skip
@@ -154,6 +154,8 @@ def analyze_chain_run(run_dir, step: int | None = None, out_dir=None, set_name: 
                       fmt: str = "png") -> dict:  # fmt: skip
     """The chain report of a run on `n` sequences of `set_name` (default: chain/1var_h2 where
     the run has it, else its 1-var set of the most hops); returns the payload."""
+    from empirical.runs.rundir import RunDir
+
     t0 = time.perf_counter()
     run = RunDir(run_dir).require_run()
     out = Path(out_dir) if out_dir is not None else run.analysis_dir(step)

@@ -30,7 +30,7 @@ from empirical.studies.chain.analysis.attention import chain_attention, formatio
 from empirical.studies.chain.analysis.qk_coords import chain_chunk, hop_blocks, layer_coordinates
 from empirical.studies.chain.analysis.qk_theory import beta_of, chain_prediction
 from empirical.studies.chain.options import ChainCompareConfig
-from empirical.task import load_eval_sets
+from empirical.task.eval_sets import load_eval_sets
 
 HOPS = ("last", "middle")
 SUBS = ("all", "barv_barv", "barv_v")  # the whole block; the memory; ebar x variable token

@@ -25,7 +25,7 @@ from empirical.studies.chain.analysis.attention import (
     report,
 )
 from empirical.studies.chain.options import ChainAttentionOptions, ChainRunOptions
-from empirical.task import load_eval_sets
+from empirical.task.eval_sets import load_eval_sets
 
 
 def open_chain_run(opts: ChainRunOptions):

@@ -17,7 +17,7 @@ from empirical.runs.rundir import RunDir
 from empirical.studies.chain.analysis.qk_compare import compare_chain_run
 from empirical.studies.chain.analysis.qk_summary import json_text, report, summary_markdown
 from empirical.studies.chain.options import ChainCompareQKOptions
-from empirical.task import load_eval_sets
+from empirical.task.eval_sets import load_eval_sets
 
 
 def run(opts: ChainCompareQKOptions) -> int:

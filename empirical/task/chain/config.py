@@ -1,25 +1,30 @@
-"""The chain family's `chain_*` task fields (`ChainFields`), their validation (only with
-`task.family = "chain"`; docs/task.md, "The chain family") and derived values. Errors are
-ConfigErrors naming the field. No torch here.
+"""`ChainTask`: the chain family's task config, the paper's task (`AssignAddTask`, whose
+fields it reads and checks) plus the `chain_*` fields (docs/task.md, "The chain family"),
+validated on construction, and their derived values. Errors are ConfigErrors naming the
+field. No torch here.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from empirical.config.field_types import MUST, choice, integer, names, split_list
-from empirical.config.io import ConfigError
+from empirical.config.io import ConfigError, config_class
+from empirical.task.assign_add.config import AssignAddTask
 from empirical.task.family import check_hop_counts, kept_hops
+
+__all__ = ["ChainTask"]
 
 CHAIN_ORDERS = ("random", "targets_first")
 
 
-@dataclass
-class ChainFields:
-    """The chain family's task fields (TaskConfig collects them; docs/task.md)."""
+@config_class("task")
+class ChainTask(AssignAddTask):
+    """Assignments that may point to another variable (`b=a`): the paper's fields, then the
+    chain fields (docs/task.md)."""
 
+    family: Literal["chain"] = "chain"  # (in the paper's fields' place: the same TOML order)
     chain_hops: names("hop counts (integers >= 1)", Any) = (1, 2)  # in training
     chain_hop_weights: names("numbers >= 0", Any) = ()  # their relative weights (empty: equal)
     chain_order: choice(*CHAIN_ORDERS) = "random"  # "targets_first": every target first
@@ -31,6 +36,43 @@ class ChainFields:
     # assignments of a distractor chain: uniform on 1..this
     chain_held_out_pointers: names("'u->w' pairs", Any) = ()  # u=w never trained
     chain_held_out_hops: names("hop counts (integers >= 1)", Any) = ()  # only evaluated
+
+    def __post_init__(self) -> None:
+        """The paper's fields (AssignAddTask), then the chain fields on their own and
+        together: something to train, and every chain fits K and L."""
+        super().__post_init__()
+        _check_chain_values(self)
+        _check_chain_fit(self)
+
+    @property
+    def capacity(self) -> int:
+        """Most assignments (= distinct variables) a chain sequence can hold: min(K, (L-4)//2)."""
+        return min(self.K, (self.L - 4) // 2)
+
+    @property
+    def training_hops(self) -> tuple[tuple[int, ...], tuple[float, ...]]:
+        """The hop counts training asks (chain_hops minus chain_held_out_hops) and their
+        relative weights (chain_hop_weights, equal if empty)."""
+        return kept_hops(self.chain_hops, self.chain_hop_weights, self.chain_held_out_hops)
+
+    @property
+    def evaluated_hops(self) -> tuple[int, ...]:
+        """Every hop count with evaluation sets: the trained and the held-out ones, sorted."""
+        return tuple(sorted(set(self.chain_hops) | set(self.chain_held_out_hops)))
+
+    @property
+    def training_max_variables(self) -> int:
+        """Most variables a training sequence holds: two operand chains of the longest trained
+        hop count plus every distractor chain at its longest."""
+        hops, _ = self.training_hops
+        return 2 * max(hops) + self.chain_distractors * self.chain_distractor_length
+
+    def held_out_pointer_pairs(self) -> list[tuple[int, int]]:
+        """The held-out pointer pairs as variable indices (u, w): `u=w` is never trained."""
+        return [
+            (self.letters.index(u), self.letters.index(w))
+            for u, w in (parse_pointer(t, self.letters) for t in self.chain_held_out_pointers)
+        ]
 
 
 def _as_list(value: object, name: str, what: str) -> list:
@@ -44,11 +86,6 @@ def _hop_list(cfg, name: str) -> tuple[int, ...]:
     values = _as_list(getattr(cfg, name), name, "hop counts (integers >= 1)")
     meaning = "1: a variable bound to a number, 2: bound to a variable bound to a number, ..."
     return check_hop_counts(name, values, 1, meaning)
-
-
-def capacity(cfg) -> int:
-    """Most assignments (= distinct variables) a chain sequence can hold: min(K, (L-4) // 2)."""
-    return min(cfg.K, (cfg.L - 4) // 2)
 
 
 def _limit_name(cfg, need: int) -> str:
@@ -85,30 +122,6 @@ def parse_pointer(text: object, letters: str) -> tuple[str, str]:
             "sequence does; name two different variables"
         )
     return u, w
-
-
-def training_hops(cfg) -> tuple[tuple[int, ...], tuple[float, ...]]:
-    """The hop counts training asks (task.chain_hops minus task.chain_held_out_hops) and
-    their relative weights (task.chain_hop_weights, equal if empty)."""
-    return kept_hops(cfg.chain_hops, cfg.chain_hop_weights, cfg.chain_held_out_hops)
-
-
-def evaluated_hops(cfg) -> tuple[int, ...]:
-    """Every hop count with evaluation sets: the trained and the held-out ones, sorted."""
-    return tuple(sorted(set(cfg.chain_hops) | set(cfg.chain_held_out_hops)))
-
-
-def training_max_variables(cfg) -> int:
-    """Most variables a training sequence holds: two operand chains of the longest trained
-    hop count plus every distractor chain at its longest."""
-    hops, _ = training_hops(cfg)
-    return 2 * max(hops) + cfg.chain_distractors * cfg.chain_distractor_length
-
-
-def validate_chain(cfg) -> None:
-    """Check and normalise the chain fields of `cfg` (family "chain"); ConfigError else."""
-    _check_chain_values(cfg)
-    _check_chain_fit(cfg)
 
 
 def _check_chain_values(cfg) -> None:
@@ -148,7 +161,7 @@ def _check_chain_values(cfg) -> None:
 def _check_chain_fit(cfg) -> None:
     """The chain fields together: something to train, and every chain fits K and L."""
     hops = cfg.chain_hops
-    trained, trained_weights = training_hops(cfg)
+    trained, trained_weights = cfg.training_hops
     if not trained:
         raise ConfigError(
             f"task.chain_held_out_hops = {list(cfg.chain_held_out_hops)} holds out every hop "
@@ -160,9 +173,9 @@ def _check_chain_fit(cfg) -> None:
             f"task.chain_hop_weights = {list(cfg.chain_hop_weights)} gives weight 0 to every "
             f"trained hop count {list(trained)}; give one of them a weight > 0"
         )
-    for h in evaluated_hops(cfg):
+    for h in cfg.evaluated_hops:
         need = 2 * h  # a 2-var sequence: two chains of up to h hops
-        if need > capacity(cfg):
+        if need > cfg.capacity:
             name = "chain_hops" if h in hops else "chain_held_out_hops"
             raise ConfigError(
                 f"task.{name}: hop count {h} does not fit: a 2-var sequence with two {h}-hop "
@@ -174,8 +187,8 @@ def _check_chain_fit(cfg) -> None:
             f"trained hop count {max(trained)}: a distractor chain that long would put an "
             "untrained hop count into training; make it at most that"
         )
-    need = training_max_variables(cfg)
-    if need > capacity(cfg):
+    need = cfg.training_max_variables
+    if need > cfg.capacity:
         raise ConfigError(
             f"task.chain_distractors = {cfg.chain_distractors} chains of up to "
             f"task.chain_distractor_length = {cfg.chain_distractor_length} assignments besides "
@@ -201,11 +214,3 @@ def _check_chain_fit(cfg) -> None:
                 f"{cfg.K} variables, so a chain through {u!r} could be left with no target; "
                 f"hold out at most {max(spare, 0)} per variable (or raise task.K)"
             )
-
-
-def held_out_pointer_pairs(cfg) -> list[tuple[int, int]]:
-    """The held-out pointer pairs as variable indices (u, w): `u=w` is never trained."""
-    return [
-        (cfg.letters.index(u), cfg.letters.index(w))
-        for u, w in (parse_pointer(t, cfg.letters) for t in cfg.chain_held_out_pointers)
-    ]
