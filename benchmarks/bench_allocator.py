@@ -63,7 +63,8 @@ if what == "steps":
            "sys": (r1.ru_stime - r0.ru_stime) / steps * 1e3, "hash": digest.hexdigest()[:16]}
 else:
     from threadpoolctl import threadpool_limits
-    from empirical.bridge.compare_qk import Options, compare_run
+    from empirical.bridge.compare_qk.options import Options
+    from empirical.bridge.compare_qk.run_comparison import compare_run
     r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     with threadpool_limits(limits=blas or None, user_api="blas"):
         compare_run(arg, Options(progress=False))

@@ -7,24 +7,31 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.bridge.compare_qk import (
-    barv_block,
+from empirical.bridge.compare_qk.coords import (
+    col_labels,
     coordinates,
-    cosine,
-    g1_block,
-    gradients,
-    identity_score,
-    layer1,
-    layer2,
-    one_var_batch,
+    row_labels,
     set_qk,
-    sign_agreement,
     theorem_w,
 )
-from empirical.bridge.compare_qk.coords import col_labels, row_labels
-from empirical.bridge.compare_qk.metrics import attenuation_entries, subblock_cosines
-from empirical.bridge.compare_qk.observe import Weights, layer2_attention, loss_of
-from empirical.bridge.compare_qk.prediction import ab_from_beta
+from empirical.bridge.compare_qk.metrics import (
+    attenuation_entries,
+    barv_block,
+    cosine,
+    identity_score,
+    sign_agreement,
+    subblock_cosines,
+)
+from empirical.bridge.compare_qk.observe import (
+    Weights,
+    gradients,
+    layer1,
+    layer2,
+    layer2_attention,
+    loss_of,
+    one_var_batch,
+)
+from empirical.bridge.compare_qk.prediction import ab_from_beta, g1_block
 from empirical.model import AssignAddTransformer, ModelConfig
 from empirical.task import TaskConfig
 

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.bridge.compare_qk import one_var_batch
 from empirical.bridge.compare_qk.coords import Coordinates, col_labels, row_labels
 from empirical.bridge.compare_qk.frames import EXACT, Frames
 from empirical.bridge.compare_qk.metrics import (
@@ -21,6 +20,7 @@ from empirical.bridge.compare_qk.metrics import (
     subblock,
     subblock_cosines,
 )
+from empirical.bridge.compare_qk.observe import one_var_batch
 from empirical.bridge.compare_qk.options import DEFAULT_FRAME, FRAMES, Options
 from empirical.bridge.compare_qk.prediction import PopulationG1, make_predictor, prediction_kind
 from empirical.bridge.compare_qk.updates import decay_factor, score_attribution, undecayed_update

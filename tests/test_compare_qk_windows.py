@@ -7,11 +7,21 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.bridge.compare_qk import cosine, g1_block, one_var_batch
 from empirical.bridge.compare_qk.coords import col_labels, row_labels
-from empirical.bridge.compare_qk.metrics import TERMS, theorem_terms
-from empirical.bridge.compare_qk.observe import Weights, gradients, layer1, split_gradients
-from empirical.bridge.compare_qk.prediction import PopulationG1, ab_from_beta, closed_form_applies
+from empirical.bridge.compare_qk.metrics import TERMS, cosine, theorem_terms
+from empirical.bridge.compare_qk.observe import (
+    Weights,
+    gradients,
+    layer1,
+    one_var_batch,
+    split_gradients,
+)
+from empirical.bridge.compare_qk.prediction import (
+    PopulationG1,
+    ab_from_beta,
+    closed_form_applies,
+    g1_block,
+)
 from empirical.bridge.compare_qk.windows import (
     default_windows,
     in_window,

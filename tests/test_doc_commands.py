@@ -104,7 +104,14 @@ def parse_only(command: DocCommand, monkeypatch):
             return None
         if args[0] not in COMMANDS:
             raise UsageError(f"unknown command {args[0]!r}")
-        run = importlib.import_module(COMMANDS[args[0]][0]).run
+        if COMMANDS[args[0]].options is None:
+            run = importlib.import_module(COMMANDS[args[0]].module).run
+        else:  # its parser is built from its options class
+            from empirical.__main__ import options_class
+            from empirical.config.options import parse_options
+
+            cls = options_class(COMMANDS[args[0]])
+            run = lambda words: parse_options(cls, words)  # noqa: E731
         args = args[1:]
     else:
         run = importlib.import_module(f"{command.package}.__main__")._main

@@ -291,15 +291,18 @@ def test_analysis_plot_functions_return_figures_without_saving(run, tmp_path, mo
 
 @pytest.mark.slow  # the whole comparison again, as PDF (PNG: test_compare_qk_pipeline)
 def test_compare_qk_figures_as_pdf(run, tmp_path):
-    from empirical.bridge.compare_qk import Options, compare_run, write_outputs
+    from empirical.bridge.compare_qk.options import Options
+    from empirical.bridge.compare_qk.outputs import report
+    from empirical.bridge.compare_qk.run_comparison import compare_run
+    from empirical.report.writer import write_report
 
     rd, cfg = run
     opts = Options(
         steps=[0, 20, 40], batch_size=128, one_step_at=20, one_step_lrs=(1.0,),
         score_steps=(1.0,), eval_size=100, progress=False,
     )  # fmt: skip
-    paths = write_outputs(compare_run(rd.path, opts), tmp_path, fmt="pdf")
-    for key in ("cosines", "structure", "assumptions", "one_step", "blocks_png"):
+    paths = write_report(report(compare_run(rd.path, opts)), tmp_path, fmt="pdf")
+    for key in ("cosines", "structure", "assumptions", "one_step", "blocks_step_000020"):
         assert paths[key].suffix == ".pdf", key
         assert_valid(paths[key], "pdf")
     assert not list(tmp_path.glob("*.png"))

@@ -14,19 +14,11 @@ import pytest
 import torch
 
 from empirical.__main__ import main as empirical_main
-from empirical.bridge.ladder_dynamics import (
-    RELEASES,
-    Context,
-    DynamicsConfig,
-    composing_step,
-    first_update_check,
-    ladder_variants,
-    train_run,
-)
-from empirical.bridge.ladder_dynamics.config import TheoremSection
-from empirical.bridge.ladder_dynamics.trainer import make_optimizer
-from empirical.bridge.ladder_dynamics.variants import PARAMETERS
-from empirical.bridge.theorem_model import build_theorem_model
+from empirical.bridge.ladder_dynamics.config import RELEASES, DynamicsConfig, TheoremSection
+from empirical.bridge.ladder_dynamics.onestep import composing_step, first_update_check
+from empirical.bridge.ladder_dynamics.trainer import Context, make_optimizer, train_run
+from empirical.bridge.ladder_dynamics.variants import PARAMETERS, ladder_variants
+from empirical.bridge.theorem_model.construct import build_theorem_model
 from empirical.config.io import ConfigError, load_config
 
 SMALL = TheoremSection(p=3, K=2, beta=2.0, xi=1.0)

@@ -23,17 +23,15 @@ from disentangled.pieces import (
 from disentangled.population import iter_compact, to_dense
 from empirical.bridge.ladder_dynamics.config import DynamicsConfig
 from empirical.bridge.ladder_dynamics.trainer import _batch, make_optimizer
-from empirical.bridge.theorem_model import (
-    TheoremModelConfig,
-    build_theorem_model,
-    theorem_population,
-)
+from empirical.bridge.theorem_model.config import TheoremModelConfig
+from empirical.bridge.theorem_model.construct import build_theorem_model
 from empirical.bridge.theorem_model.pieces import (
     compare_pieces,
     layer1_mask,
     model_piece_gradients,
     model_pieces,
 )
+from empirical.bridge.theorem_model.token_population import theorem_population
 
 SIM = SimConfig(p=3, K=2, beta=2.0)
 CFG = TheoremModelConfig(p=3, K=2, beta=2.0, xi=3.0)

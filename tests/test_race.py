@@ -13,22 +13,24 @@ import pytest
 import torch
 
 from empirical.__main__ import main as empirical_main
-from empirical.bridge.ladder_dynamics import Context, DynamicsConfig, train_run
-from empirical.bridge.ladder_dynamics.config import TheoremSection
-from empirical.bridge.ladder_dynamics.trainer import make_optimizer
-from empirical.bridge.race import fit_tau, predict, race_configs, split_of, step_zero
+from empirical.bridge.ladder_dynamics.config import DynamicsConfig, TheoremSection
+from empirical.bridge.ladder_dynamics.trainer import Context, make_optimizer, train_run
+from empirical.bridge.race.configs import race_configs, split_of
 from empirical.bridge.race.criterion import (
     StepZero,
     first_update,
     population_gradient,
+    predict,
     score_update,
+    step_zero,
 )
-from empirical.bridge.theorem_model import (
+from empirical.bridge.race.fit import fit_tau
+from empirical.bridge.theorem_model.construct import (
     build_theorem_model,
-    population_accuracy,
     score_matrix,
     set_score_matrix,
 )
+from empirical.bridge.theorem_model.gradient import population_accuracy
 
 SMALL = TheoremSection(p=3, K=2, beta=2.0, xi=3.0)
 
@@ -169,10 +171,14 @@ def test_command_writes_the_table_and_resumes(tmp_path, capsys):
     assert set(runs) == {"0", "1"} and runs["0"] == before
 
 
-def test_configuration_names_with_an_equals_sign_stay_names():
-    from empirical.cli.race import build_parser
-    from empirical.config.command_line import overrides_from_lists
+def test_configuration_names_with_an_equals_sign_stay_names(tmp_path):
+    from empirical.bridge.race.options import RaceOptions
+    from empirical.config.options import parse_options
 
-    args = build_parser().parse_args(["--only", "baseline", "embeddings@lr=1e-4", "steps=20"])
-    overrides_from_lists(args, ("only", "seeds"))
-    assert args.only == ["baseline", "embeddings@lr=1e-4"] and args.overrides == ["steps=20"]
+    out = ["--out", str(tmp_path / "race")]
+    opts = parse_options(RaceOptions, [*out, "--only", "baseline", "embeddings@lr=1e-4",
+                                       "steps=20"])  # fmt: skip
+    assert opts.only == ("baseline", "embeddings@lr=1e-4") and opts.overrides == ("steps=20",)
+    opts = parse_options(RaceOptions, [*out, "theorem.p=3", "--seeds", "1", "0", "steps=20"])
+    assert opts.seeds == (1, 0) and opts.overrides == ("theorem.p=3", "steps=20")
+    assert [c.name for c in opts.configurations()][:2] == ["baseline", "ov"]

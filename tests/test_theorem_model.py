@@ -15,24 +15,24 @@ import torch
 from disentangled.experiments import accuracies, dynamics
 from disentangled.fast import chunk_forward
 from disentangled.gradient import g1, population_gradient, population_loss
-from disentangled.model import fourier_mlp, initial_W
+from disentangled.model import fourier_mlp, fourier_mlp_weights, initial_W
 from disentangled.population import compact_slice, population_size
-from empirical.bridge.theorem_model import (
-    Layout,
-    TheoremModelConfig,
-    augmented_inputs,
+from empirical.bridge.theorem_model.config import TheoremModelConfig
+from empirical.bridge.theorem_model.construct import (
     build_theorem_model,
-    fourier_mlp_weights,
+    routing_leak,
+    routing_targets,
+    theorem_coordinates,
+)
+from empirical.bridge.theorem_model.gradient import (
     gradient_descent,
     merged_gradient,
     model_g1,
     population_accuracy,
-    routing_leak,
-    routing_targets,
-    theorem_coordinates,
     theorem_gradient,
-    theorem_population,
 )
+from empirical.bridge.theorem_model.layout import Layout
+from empirical.bridge.theorem_model.token_population import augmented_inputs, theorem_population
 from empirical.config.io import ConfigError
 from empirical.model import AssignAddTransformer, ModelConfig, load_model, save_model
 from empirical.model.batched import BatchedModel

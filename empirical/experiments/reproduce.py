@@ -98,11 +98,14 @@ def compare_qk_stage(run: RunDir, root: Path, progress: bool, label: str = "",
                      done: dict | None = None) -> Stage:  # fmt: skip
     """`compare-qk` of one run directory (kept if newer than its final model). `done`:
     snapshot analyses made ahead (following_compare_qk_stage)."""
-    from empirical.bridge.compare_qk import Options, compare_run, write_outputs
+    from empirical.bridge.compare_qk.options import Options
+    from empirical.bridge.compare_qk.outputs import report
+    from empirical.bridge.compare_qk.run_comparison import compare_run
+    from empirical.report.writer import write_report
 
     def compare() -> None:
         result = compare_run(run.path, Options(progress=progress), done=done)
-        write_outputs(result, run.compare_qk_dir)
+        write_report(report(result), run.compare_qk_dir)
 
     output = run.compare_qk_dir / RunDir.COMPARE_QK_JSON
     return _run_dir_stage(run, root, f"{label}compare-qk", output, compare)

@@ -138,8 +138,8 @@ def follow_training(run, stop) -> dict:
     """Our run's compare-qk of each snapshot that has a successor, as the training (another
     process) writes them, on idle CPU time, until `stop` is set: {step: analysis} for
     compare_qk's `done` (empirical.bridge.compare_qk.follow)."""
-    from empirical.bridge.compare_qk import Options
     from empirical.bridge.compare_qk.follow import SnapshotInputs, follow_snapshots
+    from empirical.bridge.compare_qk.options import Options
 
     while not (stop.is_set() or run.is_run()):  # until the training writes its config
         time.sleep(1.0)

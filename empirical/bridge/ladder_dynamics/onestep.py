@@ -19,14 +19,10 @@ from disentangled.metrics import population_stats
 from disentangled.model import initial_W
 from empirical.bridge.ladder_dynamics.config import DynamicsConfig
 from empirical.bridge.ladder_dynamics.trainer import Context, train_run
-from empirical.bridge.theorem_model import (
-    Layout,
-    build_theorem_model,
-    population_accuracy,
-    set_score_matrix,
-    theorem_gradient,
-    theorem_population,
-)
+from empirical.bridge.theorem_model.construct import build_theorem_model, set_score_matrix
+from empirical.bridge.theorem_model.gradient import population_accuracy, theorem_gradient
+from empirical.bridge.theorem_model.layout import Layout
+from empirical.bridge.theorem_model.token_population import theorem_population
 
 GRID = tuple(float(x) for x in np.geomspace(1e-2, 1e4, 61))
 REL_TOL = 1e-3

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from empirical.bridge.theorem_model import TokenPopulation
+from empirical.bridge.theorem_model.token_population import TokenPopulation
 
 
 def held_out_pairs(p: int, fraction: float, seed: int) -> Tensor:

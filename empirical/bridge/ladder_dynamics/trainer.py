@@ -19,15 +19,10 @@ from disentangled.gradient import cross_entropy_terms
 from empirical.bridge.ladder_dynamics.config import DynamicsConfig
 from empirical.bridge.ladder_dynamics.restrict import held_out_pairs, restrict
 from empirical.bridge.ladder_dynamics.variants import trainable_names, variant_name
-from empirical.bridge.theorem_model import (
-    Layout,
-    TokenPopulation,
-    build_theorem_model,
-    model_g1,
-    population_accuracy,
-    score_matrix,
-    theorem_population,
-)
+from empirical.bridge.theorem_model.construct import build_theorem_model, score_matrix
+from empirical.bridge.theorem_model.gradient import model_g1, population_accuracy
+from empirical.bridge.theorem_model.layout import Layout
+from empirical.bridge.theorem_model.token_population import TokenPopulation, theorem_population
 
 
 @dataclass

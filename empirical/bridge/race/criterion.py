@@ -20,12 +20,12 @@ from disentangled.experiments import ebar_block
 from disentangled.gradient import cross_entropy_terms
 from empirical.bridge.ladder_dynamics.onestep import smallest_composing
 from empirical.bridge.ladder_dynamics.trainer import Context, make_optimizer, memory_entries
-from empirical.bridge.theorem_model import (
+from empirical.bridge.theorem_model.construct import (
     build_theorem_model,
-    population_accuracy,
     score_matrix,
     set_score_matrix,
 )
+from empirical.bridge.theorem_model.gradient import population_accuracy
 
 INPUT_GROUPS = ("layer1", "embeddings")
 GRID = tuple(float(x) for x in np.geomspace(1.0, 1e5, 61))  # steps
