@@ -46,28 +46,28 @@ def figures(result: dict) -> dict[str, Figure]:
     name = run.label() if run.is_run() else run.name
     frame = result.get("frame", "orth")
     cos_title = f"{name}: theory's G1 vs the layer-2 QK update"
-    made = {"cosines": figure(lambda: plots.plot_cosines(result, None, cos_title))}
+    made = {"cosines": figure(lambda: plots.plot_cosines(result, cos_title))}
     for f in [f for f in frames_of(result) if f != frame]:  # cosines_orth, ...
         made[f"cosines_{f}"] = figure(
-            lambda f=f: plots.plot_cosines(result, None, cos_title, frame=f))  # fmt: skip
+            lambda f=f: plots.plot_cosines(result, cos_title, frame=f))  # fmt: skip
     for key, plot, title in (
         ("terms", plots.plot_terms, "the theorem's all-assignment term along training"),
         ("structure", plots.plot_structure, "associative memory and attenuation"),
         ("assumptions", plots.plot_assumptions, "the theorem's assumptions, measured"),
     ):
-        made[key] = figure(lambda plot=plot, title=title: plot(result, None, f"{name}: {title}"))
+        made[key] = figure(lambda plot=plot, title=title: plot(result, f"{name}: {title}"))
     one = result.get("one_step")
     rows, cols = result["labels"]["rows"], result["labels"]["cols"]
     at = one.get("step") if one and "step" in one else result["steps"][-1]["step"]
     at_step = {k: M for k, items in result["_blocks"].items() for s, M in items if s == at}
     if at_step:
         made[f"blocks_step_{at:06d}"] = figure(lambda: step_plots.plot_blocks(
-            at_step, rows, cols, result["task"]["L"], None,
+            at_step, rows, cols, result["task"]["L"],
             f"{name}, step {at}: blocks (rows: query, columns: key)", frame=frame,
         ))  # fmt: skip
     if one and "families" in one:
         made["one_step"] = figure(lambda: step_plots.plot_one_step(
-            one, None, f"{name}: one step on 1-var data from step {one['step']}"))  # fmt: skip
+            one, f"{name}: one step on 1-var data from step {one['step']}"))  # fmt: skip
     return made
 
 

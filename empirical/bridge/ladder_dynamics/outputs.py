@@ -9,7 +9,7 @@ import numpy as np
 
 from empirical.bridge.ladder_dynamics.config import DynamicsConfig
 from empirical.config.io import config_to_toml
-from empirical.report.figures import OKABE_ITO, save_figure
+from empirical.report.figures import OKABE_ITO
 from empirical.report.writer import Figure, Json, Report
 
 
@@ -100,7 +100,7 @@ def summary_markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_ladder_dynamics(result: dict, path=None, fmt: str | None = None):
+def plot_ladder_dynamics(result: dict):
     """Left: mean 2-var accuracy over steps per variant. Right: per variant, the step at
     which 2-var composes (per seed; 'never' at the right edge) and the cosines with G1."""
     rows, runs = result["variants"], result["runs"]
@@ -158,7 +158,7 @@ def plot_ladder_dynamics(result: dict, path=None, fmt: str | None = None):
     ax3.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=1)
     fig.suptitle("Training Theorem C.1's model with one constraint released at a time "
                  "(baseline: layer-2 W_QK only, plain SGD, 1-var data)")  # fmt: skip
-    return save_figure(fig, path, fmt)
+    return fig
 
 
 def report(result: dict, cfg: DynamicsConfig | None = None) -> Report:

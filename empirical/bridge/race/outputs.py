@@ -7,7 +7,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from empirical.bridge.ladder_dynamics.outputs import steps_text
-from empirical.report.figures import OKABE_ITO, save_figure
+from empirical.report.figures import OKABE_ITO
 from empirical.report.writer import Figure, Json, Report
 
 
@@ -56,7 +56,7 @@ def _clip(x, lo: float, hi: float) -> float:
     return hi if x is None or x > hi else max(x, lo)
 
 
-def plot_race(result: dict, path=None, fmt: str | None = None):
+def plot_race(result: dict):
     """x: T_mem / (tau T_in) (left of 1: the memory wins); y: T_mem / S (below 1: in
     budget); colour: the outcome; marker: the split; a cross: mispredicted."""
     fig, ax = plt.subplots(figsize=(10, 7), layout="constrained")
@@ -88,7 +88,7 @@ def plot_race(result: dict, path=None, fmt: str | None = None):
         plt.Line2D([], [], color="black", marker="x", ls="", label="mispredicted"),
     ]  # fmt: skip
     ax.legend(handles=handles, loc="lower right", fontsize=9)
-    return save_figure(fig, path, fmt)
+    return fig
 
 
 def report(result: dict) -> Report:
