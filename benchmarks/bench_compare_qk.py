@@ -46,8 +46,9 @@ def main() -> None:
     use_cli_backend()
     torch.set_num_threads(args.threads)
     from empirical.bridge.compare_qk.options import Options
-    from empirical.bridge.compare_qk.outputs import write_outputs
+    from empirical.bridge.compare_qk.outputs import report
     from empirical.bridge.compare_qk.run_comparison import compare_run
+    from empirical.report.writer import write_report
 
     opts = Options(
         steps=args.steps, every=args.every, one_step=not args.no_one_step,
@@ -60,7 +61,7 @@ def main() -> None:
         result = compare_run(args.run_dir, opts)
         t_run, c_run = time.perf_counter() - t, time.process_time() - c
         t, c = time.perf_counter(), time.process_time()
-        write_outputs(result, out, figures=not args.no_figures)
+        write_report(report(result), out, figures=not args.no_figures)
         t_out, c_out = time.perf_counter() - t, time.process_time() - c
     n = len(result["steps"])
     one = result.get("one_step") or {}
@@ -81,7 +82,7 @@ def main() -> None:
             f"  of which the one-step test at step {one['step']}: {one['elapsed_one_step_s']:.1f} s"
         )
     print(
-        f"write_outputs (JSON, blocks.npz, summary.md, figures): {t_out:.1f} s ({c_out:.1f} s CPU)"
+        f"write_report (JSON, blocks.npz, summary.md, figures): {t_out:.1f} s ({c_out:.1f} s CPU)"
     )
     print(f"total: {t_run + t_out:.1f} s wall clock ({(t_run + t_out) / 60:.1f} min)")
 

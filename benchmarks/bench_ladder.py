@@ -39,8 +39,10 @@ def main() -> None:
 
     use_cli_backend()
     torch.set_num_threads(args.threads)
-    from empirical.bridge.ladder.outputs import write_outputs
-    from empirical.bridge.ladder.snapshot_ladder import LadderOptions, run_ladder
+    from empirical.bridge.ladder.options import LadderOptions
+    from empirical.bridge.ladder.outputs import report
+    from empirical.bridge.ladder.snapshot_ladder import run_ladder
+    from empirical.report.writer import write_report
 
     load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     log = io.StringIO()
@@ -51,7 +53,7 @@ def main() -> None:
             result = run_ladder(args.run_dir, LadderOptions(step=args.step))
         t_run, c_run = time.perf_counter() - t, time.process_time() - c
         t = time.perf_counter()
-        write_outputs(result, out)
+        write_report(report(result), out)
         t_write = time.perf_counter() - t
     load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(

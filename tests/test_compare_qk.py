@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.bridge.compare_qk import layer1, layer2
 from empirical.bridge.compare_qk.coords import (
     col_labels,
     coordinates,
@@ -26,6 +25,8 @@ from empirical.bridge.compare_qk.metrics import (
 from empirical.bridge.compare_qk.observe import (
     Weights,
     gradients,
+    layer1,
+    layer2,
     layer2_attention,
     loss_of,
     one_var_batch,
@@ -33,13 +34,13 @@ from empirical.bridge.compare_qk.observe import (
 from empirical.bridge.compare_qk.prediction import ab_from_beta, g1_block
 from empirical.model.config import ModelConfig
 from empirical.model.transformer import AssignAddTransformer
-from empirical.task.config import TaskConfig, task_config
+from empirical.task.config import TaskConfig
 
 P, K, L = 5, 2, 16
 
 
 def small_task(p=P, k=K) -> TaskConfig:
-    return task_config(p=p, K=k, L=L, max_assignments=k, r1=[], r2=[], eval_size=200)
+    return TaskConfig(p=p, K=k, L=L, max_assignments=k, r1=[], r2=[], eval_size=200)
 
 
 def orthonormal_model(d_model=34, seed=0) -> tuple[AssignAddTransformer, torch.Tensor]:

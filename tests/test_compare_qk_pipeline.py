@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from empirical.bridge.compare_qk.options import Options
-from empirical.bridge.compare_qk.outputs import write_outputs
+from empirical.bridge.compare_qk.outputs import report
 from empirical.bridge.compare_qk.run_comparison import compare_run
+from empirical.report.writer import Figure, jsonable, write_report
 from empirical.runs.config import load_run_config
 from empirical.runs.metrics_log import read_metrics
 from empirical.train.loop import train_run
@@ -149,15 +150,15 @@ def test_pipeline_end_to_end(pipeline, run_dir, tmp_path):
     for r in result["steps"]:
         assert 0 < r["terms"]["pred"]["share"]["residual"] < 0.1
         assert 0 <= r["terms"]["weights"]["aw_share_vs_memory"] <= 1
-    paths = write_outputs(result, tmp_path / "out", figures=False)  # figures: the next tests
-    data = _strict(paths["json"].read_text())
+    paths = write_report(report(result), tmp_path / "out", figures=False)  # figures: the next tests
+    data = _strict(paths["compare_qk.json"].read_text())
     assert data["one_step"]["step"] == 20 and len(data["steps"]) == 3
     assert not list((tmp_path / "out").glob("*.png"))
-    npz = np.load(paths["blocks"])
+    npz = np.load(paths["blocks.npz"])
     assert npz["orth__grad_ce"].shape == (3, 2 + 3, 11 + 3 + 3 + 16 + 3)
     assert npz["dual__diff_nodecay"].shape == npz["pred_dual"].shape == (3, 5, 36)
     assert np.isnan(npz["raw__diff"][-1]).all() and np.isfinite(npz["raw__diff"][0]).all()
-    summary = paths["summary"].read_text()
+    summary = paths["summary.md"].read_text()
     assert "| 20 |" in summary and "## Training windows" in summary
     assert "## One step from step 20" in summary and "[Wilson 95% interval]" in summary
     assert "dual frame" in summary and "sign null" in summary and "W_QK part" in summary
@@ -165,37 +166,29 @@ def test_pipeline_end_to_end(pipeline, run_dir, tmp_path):
 
 
 FIGURES = ("cosines", "cosines_raw", "cosines_orth", "cosines_score", "terms", "structure",
-           "assumptions", "one_step", "blocks_png")  # fmt: skip
+           "assumptions", "blocks_step_000020", "one_step")  # fmt: skip
 
 
 def test_every_figure_is_made(pipeline):
-    """Each figure of the pipeline made from its result, not drawn (drawing them all takes
-    most of compare-qk's time on a toy run: the next, slow test writes them)."""
+    """Each figure the comparison's report declares made from its result, not saved (saving
+    them all takes most of compare-qk's time on a toy run: the next, slow test writes them)."""
     import matplotlib.pyplot as plt
 
-    from empirical.bridge.compare_qk import plots, step_plots
-
-    result = pipeline
-    frames = ("dual", "raw", "orth", "score")
-    figs = [plots.plot_cosines(result, None, "t", frame=f) for f in frames]
-    figs += [plot(result, None, "t") for plot in
-             (plots.plot_terms, plots.plot_structure, plots.plot_assumptions)]  # fmt: skip
-    blocks = {k: M for k, items in result["_blocks"].items() for s, M in items if s == 20}
-    labels = result["labels"]
-    figs.append(step_plots.plot_blocks(blocks, labels["rows"], labels["cols"], 16, None, "t",
-                                       frame="dual"))  # fmt: skip
-    figs.append(step_plots.plot_one_step(result["one_step"], None, "t"))
-    assert len(figs) == len(FIGURES)
-    for fig in figs:
-        assert fig.axes and fig.axes[0].has_data(), fig
+    declared = {k: f for k, f in report(pipeline).files.items() if isinstance(f, Figure)}
+    assert sorted(declared) == sorted(FIGURES)
+    for name, figure in declared.items():
+        fig = figure.draw()
+        assert fig.axes and fig.axes[0].has_data(), name
         plt.close(fig)
 
 
 @pytest.mark.slow  # drawing nine figures: about 10 s quiet, 30 s on a busy 2-core machine
 def test_every_figure_is_written(pipeline, tmp_path):
-    paths = write_outputs(pipeline, tmp_path / "out")
+    paths = write_report(report(pipeline), tmp_path / "out")
     for key in FIGURES:
+        assert paths[key] == tmp_path / "out" / f"{key}.png"
         assert paths[key].stat().st_size > 10_000, key
+
 
 def test_cli(run_dir, tmp_path, capsys):
     from empirical.__main__ import main
@@ -285,7 +278,6 @@ def test_snapshots_analysed_ahead_give_the_same_result(run_dir, monkeypatch):
     import os
 
     from empirical.bridge.compare_qk.follow import SnapshotInputs, follow_snapshots
-    from empirical.bridge.compare_qk.outputs import jsonable
     from empirical.runs.rundir import RunDir
 
     opts = Options(

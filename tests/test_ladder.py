@@ -12,10 +12,12 @@ import torch
 
 from empirical.bridge.compare_qk.observe import Weights, gradients, layer1, one_var_batch
 from empirical.bridge.ladder.forward import Forward, hooked_logits, routing_pattern
-from empirical.bridge.ladder.outputs import write_outputs
+from empirical.bridge.ladder.options import LadderOptions
+from empirical.bridge.ladder.outputs import report
 from empirical.bridge.ladder.rungs import PIECES, build_rungs
-from empirical.bridge.ladder.snapshot_ladder import LadderOptions, run_ladder
+from empirical.bridge.ladder.snapshot_ladder import run_ladder
 from empirical.bridge.ladder.weights import build_model
+from empirical.report.writer import write_report
 from empirical.runs.config import load_run_config
 from empirical.task.pairs import held_out_pairs
 from empirical.train.loop import train_run
@@ -65,8 +67,9 @@ def test_last_rung_is_compare_qk_gradient(tiny_run, ladder_result):
 
 
 def test_every_rung_changes_one_named_piece(ladder_result, tmp_path):
-    paths = write_outputs(ladder_result, tmp_path, figures=False)
-    data = json.loads(paths["json"].read_text())
+    paths = write_report(report(ladder_result), tmp_path, figures=False)
+    assert set(paths) == {"ladder.json", "summary.md", "blocks.npz"}
+    data = json.loads(paths["ladder.json"].read_text())
     rungs = data["rungs"]
     assert [r["name"] for r in rungs] == [
         "theorem", "order", "data", "loss", "readout", "layer1", "embeddings", "trained",
@@ -116,9 +119,9 @@ def test_routing_rungs_need_the_hook(tiny_run):
 
 @pytest.mark.slow
 def test_the_ladder_figure_is_written(ladder_result, tmp_path):
-    paths = write_outputs(ladder_result, tmp_path, fmt="png")
-    assert paths["figure"] == tmp_path / "ladder.png"
-    assert paths["figure"].stat().st_size > 10_000
+    paths = write_report(report(ladder_result), tmp_path, fmt="png")
+    assert paths["ladder"] == tmp_path / "ladder.png"
+    assert paths["ladder"].stat().st_size > 10_000
     assert not list(tmp_path.glob(".*"))  # written atomically: no temporary file left
 
 
@@ -153,8 +156,14 @@ def test_last_rung_on_the_papers_run():
     assert float((g * ratio - expected).abs().max() / expected.abs().max()) < 1e-6
 
 
-def test_cli_grid_default_is_the_pipelines():
-    from empirical.bridge.ladder.snapshot_ladder import DEFAULT_GRID
-    from empirical.cli.ladder import DEFAULT_GRID as cli_grid
+def test_the_command_line_is_the_librarys_options():
+    """`ladder`'s flags are LadderOptions' fields, with their defaults; --eval-size 0 and
+    --quiet reach the library as all sequences and no progress."""
+    from empirical.bridge.ladder.options import DEFAULT_GRID, LadderCommandOptions
+    from empirical.config.options import build_parser
 
-    assert cli_grid == DEFAULT_GRID
+    command = LadderCommandOptions(run_dir="RUN", eval_size=0, quiet=True)
+    assert command.library_options() == LadderOptions(eval_size=None, progress=False)
+    assert LadderOptions().grid == DEFAULT_GRID
+    shown = " ".join(build_parser(LadderCommandOptions).format_help().split())
+    assert "scores (default 0.1,0.3,1.0,3.0,10.0,30.0)" in shown

@@ -171,10 +171,14 @@ def test_command_writes_the_table_and_resumes(tmp_path, capsys):
     assert set(runs) == {"0", "1"} and runs["0"] == before
 
 
-def test_configuration_names_with_an_equals_sign_stay_names():
-    from empirical.cli.race import build_parser
-    from empirical.config.command_line import overrides_from_lists
+def test_configuration_names_with_an_equals_sign_stay_names(tmp_path):
+    from empirical.bridge.race.options import RaceOptions
+    from empirical.config.options import parse_options
 
-    args = build_parser().parse_args(["--only", "baseline", "embeddings@lr=1e-4", "steps=20"])
-    overrides_from_lists(args, ("only", "seeds"))
-    assert args.only == ["baseline", "embeddings@lr=1e-4"] and args.overrides == ["steps=20"]
+    out = ["--out", str(tmp_path / "race")]
+    opts = parse_options(RaceOptions, [*out, "--only", "baseline", "embeddings@lr=1e-4",
+                                       "steps=20"])  # fmt: skip
+    assert opts.only == ("baseline", "embeddings@lr=1e-4") and opts.overrides == ("steps=20",)
+    opts = parse_options(RaceOptions, [*out, "theorem.p=3", "--seeds", "1", "0", "steps=20"])
+    assert opts.seeds == (1, 0) and opts.overrides == ("theorem.p=3", "steps=20")
+    assert [c.name for c in opts.configurations()][:2] == ["baseline", "ov"]

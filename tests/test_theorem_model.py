@@ -15,16 +15,15 @@ import torch
 from disentangled.experiments import accuracies, dynamics
 from disentangled.fast import chunk_forward
 from disentangled.gradient import g1, population_gradient, population_loss
-from disentangled.model import fourier_mlp, initial_W
+from disentangled.model import fourier_mlp, fourier_mlp_weights, initial_W
 from disentangled.population import compact_slice, population_size
-from empirical.bridge.theorem_model import fourier_mlp_weights
 from empirical.bridge.theorem_model.config import TheoremModelConfig
 from empirical.bridge.theorem_model.construct import (
     build_theorem_model,
     routing_leak,
     routing_targets,
+    theorem_coordinates,
 )
-from empirical.bridge.theorem_model.coords import theorem_coordinates
 from empirical.bridge.theorem_model.gradient import (
     gradient_descent,
     merged_gradient,

@@ -7,26 +7,24 @@ empirical.bridge.compare_qk.options. See docs/compare_qk.md.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 
 import torch
 
+from disentangled.command_line import prepare_output_dir
 from empirical.bridge.compare_qk.options import CompareQKOptions
-from empirical.bridge.compare_qk.outputs import write_outputs
+from empirical.bridge.compare_qk.outputs import report
 from empirical.bridge.compare_qk.run_comparison import compare_run
-from empirical.config.command_line import prepare_output_dir, print_outputs
 from empirical.config.options import command_main
-from empirical.runs.rundir import RunDir
+from empirical.report.writer import print_report, write_report
 
 
 def run(opts: CompareQKOptions) -> int:
-    out = prepare_output_dir(opts.out or RunDir(opts.run_dir).compare_qk_dir)
+    out = prepare_output_dir(opts.out_dir)
     if opts.threads:
         torch.set_num_threads(opts.threads)
-    result = compare_run(opts.run_dir, dataclasses.replace(opts, progress=not opts.quiet))
-    paths = write_outputs(result, out, figures=opts.figures, fmt=opts.format)
-    print_outputs(paths, opts.quiet)
+    result = report(compare_run(opts.run_dir, opts.library_options()))
+    print_report(result, write_report(result, out, opts.figures, opts.format), opts.quiet)
     return 0
 
 

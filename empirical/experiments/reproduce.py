@@ -24,7 +24,7 @@ from pathlib import Path
 from disentangled.errors import UserError
 from empirical.analysis.run_analysis import analyze_run
 from empirical.bridge.compare_qk.options import Options
-from empirical.bridge.compare_qk.outputs import write_outputs
+from empirical.bridge.compare_qk.outputs import report
 from empirical.bridge.compare_qk.run_comparison import compare_run
 from empirical.config.paths import repo_root
 from empirical.experiments.reproduce_report import Stage, render_report
@@ -36,6 +36,7 @@ from empirical.experiments.scheduling import (
     say,
     subprocess_env,
 )
+from empirical.report.writer import write_report
 from empirical.runs.import_run import import_checkpoints
 from empirical.runs.lock import writer_lock
 from empirical.runs.rundir import RunDir, RunDirError
@@ -105,7 +106,7 @@ def compare_qk_stage(run: RunDir, root: Path, progress: bool, label: str = "",
     snapshot analyses made ahead (following_compare_qk_stage)."""
     def compare() -> None:
         result = compare_run(run.path, Options(progress=progress), done=done)
-        write_outputs(result, run.compare_qk_dir)
+        write_report(report(result), run.compare_qk_dir)
 
     output = run.compare_qk_dir / RunDir.COMPARE_QK_JSON
     return _run_dir_stage(run, root, f"{label}compare-qk", output, compare)

@@ -4,10 +4,14 @@ declared once (empirical.config.options; docs/compare_qk.md). No torch here."""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
+from disentangled.command_line import check_output_dir
 from empirical.bridge.compare_qk.windows import parse_windows
 from empirical.config.field_types import MUST, Flag, choice, integer, parsed, positives
 from empirical.config.options import arg, options_class
-from empirical.report.figures import FORMATS
+from empirical.config.output_options import Figures, Output, Threads
 from empirical.runs.rundir import RunDir
 
 # the frames a comparison reads its matrices in (empirical.bridge.compare_qk.frames)
@@ -82,18 +86,27 @@ class Options:
 
 
 @options_class("compare-qk", "Theorem C.1's predicted layer-2 QK update vs the observed one.")
-class CompareQKOptions(Options):
-    """`python -m empirical compare-qk RUN_DIR [...]`: a comparison's options and the command's."""
+class CompareQKOptions(Output, Figures, Threads, Options):
+    """`python -m empirical compare-qk RUN_DIR [...]`: a comparison's options and the command's
+    (--threads, --no-figures, --quiet, --format: empirical.config.output_options)."""
 
     run_dir: str = arg(help="a run directory written by `python -m empirical train`",
                        positional=True)  # fmt: skip
     out: str | None = arg(None, help="output directory (default RUN_DIR/compare_qk)")
-    threads: integer(0, wording=MUST) = arg(1, help="torch CPU threads (0: torch's default)")
-    figures: Flag = arg(True, help="numbers only", flag="--no-figures")
-    quiet: Flag = arg(False, help="no progress and no summary print")
-    format: choice(*FORMATS) = arg("png", help="figure file format: png, pdf or svg")
 
     def check(self) -> None:
-        """The run exists and has two layers, before the output directory is made."""
+        """The run exists and has two layers, and the output directory can be made, before
+        anything is written."""
         run = RunDir(self.run_dir).require_run()
         run.read_two_layer_config("compare-qk")
+        check_output_dir(self.out_dir)
+
+    @property
+    def out_dir(self) -> Path:
+        return Path(self.out) if self.out else RunDir(self.run_dir).compare_qk_dir
+
+    def library_options(self) -> Options:
+        """The comparison's own options (what compare_run records), progress unless --quiet
+        and --eval-size 0 as None (all sequences)."""
+        mine = {f.name: getattr(self, f.name) for f in dataclasses.fields(Options)}
+        return Options(**{**mine, "progress": not self.quiet, "eval_size": self.eval_size or None})

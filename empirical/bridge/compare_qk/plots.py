@@ -1,7 +1,7 @@
 """Figures of the comparison along training: `plot_cosines` (cosines with G1), `plot_terms`
 (the all-assignment term), `plot_structure` (the bar_v block) and `plot_assumptions`; one
-snapshot's figures are in `step_plots`. Each returns the Figure and, given a path, writes it
-(png, pdf or svg: the suffix, or `fmt`) and closes it. Selects no backend; Okabe & Ito colours."""
+snapshot's figures are in `step_plots`. Each returns the Figure, open (`outputs.report` declares
+them, empirical.report.writer saves and closes them). Selects no backend; Okabe & Ito colours."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from empirical.report.phase_marks import PHASE_COLORS
-from empirical.report.style import C, phase_marks, save
+from empirical.report.style import C, phase_marks
 
 VARIANT_STYLE = {
     "grad_ce": (C["blue"], "-gradient (cross-entropy, merged W_QK)"),
@@ -177,7 +177,7 @@ def _cosine_panel(ax, result, frame, sub, lo=None, hi=None, label=False) -> None
     ax.set_yticks(np.linspace(-1, 1, 9))
 
 
-def plot_cosines(result, path=None, title: str = "", *, fmt=None, frame: str | None = None):
+def plot_cosines(result, title: str = "", *, frame: str | None = None):
     """cos(predicted G1, observed) over steps, whole block (top) and bar_v x bar_v block
     (bottom), in `frame` (default: the headline frame): the whole run, then a zoom on each
     spike window; windows shaded, null levels as in `_cosine_null`."""
@@ -211,7 +211,7 @@ def plot_cosines(result, path=None, title: str = "", *, fmt=None, frame: str | N
         f" at the a, b measured at each snapshot; updates drawn at the middle of their interval)",
         fontsize=12,
     )
-    return save(fig, path, fmt)
+    return fig
 
 
 TERM_LINES = {  # block -> (colour, style, label, line width, alpha)
@@ -230,7 +230,7 @@ TERM_NAMES = {
 }
 
 
-def plot_terms(result, path=None, title: str = "", *, fmt=None):
+def plot_terms(result, title: str = ""):
     """The all-assignment (assignment-wide) term's share over steps (left: G1, gradients and
     updates in the result's headline frame, the state by its scores) and the state's scores
     split over the theorem's terms (right), windows shaded."""
@@ -273,10 +273,10 @@ def plot_terms(result, path=None, title: str = "", *, fmt=None):
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle((title or "the theorem's all-assignment term along training")
                  + f" ({frame} frame)")  # fmt: skip
-    return save(fig, path, fmt)
+    return fig
 
 
-def plot_structure(result, path=None, title: str = "", *, fmt=None):
+def plot_structure(result, title: str = ""):
     """Identity score of the bar_v block (observed updates and current weights), and the
     sign agreement of the attenuation entries, in the result's headline frame."""
     fig, axes = plt.subplots(1, 3, figsize=(16, 5.2), sharex=True, layout="constrained")
@@ -308,7 +308,7 @@ def plot_structure(result, path=None, title: str = "", *, fmt=None):
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=8)
     fig.suptitle(title + f" ({frame} frame)")
-    return save(fig, path, fmt)
+    return fig
 
 
 def _embeddings_panel(ax, steps, R) -> None:
@@ -374,7 +374,7 @@ def _attention_panel(ax, steps, R) -> None:
     ax.set_xlabel("training step")
 
 
-def plot_assumptions(result, path=None, title: str = "", *, fmt=None):
+def plot_assumptions(result, title: str = ""):
     """The theorem's assumptions measured over training: orthogonal embeddings, layer 1 in
     place, the MLP and the accuracies, layer 2's attention."""
     R = result["steps"]
@@ -391,4 +391,4 @@ def plot_assumptions(result, path=None, title: str = "", *, fmt=None):
         phase_marks(ax, result.get("phases"), label=False)
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), framealpha=0.9)
     fig.suptitle(title)
-    return save(fig, path, fmt)
+    return fig

@@ -18,15 +18,15 @@ from disentangled.errors import UsageError
 from empirical.bridge.compare_qk.coords import col_labels, row_labels
 from empirical.bridge.compare_qk.observe import one_var_batch
 from empirical.bridge.compare_qk.options import Options
+from theory import symbols
+from theory.g1_closed_form import entry, entry_key, query_row_labels, validate
 
 LAYOUTS = ("averaged", "packed")
 ORDERS = ("fixed", "mixed")
 
 
 def ab_from_beta(beta: float, L: int = 16) -> tuple[float, float]:
-    from theory.symbols import ab_numeric
-
-    return ab_numeric(beta, L)
+    return symbols.ab_numeric(beta, L)
 
 
 def beta_from_ab(a: float, b: float) -> float:
@@ -36,10 +36,8 @@ def beta_from_ab(a: float, b: float) -> float:
 
 @cache
 def _entry_fn(order: str, L: int, row: tuple, col: tuple, same: bool):
-    from theory.g1_closed_form import entry
-    from theory.symbols import K, a, b, p
-
-    return sp.lambdify((a, b, p, K), entry("1var", order, L, row, col, same), "math")
+    args = (symbols.a, symbols.b, symbols.p, symbols.K)
+    return sp.lambdify(args, entry("1var", order, L, row, col, same), "math")
 
 
 def g1_block(
@@ -56,8 +54,6 @@ def g1_block(
     """G1[rows, cols] of the theory at softmax weights (a, b) per operand / other position
     (2a + (L-2) b = 1), float64; rows / cols default to `coords.row_labels` / `col_labels`.
     order: 'fixed' (number at L-3, variable at L-2: the theorem's) or 'mixed' (half each)."""
-    from theory.g1_closed_form import entry_key, query_row_labels, validate
-
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     _check_ab(a, b, layout)

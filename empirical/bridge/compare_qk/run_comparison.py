@@ -3,7 +3,7 @@ each snapshot analysed (`snapshot.analyse_snapshot`), then the training windows 
 and the one-step test (`one_step`). Definitions: docs/compare_qk.md.
 
     result = compare_run("runs/paper/seed0")            # a dict of every number
-    write_outputs(result, "runs/paper/seed0/compare_qk")  # JSON, blocks.npz, summary.md, PNGs
+    write_report(outputs.report(result), "runs/paper/seed0/compare_qk")  # JSON, npz, md, PNGs
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Figures of one snapshot of a comparison: its labelled blocks as heat maps (`plot_blocks`)
-and its one-step test (`plot_one_step`); saved and returned as in `plots`."""
+and its one-step test (`plot_one_step`); returned open, as in `plots`."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from empirical.bridge.compare_qk.frames import READ
-from empirical.bridge.compare_qk.plots import C, save
 from empirical.report.figures import DIVERGING
+from empirical.report.style import C
 
 
 def condensed(M, rows, cols, L: int):
@@ -33,7 +33,7 @@ def condensed(M, rows, cols, L: int):
     return names, np.stack(out, 1)
 
 
-def plot_blocks(blocks: dict, rows, cols, L: int, path=None, title: str = "", *, fmt=None,
+def plot_blocks(blocks: dict, rows, cols, L: int, title: str = "", *,
                 frame: str = "dual"):  # fmt: skip
     """Heat maps (each scaled to max |entry| 1) of the prediction as `frame` sees it and the
     observed blocks read in that frame."""
@@ -57,7 +57,7 @@ def plot_blocks(blocks: dict, rows, cols, L: int, path=None, title: str = "", *,
         fig.colorbar(im, ax=ax, fraction=0.02, label="/ max |entry|")
     axes[-1].set_xlabel("key component")
     fig.suptitle(title)
-    return save(fig, path, fmt)
+    return fig
 
 
 FAMILY_STYLE = {  # one-step family -> (colour, label)
@@ -70,7 +70,7 @@ FAMILY_STYLE = {  # one-step family -> (colour, label)
 }
 
 
-def plot_one_step(one: dict, path=None, title: str = "", *, fmt=None):
+def plot_one_step(one: dict, title: str = ""):
     """Accuracy of every evaluation set (Wilson 95% intervals as error bars) after one step on
     layer-2 W_Q, W_K from 1-var data, per family, against the RMS change of `=`'s layer-2
     scores the step causes; the accuracy before as a dashed line with its interval shaded.
@@ -124,4 +124,4 @@ def plot_one_step(one: dict, path=None, title: str = "", *, fmt=None):
     fig.legend(handles, labs, loc="outside lower center", ncol=len(labs), fontsize=9)
     fig.suptitle(title + "\n(error bars and grey band: Wilson 95% intervals over the set's "
                  "sequences)")  # fmt: skip
-    return save(fig, path, fmt)
+    return fig

@@ -1,5 +1,5 @@
 """A comparison's summary.md: the training windows' tables, a row per snapshot, the one-step
-table (`summary_markdown`; `outputs.write_outputs` writes it beside the JSON and figures)."""
+table (`summary_markdown`; `outputs.report` declares it beside the JSON and figures)."""
 
 from __future__ import annotations
 

@@ -1,18 +1,16 @@
-"""The ladder's outputs: ladder.json (the issue's schema plus every measured number),
-summary.md (one table) and ladder.png (cosines and the one-step 2var/ind per rung)."""
+"""The ladder's files, declared once (`report`): ladder.json (the issue's schema plus every
+measured number), summary.md (one table), blocks.npz (the labelled blocks) and ladder.png
+(cosines and the one-step 2var/ind per rung); written by empirical.report.writer."""
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 
-from empirical.bridge.compare_qk.outputs import jsonable, write_npz
 from empirical.bridge.ladder.measure import first_set
-from empirical.report.figures import save_figure
-from empirical.report.files import atomic_write_bytes
+from empirical.report.writer import Arrays, Figure, Json, Report
 
 
 def _f(x, fmt="+.3f") -> str:
@@ -77,8 +75,6 @@ def plot_ladder(result: dict):
     """Figure: per rung, the gradient's cosine with G1 (whole and bar_v block, with their
     isotropic null levels) and the best one-step accuracy on 2var/ind (own gradient, G1 step,
     before)."""
-    import matplotlib.pyplot as plt
-
     rungs = [r for r in result["rungs"] if "skipped" not in r]
     names = [r["name"] for r in rungs]
     x = np.arange(len(names))
@@ -113,18 +109,14 @@ def plot_ladder(result: dict):
     return fig
 
 
-def write_outputs(result: dict, out_dir, figures: bool = True, fmt: str = "png") -> dict:
-    """ladder.json, summary.md and ladder.{fmt} in `out_dir`; returns their paths. Labelled
-    blocks (observed and G1 per rung) go to blocks.npz. Each file is written atomically."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out / "ladder.json", "summary": out / "summary.md"}
-    atomic_write_bytes(paths["json"], (json.dumps(jsonable(result), indent=1) + "\n").encode())
-    atomic_write_bytes(paths["summary"], summary_markdown(result).encode())
-    arrays = {f"{r['name']}__{name}": blk for r in result["rungs"]
+def report(result: dict) -> Report:
+    """ladder.json, summary.md, blocks.npz (observed and G1 blocks per rung; none: not
+    written) and the figure `ladder` (write_report's format)."""
+    blocks = {f"{r['name']}__{name}": blk for r in result["rungs"]
               for name, blk in r.get("_blocks", {}).items()}  # fmt: skip
-    if arrays:
-        paths["blocks"] = write_npz(out / "blocks.npz", arrays)
-    if figures:
-        paths["figure"] = save_figure(plot_ladder(result), out / "ladder", fmt, dpi=110).saved_path
-    return paths
+    return Report({
+        "ladder.json": Json(result, indent=1, newline=True),
+        "summary.md": summary_markdown(result),
+        "blocks.npz": Arrays(blocks),
+        "ladder": Figure(lambda: plot_ladder(result), dpi=110),
+    })  # fmt: skip

@@ -1,11 +1,8 @@
 """The assumption ladder of one snapshot of a run: every rung's gradient against G1 and its
 one-step test (docs/ladder.md).
 
-    from empirical.bridge.ladder.snapshot_ladder import LadderOptions, run_ladder
-
-    from empirical.bridge.ladder.outputs import write_outputs
     result = run_ladder("runs/authors", LadderOptions(step=5301))
-    write_outputs(result, "runs/authors/ladder/step_005301")
+    write_report(outputs.report(result), "runs/authors/ladder/step_005301")
 """
 
 from __future__ import annotations
@@ -26,6 +23,7 @@ from empirical.bridge.compare_qk.prediction import beta_from_ab, make_predictor
 from empirical.bridge.compare_qk.run_comparison import one_step_default
 from empirical.bridge.ladder.forward import Forward, hooked_logits, qk_gradient
 from empirical.bridge.ladder.measure import EvalCache, first_set, gradient_measures, one_step
+from empirical.bridge.ladder.options import LadderOptions
 from empirical.bridge.ladder.rungs import CHANGED, DESCRIPTION, Rung, build_rungs
 from empirical.bridge.ladder.weights import Merged, build_model
 from empirical.model.checkpoint import load_model
@@ -33,28 +31,6 @@ from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import RunDir, RunDirError
 from empirical.task.eval_sets import build_eval_sets
 from empirical.task.pairs import held_out_pairs
-
-DEFAULT_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
-
-
-@dataclasses.dataclass
-class LadderOptions:
-    """step: the snapshot (None: the last before the first spike's jump, as compare-qk picks
-    it); batch_size: 1-var sequences per rung's gradient; prediction_size: sequences of G1's
-    sampled population (compare-qk's); eval_size: sequences per evaluation set in the one-step
-    test (None: all); grid: step sizes (RMS change of `=`'s layer-2 scores); seed: data seed;
-    hooked_check: sequences on which each rung's forward is checked against its model's own
-    hooked forward."""
-
-    step: int | None = None
-    batch_size: int = 4096
-    prediction_size: int = 65536
-    eval_size: int | None = 1000
-    grid: tuple[float, ...] = DEFAULT_GRID
-    seed: int = 0
-    hooked_check: int = 64
-    eval_sets: tuple[str, ...] | None = None  # evaluation sets of the one-step test (None: all)
-    progress: bool = True
 
 
 def choose_step(run, opts: LadderOptions) -> tuple[int, str, list[int], dict]:

@@ -7,14 +7,11 @@ the optimiser's own on the stored W_Q (W moves about lr_qk / sqrt(d_head) per st
 from __future__ import annotations
 
 from dataclasses import field
-from typing import TYPE_CHECKING
 
 from disentangled.config import OPERAND_ORDERS
+from empirical.bridge.theorem_model.config import TheoremModelConfig
 from empirical.config.field_types import COLON, choice, integer, number
-from empirical.config.io import ConfigError, config_class
-
-if TYPE_CHECKING:  # the theorem's model (and torch) only when a model is built
-    from empirical.bridge.theorem_model.config import TheoremModelConfig
+from empirical.config.io import ConfigError, config_class, field_paths
 
 # the releases, in the order the cumulative ladder adds them (variants.py says what each is)
 RELEASES = ("ov", "mlp", "layer1", "embeddings", "adamw", "mix", "task")
@@ -56,8 +53,6 @@ class TheoremSection:
             )
 
     def model_config(self, operand_order: str | None = None) -> TheoremModelConfig:
-        from empirical.bridge.theorem_model.config import TheoremModelConfig
-
         return TheoremModelConfig(
             p=self.p, K=self.K, beta=self.beta, L=self.L, xi=self.xi,
             operand_order=operand_order or self.operand_order,
@@ -176,3 +171,13 @@ class DynamicsConfig:
     def mix_weights(self) -> dict[str, float]:
         return {"0var": self.mix.frac_0var, "1var": self.mix.frac_1var,
                 "2var": self.mix.frac_2var}  # fmt: skip
+
+
+def dynamics_field(name: str) -> str | None:
+    """The dotted DynamicsConfig field that flag name `name` (`steps`, `sgd.lr`, `eval-every`)
+    names, or None: what an unknown flag of a command that takes its overrides may mean."""
+    name = name.replace("-", "_")
+    for path in field_paths(DynamicsConfig):
+        if name in (path, path.rsplit(".", 1)[-1]):
+            return path
+    return None

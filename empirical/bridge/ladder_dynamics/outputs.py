@@ -1,17 +1,16 @@
-"""The dynamics ladder's outputs: ladder_dynamics.json (every number), summary.md (the one
-table, the one-step checks), ladder_dynamics.png (the one figure), config.toml (the config
-that made them)."""
+"""The dynamics ladder's files, declared once (`report`): ladder_dynamics.json (every number),
+summary.md (the one table, the one-step checks), ladder_dynamics.png (the one figure),
+config.toml (the config that made them); written by empirical.report.writer."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
+import matplotlib.pyplot as plt
 import numpy as np
 
-from empirical.config.io import save_config
-from empirical.report.figures import OKABE_ITO, save_figure
-from empirical.report.files import atomic_write_bytes
+from empirical.bridge.ladder_dynamics.config import DynamicsConfig
+from empirical.config.io import config_to_toml
+from empirical.report.figures import OKABE_ITO
+from empirical.report.writer import Figure, Json, Report
 
 
 def _f(x, fmt: str = ".2f") -> str:
@@ -101,11 +100,9 @@ def summary_markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_ladder_dynamics(result: dict, path=None, fmt: str | None = None):
+def plot_ladder_dynamics(result: dict):
     """Left: mean 2-var accuracy over steps per variant. Right: per variant, the step at
     which 2-var composes (per seed; 'never' at the right edge) and the cosines with G1."""
-    import matplotlib.pyplot as plt
-
     rows, runs = result["variants"], result["runs"]
     steps_total, thr = result["config"]["steps"], result["config"]["threshold"]
     fig, (ax1, ax2, ax3) = plt.subplots(
@@ -161,19 +158,17 @@ def plot_ladder_dynamics(result: dict, path=None, fmt: str | None = None):
     ax3.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=1)
     fig.suptitle("Training Theorem C.1's model with one constraint released at a time "
                  "(baseline: layer-2 W_QK only, plain SGD, 1-var data)")  # fmt: skip
-    return save_figure(fig, path, fmt)
+    return fig
 
 
-def write_outputs(result: dict, out: str | Path, cfg=None, fmt: str = "png") -> dict[str, Path]:
-    """Write the four outputs into `out`; returns {kind: path}."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out / "ladder_dynamics.json", "summary": out / "summary.md"}
-    atomic_write_bytes(paths["json"], json.dumps(result, indent=1).encode())
-    atomic_write_bytes(paths["summary"], summary_markdown(result).encode())
-    fig = plot_ladder_dynamics(result, out / "ladder_dynamics", fmt=fmt)
-    paths["figure"] = Path(fig.saved_path)
+def report(result: dict, cfg: DynamicsConfig | None = None) -> Report:
+    """ladder_dynamics.json, summary.md, the figure `ladder_dynamics` (write_report's format)
+    and, given the config that made them, config.toml."""
+    files = {
+        "ladder_dynamics.json": Json(result, indent=1, plain=True),
+        "summary.md": summary_markdown(result),
+        "ladder_dynamics": Figure(lambda: plot_ladder_dynamics(result)),
+    }
     if cfg is not None:
-        paths["config"] = out / "config.toml"
-        save_config(cfg, paths["config"])
-    return paths
+        files["config.toml"] = config_to_toml(cfg)
+    return Report(files)

@@ -2,36 +2,15 @@
 against the inputs' time T_in) that predicts whether a dynamics-ladder configuration composes
 2-var, tested on the race's configurations (tau fitted on the fit half, the test half reported).
 
-    from empirical.bridge.race.run import run_race
-
     from empirical.bridge.race.configs import select
+    from empirical.bridge.race.outputs import report
+    from empirical.bridge.race.run import run_race
+    from empirical.report.writer import write_report
+    write_report(report(run_race(select(None), "runs/race")), "runs/race")
 
-    from empirical.bridge.race.outputs import write_outputs
-    write_outputs(run_race(select(None), "runs/race"), "runs/race")
+Modules: configs (`RaceConfig`, the configurations; no torch), options (the command's flags;
+no torch), criterion (`step_zero`, `predict`), fit (`fit_tau`), run (`run_race`), outputs (the
+files: `report`).
 """
 
-from disentangled.lazy_exports import lazy_exports
-
-__all__ = [
-    "RaceConfig",
-    "StepZero",
-    "fit_tau",
-    "predict",
-    "race_configs",
-    "run_race",
-    "select",
-    "split_of",
-    "step_zero",
-    "write_outputs",
-]
-# imported on first use: the configurations (and the CLI's checks of them) load without torch
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "empirical.bridge.race.configs": ["RaceConfig", "race_configs", "select", "split_of"],
-        "empirical.bridge.race.criterion": ["StepZero", "predict", "step_zero"],
-        "empirical.bridge.race.fit": ["fit_tau"],
-        "empirical.bridge.race.outputs": ["write_outputs"],
-        "empirical.bridge.race.run": ["run_race"],
-    },
-)
+__all__ = ["configs", "criterion", "fit", "options", "outputs", "run"]

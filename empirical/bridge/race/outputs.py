@@ -1,15 +1,14 @@
-"""The race's outputs: race.json (every number; the issue's schema), summary.md (the table) and
-race.png (each configuration in the criterion's plane, coloured by its outcome)."""
+"""The race's files, declared once (`report`): race.json (every number; the issue's schema),
+summary.md (the table) and race.png (each configuration in the criterion's plane, coloured by
+its outcome); written by empirical.report.writer."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+import matplotlib.pyplot as plt
 
-from empirical.bridge.compare_qk.outputs import jsonable
 from empirical.bridge.ladder_dynamics.outputs import steps_text
-from empirical.report.figures import OKABE_ITO, save_figure
-from empirical.report.files import atomic_write_bytes
+from empirical.report.figures import OKABE_ITO
+from empirical.report.writer import Figure, Json, Report
 
 
 def _t(x) -> str:
@@ -57,11 +56,9 @@ def _clip(x, lo: float, hi: float) -> float:
     return hi if x is None or x > hi else max(x, lo)
 
 
-def plot_race(result: dict, path=None, fmt: str | None = None):
+def plot_race(result: dict):
     """x: T_mem / (tau T_in) (left of 1: the memory wins); y: T_mem / S (below 1: in
     budget); colour: the outcome; marker: the split; a cross: mispredicted."""
-    import matplotlib.pyplot as plt
-
     fig, ax = plt.subplots(figsize=(10, 7), layout="constrained")
     lo, hi = 1e-4, 1e4
     for c in result["configs"]:
@@ -91,16 +88,14 @@ def plot_race(result: dict, path=None, fmt: str | None = None):
         plt.Line2D([], [], color="black", marker="x", ls="", label="mispredicted"),
     ]  # fmt: skip
     ax.legend(handles=handles, loc="lower right", fontsize=9)
-    return save_figure(fig, path, fmt)
+    return fig
 
 
-def write_outputs(result: dict, out: str | Path, fmt: str = "png") -> dict[str, Path]:
-    """race.json, summary.md and race.png (or `fmt`) into `out`; returns {kind: path}."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out / "race.json", "summary": out / "summary.md"}
-    clean = jsonable(result)  # infinite and NaN floats as None (JSON: "never", "none")
-    atomic_write_bytes(paths["json"], json.dumps(clean, indent=1, allow_nan=False).encode())
-    atomic_write_bytes(paths["summary"], summary_markdown(result).encode())
-    paths["figure"] = Path(plot_race(result, out / "race", fmt=fmt).saved_path)
-    return paths
+def report(result: dict) -> Report:
+    """race.json (infinite and NaN floats as null: "never", "none"), summary.md and the
+    figure `race` (write_report's format)."""
+    return Report({
+        "race.json": Json(result, indent=1),
+        "summary.md": summary_markdown(result),
+        "race": Figure(lambda: plot_race(result)),
+    })  # fmt: skip

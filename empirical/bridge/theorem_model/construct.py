@@ -1,7 +1,8 @@
 """Theorem C.1's simplified model written into `AssignAddTransformer` itself (float64), every
 weight set by hand (`layout.py`; each W_Q W_K^T and W_V W_O stored as (matrix, identity)):
 orthonormal embeddings, layer-1 routing by position (leak `routing_leak`), layer 2's W^0 and
-W_OV, the MLP computing F exactly, W_U = xi on F (docs/theorem_model.md, "The construction").
+W_OV, the MLP computing F exactly, W_U = xi on F (docs/theorem_model.md, "The construction"),
+and its labelled vectors in compare-qk's coordinates (`theorem_coordinates`).
 
     model = build_theorem_model(TheoremModelConfig(p=5, K=3, beta=4.0))  # an ordinary model
 """
@@ -14,6 +15,7 @@ import torch
 from torch import Tensor
 
 from disentangled.model import fourier_mlp_weights, initial_W
+from empirical.bridge.compare_qk.coords import Coordinates, col_labels, row_labels
 from empirical.bridge.theorem_model.config import TheoremModelConfig
 from empirical.bridge.theorem_model.layout import Layout
 from empirical.model.config import ModelConfig
@@ -132,3 +134,23 @@ def build_theorem_model(cfg: TheoremModelConfig, W: Tensor | None = None) -> Ass
     model.W_U[lay.f_offset : lay.f_offset + p] = cfg.xi * torch.eye(p, dtype=DTYPE)
     model.eval()
     return model
+
+
+def theorem_coordinates(cfg: TheoremModelConfig) -> Coordinates:
+    """compare-qk's labelled query/key vectors of the theorem's model: unit vectors of the
+    residual at the basis coordinates of each label, with the model's score scale."""
+    lay = Layout(cfg)
+    basis, d = lay.basis, lay.d_model
+    eye = torch.eye(d, dtype=torch.float64)
+    rows = row_labels(cfg.K, cfg.L)
+    cols = col_labels(cfg.p, cfg.K, cfg.L)
+    return Coordinates(
+        rows=rows,
+        cols=cols,
+        Q=eye[[basis.index(r) for r in rows]],
+        K=eye[[basis.index(c) for c in cols]],
+        scale=float(model_config(cfg).attn_scale),
+        p=cfg.p,
+        n_vars=cfg.K,
+        L=cfg.L,
+    )

@@ -79,8 +79,9 @@ def compare_spike(run: RunDir, summary: dict) -> dict | str:
     """compare-qk of the member across its first spike (written to compare_qk_spike1/);
     returns its spike numbers, or why there are none."""
     from empirical.bridge.compare_qk.options import Options
-    from empirical.bridge.compare_qk.outputs import write_outputs
+    from empirical.bridge.compare_qk.outputs import report
     from empirical.bridge.compare_qk.run_comparison import compare_run
+    from empirical.report.writer import write_report
 
     plan = spike_window(summary, run.snapshot_steps())
     if isinstance(plan, str):
@@ -88,7 +89,7 @@ def compare_spike(run: RunDir, summary: dict) -> dict | str:
     steps, window = plan
     opts = Options(steps=steps, windows=[window], one_step=False, progress=False)
     result = compare_run(run.path, opts)
-    write_outputs(result, run.compare_qk_spike1_dir, figures=False)
+    write_report(report(result), run.compare_qk_spike1_dir, figures=False)
     return spike_numbers(result) or "compare-qk found no update across the first spike"
 
 
