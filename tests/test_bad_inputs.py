@@ -47,7 +47,7 @@ def trained(tmp_path_factory):
     for seed in (0, 1):
         cfg = load_run_config(SMOKE, [*TINY, f"seed={seed}"])
         train_run(cfg, base / f"seed{seed}", progress=False, figures=False)
-    from empirical.experiments.sweep import run_sweep
+    from empirical.experiments.sweep.param_sweep import run_sweep
     from empirical.experiments.sweep.spec import SweepSpec
 
     spec = SweepSpec(param="train.lr", values=[0.001], seeds=[0])
@@ -564,7 +564,7 @@ CASES = [
     C("sweep-out-readonly", E, "sweep --config {smoke} --param train.lr=0.001 --out {ro}/x",
       "cannot write", "--out read-only", readonly=True),
     C("sweep-max-batch-neg", E, "sweep --config {smoke} --param train.lr=0.001 --max-batch -1",
-      "max_batch", "--max-batch -1"),
+      "--max-batch -1", "--max-batch -1"),
     C("sweep-target", E, "sweep --config {smoke} --param train.lr=0.001 --target 2", "target",
       "--target 2"),
     C("sweep-metric", E, "sweep --config {smoke} --param train.lr=0.001 --metric nope",
@@ -592,7 +592,7 @@ CASES = [
     C("grid-only-unknown", E, "grid --config {tmp}/g.toml --only nope --out {tmp}/g", "nope",
       "--only nope", config_file("g.toml", SMOKE.read_bytes() + b"\n[grid.variants]\na = []\n")),
     C("grid-max-batch-neg", E, "grid --config {tmp}/g.toml --max-batch -1 --out {tmp}/g",
-      "max_batch", "--max-batch -1",
+      "--max-batch -1", "--max-batch -1",
       config_file("g.toml", SMOKE.read_bytes() + b"\n[grid.variants]\na = []\n")),
     C("grid-busy", E, "grid --config {tmp}/g.toml --out {tmp}/g", BUSY,
       "--out being written by another process",

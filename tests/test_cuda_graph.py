@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from disentangled.errors import UserError
-from empirical.experiments.sweep import train_batch
+from empirical.experiments.sweep.trainer import train_batch
 from empirical.runs.config import load_run_config
 from empirical.runs.metrics_log import read_metrics
 from empirical.train.cuda_graph import graph_applies

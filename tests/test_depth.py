@@ -299,7 +299,7 @@ def _smoke3(*overrides: str):
 
 def test_three_layer_run_trains_resumes_and_loads(tmp_path, monkeypatch):
     from empirical import load_run
-    from empirical.experiments.sweep import train_batch
+    from empirical.experiments.sweep.trainer import train_batch
     from empirical.runs.metrics_log import read_metrics
     from empirical.runs.rundir import RunDir
     from empirical.train import summary

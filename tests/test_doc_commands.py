@@ -104,7 +104,17 @@ def parse_only(command: DocCommand, monkeypatch):
             return None
         if args[0] not in COMMANDS:
             raise UsageError(f"unknown command {args[0]!r}")
-        run = importlib.import_module(COMMANDS[args[0]][0]).run
+        command = COMMANDS[args[0]]
+        if command.options is not None:  # its options class's parser (empirical.config.options)
+            from empirical.__main__ import options_class
+            from empirical.config.options import parse_options
+
+            cls = options_class(command)
+
+            def run(argv):
+                return parse_options(cls, argv)
+        else:
+            run = importlib.import_module(command.module).run
         args = args[1:]
     else:
         run = importlib.import_module(f"{command.package}.__main__")._main
