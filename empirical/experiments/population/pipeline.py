@@ -27,6 +27,7 @@ from empirical.experiments.population.options import PopulationOptions
 from empirical.experiments.population.placement import paper_run_entry
 from empirical.experiments.population.prepare import prepare_members
 from empirical.experiments.population.report import claims_report
+from empirical.experiments.sweep.spec import expand_grid
 from empirical.report.writer import write_report
 from empirical.runs.rundir import RunDir, SweepDir
 
@@ -34,8 +35,6 @@ from empirical.runs.rundir import RunDir, SweepDir
 def read_variants(base, spec, out: Path) -> tuple[dict[str, list], dict[str, list[dict]]]:
     """({variant: [finished Member]}, {variant: [not counted: member, status, step]}), every
     existing member's config checked first."""
-    from empirical.experiments.sweep.grid import expand_grid
-
     root = SweepDir(out)
     if not root.members_dir.is_dir():
         raise PopulationError(f"{out}: empty population (no {SweepDir.MEMBERS}/ folder): train it "
