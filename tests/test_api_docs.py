@@ -175,7 +175,7 @@ def test_cli_lists_every_command_module():
     from empirical import cli
     from empirical.__main__ import COMMANDS
 
-    here = {m.rsplit(".", 1)[1] for m, _ in COMMANDS.values() if m.startswith("empirical.cli.")}
+    here = {m.rsplit(".", 1)[1] for m, *_ in COMMANDS.values() if m.startswith("empirical.cli.")}
     assert here <= set(cli.__all__), here - set(cli.__all__)
     assert set(cli.__all__) <= here, set(cli.__all__) - here  # no helper module listed
 
