@@ -35,7 +35,7 @@ def bench(config: str, variant: str, n: int, steps: int, overrides: list[str],
     """Train N members of `variant` for `steps` steps into `out`; the timings."""
     import torch
 
-    from empirical.experiments.sweep.grid import expand_grid, load_grid_config
+    from empirical.experiments.sweep.spec import expand_grid, load_grid_config
     from empirical.experiments.sweep.trainer import train_batch
     from empirical.model.device import cpu_model
     from empirical.train.engine import resolve_device

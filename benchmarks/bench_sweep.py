@@ -106,7 +106,7 @@ def bench_local_jobs(cfgs, device_name: str, jobs: int, warmup: int, steps: int,
     import tempfile
 
     from empirical.config.io import to_dict
-    from empirical.experiments.sweep.executors import require_submitit
+    from empirical.experiments.sweep.options import require_submitit
 
     submitit = require_submitit()
     here = str(Path(__file__).resolve().parent)  # the jobs import this module by name

@@ -87,7 +87,7 @@ def write_member(run: Path, cfg, seed: int, curve=var_curve, first=FIRST, second
 
 def write_population(tmp: Path) -> tuple[Path, Path]:
     """(grid config, population directory) of the synthetic population."""
-    from empirical.experiments.sweep.grid import expand_grid, load_grid_config
+    from empirical.experiments.sweep.spec import expand_grid, load_grid_config
 
     config = grid_config(tmp)
     out = tmp / "pop"

@@ -9,23 +9,27 @@ import shutil
 import pytest
 import torch
 
-from empirical.bridge.attribution.outputs import write_summary, write_window
-from empirical.bridge.attribution.paths import STEP_RULES
+from disentangled.errors import UsageError
+from empirical.bridge.attribution.options import STEP_RULES, AttributeOptions, AttributionOptions
+from empirical.bridge.attribution.outputs import summary_markdown, window_report
 from empirical.bridge.attribution.replay import check_replayed, replay
-from empirical.bridge.attribution.run_attribution import (
-    AttributionError,
-    AttributionOptions,
-    attribute_window,
-)
+from empirical.bridge.attribution.run_attribution import AttributionError, attribute_window
 from empirical.bridge.attribution.targets import float64_weights, labelled_scores
 from empirical.bridge.compare_qk.coords import coordinates, theorem_w
 from empirical.cli import attribute as attribute_cli
 from empirical.model.checkpoint import load_checkpoint
 from empirical.model.groups import GROUPS, group_of, groups_of_names
+from empirical.report.writer import write_report
 from empirical.runs.config import load_run_config
 from empirical.runs.rundir import RunDir
 from empirical.train.loop import train_run
 from empirical.train.state import load_training_state
+
+
+def write_window(result: dict, out, figures: bool = True) -> list:
+    """The window's files written (the command's way), as the paths written."""
+    return list(write_report(window_report(result), out, figures).values())
+
 
 SMOKE = ["train.steps=40", "task.eval_size=200", "train.snapshot_every=10"]
 DRAWS = 200  # sign patterns of the first-order nulls (the default 2000 takes a second a window)
@@ -108,7 +112,7 @@ def test_the_groups_add_up_to_the_total_change_on_the_replayed_path(tiny_run, tm
     assert {p.name for p in written} == {"attribution.json", "attribution.npz"}
     saved = json.loads((out / "20_40" / "attribution.json").read_text())
     assert set(saved["targets"]["loss/1var/ind"]) >= {"total", "groups", "residual"}
-    assert "| score |" in write_summary([result], out)
+    assert "| score |" in summary_markdown([result])
 
 
 def test_simpson_on_quarters_is_finer(tiny_run):
@@ -160,11 +164,16 @@ def test_refusals(tiny_run, tmp_path, capsys):
 
 
 def test_step_rules_and_null_draws_are_the_clis():
-    from empirical.bridge.attribution.against_theory import NULL_DRAWS
+    from empirical.bridge.attribution import against_theory, paths
 
-    assert set(attribute_cli.STEP_RULES) == set(STEP_RULES)
-    args = attribute_cli.build_parser().parse_args(["run", "--window", "1:2"])
-    assert args.null_draws == NULL_DRAWS == AttributionOptions().null_draws
+    assert paths.STEP_RULES is STEP_RULES  # one list: the paths' and --rule's choices
+    opts = AttributeOptions(run_dir="run", windows=["1:2", (3, 5)])
+    assert opts.windows == ((1, 2), (3, 5))
+    assert opts.null_draws == against_theory.NULL_DRAWS == AttributionOptions().null_draws
+    with pytest.raises(UsageError, match="--rule nope: must be one of 'start'"):
+        AttributionOptions(rule="nope")
+    with pytest.raises(UsageError, match=r"--window 1:2,4:3: 4:3: needs 0 <= A < B"):
+        AttributeOptions(run_dir="run", windows=["1:2", "4:3"])
 
 
 def test_each_piece_against_its_prediction_with_g1(tiny_run):
@@ -302,4 +311,4 @@ def test_first_order_reads_the_training_loss_gradient(tiny_run, tmp_path):
     assert {r[1] for r in first_order_rows(result["first_order"])} >= {"gradient", "sign", "adam"}
     written = write_window(result, tmp_path / "fo")
     assert {p.name for p in written} == {"attribution.json", "first_order.png"}
-    assert "| -grad train |" in write_summary([result], tmp_path / "fo")
+    assert "| -grad train |" in summary_markdown([result])

@@ -116,7 +116,7 @@ def test_configs_validate_without_torch():
     code = (
         "import sys\n"
         "from empirical.runs.config import load_run_config\n"
-        "from empirical.experiments.sweep.grid import load_grid_config\n"
+        "from empirical.experiments.sweep.spec import load_grid_config\n"
         "from empirical.experiments.sweep.spec import load_sweep_config\n"
         "cfg = load_run_config('configs/authors.toml', ['train.steps=10'])\n"
         "load_grid_config('configs/explore_generalization.toml')\n"

@@ -9,7 +9,7 @@ import pytest
 
 from empirical.cli.grid import main as grid_main
 from empirical.config.io import ConfigError
-from empirical.experiments.sweep.grid import GridSpec, expand_grid, load_grid_config
+from empirical.experiments.sweep.spec import GridSpec, expand_grid, load_grid_config
 from empirical.train.summary import first_step_all_above
 
 ROOT = Path(__file__).resolve().parents[1]

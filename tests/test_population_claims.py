@@ -126,7 +126,7 @@ def test_the_same_files_give_the_same_claims(population, tmp_path):
 
 
 def test_two_variants_are_compared(tmp_path):
-    from empirical.experiments.sweep.grid import expand_grid, load_grid_config
+    from empirical.experiments.sweep.spec import expand_grid, load_grid_config
 
     config = grid_config(tmp_path)
     config.write_text(config.read_text() + 'late = ["train.lr=0.002"]\n')

@@ -23,7 +23,7 @@ from empirical.experiments.population.placement import (
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
     """(folder of published populations, a member config of the population)."""
-    from empirical.experiments.sweep.grid import expand_grid, load_grid_config
+    from empirical.experiments.sweep.spec import expand_grid, load_grid_config
 
     tmp = tmp_path_factory.mktemp("published")
     config, out = write_population(tmp)
@@ -108,7 +108,7 @@ def test_a_run_of_another_config_gets_one_line(published, tmp_path):
 
 def test_claims_places_the_papers_run(tmp_path):
     """`claims --paper-run DIR`: the run placed in the population, in claims.json and .md."""
-    from empirical.experiments.sweep.grid import expand_grid, load_grid_config
+    from empirical.experiments.sweep.spec import expand_grid, load_grid_config
 
     config, out = write_population(tmp_path)
     base, spec = load_grid_config(config)

@@ -171,14 +171,14 @@ def test_kill_9_of_the_holder_leaves_no_stale_lock(tmp_path, whole, capsys):
 @pytest.mark.slow  # two submitit processes (~15 s); the in-process job test below is quick
 def test_two_local_jobs_given_one_member_train_it_once(tmp_path):
     pytest.importorskip("submitit")
-    from empirical.experiments.sweep.cluster import train_job
-    from empirical.experiments.sweep.executors import ExecutorOptions, make_executor
+    from empirical.experiments.sweep.cluster import make_executor, train_job
+    from empirical.experiments.sweep.options import ExecutorOptions
     from empirical.experiments.sweep.spec import SweepSpec, expand_members, load_sweep_config
 
     base, _ = load_sweep_config(SMOKE, CADENCE)
     (member,) = expand_members(base, SweepSpec(param="pair_fraction", values=[1.0], seeds=[0]))
     out = SweepDir(tmp_path / "sw")
-    executor = make_executor(ExecutorOptions("local", gpus_per_job=0), tmp_path / "jobs")
+    executor = make_executor(ExecutorOptions(kind="local", gpus_per_job=0), tmp_path / "jobs")
     with executor.batch():
         jobs = [executor.submit(train_job, str(out.path), [member], None) for _ in range(2)]
     results = [job.result() for job in jobs]

@@ -13,12 +13,13 @@ from empirical.cli.sweep import main as sweep_main
 from empirical.config.io import ConfigError
 from empirical.experiments.sweep.metrics import MetricWeights, metric_value
 from empirical.experiments.sweep.param_sweep import run_sweep
-from empirical.experiments.sweep.results import summarize, write_results
+from empirical.experiments.sweep.results import results_report, summarize
 from empirical.experiments.sweep.runner import plan_batches
 from empirical.experiments.sweep.spec import SweepSpec, expand_members, parse_param
 from empirical.experiments.sweep.thresholds import find_threshold
 from empirical.experiments.sweep.trainer import train_batch
 from empirical.model.batched import BatchedModel
+from empirical.report.writer import write_report
 from empirical.runs.config import load_run_config
 from empirical.runs.metrics_log import read_metrics
 from empirical.task.assign_add.draw import TrainingSampler
@@ -281,7 +282,8 @@ def test_derived_metrics_and_summary_files(tmp_path):
     point = results["points"][1]
     assert point["n"] == 3 and point["mean"] == pytest.approx(0.8)
     assert point["min"] == pytest.approx(0.798) and point["max"] == pytest.approx(0.802)
-    json_path, md_path, fig_path = write_results(results, tmp_path, "fig.png")
+    paths = write_report(results_report(results, "fig"), tmp_path)
+    json_path, md_path, fig_path = paths["results.json"], paths["summary.md"], paths["fig"]
     assert json.loads(json_path.read_text())["threshold"]["threshold"] == 0.6
     assert "threshold 0.6" in md_path.read_text()
     assert fig_path.stat().st_size > 10_000

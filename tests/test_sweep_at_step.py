@@ -12,6 +12,8 @@ import pytest
 
 from empirical.cli.sweep import main as sweep_main
 from empirical.cli.sweep import run as sweep_cli
+from empirical.config.options import parse_options
+from empirical.experiments.sweep.options import SweepOptions
 from empirical.experiments.sweep.param_sweep import run_sweep
 from empirical.experiments.sweep.spec import SweepSpec, load_sweep_config
 from empirical.runs.metrics_log import read_metrics
@@ -37,7 +39,8 @@ def trained(tmp_path_factory) -> Path:
 
 def summarize_at(out: Path, step: int, *extra: str) -> int:
     argv = ["--config", str(SMOKE), "--param", PARAM, "--out", str(out), "--summarize"]
-    return sweep_cli([*argv, "--seeds", "0", "1", "--at-step", str(step), *extra, *TINY])
+    words = [*argv, "--seeds", "0", "1", "--at-step", str(step), *extra, *TINY]
+    return sweep_cli(parse_options(SweepOptions, words))  # an error raises (no exit status)
 
 
 def test_at_step_summarizes_every_member_that_reached_the_step(trained, tmp_path):

@@ -13,11 +13,17 @@ from pathlib import Path
 import pytest
 
 from empirical.cli.sweep import main as sweep_main
-from empirical.experiments.sweep.cluster import claim, live_claim, release, submit_members
-from empirical.experiments.sweep.executors import ExecutorOptions, make_executor
-from empirical.experiments.sweep.grid import GridSpec, run_grid
+from empirical.experiments.sweep.cluster import (
+    claim,
+    live_claim,
+    make_executor,
+    release,
+    submit_members,
+)
+from empirical.experiments.sweep.grid import run_grid
+from empirical.experiments.sweep.options import ExecutorOptions
 from empirical.experiments.sweep.param_sweep import run_sweep
-from empirical.experiments.sweep.spec import SweepSpec, expand_members, load_sweep_config
+from empirical.experiments.sweep.spec import GridSpec, SweepSpec, expand_members, load_sweep_config
 from empirical.runs.metrics_log import read_metrics
 from empirical.runs.rundir import RunDir, SweepDir
 
@@ -60,7 +66,7 @@ def test_two_local_jobs_equal_the_in_process_sweep(tmp_path):
         tmp_path / "jobs",
         progress=False,
         log=None,
-        executor=ExecutorOptions("local", members_per_job=1, gpus_per_job=0, time_min=10),
+        executor=ExecutorOptions(kind="local", members_per_job=1, gpus_per_job=0, time_min=10),
     )
     sub = jobs.submission
     assert len(sub.jobs) == 2 and sub.waited and not sub.failed
@@ -76,7 +82,7 @@ def test_two_local_jobs_equal_the_in_process_sweep(tmp_path):
         expand_members(base, spec),
         SweepDir(tmp_path / "jobs"),
         0,
-        ExecutorOptions("local", gpus_per_job=0),
+        ExecutorOptions(kind="local", gpus_per_job=0),
         log=lambda _t: None,
     )
     assert again.skipped == ["pair_fraction=1.0_seed0", "pair_fraction=0.5_seed0"]
@@ -94,7 +100,7 @@ def test_grid_as_one_local_job_equals_the_in_process_grid(tmp_path):
         tmp_path / "jobs",
         progress=False,
         log=None,
-        executor=ExecutorOptions("local", members_per_job=2, gpus_per_job=0, time_min=10),
+        executor=ExecutorOptions(kind="local", members_per_job=2, gpus_per_job=0, time_min=10),
     )
     assert without(jobs) == without(here)
     assert member_records(tmp_path / "jobs") == member_records(tmp_path / "here")
@@ -111,7 +117,7 @@ def test_claims_are_skipped_while_their_job_lives(tmp_path):
     infos = [claim(run, f"local-test{i}") for i, run in enumerate(runs)]  # this process: alive
     assert live_claim(runs[0]) == infos[0]
     sub = submit_members(
-        members, out, 0, ExecutorOptions("local", gpus_per_job=0), log=lambda _t: None
+        members, out, 0, ExecutorOptions(kind="local", gpus_per_job=0), log=lambda _t: None
     )
     assert sub.busy == {m.dirname: f"local-test{i}" for i, m in enumerate(members)}
     assert not sub.batches and not sub.jobs  # nothing submitted
@@ -141,7 +147,7 @@ def test_slurm_parameters(tmp_path, monkeypatch):
         (fake / name).chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
     opts = ExecutorOptions(
-        "slurm",
+        kind="slurm",
         members_per_job=20,
         partition="gpu",
         time_min=60,

@@ -21,9 +21,10 @@ from empirical.experiments.sweep.metrics import (
     with_metric_sets,
 )
 from empirical.experiments.sweep.param_sweep import run_sweep
-from empirical.experiments.sweep.results import summarize, write_results
+from empirical.experiments.sweep.results import results_report, summarize
 from empirical.experiments.sweep.spec import SweepSpec, expand_members, load_sweep_config
 from empirical.experiments.sweep.summary_md import uncertainty_sentence
+from empirical.report.writer import write_report
 from empirical.runs.config import load_run_config
 from empirical.task.config import task_config
 from empirical.task.pairs import held_out_pairs
@@ -164,7 +165,8 @@ def test_thresholds_carry_their_spread_across_seeds_and_binomial_range(tmp_path)
     one = summarize(synthetic_rows(seeds=(0,)), target=0.99, **kw)
     assert "1 seed: no spread" in uncertainty_sentence(one)
     assert one["threshold"]["ci_range"][0] == 0.5  # the upper bound at 0.5 reaches 99%
-    json_path, md_path, fig_path = write_results(results, tmp_path, "fig.png")
+    paths = write_report(results_report(results, "fig"), tmp_path)
+    json_path, md_path, fig_path = paths["results.json"], paths["summary.md"], paths["fig"]
     md = md_path.read_text()
     assert "per-seed thresholds (3 seeds)" in md and "95% CI (pooled, binomial)" in md
     assert json.loads(json_path.read_text())["threshold"]["per_seed"]["1"] == 0.75

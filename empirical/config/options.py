@@ -41,7 +41,8 @@ from empirical.config.field_types import CHECK
 from empirical.config.io import CONFIG, command_line_value
 
 __all__ = [
-    "Arg", "arg", "argv_of", "build_parser", "command_main", "flag_of", "options_class",
+    "Arg", "arg", "argv_of", "build_parser", "command_argv", "command_main", "flag_of",
+    "options_class",
     "parse_options",
 ]
 
@@ -233,10 +234,17 @@ def parse_options(cls: type[T], argv: list[str]) -> T:
     fields = {f.name: (f, a) for f, a in _cli_fields(cls)}
     values = {name: _value(*fields[name], given) for name, given in ns.items() if name in fields}
     opts = cls(**values)
+    object.__setattr__(opts, "_argv", tuple(argv))  # a command's own command line (command_argv)
     check = getattr(opts, "check", None)
     if check is not None:
         check()
     return opts
+
+
+def command_argv(opts: Any) -> tuple[str, ...] | None:
+    """The words `opts` was parsed from by `parse_options`, as given (a sweep records its
+    command line); None for options made otherwise."""
+    return getattr(opts, "_argv", None)
 
 
 # -- a bad value, in one line naming its flag ---------------------------------------------------

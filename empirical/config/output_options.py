@@ -5,7 +5,8 @@ command's options class takes a group by inheriting it, after its library's opti
     class LadderCommandOptions(Output, Threads, LadderOptions):   # --threads, --quiet, --format
         run_dir: str = arg(help="a run directory", positional=True)
 
-(the fields of the last base come first in `--help`). No torch here.
+(the fields of the last base come first in `--help`). No torch here (`threads` is applied by
+the command that runs).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from empirical.config.io import CONFIG
 from empirical.config.options import arg
 from empirical.report.figures import FORMATS
 
-__all__ = ["Figures", "Output", "Threads"]
+__all__ = ["Figures", "Format", "Output", "Quiet", "Threads"]
 
 
 def group(cls: type) -> type:
@@ -26,11 +27,22 @@ def group(cls: type) -> type:
 
 
 @group
-class Output:
-    """`--quiet` and `--format`: how a command that writes a report ends."""
+class Quiet:
+    """`--quiet`: no progress and no summary printed."""
 
     quiet: Flag = arg(False, help="no progress and no summary print")
+
+
+@group
+class Format:
+    """`--format`: the figures' file format."""
+
     format: choice(*FORMATS) = arg("png", help="figure file format: png, pdf or svg")
+
+
+@group
+class Output(Format, Quiet):
+    """`--quiet` and `--format`: how a command that writes a report ends."""
 
 
 @group
@@ -44,4 +56,4 @@ class Threads:
 class Figures:
     """`--no-figures`: the numbers only."""
 
-    figures: Flag = arg(True, help="numbers only", flag="--no-figures")
+    figures: Flag = arg(True, help="numbers only: no figures", flag="--no-figures")

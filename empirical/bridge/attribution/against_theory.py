@@ -13,13 +13,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from empirical.bridge.attribution.options import NULL_DRAWS
 from empirical.bridge.compare_qk.coords import coordinates, theorem_w
 from empirical.bridge.compare_qk.frames import Frames
 from empirical.bridge.compare_qk.metrics import cosine
 from empirical.model.groups import groups_of_names
 from empirical.model.transformer import AssignAddTransformer
 
-NULL_DRAWS = 2000
 NULL_CHUNK = 100
 
 Reader = Callable[[object, Mapping[str, Tensor], Mapping[str, Tensor]], np.ndarray]

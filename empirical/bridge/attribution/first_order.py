@@ -14,12 +14,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from empirical.bridge.attribution.against_theory import (
-    NULL_DRAWS,
-    _model,
-    compare_pieces,
-    param_reader,
-)
+from empirical.bridge.attribution.against_theory import _model, compare_pieces, param_reader
+from empirical.bridge.attribution.options import NULL_DRAWS
+from empirical.bridge.compare_qk.snapshot import g1_direction
 from empirical.model.groups import groups_of_names
 
 PREDICTIONS = ("gradient", "sign", "adam")
@@ -67,8 +64,6 @@ def first_order(cfg, targets, w_a: Mapping[str, Tensor], w_b: Mapping[str, Tenso
 
 
 def _g1(cfg, w_a, w_b, draws: int) -> dict:
-    from empirical.bridge.compare_qk.snapshot import g1_direction
-
     try:
         G, _, _, info = g1_direction(cfg, _model(cfg, w_a))
     except ValueError as exc:

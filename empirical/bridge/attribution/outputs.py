@@ -1,8 +1,9 @@
-"""The attribution's files: per window attribution.json, attribution.npz and shares.png, and
-one summary.md over the windows (docs/attribution.md, "Outputs").
+"""The attribution's files, declared once: per window attribution.json, attribution.npz,
+shares.png and first_order.png (`window_report`), and one summary.md over the windows
+(`summary_report`); docs/attribution.md, "Outputs".
 
-    write_window(result, out / "3300_3600")      # the window's files
-    write_summary(results, out)                   # summary.md (also returned as text)
+    write_report(window_report(result), out / window_name(result))   # the window's files
+    write_report(summary_report(results), out)                        # summary.md
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 from empirical.bridge.attribution.first_order import first_order_rows
-from empirical.bridge.compare_qk.outputs import jsonable, write_npz
+from empirical.bridge.attribution.paths import PathAttribution
 from empirical.report.figures import OKABE_ITO, save_figure
-from empirical.report.files import atomic_write_bytes
+from empirical.report.writer import Arrays, Figure, Json, Report
 
 GROUP_COLOURS = {
     "W_E": OKABE_ITO["blue"], "W_pos": OKABE_ITO["sky"], "layer1_qk": OKABE_ITO["orange"],
@@ -31,41 +33,34 @@ def window_name(result: dict) -> str:
     return f"{a}_{b}"
 
 
-def write_window(result: dict, out: Path, fmt: str = "png", figures: bool = True) -> list[Path]:
-    """attribution.json (every number but the per-piece tables), attribution.npz (per rule,
-    the parts of every piece [pieces, targets, groups]), shares.png and first_order.png into
-    `out` (a first-order-only result: attribution.json and first_order.png)."""
-    out.mkdir(parents=True, exist_ok=True)
+def window_report(result: dict) -> Report:
+    """A window's files: attribution.json (every number but the per-piece tables),
+    attribution.npz (per rule, the parts of every piece [pieces, targets, groups]), the
+    figures shares and first_order (a first-order-only result: attribution.json and
+    first_order)."""
     path = result.get("_path")
     plain = {k: v for k, v in result.items() if not k.startswith("_")}
-    written = [out / "attribution.json"]
     if path is not None:
         plain["groups"] = path.groups
         plain["complete_within"] = COMPLETE
-    atomic_write_bytes(written[0], json.dumps(jsonable(plain), indent=2).encode())
+    files: dict = {"attribution.json": Json(plain, indent=2)}
     if path is not None:
-        arrays = {
+        files["attribution.npz"] = Arrays({
             "pieces": np.array(path.pieces, dtype=np.int64).reshape(-1, 2),
             "targets": np.array(path.targets),
             "groups": np.array(path.groups),
             **{f"parts__{rule}": path.table(rule) for rule in path.rules},
-        }
-        written.append(write_npz(out / "attribution.npz", arrays))
-    if figures and path is not None:
-        written.append(out / f"shares.{fmt}")
-        plot_shares(result, written[-1], fmt)
-    if figures and "first_order" in result:
-        written.append(out / f"first_order.{fmt}")
-        plot_first_order(result, written[-1], fmt)
-    return written
+        })  # fmt: skip
+        files["shares"] = Figure(lambda: plot_shares(result))
+    if "first_order" in result:
+        files["first_order"] = Figure(lambda: plot_first_order(result))
+    return Report(files, summary=None)
 
 
 def plot_first_order(result: dict, path=None, fmt: str | None = None):
     """Per group, the cosine of its observed change with each first-order prediction (minus
     the gradient of each 1-var loss, its sign; G1 for layer-2 W_QK) beside the 95% level of
     the sign-randomised null."""
-    import matplotlib.pyplot as plt
-
     rows = first_order_rows(result["first_order"])
     groups = list(dict.fromkeys(g for _, _, g, _ in rows))
     series = list(dict.fromkeys((t, k) for t, k, _, _ in rows))
@@ -127,8 +122,6 @@ def _cos_cell(c: dict) -> str:
 def plot_shares(result: dict, path=None, fmt: str | None = None):
     """Per target, each group's cumulative part of the change over the window, as a share of
     the total change (ends at the group's share; the groups end summing to 1 - residual)."""
-    import matplotlib.pyplot as plt
-
     pa = result["_path"]
     table = pa.table()
     ends = [pa.pieces[0][0]] + [b for _, b in pa.pieces] if pa.pieces else []
@@ -218,18 +211,14 @@ def summary_markdown(results: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_summary(results: list[dict], out: Path) -> str:
-    text = summary_markdown(results)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out / "summary.md", text.encode())
-    return text
+def summary_report(results: list[dict]) -> Report:
+    """summary.md over the windows (`summary_markdown`)."""
+    return Report({"summary.md": summary_markdown(results)})
 
 
 def read_window(out: Path) -> dict:
     """A window's result read back from its attribution.json and attribution.npz (as
     `attribute_window` returns it, `_path` included), e.g. to redraw its figure."""
-    from empirical.bridge.attribution.paths import PathAttribution
-
     out = Path(out)
     result = json.loads((out / "attribution.json").read_text())
     z = np.load(out / "attribution.npz")

@@ -13,11 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from torch import Tensor
 
+from empirical.bridge.attribution.options import STEP_RULES
 from empirical.model.groups import groups_of_names
 
-# one optimiser step's part from the gradients along it: at its start (first order), the mean
-# of its two ends, at its middle, Simpson (start + 4 mid + end) / 6, composite Simpson
-STEP_RULES = ("start", "trapezoid", "midpoint", "simpson", "simpson4", "simpson8")
 COMPOSITE = {"simpson4": 4, "simpson8": 8}  # composite Simpson rules: pieces per step
 
 

@@ -10,15 +10,14 @@ straight lines between its snapshots (`straight`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-import torch
+from tqdm.auto import tqdm
 
 from disentangled.errors import UserError
-from empirical.bridge.attribution.against_theory import NULL_DRAWS
 from empirical.bridge.attribution.first_order import first_order
-from empirical.bridge.attribution.paths import STEP_RULES, along_segments, along_steps
+from empirical.bridge.attribution.options import AttributionOptions, check_window
+from empirical.bridge.attribution.paths import along_segments, along_steps
 from empirical.bridge.attribution.replay import (
     adam_denominators,
     check_replayed,
@@ -36,27 +35,16 @@ class AttributionError(UserError, ValueError):
     """A window, checkpoint or run the attribution cannot use."""
 
 
-@dataclass
-class AttributionOptions:
-    path: str = "auto"  # "auto" (replay for a trained run, straight for an imported one)
-    checkpoint: str | None = None  # a training checkpoint of the run (default: its last.pt)
-    rule: str = "simpson"  # the headline rule along replayed steps (paths.STEP_RULES)
-    nodes: int = 8  # Gauss-Legendre points per straight segment
-    eval_size: int = 1000  # sequences of each evaluation set
-    sets: tuple[str, ...] | None = None  # evaluation sets (default: all of the run's)
-    progress: bool = True
-    first_order_only: bool = False  # the ends and their first-order comparison only
-    null_draws: int = NULL_DRAWS  # random sign patterns of each first-order sign null
-
-
 def attribute_window(run_dir, start: int, stop: int, opts: AttributionOptions) -> dict:
     """The attribution of steps start..stop of the run (module docstring): a dict with the
     window, the path and its checks, per target the split (headline rule) and every rule's
     residual, and `_path` (the PathAttribution, for the figures and the npz)."""
     run = RunDir(run_dir).require_run()
     cfg = run.read_two_layer_config("attribute")
-    if not 0 <= start < stop:
-        raise AttributionError(f"--window {start}:{stop}: needs 0 <= A < B")
+    try:
+        check_window(start, stop)
+    except ValueError as exc:
+        raise AttributionError(f"--window {start}:{stop}: {exc}") from None
     kind = opts.path
     if kind == "auto":
         kind = "straight" if run.imported.exists() else "replay"
@@ -65,12 +53,10 @@ def attribute_window(run_dir, start: int, stop: int, opts: AttributionOptions) -
         checkpoint, ckpt_path = _checkpoint(run, cfg, start, opts.checkpoint)
         (w_a, w_b), checks, adam = _replay_ends(run, cfg, checkpoint, start, stop, opts)
         source = {"kind": "replay", "checkpoint": ckpt_path, "checkpoint_step": checkpoint["step"]}
-    elif kind == "straight":
+    else:  # straight
         steps = _snapshots(run, start, stop)
         (w_a, w_b), checks, adam = (_weights(run, start), _weights(run, stop)), [], {}
         source = {"kind": "straight", "snapshots": steps}
-    else:
-        raise AttributionError(f"--path {opts.path!r}: allowed auto, replay, straight")
     targets = Targets.of(cfg, sets, opts.eval_size, w_a, w_b)
     result = {
         "run_dir": str(run.path), "window": [start, stop], "path": source,
@@ -135,8 +121,6 @@ def _replay_ends(run: RunDir, cfg, checkpoint: dict, start: int, stop: int, opts
     """The replayed weights at start and stop (float64), the replay's checks against every
     snapshot (and checkpoint) the run keeps from the checkpoint's step to `stop`, and AdamW's
     denominators at `start` (`adam_denominators`)."""
-    if opts.rule not in STEP_RULES:
-        raise AttributionError(f"--rule {opts.rule!r}: allowed {', '.join(STEP_RULES)}")
     kept = set(run.snapshot_steps())
     checks, ends, adam = [], {}, {}
     for step, learner in replay_learner(cfg, checkpoint, stop):
@@ -176,12 +160,5 @@ def _weights(run: RunDir, step: int) -> dict:
 def _progress(items, opts: AttributionOptions, total: int):
     if not opts.progress:
         return items
-    from tqdm.auto import tqdm
-
     return tqdm(items, total=total, desc="attribute", leave=False)
 
-
-def threads(n: int) -> None:
-    """torch's CPU threads for the gradients (the replay's numbers do not depend on it)."""
-    if n:
-        torch.set_num_threads(n)

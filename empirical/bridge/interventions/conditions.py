@@ -1,6 +1,7 @@
 """The interventions at a spike (issue #36 item 4; docs/attribution.md, "`intervene`"): what
 each condition changes in the training (`CONDITIONS`: train.freeze / train.project_out,
-empirical/train/constraints.py), and the G1 direction `project_g1` projects out.
+empirical/train/constraints.py; `project_g1` projects out the G1 direction that
+run_interventions writes). No torch here.
 
     member_configs(cfg, ["none", ...], 20, direction_file)   # [(condition, replicate, cfg)]
 """
@@ -8,9 +9,6 @@ empirical/train/constraints.py), and the G1 direction `project_g1` projects out.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
-
-from empirical.bridge.compare_qk.snapshot import g1_direction
 
 CONDITIONS: dict[str, dict] = {
     "none": {},
@@ -36,13 +34,3 @@ def member_configs(cfg, conditions: list[str], replicates: int, direction: str |
         out += [(name, r, member) for r in range(replicates)]
     return out
 
-
-def write_g1_direction(cfg, model, path: Path, **sizes) -> dict:
-    """g1_direction written as a train.project_out file (constraints.save_direction)."""
-    from empirical.train.constraints import save_direction
-
-    G, rows, cols, info = g1_direction(cfg, model, **sizes)
-    save_direction(
-        path, G, rows, cols, f"G1 (dual frame), a = {info['a']:.4g}, b = {info['b']:.4g}"
-    )
-    return info

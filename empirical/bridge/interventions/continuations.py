@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from empirical.bridge.compare_qk.coords import coordinates, theorem_w
 from empirical.bridge.compare_qk.frames import Frames
@@ -123,8 +124,6 @@ def continue_members(cfg, checkpoint: dict, members, sets, plan: Plan, progress:
     measures.evaluate(start)
     steps = range(start, start + plan.steps)
     if progress:
-        from tqdm.auto import tqdm
-
         steps = tqdm(steps, desc=f"continue {len(members)} members", leave=False)
     alive = [True] * len(members)
     for step in steps:

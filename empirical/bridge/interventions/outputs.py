@@ -1,21 +1,19 @@
 """The interventions' statistics and files: per condition the share of continuations that
 jump (Wilson interval), their Kaplan-Meier survival and the log-rank test against `none`; the
-noise ceiling (the cosine between replicates' W_QK updates); interventions.json, survival.png
-and summary.md (`write_outputs(summarise(result, plan, g1), result, out)`).
+noise ceiling (the cosine between replicates' W_QK updates); interventions.json, updates.npz,
+survival.png and summary.md, declared once (`report(summarise(result, plan, g1), result)`).
 """
 
 from __future__ import annotations
 
-import json
 from itertools import combinations
-from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 
-from empirical.bridge.compare_qk.outputs import write_npz
 from empirical.report.figures import OKABE_ITO, save_figure
-from empirical.report.files import atomic_write_bytes
 from empirical.report.population_stats import kaplan_meier, logrank, share_interval
+from empirical.report.writer import Arrays, Figure, Json, Report
 
 COLOURS = {
     "none": OKABE_ITO["black"], "freeze_layer2_qk": OKABE_ITO["green"],
@@ -85,8 +83,6 @@ def summarise(result: dict, plan, g1: np.ndarray | None = None) -> dict:
 def plot_survival(stats: dict, result: dict, path=None, fmt: str | None = None):
     """Left: each condition's Kaplan-Meier curve (share not yet jumped); right: each
     member's tracked accuracy over the continuation."""
-    import matplotlib.pyplot as plt
-
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
     start, last = stats["start"], stats["last_step"]
     for name, entry in stats["conditions"].items():
@@ -146,16 +142,15 @@ def summary_markdown(stats: dict, label: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_outputs(stats: dict, result: dict, out: Path, label: str = "", fmt: str = "png"):
-    """interventions.json (stats and every member's curve), updates.npz (the W_QK updates),
-    survival.png, summary.md."""
-    out.mkdir(parents=True, exist_ok=True)
+def report(stats: dict, result: dict) -> Report:
+    """interventions.json (the statistics and every member's curve), updates.npz (the W_QK
+    updates), survival.png and summary.md (labelled with stats["label"])."""
     payload = {**stats, "eval_steps": result["eval_steps"], "members": result["members"]}
-    atomic_write_bytes(out / "interventions.json", json.dumps(payload, indent=2).encode())
     updates = {f"updates_{h}": v for h, v in result["updates"].items()}
     arrays = {"rows": np.array(result["rows"]), "cols": np.array(result["cols"]), **updates}
-    write_npz(out / "updates.npz", arrays)
-    plot_survival(stats, result, out / f"survival.{fmt}", fmt)
-    text = summary_markdown(stats, label)
-    atomic_write_bytes(out / "summary.md", text.encode())
-    return text
+    return Report({
+        "interventions.json": Json(payload, indent=2, plain=True),
+        "updates.npz": Arrays(arrays),
+        "survival": Figure(lambda: plot_survival(stats, result)),
+        "summary.md": summary_markdown(stats, stats.get("label", "")),
+    })  # fmt: skip

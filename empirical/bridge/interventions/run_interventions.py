@@ -1,48 +1,29 @@
 """The interventions of one run from one checkpoint, end to end (`python -m empirical
-intervene`): the G1 direction at the checkpoint, the members, the continuations, the
-statistics and the files.
+intervene`): the G1 direction at the checkpoint (written to OUT/g1_direction.pt, which
+`project_g1` reads), the members, the continuations and their statistics.
 
-    text = intervene(RunDir("runs/retrain/ours_seed0"), cfg, out, InterventionOptions(...))
+    stats, result = intervene(RunDir("runs/retrain/ours_seed0"), cfg, out, InterventionOptions(...))
+    write_report(report(stats, result), out)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from disentangled.errors import UserError
-from empirical.bridge.interventions.conditions import member_configs, write_g1_direction
+from empirical.bridge.compare_qk.snapshot import g1_direction
+from empirical.bridge.interventions.conditions import member_configs
 from empirical.bridge.interventions.continuations import Plan, continue_members, start_model
-from empirical.bridge.interventions.outputs import summarise, write_outputs
+from empirical.bridge.interventions.options import InterventionOptions
+from empirical.bridge.interventions.outputs import summarise
 from empirical.model.checkpoint import CheckpointError
 from empirical.runs.rundir import RunDir
-from empirical.train.constraints import load_direction
+from empirical.train.constraints import load_direction, save_direction
 from empirical.train.state import load_training_state
 
 
 class InterventionError(UserError, ValueError):
     """A checkpoint, set or option the interventions cannot use."""
-
-
-@dataclass
-class InterventionOptions:
-    checkpoint: str
-    steps: int = 2000
-    replicates: int = 20
-    conditions: tuple[str, ...] = ("none", "freeze_layer2_qk", "freeze_layer1_embed", "project_g1")
-    eval_every: int = 50
-    eval_size: int = 1000
-    threshold: float = 0.9
-    jump_set: str = "1var/ind"
-    device: str = "cpu"
-    threads: int = 1
-    label: str = ""
-    fmt: str = "png"
-    progress: bool = True
-    g1_batch: int = 2048  # compare-qk's 1-var batch for the measured (a, b)
-    g1_population: int = 16384  # sequences of the sampled G1 population
 
 
 def _checkpoint(run: RunDir, cfg, path: str) -> dict:
@@ -56,10 +37,19 @@ def _checkpoint(run: RunDir, cfg, path: str) -> dict:
     return ckpt
 
 
-def intervene(run: RunDir, cfg, out: Path, opts: InterventionOptions) -> str:
-    """Everything (module docstring); returns summary.md's text."""
-    if opts.threads:
-        torch.set_num_threads(opts.threads)
+def write_g1_direction(cfg, model, path: Path, **sizes) -> dict:
+    """compare-qk's G1 direction at `model` written as a train.project_out file
+    (constraints.save_direction); returns where it was measured (a, b, ...)."""
+    G, rows, cols, info = g1_direction(cfg, model, **sizes)
+    save_direction(
+        path, G, rows, cols, f"G1 (dual frame), a = {info['a']:.4g}, b = {info['b']:.4g}"
+    )
+    return info
+
+
+def intervene(run: RunDir, cfg, out: Path, opts: InterventionOptions) -> tuple[dict, dict]:
+    """Everything (module docstring) but the report: (the statistics, the continuations),
+    as `outputs.report` takes them."""
     checkpoint = _checkpoint(run, cfg, opts.checkpoint)
     sets = run.read_eval_sets(cfg)
     if sets is None or opts.jump_set not in sets:
@@ -82,4 +72,4 @@ def intervene(run: RunDir, cfg, out: Path, opts: InterventionOptions) -> str:
     stats["checkpoint"] = str(opts.checkpoint)
     stats["run_dir"] = str(run.path)
     stats["label"] = opts.label
-    return write_outputs(stats, result, out, opts.label, opts.fmt)
+    return stats, result

@@ -10,6 +10,7 @@ counts as not holding.
 
 from __future__ import annotations
 
+import importlib.metadata
 import subprocess
 
 from empirical.config.paths import repo_root
@@ -244,11 +245,11 @@ def theory_over(members: list[Member]) -> dict:
 
 
 def _torch_version() -> str | None:
+    """torch's version, as installed (read without importing torch)."""
     try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a dependency
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - torch is a dependency
         return None
-    return torch.__version__
 
 
 def repository_commit() -> str | None:

@@ -2,19 +2,17 @@
 of their jump steps and Fisher's exact test of each claim's counts.
 
     cmp = compare_populations({"ours": claims_a, "paper_init": claims_b})
-    write_comparison(cmp, {"ours": claims_a, ...}, "runs/population/NAME/claims")
+    write_report(comparison_report(cmp, {"ours": claims_a, ...}), "runs/.../claims/comparison")
 """
 
 from __future__ import annotations
 
-import json
 from itertools import combinations
-from pathlib import Path
 
-from empirical.report.files import atomic_write_bytes
+from empirical.experiments.population.figures import plot_survival
 from empirical.report.population_stats import fisher_exact, logrank
 from empirical.report.tables import markdown_table
-from empirical.runs.rundir import SweepDir
+from empirical.report.writer import Figure, Json, Report
 
 
 def compare_populations(populations: dict[str, dict]) -> dict:
@@ -70,21 +68,13 @@ def comparison_markdown(cmp: dict, fmt: str = "png") -> str:
     return "\n".join(out)
 
 
-def write_comparison(cmp: dict, populations: dict[str, dict], out_dir, fmt: str = "png",
-                     figures: bool = True):  # fmt: skip
+def comparison_report(cmp: dict, populations: dict[str, dict], fmt: str = "png") -> Report:
     """comparison.json, comparison.md and survival.png (every population's Kaplan-Meier
-    curves, the first pair's log-rank p in the titles) in out_dir/comparison."""
-    from empirical.experiments.population.figures import plot_survival
-
-    out = Path(out_dir) / SweepDir.COMPARISON
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "comparison.json", out / "comparison.md"]
-    atomic_write_bytes(paths[0], json.dumps(cmp, indent=1).encode())
-    atomic_write_bytes(paths[1], comparison_markdown(cmp, fmt).encode())
-    if not figures:
-        return paths
+    curves, the first pair's log-rank p in the titles), for OUT/claims/comparison."""
     first = cmp["pairs"][0]["jumps"] if cmp["pairs"] else {}
     pvalues = {k: v["pvalue"] for k, v in first.items()}
-    fig = plot_survival(list(populations.items()), out / "survival", fmt, pvalues=pvalues)
-    paths.append(fig.saved_path)
-    return paths
+    return Report({
+        "comparison.json": Json(cmp, indent=1, plain=True),
+        "comparison.md": comparison_markdown(cmp, fmt),
+        "survival": Figure(lambda: plot_survival(list(populations.items()), pvalues=pvalues)),
+    }, summary=None)  # fmt: skip

@@ -4,6 +4,7 @@ empirical.report.figures says). The paper's run is marked in the jump figures.""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 from empirical.report.figures import OKABE_ITO, save_figure
@@ -21,8 +22,6 @@ def _title(claims: dict) -> str:
 def plot_jumps(claims: dict, path=None, fmt: str | None = None):
     """Two panels: the distribution of the first and the second jump step over the members,
     the paper's run's jump as a dashed line, the members without the jump in the legend."""
-    import matplotlib.pyplot as plt
-
     jumps = claims["jumps"]
     steps_max = max(jumps["last_step"] or [1])
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
@@ -52,8 +51,6 @@ def plot_survival(populations: list[tuple[str, dict]], path=None, fmt: str | Non
     members still before the first (left) and second (right) jump at each step; a tick where
     a member was censored (no jump by its last step). `pvalues`: {"first": p, "second": p}
     of the log-rank test, shown in the panel titles."""
-    import matplotlib.pyplot as plt
-
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     steps_max = max(max(c["jumps"]["last_step"] or [1]) for _, c in populations)
     for ax, (key, label) in zip(axes, JUMPS, strict=True):
@@ -101,8 +98,6 @@ def plot_final(claims: dict, path=None, fmt: str | None = None):
     """Per evaluation set, every member's robust final accuracy (the mean over the last
     `final_window` steps, filled) beside its accuracy at the last step (open), with the mean and its
     multi-bootstrap interval of each; 99% and 95% as lines."""
-    import matplotlib.pyplot as plt
-
     sets = list(claims["final"])
     window = claims.get("final_window", 2000)
     fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(sets) + 2), 4.2), layout="constrained")
@@ -144,8 +139,6 @@ def plot_final(claims: dict, path=None, fmt: str | None = None):
 def plot_theory(claims: dict, path=None, fmt: str | None = None):
     """Per member, the cosine of G1 with the layer-2 QK update across its first spike (dots)
     and that update's sign-randomised null (95%, bars), whole block and bar_v block."""
-    import matplotlib.pyplot as plt
-
     th = claims["theory"]
     names = claims["member_names"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained", sharey=True)

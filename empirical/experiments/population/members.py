@@ -14,6 +14,7 @@ from typing import Any
 
 from disentangled.errors import UserError
 from empirical.config.io import dotted, fingerprint_of, non_default_fields, to_dict
+from empirical.experiments.population.quantities import spike_numbers
 from empirical.runs.rundir import RunDir
 
 
@@ -170,3 +171,26 @@ def read_analysis(run: RunDir) -> dict | None:
         return _read_json(path)
     except PopulationError:
         return None  # unreadable: analysed again
+
+
+def _newer(path: Path, run: RunDir) -> bool:
+    """`path` exists and is no older than the member's final model."""
+    try:
+        return path.exists() and path.stat().st_mtime >= run.final_model().stat().st_mtime
+    except (OSError, UserError):
+        return False
+
+
+def existing_spike(run: RunDir) -> dict | None:
+    """The first spike's numbers from an up-to-date compare-qk output of the member: the full
+    `compare_qk/` of `python -m empirical compare-qk`, else `compare_qk_spike1/`."""
+    for folder in (run.compare_qk_dir, run.compare_qk_spike1_dir):
+        path = folder / RunDir.COMPARE_QK_JSON
+        if _newer(path, run):
+            try:
+                found = spike_numbers(json.loads(path.read_text()))
+            except (OSError, json.JSONDecodeError):
+                found = None
+            if found is not None:
+                return found
+    return None

@@ -2,7 +2,8 @@
 config, analyse the finished members where needed, count, write. A variant without a finished
 member is a PopulationError.
 
-    done = summarize_population(base, spec, "runs/population/population_authors", jobs=4)
+    done = summarize_population(base, spec, "runs/population/population_authors",
+                                PopulationOptions(jobs=4))
 """
 
 from __future__ import annotations
@@ -10,23 +11,30 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from empirical.experiments.population.claims import population_claims
+from empirical.experiments.population.compare import compare_populations, comparison_report
 from empirical.experiments.population.members import (
     FINISHED,
     MISSING,
     PopulationError,
     check_config,
+    existing_spike,
     member_status,
     read_analysis,
     read_member,
 )
-from empirical.runs.rundir import SweepDir
+from empirical.experiments.population.options import PopulationOptions
+from empirical.experiments.population.placement import paper_run_entry
+from empirical.experiments.population.prepare import prepare_members
+from empirical.experiments.population.report import claims_report
+from empirical.experiments.sweep.spec import expand_grid
+from empirical.report.writer import write_report
+from empirical.runs.rundir import RunDir, SweepDir
 
 
 def read_variants(base, spec, out: Path) -> tuple[dict[str, list], dict[str, list[dict]]]:
     """({variant: [finished Member]}, {variant: [not counted: member, status, step]}), every
     existing member's config checked first."""
-    from empirical.experiments.sweep.grid import expand_grid
-
     root = SweepDir(out)
     if not root.members_dir.is_dir():
         raise PopulationError(f"{out}: empty population (no {SweepDir.MEMBERS}/ folder): train it "
@@ -60,22 +68,16 @@ def read_variants(base, spec, out: Path) -> tuple[dict[str, list], dict[str, lis
 
 
 def summarize_population(
-    base, spec, out, *, jobs: int = 1, analysis: bool = True, fmt: str = "png",
-    window: int | None = None, figures: bool = True, paper_run=None,
+    base, spec, out, opts: PopulationOptions | None = None,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, dict]:  # fmt: skip
     """claims.json content per variant, written with claims.md and the figures to
-    OUT/claims/<variant>/ (and OUT/claims/comparison/ for two or more variants). analysis:
-    run analyze and compare-qk where a finished member lacks them (False: use what exists).
-    window: the robust final accuracy's window (default ROBUST_WINDOW). figures: False writes
-    JSON and markdown only. paper_run: a run directory placed in every population."""
-    from empirical.experiments.population.claims import population_claims
-    from empirical.experiments.population.compare import compare_populations, write_comparison
-    from empirical.experiments.population.prepare import existing_spike, prepare_members
-    from empirical.experiments.population.quantities import ROBUST_WINDOW
-    from empirical.experiments.population.report import write_claims
-    from empirical.runs.rundir import RunDir
-
+    OUT/claims/<variant>/ (and OUT/claims/comparison/ for two or more variants). opts:
+    `analysis` runs analyze and compare-qk where a finished member lacks them (False: use
+    what exists) in `jobs` processes; `final_window` is the robust final accuracy's window;
+    `figures` False writes JSON and markdown only; `paper_run` is a run directory placed in
+    every population."""
+    opts = opts or PopulationOptions()
     say = log or (lambda _text: None)
     out = Path(out)
     finished, skipped = read_variants(base, spec, out)
@@ -83,9 +85,9 @@ def summarize_population(
     for variant, members in finished.items():
         extra = f"; not counted: {len(skipped[variant])}" if skipped[variant] else ""
         say(f"population {base.name}.{variant}: {len(members)} finished members{extra}")
-    if analysis:
-        say(f"analysing {len(everyone)} members where needed ({jobs} process(es))")
-        prepare_members(everyone, jobs=jobs, log=say)
+    if opts.analysis:
+        say(f"analysing {len(everyone)} members where needed ({opts.jobs} process(es))")
+        prepare_members(everyone, jobs=opts.jobs, log=say)
     else:
         for m in everyone:
             m.analysis = read_analysis(RunDir(m.path))
@@ -96,17 +98,17 @@ def summarize_population(
         claims = population_claims(
             members, variant=variant, name=f"{base.name}.{variant}",
             overrides=spec.variants[variant], not_counted=skipped[variant],
-            window=ROBUST_WINDOW if window is None else window,
+            window=opts.final_window,
         )  # fmt: skip
-        if paper_run is not None:
-            from empirical.experiments.population.placement import paper_run_entry
-
-            claims["paper_run"] = paper_run_entry(paper_run, claims)
-        paths = write_claims(claims, root.claims_of(variant), fmt, figures)
-        say(f"wrote {', '.join(str(p) for p in paths)}")
+        if opts.paper_run is not None:
+            claims["paper_run"] = paper_run_entry(opts.paper_run, claims)
+        paths = write_report(claims_report(claims, opts.format), root.claims_of(variant),
+                             opts.figures, opts.format)  # fmt: skip
+        say(f"wrote {', '.join(str(p) for p in paths.values())}")
         done[variant] = claims
     if len(done) > 1:
-        paths = write_comparison(compare_populations(done), done, root.claims_dir, fmt,
-                                 figures)
-        say(f"wrote {', '.join(str(p) for p in paths)}")
+        report = comparison_report(compare_populations(done), done, opts.format)
+        paths = write_report(report, root.claims_dir / SweepDir.COMPARISON, opts.figures,
+                             opts.format)  # fmt: skip
+        say(f"wrote {', '.join(str(p) for p in paths.values())}")
     return done

@@ -18,11 +18,11 @@ from empirical.experiments.population.formatting import number, share_text
 from empirical.experiments.population.members import (
     Member,
     dict_differences,
+    existing_spike,
     population_config,
     population_fingerprint,
     read_analysis,
 )
-from empirical.experiments.population.prepare import existing_spike
 from empirical.report.population_stats import percentile_of
 from empirical.report.tables import markdown_table
 from empirical.runs.rundir import RunDir, SweepDir

@@ -16,11 +16,23 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import torch
+
 from disentangled.errors import UserError
-from empirical.experiments.population.members import Member, read_analysis
+from empirical.analysis.run_analysis import analyze_run
+from empirical.bridge.compare_qk.options import Options
+from empirical.bridge.compare_qk.run_comparison import compare_run
+from empirical.experiments.population.members import Member, existing_spike, read_analysis
 from empirical.experiments.population.quantities import spike_numbers
 from empirical.runs.lock import writer_lock
 from empirical.runs.rundir import RunDir
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
 
 
 def spike_window(summary: dict, snapshot_steps: list[int]) -> tuple[list[int], tuple] | str:
@@ -40,37 +52,9 @@ def spike_window(summary: dict, snapshot_steps: list[int]) -> tuple[list[int], t
     return [s for s in snapshot_steps if lo <= s < hi], ("spike1", lo, hi)
 
 
-def _newer(path: Path, run: RunDir) -> bool:
-    try:
-        return path.exists() and path.stat().st_mtime >= run.final_model().stat().st_mtime
-    except (OSError, UserError):
-        return False
-
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-
-
-def existing_spike(run: RunDir) -> dict | None:
-    """The first spike's numbers from an up-to-date compare-qk output of the member: the full
-    `compare_qk/` of `python -m empirical compare-qk`, else `compare_qk_spike1/`."""
-    for folder in (run.compare_qk_dir, run.compare_qk_spike1_dir):
-        path = folder / RunDir.COMPARE_QK_JSON
-        if _newer(path, run):
-            found = spike_numbers(_read_json(path))
-            if found is not None:
-                return found
-    return None
-
-
 def analyse_member(run: RunDir) -> dict:
     """analysis.json of the member's final model, written as `analyze --no-dynamics
     --no-figures` without the spike comparisons writes it."""
-    from empirical.analysis.run_analysis import analyze_run
-
     return analyze_run(run.path, dynamics=False, figures=False, first_spike_steps=None,
                        second_spike_steps=None, threads=None)  # fmt: skip
 
@@ -78,11 +62,6 @@ def analyse_member(run: RunDir) -> dict:
 def compare_spike(run: RunDir, summary: dict) -> dict | str:
     """compare-qk of the member across its first spike (written to compare_qk_spike1/);
     returns its spike numbers, or why there are none."""
-    from empirical.bridge.compare_qk.options import Options
-    from empirical.bridge.compare_qk.outputs import report
-    from empirical.bridge.compare_qk.run_comparison import compare_run
-    from empirical.report.writer import write_report
-
     plan = spike_window(summary, run.snapshot_steps())
     if isinstance(plan, str):
         return plan
@@ -128,8 +107,6 @@ def prepare_member(path, analysis: bool = True, theory: bool = True) -> tuple:
 
 
 def _worker_init() -> None:  # one torch thread per process: the processes share the cores
-    import torch
-
     torch.set_num_threads(1)
 
 

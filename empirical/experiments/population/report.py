@@ -1,18 +1,17 @@
-"""claims.md from claims.json's content, and the files of one population's claims.
+"""claims.md from claims.json's content, and the files of one population's claims, declared
+once (`claims_report`).
 
-    write_claims(claims, "runs/population/population_authors/claims/ours")
+    write_report(claims_report(claims), "runs/population/population_authors/claims/ours")
         # claims.json, claims.md, jumps.png, survival.png, final.png, theory.png
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
+from empirical.experiments.population import figures as plots
 from empirical.experiments.population.formatting import share_text, summary_text
 from empirical.experiments.population.placement import placement_table
-from empirical.report.files import atomic_write_bytes
 from empirical.report.tables import markdown_table, pct
+from empirical.report.writer import Figure, Json, Report
 from empirical.runs.rundir import SweepDir
 
 FIGURES = {
@@ -185,24 +184,15 @@ def _members_section(claims: dict) -> list[str]:
     return ["## Members", "", *markdown_table(header, rows)]
 
 
-def write_claims(claims: dict, out_dir, fmt: str = "png", figures: bool = True) -> list[Path]:
-    """claims.json, claims.md and (`figures`) the figures of one population in out_dir;
-    returns the paths written."""
-    from empirical.experiments.population import figures as plots
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / SweepDir.CLAIMS_JSON, out / SweepDir.CLAIMS_MD]
-    atomic_write_bytes(paths[0], json.dumps(claims, indent=1).encode())
-    atomic_write_bytes(paths[1], claims_markdown(claims, fmt).encode())
-    if not figures:
-        return paths
+def claims_report(claims: dict, fmt: str = "png") -> Report:
+    """claims.json, claims.md (linking the figures in `fmt`) and the figures of one
+    population (FIGURES)."""
     label = claims["variant"]
-    for stem, fig in (
-        ("jumps", lambda p: plots.plot_jumps(claims, p, fmt)),
-        ("survival", lambda p: plots.plot_survival([(label, claims)], p, fmt)),
-        ("final", lambda p: plots.plot_final(claims, p, fmt)),
-        ("theory", lambda p: plots.plot_theory(claims, p, fmt)),
-    ):
-        paths.append(fig(out / stem).saved_path)
-    return paths
+    return Report({
+        SweepDir.CLAIMS_JSON: Json(claims, indent=1, plain=True),
+        SweepDir.CLAIMS_MD: claims_markdown(claims, fmt),
+        "jumps": Figure(lambda: plots.plot_jumps(claims)),
+        "survival": Figure(lambda: plots.plot_survival([(label, claims)])),
+        "final": Figure(lambda: plots.plot_final(claims)),
+        "theory": Figure(lambda: plots.plot_theory(claims)),
+    }, summary=None)  # fmt: skip

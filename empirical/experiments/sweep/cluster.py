@@ -1,5 +1,6 @@
 """Sweeps and grids on many machines: one job per batch of members, through submitit
-(docs/sweep.md, "Many machines"; the options and the executor: `executors`).
+(docs/sweep.md, "Many machines"; the options: `options.ExecutorOptions`, the submitit executor
+they make: `make_executor`).
 
     python -m empirical sweep --config C --executor slurm --slurm-partition gpu
     python -m empirical sweep --config C --summarize        # when the jobs have finished
@@ -18,12 +19,17 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from empirical.experiments.sweep.executors import ExecutorOptions, make_executor, require_submitit
+import torch
+
+from disentangled.errors import UsageError
 from empirical.experiments.sweep.metrics import MetricWeights, metric_value
+from empirical.experiments.sweep.options import ExecutorOptions, check_slurm, require_submitit
 from empirical.experiments.sweep.runner import RunOutcome, run_members
 from empirical.experiments.sweep.spec import Member
 from empirical.report.files import atomic_write_bytes
@@ -159,6 +165,37 @@ def train_job(
 
 
 # ------------------------------------------------------------------------------ submitting
+def make_executor(opts: ExecutorOptions, folder: Path, name: str = "sweep"):
+    """A configured submitit executor writing its files under `folder`."""
+    submitit = require_submitit()
+    if opts.kind == "local":
+        executor = submitit.LocalExecutor(folder=folder)
+        gpus = opts.gpus_per_job
+        if gpus is None:  # every GPU of this machine
+            gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        # every local job sees GPUs 0..gpus-1 (they share them); 0 hides the GPUs
+        executor.update_parameters(timeout_min=opts.time_min, gpus_per_node=gpus)
+        return executor
+    check_slurm()
+    try:
+        executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
+    except RuntimeError as exc:  # submitit: no srun
+        raise UsageError(f"--executor slurm: {exc}") from None
+    params: dict[str, Any] = {
+        "name": name, "timeout_min": opts.time_min, "nodes": 1, "tasks_per_node": 1,
+        "cpus_per_task": opts.cpus_per_job,
+        "gpus_per_node": 1 if opts.gpus_per_job is None else opts.gpus_per_job,
+    }  # fmt: skip
+    if opts.partition:
+        params["slurm_partition"] = opts.partition
+    if opts.mem_gb:
+        params["mem_gb"] = opts.mem_gb
+    if opts.slurm_args:
+        params["slurm_additional_parameters"] = dict(a.split("=", 1) for a in opts.slurm_args)
+    executor.update_parameters(**params)
+    return executor
+
+
 @dataclass
 class Submission(RunOutcome):
     """What `submit_members` did: the plan (resumed, fresh: submitted; batches: one per job),
@@ -208,6 +245,13 @@ def submit_members(
     if opts.waits:
         _wait_for(jobs, sub, log)
     return sub
+
+
+def failed_jobs(failed: dict[str, str]) -> int:
+    """A command's ending when jobs failed: one `error:` line naming them (job id -> error;
+    their members stay resumable); the exit status 1."""
+    print(f"error: {len(failed)} job(s) failed: {'; '.join(failed.values())}", file=sys.stderr)
+    return 1
 
 
 def claimed_elsewhere(members: list[Member], out: SweepDir) -> dict[str, str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 from empirical.experiments.sweep.summary_md import fmt_x
@@ -39,8 +40,6 @@ def plot_sweep(results: dict, path: Path | None = None, *, fmt: str | None = Non
     """Final accuracy against the swept value (Figure 3): mean and min-max band over seeds,
     each member as a dot, the target and the threshold. Returns the Figure; writes it to
     `path` (png, pdf or svg: the suffix, or `fmt`) and closes it when a path is given."""
-    import matplotlib.pyplot as plt
-
     blue, others = OKABE_ITO["blue"], ["orange", "green", "vermillion", "purple", "sky"]
     points = results["points"]
     xs = [p["x"] for p in points]

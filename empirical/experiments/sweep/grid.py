@@ -1,82 +1,35 @@
 """Many named configs x seeds trained at once (docs/sweep.md, "Grids"): a run config plus a
-`[grid]` table of named variants, each a list of run-config overrides; every (variant, seed)
-is a member, trained as in a sweep. The results (every set's final accuracy per member and per
-variant, the spikes, the first step at which every set reached the target) go to `grid.json`,
-`grid.md` and a heat map `grid.png`.
+`[grid]` table of named variants (spec.GridSpec), each a list of run-config overrides; every
+(variant, seed) is a member, trained as in a sweep. The results (every set's final accuracy per
+member and per variant, the spikes, the first step at which every set reached the target) go
+to `grid.json`, `grid.md` and a heat map `grid.png` (`grid_report`).
 
-    [grid]
-    seeds = [0, 1]
-    [grid.variants]
-    spec = []
-    disjoint_wd01 = ['task.r2=["b", "c"]', "train.weight_decay=0.1"]
+    base, spec = load_grid_config("configs/explore_generalization.toml")   # spec.py
+    results = run_grid(base, spec, "runs/grid/explore_generalization")
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 import statistics
 from collections.abc import Callable
-from dataclasses import field
 from pathlib import Path
-from typing import Any
 
-from empirical.config.field_types import MUST, integer, number
-from empirical.config.io import ConfigError, config_class, from_dict
-from empirical.experiments.sweep.spec import Member, expand_variants, load_config_with_table
-from empirical.report.files import atomic_write_bytes
+import matplotlib.pyplot as plt
+import numpy as np
+
+from empirical.experiments.sweep.cluster import LOWEST_SET, submit_members
+from empirical.experiments.sweep.runner import run_members, sweep_dir_lock
+from empirical.experiments.sweep.spec import GridSpec, Member, expand_grid
+from empirical.report.figures import save_figure
+from empirical.report.writer import Figure, Json, Report, write_report
 from empirical.runs.config import RunConfig
 from empirical.runs.phases import detect_phases
 from empirical.runs.rundir import SweepDir
 from empirical.runs.set_timeline import set_timeline
-
-# the runner and the training summary import torch: imported where used, so that a grid
-# config is loaded and checked (load_grid_config) without torch
-
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-
-
-@config_class("grid")
-class GridSpec:
-    """The `[grid]` table: variant name -> overrides, seeds, batch limit, target."""
-
-    variants: dict[str, Any] = field(default_factory=dict)
-    seeds: list[Any] = field(default_factory=lambda: [0])
-    max_batch: integer(0, wording=MUST) = 0
-    target: number(0, 1, lo_open=True) = 0.99
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.variants, dict) or not self.variants:
-            raise ConfigError("grid.variants: give at least one variant (name = [overrides])")
-        for name, overrides in self.variants.items():
-            if not _NAME.match(name):
-                raise ConfigError(f"grid.variants: name {name!r}: use letters, digits, '_', '.', "
-                                  "'+', '-'")
-            if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
-                raise ConfigError(
-                    f"grid.variants.{name} = {overrides!r} must be a list of override strings "
-                    "such as ['train.weight_decay=0.1']"
-                )
-        seeds = list(self.seeds)
-        if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
-            raise ConfigError(f"grid.seeds = {self.seeds!r} must be a non-empty list of ints >= 0")
-        if len(set(seeds)) != len(seeds):
-            raise ConfigError(f"grid.seeds = {seeds} repeats a seed")
-        self.seeds = seeds
-
-
-def load_grid_config(path, overrides: list[str] | None = None) -> tuple[RunConfig, GridSpec]:
-    """(base run config, grid spec) from a grid config file and run-config overrides."""
-    base, table = load_config_with_table(path, "grid", overrides)
-    if table is None:
-        raise ConfigError(f"{path}: no [grid] table (see docs/sweep.md, 'Grids')")
-    return base, from_dict(GridSpec, table, prefix="grid.")
-
-
-def expand_grid(base: RunConfig, spec: GridSpec) -> list[Member]:
-    """One Member per (variant, seed), validated before anything trains."""
-    return expand_variants(base, spec.variants, spec.seeds)
+from empirical.task.assign_add.config import EVAL_SET_NAMES
+from empirical.train.summary import first_step_all_above
 
 
 def run_grid(
@@ -90,8 +43,6 @@ def run_grid(
     are waited for (else {} is returned: gather them later with train=False). Writes under
     the grid directory's writer lock and the members' (runner.sweep_dir_lock, run_members).
     member_figures=False: the members trained write no training_curves.png."""
-    from empirical.experiments.sweep.runner import sweep_dir_lock
-
     out = SweepDir(out_dir)
     with sweep_dir_lock(out, train):
         return _run_grid(base, spec, out, progress=progress, log=log, train=train,
@@ -102,8 +53,6 @@ def _run_grid(
     base: RunConfig, spec: GridSpec, out: SweepDir, *, progress: bool,
     log: Callable[[str], None] | None, train: bool, executor, member_figures: bool,
 ) -> dict:  # fmt: skip
-    from empirical.experiments.sweep.runner import run_members
-
     say = log or (lambda _text: None)
     members = expand_grid(base, spec)
     timings: list[dict] = []
@@ -120,8 +69,6 @@ def _run_grid(
     if train:
         if executor is not None:
             announce(plan)
-            from empirical.experiments.sweep.cluster import LOWEST_SET, submit_members
-
             sub = submit_members(
                 members, out, spec.max_batch, executor, log=say, metric=LOWEST_SET,
                 name=base.name, figures=member_figures,
@@ -149,14 +96,12 @@ def _run_grid(
     results["batch_timings"] = timings
     if failed:  # jobs that failed (their members stay resumable)
         results["failed_jobs"] = failed
-    paths = write_grid(results, out.path)
-    say(f"wrote {', '.join(map(str, paths))}")
+    paths = write_report(grid_report(results), out.path)
+    say(f"wrote {', '.join(map(str, paths.values()))}")
     return results
 
 
 def collect_grid(members: list[Member], spec: GridSpec, out_dir: Path) -> dict:
-    from empirical.train.summary import first_step_all_above
-
     rows = []
     for m in members:
         run = SweepDir(out_dir).member(m.dirname)
@@ -228,8 +173,6 @@ def _median_text(s: dict) -> str:
 
 
 def _set_order(name: str) -> tuple:
-    from empirical.task.assign_add.config import EVAL_SET_NAMES
-
     return (EVAL_SET_NAMES.index(name), name) if name in EVAL_SET_NAMES else (999, name)
 
 
@@ -290,11 +233,6 @@ def plot_grid(results: dict, path: Path | None = None, *, fmt: str | None = None
     """Heat map of the final accuracy (%) per variant and evaluation set, mean over seeds.
     Returns the Figure; writes it to `path` (png, pdf or svg: the suffix, or `fmt`) and
     closes it when a path is given."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from empirical.report.figures import save_figure
-
     sets, variants = results["sets"], results["variants"]
     data = np.array([[v["acc"].get(s, {}).get("mean", np.nan) * 100 for s in sets]
                      for v in variants])
@@ -317,11 +255,10 @@ def plot_grid(results: dict, path: Path | None = None, *, fmt: str | None = None
     return save_figure(fig, path, fmt)
 
 
-def write_grid(results: dict, out_dir: Path, fmt: str = "png") -> list[Path]:
-    """grid.json, grid.md and the heat map in out_dir; returns their paths."""
-    out = SweepDir(out_dir)
-    atomic_write_bytes(out.grid_json, json.dumps(results, indent=2).encode())
-    atomic_write_bytes(out.grid_md, grid_markdown(results).encode())
-    figure = out.figure(SweepDir.GRID_FIGURE, fmt)
-    plot_grid(results, figure)
-    return [out.grid_json, out.grid_md, figure]
+def grid_report(results: dict) -> Report:
+    """grid.json, grid.md and the heat map grid.png (SweepDir's names)."""
+    return Report({
+        SweepDir.GRID_JSON: Json(results, indent=2, plain=True),
+        SweepDir.GRID_MD: grid_markdown(results),
+        SweepDir.GRID_FIGURE: Figure(lambda: plot_grid(results)),
+    }, summary=None)  # fmt: skip

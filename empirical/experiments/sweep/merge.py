@@ -70,6 +70,6 @@ def merge_results(paths: list[Path]) -> dict:
     ) | {"merged_from": [str(p) for p in paths]}  # fmt: skip
 
 
-def figure_name(results: dict) -> str:
-    """NAME.png for the merged results: the sweep config's name, the title's first word."""
-    return results["title"].split(":", 1)[0].strip() + ".png"
+def figure_stem(results: dict) -> str:
+    """NAME, the merged results' figure: the sweep config's name, the title's first word."""
+    return results["title"].split(":", 1)[0].strip()

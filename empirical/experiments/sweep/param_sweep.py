@@ -23,11 +23,18 @@ from empirical.experiments.sweep.metrics import (
     resolve_metric,
     with_metric_sets,
 )
-from empirical.experiments.sweep.results import write_results
+from empirical.experiments.sweep.results import results_report
 from empirical.experiments.sweep.runner import RunOutcome, run_members, sweep_dir_lock
-from empirical.experiments.sweep.spec import Member, SweepSpec, expand_members, sweep_to_toml
+from empirical.experiments.sweep.spec import (
+    Member,
+    SweepSpec,
+    default_sweep_dir,
+    expand_members,
+    sweep_to_toml,
+)
 from empirical.experiments.sweep.summary_md import fmt_x, threshold_sentence
 from empirical.report.files import atomic_write_bytes
+from empirical.report.writer import write_report
 from empirical.runs.config import RunConfig
 from empirical.runs.rundir import SweepDir
 
@@ -39,10 +46,6 @@ class SweepOutcome(RunOutcome):
     sweep_dir: Path | None = None
     results: dict = field(default_factory=dict)
     submission: Any = None  # with an executor: what cluster.submit_members did
-
-
-def default_sweep_dir(base: RunConfig) -> Path:
-    return Path("runs") / "sweep" / base.name
 
 
 def run_sweep(
@@ -142,9 +145,9 @@ def _summarize(
     if at_step is not None:
         results["at_step"] = at_step
     if train or out.members_dir.exists():
-        json_path, md_path, fig_path = write_results(results, out.path, f"{base.name}.png", at_step)
+        paths = write_report(results_report(results, base.name, at_step), out.path)
         say(threshold_sentence(results))
-        say(f"wrote {json_path}, {md_path}, {fig_path}")
+        say(f"wrote {', '.join(map(str, paths.values()))}")
     return results
 
 

@@ -1,10 +1,8 @@
 """A sweep's members' rows summarized over seeds with the threshold (`summarize`: results.json's
-content) and written as results.json, summary.md and the figure (`write_results`)."""
+content), and its files, results.json, summary.md and the figure, declared once
+(`results_report`)."""
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 from empirical.experiments.sweep.figure import plot_sweep
 from empirical.experiments.sweep.summary_md import markdown
@@ -14,7 +12,7 @@ from empirical.experiments.sweep.thresholds import (
     pooled_intervals,
     threshold_uncertainty,
 )
-from empirical.report.files import atomic_write_bytes
+from empirical.report.writer import Figure, Json, Report
 from empirical.runs.rundir import SweepDir
 
 
@@ -41,21 +39,20 @@ def summarize(
     }  # fmt: skip
 
 
-def write_results(
-    results: dict, sweep_dir: Path, figure_name: str, at_step: int | None = None
-) -> tuple[Path, Path, Path]:
-    """results.json, summary.md and the figure `figure_name` (e.g. NAME.png) in sweep_dir;
-    with `at_step`, results_step_NNNNNN.json, summary_step_NNNNNN.md and NAME_step_NNNNNN.png
-    beside them (the final summary is kept)."""
-    out = SweepDir(sweep_dir)
-    json_path, md_path = out.results_json, out.summary_md
+def results_report(results: dict, stem: str, at_step: int | None = None,
+                   fmt: str = "png") -> Report:  # fmt: skip
+    """results.json, summary.md and the figure `stem` (e.g. the sweep config's name; in `fmt`,
+    which summary.md links; none without points); with `at_step`, results_step_NNNNNN.json,
+    summary_step_NNNNNN.md and STEM_step_NNNNNN beside them (the final summary is kept)."""
+    names = SweepDir(".")
+    json_name, md_name = SweepDir.RESULTS_JSON, SweepDir.SUMMARY_MD
     if at_step is not None:
-        json_path, md_path = out.results_json_at(at_step), out.summary_md_at(at_step)
-        stem, dot, ext = figure_name.rpartition(".")
-        figure_name = f"{stem}_step_{at_step:06d}{dot}{ext}"
-    fig_path = out.path / figure_name
-    atomic_write_bytes(json_path, json.dumps(results, indent=2).encode())
-    atomic_write_bytes(md_path, markdown(results, fig_path.name).encode())
+        json_name, md_name = names.results_json_at(at_step).name, names.summary_md_at(at_step).name
+        stem = f"{stem}_step_{at_step:06d}"
+    files: dict = {
+        json_name: Json(results, indent=2, plain=True),
+        md_name: markdown(results, f"{stem}.{fmt}"),
+    }
     if results["points"]:
-        plot_sweep(results, fig_path)
-    return json_path, md_path, fig_path
+        files[stem] = Figure(lambda: plot_sweep(results))
+    return Report(files, summary=None)

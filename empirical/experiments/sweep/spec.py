@@ -1,8 +1,17 @@
-"""What a sweep is: a base run config, one swept parameter with its values, and seeds. A sweep
-config file is a run config plus a `[sweep]` table (`SweepSpec`; docs/sweep.md, "`[sweep]`
-table"). `expand_members(base, spec)` makes one `Member` (a complete RunConfig and a run
-directory name) per (value, seed); `batch_key(cfg)` says which members can share a batched
-model (the same architecture and training settings).
+"""What a sweep or a grid is. A sweep: a base run config, one swept parameter with its values,
+and seeds; a sweep config file is a run config plus a `[sweep]` table (`SweepSpec`;
+docs/sweep.md, "`[sweep]` table"). A grid: a base run config and named variants (lists of
+overrides) x seeds; a grid config file is a run config plus a `[grid]` table (`GridSpec`;
+docs/sweep.md, "Grids"). `expand_members(base, spec)` / `expand_grid` make one `Member` (a
+complete RunConfig and a run directory name) per (value or variant, seed); `batch_key(cfg)`
+says which members can share a batched model (the same architecture and training settings).
+No torch here: a sweep or grid config is loaded and checked before torch is imported.
+
+    [grid]
+    seeds = [0, 1]
+    [grid.variants]
+    spec = []
+    disjoint_wd01 = ['task.r2=["b", "c"]', "train.weight_decay=0.1"]
 """
 
 from __future__ import annotations
@@ -10,9 +19,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import tomli_w
 
 from empirical.config.field_types import MUST, integer, number
 from empirical.config.io import (
@@ -53,6 +66,10 @@ NOT_SWEEPABLE = {
 # task fields that change the model's shape (vocabulary, context): members differing in
 # them go to separate batches, like members differing in a [model] field
 ARCHITECTURE_TASK_FIELDS = ("p", "K", "L")
+# what [sweep] and [grid] (and their commands' --max-batch and --target) take
+MaxBatch = integer(0, wording=MUST)  # members per batched model (0: no limit)
+Target = number(0, 1, lo_open=True)  # the target accuracy
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")  # a grid variant's name
 
 
 @config_class("sweep")
@@ -63,8 +80,8 @@ class SweepSpec:
     values: list[Any] = field(default_factory=list)
     seeds: list[Any] = field(default_factory=lambda: [0])
     metric: str = "auto"
-    target: number(0, 1, lo_open=True) = 0.99
-    max_batch: integer(0, wording=MUST) = 0
+    target: Target = 0.99
+    max_batch: MaxBatch = 0
     note: str = ""
 
     def __post_init__(self) -> None:
@@ -102,6 +119,35 @@ class SweepSpec:
         if self.param == "task.held_out_fraction":
             return round(1.0 - float(value), 12)
         return value
+
+
+@config_class("grid")
+class GridSpec:
+    """The `[grid]` table: variant name -> overrides, seeds, batch limit, target."""
+
+    variants: dict[str, Any] = field(default_factory=dict)
+    seeds: list[Any] = field(default_factory=lambda: [0])
+    max_batch: MaxBatch = 0
+    target: Target = 0.99
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.variants, dict) or not self.variants:
+            raise ConfigError("grid.variants: give at least one variant (name = [overrides])")
+        for name, overrides in self.variants.items():
+            if not _NAME.match(name):
+                raise ConfigError(f"grid.variants: name {name!r}: use letters, digits, '_', '.', "
+                                  "'+', '-'")
+            if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
+                raise ConfigError(
+                    f"grid.variants.{name} = {overrides!r} must be a list of override strings "
+                    "such as ['train.weight_decay=0.1']"
+                )
+        seeds = list(self.seeds)
+        if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
+            raise ConfigError(f"grid.seeds = {self.seeds!r} must be a non-empty list of ints >= 0")
+        if len(set(seeds)) != len(seeds):
+            raise ConfigError(f"grid.seeds = {seeds} repeats a seed")
+        self.seeds = seeds
 
 
 @dataclass
@@ -223,6 +269,19 @@ def load_sweep_config(path=None, overrides: list[str] | None = None) -> tuple[Ru
     return base, from_dict(SweepSpec, sweep_table or {}, prefix="sweep.")
 
 
+def load_grid_config(path, overrides: list[str] | None = None) -> tuple[RunConfig, GridSpec]:
+    """(base run config, grid spec) from a grid config file and run-config overrides."""
+    base, table = load_config_with_table(path, "grid", overrides)
+    if table is None:
+        raise ConfigError(f"{path}: no [grid] table (see docs/sweep.md, 'Grids')")
+    return base, from_dict(GridSpec, table, prefix="grid.")
+
+
+def default_sweep_dir(base: RunConfig) -> Path:
+    """A sweep's directory when none is given: runs/sweep/NAME."""
+    return Path("runs") / "sweep" / base.name
+
+
 def expand_members(base: RunConfig, spec: SweepSpec) -> list[Member]:
     """One Member per (value, seed), values in the given order; every config is validated
     here, so a bad value fails before anything trains (ConfigError naming the value).
@@ -270,6 +329,11 @@ def expand_members(base: RunConfig, spec: SweepSpec) -> list[Member]:
     members = expand_variants(base, variants, spec.seeds, values, where)
     _check_distinct(members, spec)
     return members
+
+
+def expand_grid(base: RunConfig, spec: GridSpec) -> list[Member]:
+    """One Member per (variant, seed), validated before anything trains."""
+    return expand_variants(base, spec.variants, spec.seeds)
 
 
 def _check_distinct(members: list[Member], spec: SweepSpec) -> None:
@@ -350,8 +414,6 @@ def describe_key_difference(a: RunConfig, b: RunConfig) -> list[str]:
 
 def sweep_to_toml(base: RunConfig, spec: SweepSpec) -> str:
     """The resolved sweep as a sweep config file (what `sweep.toml` in the sweep dir holds)."""
-    import tomli_w
-
     text = config_to_toml(base)
     table = {k: v for k, v in to_dict(spec).items() if v is not None}
     return text + "\n" + tomli_w.dumps({"sweep": table})

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import torch
+
 from empirical.experiments.sweep.spec import batch_key
 from empirical.runs.config import RunConfig
 from empirical.runs.rundir import RunDir
@@ -55,8 +57,6 @@ def train_batch(
         raise TrainingError(f"train_batch: member(s) {', '.join(stopped)} stopped earlier")
     device = resolve_device(cfgs[0].train.device)
     if cfgs[0].train.threads:
-        import torch
-
         torch.set_num_threads(cfgs[0].train.threads)
     trainees = [Trainee(cfg, run) for cfg, run in zip(cfgs, runs, strict=True)]
     return run_training(trainees, BatchLearner(cfgs, device), progress=progress, stop_at=stop_at,

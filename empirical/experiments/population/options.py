@@ -1,0 +1,59 @@
+"""What a population's claims can vary (`PopulationOptions`, which `summarize_population`
+takes) and the command line of `python -m empirical claims` (`ClaimsOptions`: the same fields,
+a grid config's and the command's own), declared once (empirical.config.options;
+docs/populations.md). No torch here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from empirical.config.field_types import MUST, Flag, integer
+from empirical.config.options import arg, options_class
+from empirical.config.output_options import Figures, Format
+from empirical.experiments.population.quantities import ROBUST_WINDOW
+from empirical.experiments.sweep.options import GridConfigOptions
+from empirical.runs.config import config_field
+from empirical.runs.rundir import RunDir
+
+DESCRIPTION = ("Train (or read) a population of runs of one config, seeds as members, and count "
+               "how often each paper claim holds, with intervals, jump-step survival and robust "
+               "final accuracies.")  # fmt: skip
+Count = integer(1, wording=MUST)
+
+
+@options_class("claims", DESCRIPTION)
+class PopulationOptions(Format, Figures):
+    """Everything `summarize_population` can vary; each field is also a flag of `claims`."""
+
+    jobs: Count = arg(1, metavar="J", help="analyse the members in J processes")
+    analysis: Flag = arg(
+        True, help="run no analysis or compare-qk: count the checks from summary.json and the "
+        "metrics, and from analysis.json / compare-qk output only where a member has them")
+    final_window: Count = arg(
+        ROBUST_WINDOW, metavar="STEPS", help="robust final accuracy: the mean over the "
+        "evaluations of the last STEPS steps")
+    paper_run: str | None = arg(
+        None, metavar="DIR", raw=True, help="a run directory (the paper's run, imported: "
+        "runs/authors) to place in every population: its value, percentile and tail per check, "
+        "in claims.md")
+
+
+@options_class("claims", DESCRIPTION, field_hint=config_field)
+class ClaimsOptions(PopulationOptions, GridConfigOptions):
+    """`python -m empirical claims --config G [...]`: each variant of the grid config is one
+    population (docs/populations.md)."""
+
+    out: str | None = arg(None, raw=True,
+                          help="population directory (default runs/population/NAME)")  # fmt: skip
+
+    @property
+    def out_dir(self) -> Path:
+        return Path(self.out) if self.out else Path("runs") / "population" / self.grid[0].name
+
+    def check(self) -> None:
+        """The grid config with the changes, the paper's run, the executor: before any
+        training."""
+        _ = self.grid  # loaded and checked once (cached)
+        if self.paper_run is not None:
+            RunDir(self.paper_run).require_run()
+        self.check_batches()
