@@ -21,9 +21,11 @@ import torch
 from disentangled.errors import UserError
 from empirical.analysis.run_analysis import analyze_run
 from empirical.bridge.compare_qk.options import Options
+from empirical.bridge.compare_qk.outputs import report
 from empirical.bridge.compare_qk.run_comparison import compare_run
 from empirical.experiments.population.members import Member, existing_spike, read_analysis
 from empirical.experiments.population.quantities import spike_numbers
+from empirical.report.writer import write_report
 from empirical.runs.lock import writer_lock
 from empirical.runs.rundir import RunDir
 
