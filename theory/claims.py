@@ -40,6 +40,11 @@ class Point:
     pointers: int = 0
     share: float = 1.0
 
+    @classmethod
+    def two_hop(cls, p: int, K: int, pointers: int, beta: float, share: float) -> Point:
+        """A point of the two-hop chain model (fixed operand order)."""
+        return cls(p, K, beta, hops=2, pointers=pointers, share=share)
+
     def label(self) -> str:
         if self.hops == 2:
             return (

@@ -11,13 +11,12 @@ import pytest
 import torch
 
 from disentangled.gradient import first_order_gradients, w2_drive
-from theory.claims import compare
+from theory.claims import Point, compare
 from theory.g1_closed_form import attention_chain_rule_lemma, g1_matrix
 from theory.hops import claims
 from theory.hops.claims import point_labels, sim_g3
 from theory.hops.last_hop import g3_polynomial, reduction_to_c1
 from theory.hops.middle_hop import drive_formula, w2_independence_lemma
-from theory.hops.report import chain_point
 from theory.symbols import ab_numeric
 
 
@@ -29,12 +28,12 @@ def _one_thread():
     torch.set_num_threads(n)
 
 
-FAST = [chain_point(3, 2, 1, 2.0, 0.5), chain_point(3, 3, 1, 3.0, 0.25)]
+FAST = [Point.two_hop(3, 2, 1, 2.0, 0.5), Point.two_hop(3, 3, 1, 3.0, 0.25)]
 SLOW = [
-    chain_point(5, 3, 1, 4.0, 0.5),  # the spec's default
-    chain_point(7, 2, 1, 1.0, 0.75),  # p = 7, small beta
-    chain_point(3, 4, 2, 3.0, 0.5),  # two pointers
-    chain_point(3, 3, 2, 2.0, 0.0),  # 2-hop data only
+    Point.two_hop(5, 3, 1, 4.0, 0.5),  # the spec's default
+    Point.two_hop(7, 2, 1, 1.0, 0.75),  # p = 7, small beta
+    Point.two_hop(3, 4, 2, 3.0, 0.5),  # two pointers
+    Point.two_hop(3, 3, 2, 2.0, 0.0),  # 2-hop data only
 ]
 
 
@@ -65,14 +64,14 @@ def test_perturbed_g3_form_is_caught():
 
 
 def test_reduction_to_theorem_c1():
-    c = claims.claim2(chain_point(3, 2, 0, 1.0, 1.0), c1_kinds=("1var",))
+    c = claims.claim2(Point.two_hop(3, 2, 0, 1.0, 1.0), c1_kinds=("1var",))
     assert c.passed, c.values
     # the chain's G1^(3) is not C.1's G1: the reduction map is needed
     assert c.values["1var: max|G1^(3) - G1_C1| / max|G1^(3)|"] > 0.05
 
 
 def test_wrong_reduction_is_caught():
-    pt = chain_point(3, 2, 0, 1.0, 1.0)
+    pt = Point.two_hop(3, 2, 0, 1.0, 1.0)
     a_v, b_v = ab_numeric(pt.beta, pt.L)
     labels, C = g1_matrix(pt.p, pt.K, pt.beta, pt.L, "1var")
     exact = first_order_gradients(pt.sim_config(pointers=0, hop1_share=1.0), "1var-1hop")[1].numpy()
@@ -138,9 +137,9 @@ def test_claims_sweep(pt, claim):
 @pytest.mark.parametrize(
     "pt",
     [
-        chain_point(5, 3, 0, 4.0, 1.0),
-        chain_point(7, 2, 0, 1.0, 1.0),
-        chain_point(3, 4, 0, 3.0, 1.0),
+        Point.two_hop(5, 3, 0, 4.0, 1.0),
+        Point.two_hop(7, 2, 0, 1.0, 1.0),
+        Point.two_hop(3, 4, 0, 3.0, 1.0),
     ],
 )
 def test_reduction_sweep(pt):
@@ -150,7 +149,7 @@ def test_reduction_sweep(pt):
 
 @pytest.mark.slow
 def test_one_step_each_search_runs():
-    c = claims.claim6(chain_point(5, 3, 1, 4.0, 0.5))
+    c = claims.claim6(Point.two_hop(5, 3, 1, 4.0, 0.5))
     assert c.passed
     assert isinstance(c.values["pairs solving every 2-hop sequence"], int)
     np.testing.assert_array_less(-1, c.values["pairs solving every 2-hop sequence"])

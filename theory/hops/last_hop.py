@@ -45,7 +45,7 @@ import torch
 
 from disentangled.basis import Basis
 from disentangled.config import ChainConfig
-from disentangled.gradient import training_mixture
+from disentangled.gradient import first_order_gradients, training_mixture
 from disentangled.population import CompactChunk, whole_population
 from theory.g1_closed_form import entry, entry_key
 from theory.symbols import DEFAULT_L, a, ab_numeric, b
@@ -248,6 +248,13 @@ def _kind_cached(key: tuple, kind: str) -> tuple[KindPolynomial, bool]:
     return _kind_polynomial(cfg, kind)
 
 
+@lru_cache(maxsize=64)
+def exact_g3(cfg: ChainConfig, mix=None) -> np.ndarray:
+    """The simulator's G1^(3) at (W^0, W^0) on ``mix`` (autograd, float64; cached): what the
+    exact polynomials are checked against."""
+    return first_order_gradients(cfg, mix)[1].numpy()
+
+
 def g3_polynomial(cfg: ChainConfig, mix=None) -> G3Polynomial:
     """Exact G1^(3) on ``mix`` (default: the config's training mix) as polynomials in a, b."""
     key = (cfg.p, cfg.K, cfg.pointers, cfg.L, cfg.operand_order)
@@ -285,7 +292,7 @@ def reduction_to_c1(C: np.ndarray, labels: list[str], K: int, L: int, a_val, b_v
     for r in bars:
         for c in bars:
             G[r, c] += (
-                a_val * (1 + a_val) * (r == c) * C[r, pT]
+                a_val * (1 + a_val) * int(r == c) * C[r, pT]
                 + (1 + a_val) * b_val * C[r, pT]
                 + a_val * b_val * C[c, pT]
                 + b_val**2 * C[eq, pT]
@@ -294,18 +301,16 @@ def reduction_to_c1(C: np.ndarray, labels: list[str], K: int, L: int, a_val, b_v
 
 
 def reduced_memory(L: int = DEFAULT_L) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
-    """(diag, off, contrast) of the bar_v block of G1^(3) with no pointers (1-var data),
-    from C.1's derived entries through :func:`reduction_to_c1`."""
-
-    def C(row, col):
-        return entry("1var", "fixed", L, *entry_key(row, col, 3, L))
-
-    T = f"pos{L - 1}"
-    c_bp, c_ep, c_eb = C("bar_v0", T), C("=", T), C("=", "bar_v0")
-    diag = (1 + a) * C("bar_v0", "bar_v0") + b * c_eb
-    diag += (a * (1 + a) + (1 + a) * b + a * b) * c_bp + b**2 * c_ep
-    off = (1 + a) * C("bar_v0", "bar_v1") + b * c_eb + ((1 + a) * b + a * b) * c_bp + b**2 * c_ep
+    """(diag, off, contrast) of the bar_v block of G1^(3) with no pointers (1-var data):
+    :func:`reduction_to_c1` applied to C.1's derived (symbolic) entries."""
+    labels = ["=", f"pos{L - 1}", "bar_v0", "bar_v1"]
+    C = np.array(
+        [[entry("1var", "fixed", L, *entry_key(r, c, 3, L)) for c in labels] for r in labels],
+        dtype=object,
+    )
+    G = reduction_to_c1(C, labels, 2, L, a, b)
+    diag, off = sp.factor(G[2, 2]), sp.factor(G[2, 3])
     contrast = sp.factor(diag - off)
-    c1 = sp.factor(C("bar_v0", "bar_v0") - C("bar_v0", "bar_v1"))
-    assert sp.simplify(contrast - ((1 + a) * c1 + a * (1 + a) * c_bp)) == 0
-    return sp.factor(diag), sp.factor(off), contrast
+    c1 = sp.factor(C[2, 2] - C[2, 3])
+    assert sp.simplify(contrast - ((1 + a) * c1 + a * (1 + a) * C[2, 1])) == 0
+    return diag, off, contrast

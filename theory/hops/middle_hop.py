@@ -23,17 +23,14 @@ D[i, j] the drive on data i with G from data j (a quadratic in s, exactly).
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 import sympy as sp
 import torch
 
 from disentangled.basis import Basis
 from disentangled.config import ChainConfig
-from disentangled.gradient import first_order_gradients
 from disentangled.population import whole_population
-from theory.hops.last_hop import first_order
+from theory.hops.last_hop import exact_g3, first_order
 from theory.symbols import ab_numeric
 
 s_share = sp.Symbol("s", nonnegative=True)
@@ -70,16 +67,13 @@ def drive_formula(cfg: ChainConfig, G: np.ndarray, kind: str) -> np.ndarray:
     return D.numpy()
 
 
-@lru_cache(maxsize=32)
-def _g3(cfg: ChainConfig, kind: str) -> np.ndarray:
-    return first_order_gradients(cfg, kind)[1].numpy()
-
-
 def drive_blocks(cfg: ChainConfig, one: str = "1var-1hop", two: str = "1var-2hop") -> dict:
     """{(i, j): D on data i with G = G1^(3) on data j} for i, j in {one, two}."""
     kinds = {1: one, 2: two}
     return {
-        (i, j): drive_formula(cfg, _g3(cfg, kinds[j]), kinds[i]) for i in (1, 2) for j in (1, 2)
+        (i, j): drive_formula(cfg, exact_g3(cfg, kinds[j]), kinds[i])
+        for i in (1, 2)
+        for j in (1, 2)
     }
 
 

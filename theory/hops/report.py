@@ -16,14 +16,9 @@ from theory.hops.middle_hop import w2_independence_lemma
 from theory.statement import latex
 from theory.symbols import DEFAULT_L
 
-
-def chain_point(p: int, K: int, pointers: int, beta: float, share: float) -> Point:
-    return Point(p, K, beta, hops=2, pointers=pointers, share=share)
-
-
-FULL_POINTS = (chain_point(3, 3, 1, 3.0, 0.5), chain_point(5, 3, 1, 4.0, 0.5))
-REDUCTION_POINTS = (chain_point(5, 3, 0, 4.0, 1.0), chain_point(3, 2, 0, 1.0, 1.0))
-QUICK_POINTS = (chain_point(3, 2, 1, 2.0, 0.5),)
+FULL_POINTS = (Point.two_hop(3, 3, 1, 3.0, 0.5), Point.two_hop(5, 3, 1, 4.0, 0.5))
+REDUCTION_POINTS = (Point.two_hop(5, 3, 0, 4.0, 1.0), Point.two_hop(3, 2, 0, 1.0, 1.0))
+QUICK_POINTS = (Point.two_hop(3, 2, 1, 2.0, 0.5),)
 STEP_GRID = ((0.1, 0.3, 1.0, 1.7, 3.0, 10.0, 30.0), (0.1, 0.3, 1.0, 10.0, 100.0, 1000.0))
 
 TITLES = {
