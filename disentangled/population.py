@@ -160,22 +160,20 @@ def compact_slice(cfg: Config, kind: str, start: int, stop: int) -> CompactChunk
     tgt = tgts[struct]  # (N, K)
     values = torch.zeros((N, K), dtype=torch.long).scatter_(1, free[struct], digits)
     perm = _perms(K)[rest % n_perms]  # (N, K): variable in slot pair j
+    slot_of = 2 * perm.argsort(1) + 1  # (N, K): right-hand side position of variable u
+    rhs = torch.where(tgt >= 0, basis.v(0) + tgt.clamp(min=0), basis.n(0) + values)
     rows = torch.arange(N)
 
     tok = torch.full((N, L), basis.pad, dtype=torch.long)
     bars = torch.full((N, L, 2), dim, dtype=torch.long)
-    slot_of = torch.empty((N, K), dtype=torch.long)  # right-hand side position of variable u
-    for j in range(K):
-        u = perm[:, j]
-        target = tgt[rows, u]
-        tok[:, 2 * j] = basis.v(0) + u
-        tok[:, 2 * j + 1] = torch.where(
-            target >= 0, basis.v(0) + target.clamp(min=0), basis.n(0) + values[rows, u]
-        )
-        bars[:, 2 * j + 1, 0] = basis.bar_v(0) + u
-        slot_of[rows, u] = 2 * j + 1
+    tok[:, 0 : 2 * K : 2] = basis.v(0) + perm
+    tok[:, 1 : 2 * K : 2] = rhs.gather(1, perm)
+    bars[:, 1 : 2 * K : 2, 0] = basis.bar_v(0) + perm
     tok[:, cfg.plus_pos] = basis.plus
     tok[:, T] = basis.eq
+
+    def at(M: torch.Tensor, u: torch.Tensor) -> torch.Tensor:  # M[n, u[n]]
+        return M.gather(1, u[:, None])[:, 0]
 
     resolve = torch.where(tgt >= 0, tgt, torch.arange(K))  # variable -> its number-bound one
     labels = torch.zeros(N, dtype=torch.long)
@@ -187,13 +185,13 @@ def compact_slice(cfg: Config, kind: str, start: int, stop: int) -> CompactChunk
         num, var = op[:, k, 0], op[:, k, 1]
         is_num = num >= 0
         vv = var.clamp(min=0)
-        final = resolve[rows, vv]
+        final = at(resolve, vv)
         tok[:, t] = torch.where(is_num, basis.n(0) + num, basis.v(0) + vv)
-        bars[:, T, k] = torch.where(is_num, torch.full_like(num, dim), basis.bar_v(0) + vv)
-        labels += torch.where(is_num, num, values[rows, final])
-        bound[rows[~is_num], slot_of[rows, final][~is_num]] = True
-        hop2 = ~is_num & (tgt[rows, vv] >= 0)
-        pointer_rhs[rows[hop2], slot_of[rows, vv][hop2]] = True
+        bars[:, T, k] = torch.where(is_num, dim, basis.bar_v(0) + vv)
+        labels += torch.where(is_num, num, at(values, final))
+        bound[rows[~is_num], at(slot_of, final)[~is_num]] = True
+        hop2 = ~is_num & (at(tgt, vv) >= 0)
+        pointer_rhs[rows[hop2], at(slot_of, vv)[hop2]] = True
         resolved[:, k] = torch.where(is_num, -1, final)
         operand_number[:, t] = is_num
     labels %= p
