@@ -8,3 +8,5 @@ W3 step), ``claims`` (checks H1-H6 against the simulator, as :mod:`theory.claims
 section, as :mod:`theory.report`: ``run_checks``).  The simulator is ``disentangled`` with a
 ``ChainConfig``.  See docs/theory.md.
 """
+
+__all__ = ["claims", "last_hop", "middle_hop", "report"]
