@@ -1,5 +1,7 @@
 """Numeric side of the paper's Appendix C model (Theorem C.1): a one-layer attention model
-on augmented inputs with orthogonal ("disentangled") embeddings and a Fourier MLP.
+on augmented inputs with orthogonal ("disentangled") embeddings and a Fourier MLP; with a
+``ChainConfig`` (two hops), the chain model of ../shared/spec/chain.md, a middle attention
+layer before it.
 
 See docs/disentangled.md and ../shared/spec/theorem_c1.md (beside the repository).
 

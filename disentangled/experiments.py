@@ -1,10 +1,12 @@
-"""Experiments on the disentangled model: one gradient step (Theorem C.1, check 6),
-multi-step gradient descent, and the random-embedding variant.
+"""Experiments on the disentangled model: one gradient step (Theorem C.1, check 6), one step
+of each matrix of the two-hop chain (question 4 of chain.md), multi-step gradient descent (any
+number of hops), and the random-embedding variant.
 
 One step: W^1 = W^0 + eta G1 with G1 the exact leading term of -grad L(W^0) on 1-var data
 (``gradient.g1``).  Predictions are argmax_y F_y(h) (independent of xi > 0); a sequence is
 correct only if its label is the unique argmax (``metrics``).  A step "solves 2-var" when
-the exact 2-var population accuracy is 1 (to 1e-12).
+the exact 2-var population accuracy is 1 (to 1e-12).  Every number is an exact population
+value.
 """
 
 from __future__ import annotations
@@ -16,15 +18,25 @@ import numpy as np
 import torch
 
 from .basis import Basis
-from .config import SimConfig
+from .config import KINDS, ChainConfig, SimConfig
 from .embedding import RandomGeometry, ReadoutOnly
 from .fast import ORTHOGONAL, Geometry
-from .gradient import Kind, cross_entropy_terms, expectation_and_grad, g1, mixture
-from .metrics import population_stats
-from .model import initial_W
-from .population import KINDS, population_size
+from .gradient import (
+    Mix,
+    cross_entropy_terms,
+    expectation_and_grad,
+    first_order_gradients,
+    g1,
+    loss_and_gradients,
+    training_mixture,
+)
+from .metrics import hop_stats, population_stats
+from .model import initial_W, initial_weights
+from .population import available_kinds, population_size
 
 SOLVED = 1.0 - 1e-12
+HOP2_KINDS = ("1var-2hop", "2var-2hop")
+TRAINABLE = ("both", "w2", "w3")
 
 
 def accuracies(W: torch.Tensor, cfg: SimConfig, geometry: Geometry = ORTHOGONAL):
@@ -177,33 +189,201 @@ def _snapshot(step: int, W: torch.Tensor, cfg: SimConfig, loss: float) -> dict:
     }
 
 
+def _hop_snapshot(step: int, weights: tuple, cfg: ChainConfig, loss: float) -> dict:
+    stats = hop_stats(weights, cfg)
+    W2, W3 = weights
+    return {
+        "step": step,
+        "loss": loss,
+        "accuracy": {k: v["accuracy"] for k, v in stats.items()},
+        "bound_mass": {k: v["bound_mass"] for k, v in stats.items() if k != "0var"},
+        "pointer_mass": {k: v["pointer_mass"] for k, v in stats.items() if "2hop" in k},
+        "w2_ebar_diag": float(ebar_block(W2, cfg).diagonal().mean()),
+        "w3_ebar_diag": float(ebar_block(W3, cfg).diagonal().mean()),
+    }
+
+
 def dynamics(
-    cfg: SimConfig,
+    cfg: SimConfig | ChainConfig,
     steps: int = 300,
     lr: float = 0.2,
     xi: float = 10.0,
-    mix: Kind = "1var",
+    mix: Mix = None,
     W: torch.Tensor | None = None,
+    train: str = "both",
 ) -> dict:
-    """Full-batch gradient descent W <- W - lr grad L(W) on the exact population of ``mix``.
+    """Full-batch gradient descent W <- W - lr grad L(W) on the exact population of ``mix``
+    (default: the config's training mix, 1-var data for C.1) from W^0 (C.1: or from ``W``).
 
-    Returns {"config", "xi", "lr", "mix", "history": [snapshot per step 0..steps]}; each
-    snapshot has the training loss, the 0/1/2-var accuracies, the attention mass on the
+    Returns {"config", "xi", "lr", "mix", "history": [snapshot per step 0..steps]}.  One hop:
+    each snapshot has the training loss, the 0/1/2-var accuracies, the attention mass on the
     bound assignment numbers (1-var, 2-var), on operand numbers (0-var, 1-var), and the
-    bar_v x bar_v block of W."""
+    bar_v x bar_v block of W.  Two hops: ``train`` says which matrices move ("both", "w2",
+    "w3", recorded as "train"); each snapshot has the loss, per-kind accuracy, the last
+    layer's bound mass, the middle layer's pointer mass, and the mean diagonal of the bar_v x
+    bar_v blocks of W2 and W3."""
+    if train not in TRAINABLE:
+        raise ValueError(f"train={train!r}: must be one of {', '.join(TRAINABLE)}")
     if steps < 0:
         raise ValueError(f"steps={steps}: must be >= 0")
-    mix_n = dict(mixture(mix))
-    W = initial_W(cfg) if W is None else W.clone()
+    mix_n = dict(training_mixture(cfg, mix))
+
+    def ce(F, y):
+        return cross_entropy_terms(F, y, xi)
+
+    def loss_grads(ws: tuple, need_grad: bool) -> tuple[float, tuple]:
+        if cfg.hops > 1:
+            return loss_and_gradients(ws, cfg, xi, mix)
+        value, grad = expectation_and_grad(ws[0], cfg, mix_n, ce, need_grad=need_grad)
+        return float(value), (grad,)
+
+    head = {"config": asdict(cfg), "xi": xi, "lr": lr}
+    if cfg.hops == 1:
+        weights, moving = (initial_W(cfg) if W is None else W.clone(),), (True,)
+    else:
+        weights, moving = initial_weights(cfg), (train != "w3", train != "w2")
+        head["train"] = train
     history = []
     for step in range(steps + 1):
-        loss, grad = expectation_and_grad(
-            W, cfg, mix_n, lambda F, y: cross_entropy_terms(F, y, xi), need_grad=step < steps
-        )
-        history.append(_snapshot(step, W, cfg, float(loss)))
+        value, grads = loss_grads(weights, step < steps)
+        if cfg.hops == 1:
+            history.append(_snapshot(step, weights[0], cfg, value))
+        else:
+            history.append(_hop_snapshot(step, weights, cfg, value))
         if step < steps:
-            W = W - lr * grad
-    return {"config": asdict(cfg), "xi": xi, "lr": lr, "mix": mix_n, "history": history}
+            weights = tuple(
+                W - lr * g if m else W for W, g, m in zip(weights, grads, moving, strict=True)
+            )
+    return {**head, "mix": mix_n, "history": history}
+
+
+# ----------------------------------------------------------------------------------------
+def _hop_accuracies(weights: tuple, cfg: ChainConfig) -> dict[str, float]:
+    return {k: v["accuracy"] for k, v in hop_stats(weights, cfg).items()}
+
+
+def one_step_each(
+    cfg: ChainConfig,
+    scales3: list[float] | None = None,
+    scales2: list[float] | None = None,
+    mix3: Mix = None,
+    mix2: Mix = None,
+) -> dict:
+    """W3 = W^0 + eta3 G1^(3)(W^0, W^0), then W2 = W^0 + eta2 G1^(2)(W^0, W3).
+
+    Step sizes are given as scales eta * max|G| (the largest score change of the step):
+    ``scales3`` for W3 (default 13 log-spaced from 0.03 to 30), ``scales2`` for W2 (default
+    13 from 0.1 to 1000).  G1^(3) is taken on ``mix3``, G1^(2) on ``mix2`` (both default to
+    the config's training mix).  Returns the accuracies before, after the W3 step, and after
+    both steps for every grid pair; ``solving`` lists the pairs with 100% accuracy on every
+    2-hop kind, ``smallest`` the one with the smallest eta3 (then eta2), or None."""
+    scales3 = list(scales3 or np.geomspace(0.03, 30.0, 13))
+    scales2 = list(scales2 or np.geomspace(0.1, 1000.0, 13))
+    for s in scales3 + scales2:
+        if not math.isfinite(s) or s <= 0:
+            raise ValueError(f"step scale {s}: must be finite and > 0")
+    W2_0, W3_0 = initial_weights(cfg)
+    _, G3 = first_order_gradients(cfg, mix3)
+    max3 = float(G3.abs().max())
+    hop2 = [k for k in HOP2_KINDS if k in available_kinds(cfg)]
+    result = {
+        "config": asdict(cfg),
+        "mix3": dict(training_mixture(cfg, mix3)),
+        "mix2": dict(training_mixture(cfg, mix2)),
+        "max_abs_g1_w3": max3,
+        "before": _hop_accuracies((W2_0, W3_0), cfg),
+        "rows": [],
+    }
+    for s3 in scales3:
+        eta3 = s3 / max3
+        W3 = W3_0 + eta3 * G3
+        G2, _ = first_order_gradients(cfg, mix2, (W2_0, W3))
+        max2 = float(G2.abs().max())
+        row = {
+            "scale3": float(s3),
+            "eta3": eta3,
+            "max_abs_g1_w2": max2,
+            "after_w3": _hop_accuracies((W2_0, W3), cfg),
+            "after_both": [],
+        }
+        for s2 in scales2:
+            eta2 = s2 / max2 if max2 > 0 else 0.0
+            acc = _hop_accuracies((W2_0 + eta2 * G2, W3), cfg)
+            row["after_both"].append({"scale2": float(s2), "eta2": eta2, "accuracy": acc})
+        result["rows"].append(row)
+    solving = [
+        {"scale3": r["scale3"], "eta3": r["eta3"], "scale2": c["scale2"], "eta2": c["eta2"]}
+        for r in result["rows"]
+        for c in r["after_both"]
+        if hop2 and all(c["accuracy"][k] >= SOLVED for k in hop2)
+    ]
+    result["solving"] = solving
+    result["smallest"] = min(solving, key=lambda d: (d["eta3"], d["eta2"])) if solving else None
+    result["best"] = _best(result, hop2)
+    return result
+
+
+def _best(result: dict, hop2: list[str]) -> dict | None:
+    """The grid pair with the highest mean 2-hop accuracy (first in grid order on ties)."""
+    best, best_score = None, -1.0
+    for r in result["rows"]:
+        for c in r["after_both"]:
+            score = float(np.mean([c["accuracy"][k] for k in hop2])) if hop2 else 0.0
+            if score > best_score + 1e-12:
+                best, best_score = {"scale3": r["scale3"], "eta3": r["eta3"], **c}, score
+    return best
+
+
+def one_step_each_markdown(result: dict) -> str:
+    """``one_step_each`` as markdown: per eta3, accuracy after the W3 step and after the best
+    W2 step (highest mean 2-hop accuracy), then the verdict."""
+    c = result["config"]
+    kinds = list(result["before"])
+    lines = [
+        f"One step of W3 then one step of W2, p={c['p']}, K={c['K']}, pointers="
+        f"{c['pointers']}, beta={c['beta']}, L={c['L']}; G1^(3) on {result['mix3']}, "
+        f"G1^(2) on {result['mix2']}; max|G1^(3)| = {result['max_abs_g1_w3']:.6g}",
+        "",
+        "| eta3*max|G3| | max|G2| at W3 | after | best eta2*max|G2| | " + " | ".join(kinds) + " |",
+        "| --- | --- | --- | --- | " + " | ".join("---" for _ in kinds) + " |",
+        "| W0 | | before | | " + " | ".join(f"{result['before'][k]:.4f}" for k in kinds) + " |",
+    ]
+    hop2 = [k for k in HOP2_KINDS if k in kinds]
+    for r in result["rows"]:
+        lines.append(
+            f"| {r['scale3']:.4g} | {r['max_abs_g1_w2']:.3g} | W3 step | | "
+            + " | ".join(f"{r['after_w3'][k]:.4f}" for k in kinds)
+            + " |"
+        )
+        if not r["after_both"]:
+            continue
+        best = max(
+            r["after_both"],
+            key=lambda cell: np.mean([cell["accuracy"][k] for k in hop2]) if hop2 else 0.0,
+        )
+        lines.append(
+            f"| | | + W2 step | {best['scale2']:.4g} | "
+            + " | ".join(f"{best['accuracy'][k]:.4f}" for k in kinds)
+            + " |"
+        )
+    lines.append("")
+    if result["smallest"] is None:
+        b = result["best"]
+        where = (
+            f"; best pair: eta3*max|G3| = {b['scale3']:.4g}, eta2*max|G2| = {b['scale2']:.4g}, "
+            + ", ".join(f"{k} {b['accuracy'][k]:.4f}" for k in hop2)
+            if b
+            else ""
+        )
+        lines.append(f"No (eta3, eta2) of the grid solves every 2-hop sequence{where}.")
+    else:
+        s = result["smallest"]
+        lines.append(
+            f"Smallest solving pair: eta3 = {s['eta3']:.6g} (x max|G3| = {s['scale3']:.4g}), "
+            f"eta2 = {s['eta2']:.6g} (x max|G2| = {s['scale2']:.4g}); "
+            f"{len(result['solving'])} solving pairs in the grid."
+        )
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------------------

@@ -1,15 +1,26 @@
-"""Exact population loss, its gradient in W, and the leading term G1.
+"""Exact population loss, its gradient in the key-query matrices, and the leading term G1.
 
-Population loss (eq. (4)):  L(W) = E[ logsumexp_y(xi F_y(h)) - xi F_{y*}(h) ], the
-expectation an exact weighted sum over every sequence of the population (``population.py``).
-Expanding in xi,  L = log p + xi * E[ mean_y F_y(h) - F_{y*}(h) ] + O(xi^2), hence
+Population loss (eq. (4)):  L = E[ logsumexp_y(xi F_y(h)) - xi F_{y*}(h) ], the expectation
+an exact weighted sum over every sequence of the population (``population.py``).  Expanding
+in xi,  L = log p + xi * E[ mean_y F_y(h) - F_{y*}(h) ] + O(xi^2), hence for every key-query
+matrix W (W for C.1; W2, W3 for the two-hop chain)
 
-    -grad_W L(W) = xi * G1(W) + R(xi),   G1(W) = -grad_W E[ mean_y F_y(h) - F_{y*}(h) ],
+    -grad_W L = xi * G1 + R(xi),   G1 = -grad_W E[ mean_y F_y(h) - F_{y*}(h) ],
 
-and G1 is computed by autograd of that first-order term (no small-xi evaluation).
-All sums are taken chunk by chunk; gradients are accumulated per chunk so memory stays
-bounded.  ``kind`` is "0var", "1var", "2var" or a mapping {kind: weight} (a mixture; the
-weights are normalised to sum to 1).
+and G1 is computed by autograd of that first-order term (no small-xi evaluation).  ``kind``
+(or ``mix``) is a kind or a mapping {kind: weight} (a mixture; the weights are normalised to
+sum to 1; None: the config's ``training_mix``).
+
+Two families of functions:
+
+* one matrix (C.1: ``population_loss``, ``population_gradient``, ``g1``, ``remainder``): sums
+  taken chunk by chunk, gradients accumulated per chunk so memory stays bounded, any
+  ``Geometry`` (random embeddings);
+* every matrix of a model with ``cfg.hops`` hops (``loss_and_gradients``,
+  ``first_order_gradients``, ``w2_drive``): one autograd graph over the whole populations
+  (``whole_population``), so that second derivatives are exact too.  ``w2_drive`` is
+  d/d eta3 of G1^(2)(W^0, W^0 + eta3 G) at eta3 = 0 (second-order autograd), the leading term
+  of the chain's middle-hop gradient after one step of W3.
 """
 
 from __future__ import annotations
@@ -19,12 +30,14 @@ from typing import TypeVar
 
 import torch
 
-from .config import SimConfig
-from .fast import ORTHOGONAL, Geometry, chunk_forward
-from .model import initial_W
-from .population import DEFAULT_CHUNK, CompactChunk, iter_compact
+from .config import ChainConfig, SimConfig
+from .fast import ORTHOGONAL, Geometry, chunk_forward, forward_hops
+from .model import initial_W, initial_weights
+from .population import DEFAULT_CHUNK, CompactChunk, iter_compact, whole_population
 
 Kind = str | Mapping[str, float]
+Mix = Kind | None
+Weights = tuple[torch.Tensor, ...]
 T = TypeVar("T")
 
 
@@ -39,6 +52,11 @@ def mixture(kind: Kind) -> list[tuple[str, float]]:
     return [(k, w / total) for k, w in items]
 
 
+def training_mixture(cfg: SimConfig | ChainConfig, mix: Mix = None) -> list[tuple[str, float]]:
+    """Normalised [(kind, weight)]: a kind, a mapping, or None for ``cfg.training_mix()``."""
+    return list(cfg.training_mix().items()) if mix is None else mixture(mix)
+
+
 def cross_entropy_terms(F: torch.Tensor, labels: torch.Tensor, xi: float) -> torch.Tensor:
     """Per-sequence cross-entropy of softmax(xi F) against the labels."""
     logits = xi * F
@@ -50,7 +68,7 @@ def first_order_terms(F: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.mean(dim=-1) - F.gather(1, labels[:, None])[:, 0]
 
 
-PerSequence = Callable[[torch.Tensor, CompactChunk], torch.Tensor]
+PerSequence = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def weighted_expectation(
@@ -170,3 +188,64 @@ def remainder(
     if W is None:
         W = initial_W(cfg)
     return -population_gradient(W, cfg, xi, kind) - xi * g1(cfg, kind, W)
+
+
+# ----------------------------------------------------------------------------------------
+# Every matrix of the model (one per hop), whole populations
+
+
+def expectation(
+    weights: Weights, cfg: SimConfig | ChainConfig, mix: Mix, per_sequence: PerSequence
+) -> torch.Tensor:
+    """E[per_sequence(F(h), y*)] over the mixture, differentiable in every matrix."""
+    total = torch.zeros((), dtype=torch.float64)
+    for kind, weight in training_mixture(cfg, mix):
+        chunk = whole_population(cfg, kind)
+        _, F = forward_hops(weights, chunk, cfg)
+        total = total + weight * (per_sequence(F, chunk.labels) * chunk.weights).sum()
+    return total
+
+
+def _value_and_grads(weights: Weights, cfg, mix: Mix, per_sequence) -> tuple[torch.Tensor, Weights]:
+    leaves = tuple(W.detach().requires_grad_(True) for W in weights)
+    value = expectation(leaves, cfg, mix, per_sequence)
+    return value.detach(), torch.autograd.grad(value, leaves)
+
+
+def loss(weights: Weights, cfg, xi: float, mix: Mix = None) -> float:
+    """Exact population cross-entropy at output scale xi."""
+    with torch.no_grad():
+        return float(expectation(weights, cfg, mix, lambda F, y: cross_entropy_terms(F, y, xi)))
+
+
+def loss_and_gradients(weights: Weights, cfg, xi: float, mix: Mix = None) -> tuple[float, Weights]:
+    """(loss, (grad_W L for every matrix)) of the exact population cross-entropy."""
+    value, grads = _value_and_grads(weights, cfg, mix, lambda F, y: cross_entropy_terms(F, y, xi))
+    return float(value), grads
+
+
+def first_order_gradients(cfg, mix: Mix = None, weights: Weights | None = None) -> Weights:
+    """G1 of every matrix, -grad of E[mean_y F_y - F_{y*}] ((G1^(2), G1^(3)) for the chain);
+    ``weights`` default to W^0 for every matrix."""
+    weights = initial_weights(cfg) if weights is None else weights
+    return tuple(-g for g in _value_and_grads(weights, cfg, mix, first_order_terms)[1])
+
+
+def first_order_value(cfg, weights: Weights, mix: Mix = None) -> float:
+    """E[mean_y F_y - F_{y*}] = dL/dxi at xi = 0."""
+    with torch.no_grad():
+        return float(expectation(weights, cfg, mix, first_order_terms))
+
+
+def w2_drive(cfg: ChainConfig, G3: torch.Tensor, mix: Mix = None, W2=None) -> torch.Tensor:
+    """D = d/d eta3 G1^(2)(W2, W^0 + eta3 G3) at eta3 = 0 (W2 defaults to W^0): the
+    leading term in eta3 of the middle hop's first-order gradient, exact (second-order
+    autograd, no finite difference): with l the first-order loss,
+    D = -d/dW2 (d l / d eta3) = -d/dW2 <grad_W3 l, G3>, mixed partials commuting."""
+    W2d, W3_0 = initial_weights(cfg)
+    W2l = (W2d if W2 is None else W2).detach().requires_grad_(True)
+    eta = torch.zeros((), dtype=torch.float64, requires_grad=True)
+    value = expectation((W2l, W3_0 + eta * G3.detach()), cfg, mix, first_order_terms)
+    (d_eta,) = torch.autograd.grad(value, eta, create_graph=True)
+    (D,) = torch.autograd.grad(d_eta, W2l)
+    return -D

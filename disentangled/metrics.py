@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from .config import SimConfig
-from .fast import ORTHOGONAL, Geometry, chunk_forward
-from .population import DEFAULT_CHUNK, iter_compact
+from .config import ChainConfig, SimConfig
+from .fast import ORTHOGONAL, Geometry, chunk_forward, forward_hops
+from .population import DEFAULT_CHUNK, available_kinds, iter_compact, whole_population
 
 TIE_TOL = 1e-9
 
@@ -67,3 +67,24 @@ def population_accuracy(
     W: torch.Tensor, cfg: SimConfig, kind: str, geometry: Geometry = ORTHOGONAL, tol=TIE_TOL
 ) -> float:
     return population_stats(W, cfg, kind, geometry, tol).accuracy
+
+
+@torch.no_grad()
+def hop_stats(
+    weights: tuple[torch.Tensor, ...], cfg: SimConfig | ChainConfig
+) -> dict[str, dict[str, float]]:
+    """Per kind (whole populations, one matrix per hop): accuracy, the last layer's attention
+    mass on the number slots the query resolves to (``bound_mass``) and, with two hops, the
+    middle layer's mass on the right-hand side of a queried pointer (``pointer_mass``)."""
+    out = {}
+    for kind in available_kinds(cfg):
+        chunk = whole_population(cfg, kind)
+        sigmas, F = forward_hops(weights, chunk, cfg)
+        w = chunk.weights
+        out[kind] = {
+            "accuracy": float((w * unique_argmax_correct(F, chunk.labels)).sum()),
+            "bound_mass": float((w * (sigmas[-1] * chunk.bound).sum(1)).sum()),
+        }
+        if len(sigmas) > 1:
+            out[kind]["pointer_mass"] = float((w * (sigmas[0] * chunk.pointer_rhs).sum(1)).sum())
+    return out

@@ -1,4 +1,6 @@
-"""The one-layer model f of eq. (2), on dense augmented inputs.
+"""The model f of eq. (2), on dense augmented inputs, by number of hops.
+
+One hop (Theorem C.1):
 
     f(X) = xi * F(h),   h = sum_{t=0..T} sigma_t W_OV x_t,   sigma = softmax_t(x_T^T W x_t)
 
@@ -10,6 +12,16 @@ Fourier MLP
 
 which equals the cyclic self-convolution F(h)_y = sum_{m + m' = y mod p} h_m h_m', so
 F(u_a + u_b)_y = 2[y = a+b] + [y = 2a] + [y = 2b] and F(u_a)_y = [y = 2a].
+
+Two hops (the chain, ../shared/spec/chain.md): a middle layer (W2) acts at the query only,
+
+    x'_T = x_T + sum_{s=0..T} softmax_s(x_T^T W2 x_s) W_OV2 x_s,
+
+W_OV2 e_w = ebar_w for every variable token w (left-hand sides, pointer right-hand sides,
+variable operands) and 0 on every other basis vector; the last layer (W3) is C.1's layer on
+the updated query (keys x_t for t < T, and x'_T at t = T: the query attends to itself).  Since
+W_OV2 writes only ebar_v coordinates, the numbers read by F are those of the inputs.  Every
+key-query matrix starts at W^0 = beta e_= (pi_{L-3} + pi_{L-2})^T (``initial_weights``).
 """
 
 from __future__ import annotations
@@ -19,7 +31,7 @@ import math
 import torch
 
 from .basis import Basis
-from .config import SimConfig
+from .config import ChainConfig, SimConfig
 
 
 def _dft(p: int) -> torch.Tensor:
@@ -56,13 +68,27 @@ def fourier_mlp_weights(p: int) -> tuple[torch.Tensor, torch.Tensor]:
     return A, B
 
 
-def initial_W(cfg: SimConfig) -> torch.Tensor:
+def initial_W(cfg: SimConfig | ChainConfig) -> torch.Tensor:
     """W^0 = beta e_= (pi_{L-3} + pi_{L-2})^T (eq. (3)); row = query, column = key."""
     basis = Basis.from_config(cfg)
     W = torch.zeros((basis.dim, basis.dim), dtype=torch.float64)
     for t in cfg.operand_pos:
         W[basis.eq, basis.pos(t)] = cfg.beta
     return W
+
+
+def initial_weights(cfg: SimConfig | ChainConfig) -> tuple[torch.Tensor, ...]:
+    """One W^0 per hop: (W,) for C.1, (W2, W3) for the chain."""
+    W0 = initial_W(cfg)
+    return tuple(W0.clone() for _ in range(cfg.hops))
+
+
+def ov2_matrix(basis: Basis) -> torch.Tensor:
+    """W_OV2 in the basis: column v{w} -> bar_v{w}, every other column 0."""
+    M = torch.zeros((basis.dim, basis.dim), dtype=torch.float64)
+    for w in range(basis.K):
+        M[basis.bar_v(w), basis.v(w)] = 1.0
+    return M
 
 
 def scores(W: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
@@ -75,12 +101,21 @@ def attention(W: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
     return torch.softmax(scores(W, inputs), dim=-1)
 
 
-def hidden_numbers(W: torch.Tensor, inputs: torch.Tensor, basis: Basis) -> torch.Tensor:
-    """<u_m, h> = sum_t sigma_t <e_{n_m}, x_t>: (N, p)."""
-    sigma = attention(W, inputs)
-    return torch.einsum("nt,ntm->nm", sigma, inputs[:, :, : basis.p])
+def dense_forward(
+    weights: tuple[torch.Tensor, ...], inputs: torch.Tensor, basis: Basis
+) -> tuple[tuple[torch.Tensor, ...], torch.Tensor, torch.Tensor]:
+    """(attention of every layer (N, L), the query after the middle hop x'_T (N, dim), F(h)
+    (N, p)) of the model with len(weights) hops (module docstring; einsum, complex MLP)."""
+    sigmas, x = [], inputs
+    for W in weights[:-1]:  # the middle hop moves the query (and its own key)
+        sigmas.append(attention(W, x))
+        x_T = x[:, -1] + torch.einsum("nt,nte->ne", sigmas[-1], x @ ov2_matrix(basis).T)
+        x = torch.cat([x[:, :-1], x_T[:, None]], dim=1)
+    sigmas.append(attention(weights[-1], x))
+    h = torch.einsum("nt,ntm->nm", sigmas[-1], x[:, :, : basis.p])
+    return tuple(sigmas), x[:, -1], fourier_mlp(h, basis.p)
 
 
 def forward(W: torch.Tensor, inputs: torch.Tensor, xi: float, basis: Basis) -> torch.Tensor:
-    """Logits f(X) = xi * F(h): (N, p)."""
-    return xi * fourier_mlp(hidden_numbers(W, inputs, basis), basis.p)
+    """Logits f(X) = xi * F(h) of the one-hop model: (N, p)."""
+    return xi * dense_forward((W,), inputs, basis)[2]

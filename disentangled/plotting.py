@@ -1,4 +1,5 @@
-"""Figures for the dynamics and random-embedding experiments (matplotlib), written to files.
+"""Figures for the dynamics (one or two hops) and random-embedding experiments (matplotlib),
+written to files.
 
 Importing this module selects no matplotlib backend (a notebook keeps its own); `python -m
 disentangled` selects Agg in its entry point (disentangled.command_line.use_cli_backend).
@@ -19,6 +20,14 @@ def _config_text(cfg: dict) -> str:
         f"p={cfg['p']}, K={cfg['K']}, beta={cfg['beta']:g}, L={cfg['L']}, "
         f"operands {cfg['operand_order']}"
     )
+
+
+def _save(fig, path: str | Path, dpi: int) -> Path:
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
 
 
 def plot_dynamics(result: dict, path: str | Path) -> Path:
@@ -73,11 +82,31 @@ def plot_dynamics(result: dict, path: str | Path) -> Path:
         f"Gradient descent on the key-query matrix W from W0 ({_config_text(result['config'])}; "
         f"xi={result['xi']:g}, lr={result['lr']:g}; training mix: {mix})"
     )
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path, 110)
+
+
+def plot_two_hop_dynamics(result: dict, path: str | Path) -> Path:
+    """Two hops: accuracy per kind, and the middle layer's pointer mass and the last layer's
+    value mass, against the step."""
+    hist = result["history"]
+    steps = [h["step"] for h in hist]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    for kind in hist[0]["accuracy"]:
+        ax1.plot(steps, [h["accuracy"][kind] for h in hist], label=kind)
+    ax1.set(xlabel="gradient step", ylabel="population accuracy", title="accuracy per kind")
+    ax1.legend()
+    for kind in hist[0]["pointer_mass"]:
+        ax2.plot(
+            steps, [h["pointer_mass"][kind] for h in hist], label=f"layer 2 on pointer, {kind}"
+        )
+    for kind in hist[0]["bound_mass"]:
+        ax2.plot(
+            steps, [h["bound_mass"][kind] for h in hist], "--", label=f"layer 3 on value, {kind}"
+        )
+    ax2.set(xlabel="gradient step", ylabel="attention mass", title="where the query attends")
+    ax2.legend(fontsize=7)
+    fig.suptitle(f"chain model, train {result['train']}, lr {result['lr']}, xi {result['xi']}")
+    return _save(fig, path, 100)
 
 
 def plot_random_embedding(result: dict, path: str | Path) -> Path:
@@ -107,8 +136,4 @@ def plot_random_embedding(result: dict, path: str | Path) -> Path:
         f"({_config_text(result['config'])}; eta={result['eta']:.4g}; band = min..max over seeds)"
     )
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path, 110)

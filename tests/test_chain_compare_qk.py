@@ -75,9 +75,11 @@ def test_chain_chunk_puts_ebar_on_right_hand_sides_and_the_query():
 
 def test_the_prediction_is_the_simulator_s_g1_and_drive_on_an_enumerated_population():
     from disentangled.basis import Basis
-    from disentangled.chain_config import ChainConfig
-    from disentangled.chain_gradient import chain_g1, chain_mixture, w2_drive
-    from disentangled.chain_population import chain_population
+    from disentangled.config import ChainConfig
+    from disentangled.gradient import first_order_gradients as chain_g1
+    from disentangled.gradient import training_mixture as chain_mixture
+    from disentangled.gradient import w2_drive
+    from disentangled.population import whole_population as chain_population
     from empirical.studies.chain.analysis.qk_coords import label_block
     from empirical.studies.chain.analysis.qk_theory import chain_prediction
 

@@ -1,5 +1,6 @@
-"""The two-hop chain simulator (disentangled.chain_*): config, populations, forward,
-gradients, experiments and CLI.  Theory-side checks are in theory/test_chain.py."""
+"""The two-hop chain simulator (the `disentangled` modules with ChainConfig, hops = 2): config,
+populations, forward, gradients, experiments and CLI.  Theory-side checks are in
+theory/test_chain.py."""
 
 from __future__ import annotations
 
@@ -12,21 +13,23 @@ import torch
 
 from disentangled.__main__ import main
 from disentangled.basis import Basis
-from disentangled.chain_config import CHAIN_KINDS, ChainConfig
-from disentangled.chain_experiments import chain_dynamics, one_step_each
-from disentangled.chain_gradient import chain_g1, chain_gradients, w2_drive
-from disentangled.chain_model import chain_forward, dense_forward, initial_pair
-from disentangled.chain_population import (
-    brute_force_chain,
-    chain_population,
+from disentangled.config import CHAIN_KINDS, ChainConfig, ConfigError, SimConfig
+from disentangled.experiments import dynamics, one_step_each
+from disentangled.fast import chunk_forward, two_hop_forward
+from disentangled.gradient import (
+    cross_entropy_terms,
+    first_order_gradients,
+    loss_and_gradients,
+    w2_drive,
+)
+from disentangled.model import dense_forward, initial_W, initial_weights
+from disentangled.population import (
+    brute_force_population,
+    compact_slice,
     population_size,
     to_dense,
+    whole_population,
 )
-from disentangled.config import ConfigError, SimConfig
-from disentangled.fast import chunk_forward
-from disentangled.gradient import cross_entropy_terms
-from disentangled.model import initial_W
-from disentangled.population import compact_slice
 
 SMALL = ChainConfig(p=3, K=2, pointers=1, beta=2.0)
 K3 = ChainConfig(p=3, K=3, pointers=1, beta=3.0, operand_order="mixed")
@@ -82,27 +85,29 @@ def _rows(X, y):
     + [(K3, "1var-2hop"), (K3, "2var-2hop")],
 )
 def test_population_matches_brute_force(cfg, kind):
-    chunk = chain_population(cfg, kind)
-    X, y = brute_force_chain(cfg, kind)
+    chunk = whole_population(cfg, kind)
+    ref = brute_force_population(cfg, kind)
+    X, y = ref.inputs, ref.labels
     assert len(chunk) == population_size(cfg, kind) == X.shape[0]
     assert math.isclose(float(chunk.weights.sum()), 1.0, rel_tol=1e-12)
-    assert _rows(to_dense(chunk, Basis(cfg.p, cfg.K, cfg.L)), chunk.labels) == _rows(X, y)
+    assert math.isclose(float(ref.weights.sum()), 1.0, rel_tol=1e-12)
+    assert _rows(to_dense(chunk, cfg), chunk.labels) == _rows(X, y)
 
 
 def test_pointers_zero_is_c1_population():
     cfg = ChainConfig(p=3, K=3, pointers=0, hop1_share=1.0, operand_order="swapped")
     sim = SimConfig(p=3, K=3, operand_order="swapped")
     for chain_kind, kind in (("0var", "0var"), ("1var-1hop", "1var"), ("2var-1hop", "2var")):
-        chunk = chain_population(cfg, chain_kind)
+        chunk = whole_population(cfg, chain_kind)
         ref = compact_slice(sim, kind, 0, 10**9)
         assert torch.equal(chunk.tok, ref.tok) and torch.equal(chunk.bars, ref.bars)
         assert torch.equal(chunk.labels, ref.labels) and torch.equal(chunk.bound, ref.bound)
     with pytest.raises(ValueError, match="no 2-hop"):
-        chain_population(cfg, "1var-2hop")
+        whole_population(cfg, "1var-2hop")
 
 
 def test_pointer_masks():
-    chunk = chain_population(K3, "1var-2hop")
+    chunk = whole_population(K3, "1var-2hop")
     assert torch.all(chunk.pointer_rhs.sum(1) == 1) and torch.all(chunk.bound.sum(1) == 1)
     rhs = chunk.pointer_rhs.nonzero()[:, 1]
     b = Basis(K3.p, K3.K, K3.L)
@@ -116,12 +121,9 @@ def test_fast_forward_equals_dense(kind):
     gen = torch.Generator().manual_seed(1)
     W2 = torch.randn((b.dim, b.dim), generator=gen, dtype=torch.float64)
     W3 = torch.randn((b.dim, b.dim), generator=gen, dtype=torch.float64)
-    chunk = chain_population(K3, kind)
-    for x, y in zip(
-        chain_forward(W2, W3, chunk, K3, b),
-        dense_forward(W2, W3, to_dense(chunk, b), b),
-        strict=True,
-    ):
+    chunk = whole_population(K3, kind)
+    (sigma2, sigma3), x_T, F = dense_forward((W2, W3), to_dense(chunk, K3), b)
+    for x, y in zip(two_hop_forward(W2, W3, chunk, K3, b), (sigma2, x_T, sigma3, F), strict=True):
         assert torch.allclose(x, y, rtol=0, atol=1e-12)
 
 
@@ -132,12 +134,13 @@ def test_gradients_equal_dense_autograd_on_brute_force():
     W2 = 0.3 * torch.randn((b.dim, b.dim), generator=gen, dtype=torch.float64)
     W3 = 0.3 * torch.randn((b.dim, b.dim), generator=gen, dtype=torch.float64)
     mix = {"1var-1hop": 0.3, "2var-2hop": 0.7}
-    loss, g2, g3 = chain_gradients(W2, W3, cfg, 2.0, mix)
+    loss, (g2, g3) = loss_and_gradients((W2, W3), cfg, 2.0, mix)
     A2, A3 = W2.clone().requires_grad_(), W3.clone().requires_grad_()
     ref = 0
     for kind, w in mix.items():
-        X, y = brute_force_chain(cfg, kind)
-        F = dense_forward(A2, A3, X, b)[3]
+        ref_pop = brute_force_population(cfg, kind)
+        X, y = ref_pop.inputs, ref_pop.labels
+        F = dense_forward((A2, A3), X, b)[2]
         ref = ref + w * cross_entropy_terms(F, y, 2.0).mean()
     r2, r3 = torch.autograd.grad(ref, (A2, A3))
     assert loss == pytest.approx(float(ref.detach()), rel=1e-12)
@@ -151,9 +154,9 @@ def test_w3_at_w0_makes_the_output_independent_of_w2():
     W2 = torch.randn(
         (b.dim, b.dim), generator=torch.Generator().manual_seed(3), dtype=torch.float64
     )
-    _, W3 = initial_pair(cfg)
-    chunk = chain_population(cfg, "1var-1hop")
-    F = chain_forward(W2, W3, chunk, cfg, b)[3]
+    _, W3 = initial_weights(cfg)
+    chunk = whole_population(cfg, "1var-1hop")
+    F = two_hop_forward(W2, W3, chunk, cfg, b)[3]
     ref = chunk_forward(
         initial_W(cfg.sim_config()),
         compact_slice(cfg.sim_config(), "1var", 0, 10**9),
@@ -163,14 +166,14 @@ def test_w3_at_w0_makes_the_output_independent_of_w2():
 
 
 def test_first_order_gradients_and_drive():
-    G2, G3 = chain_g1(SMALL)
+    G2, G3 = first_order_gradients(SMALL)
     assert float(G2.abs().max()) == 0.0 and float(G3.abs().max()) > 0
     D = w2_drive(SMALL, G3)
     assert float(D.abs().max()) > 0
     # D is the eta3-derivative: G1^(2)(eta3)/eta3 -> D
-    W2, W3 = initial_pair(SMALL)
+    W2, W3 = initial_weights(SMALL)
     eta = 1e-4 / float(G3.abs().max())  # remainder ~ 10 * 1e-4 relative
-    G2e, _ = chain_g1(SMALL, None, W2, W3 + eta * G3)
+    G2e, _ = first_order_gradients(SMALL, None, (W2, W3 + eta * G3))
     assert torch.allclose(G2e / eta, D, rtol=0, atol=1e-2 * float(D.abs().max()))
 
 
@@ -179,21 +182,21 @@ def test_one_step_each_and_dynamics_are_deterministic():
     assert len(res["rows"]) == 2 and len(res["rows"][0]["after_both"]) == 2
     assert set(res["before"]) == set(CHAIN_KINDS)
     assert res["smallest"] is None or res["smallest"] in res["solving"]
-    r1 = chain_dynamics(SMALL, steps=3, lr=0.5, xi=5.0, train="both")
-    r2 = chain_dynamics(SMALL, steps=3, lr=0.5, xi=5.0, train="both")
+    r1 = dynamics(SMALL, steps=3, lr=0.5, xi=5.0, train="both")
+    r2 = dynamics(SMALL, steps=3, lr=0.5, xi=5.0, train="both")
     assert r1 == r2
     assert r1["history"][-1]["loss"] < r1["history"][0]["loss"]
-    only3 = chain_dynamics(SMALL, steps=2, lr=0.5, xi=5.0, train="w3")
+    only3 = dynamics(SMALL, steps=2, lr=0.5, xi=5.0, train="w3")
     assert all(h["w2_ebar_diag"] == 0.0 for h in only3["history"])
     with pytest.raises(ValueError, match="train"):
-        chain_dynamics(SMALL, steps=1, train="w4")
+        dynamics(SMALL, steps=1, train="w4")
 
 
 def test_cli_chain_g1_json(capsys):
     args = ["--p", "3", "--K", "2", "--pointers", "1", "--beta", "2"]
     assert main(["chain-g1", *args, "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    G2, G3 = chain_g1(SMALL)
+    G2, G3 = first_order_gradients(SMALL)
     assert out["G1_W3"] == G3.tolist() and out["G1_W2"] == G2.tolist()
     assert out["basis"] == Basis(3, 2, 16).labels
 

@@ -6,8 +6,9 @@ sequences as weighted sites), ``g1_closed_form`` (derivation of every entry of G
 ``statement`` (the reconstructed theorem, signs), ``second_order`` (G2), ``remainder``
 (a rigorous O(xi^2) bound), ``piece_closed_form`` (other pieces' G1 at W^0; G1's memory
 block at a given attention and ebar Gram matrix), ``claims``
-(numeric checks of the six claims against ``disentangled``), ``report``.
-See docs/theory.md.
+(numeric checks of the six claims against ``disentangled``), ``report``; ``hops`` (Theorem C.1
+per hop: the two-hop chain model's derivations, checks and report section, with the
+interface of ``claims`` and ``report``).  See docs/theory.md.
 """
 
 from disentangled.lazy_exports import lazy_exports

@@ -1,4 +1,6 @@
-"""Numeric checks of the six claims of Theorem C.1 (spec: shared/spec/theorem_c1.md).
+"""Numeric checks of the six claims of Theorem C.1 (spec: shared/spec/theorem_c1.md), and what
+the checks of every family share (:class:`Point`, :class:`Check`, :func:`compare`; the two-hop
+chain's checks are :mod:`theory.hops.claims`).
 
 Each ``claimN`` compares the closed form of :mod:`theory.g1_closed_form` with the exact
 numbers of the simulator (``disentangled``: autograd over the enumerated population) at one
@@ -26,22 +28,52 @@ FLOOR = 1e-3  # relative tolerance applies down to FLOOR * max|G1| (absolute flo
 
 @dataclass(frozen=True)
 class Point:
-    """One configuration (p, K, beta, operand order, L) of the 1-var population."""
+    """One configuration (p, K, beta, operand order, L) of the 1-var population; with hops = 2,
+    of the two-hop chain model (``pointers`` pointer variables, 1-hop share ``share``)."""
 
     p: int
     K: int
     beta: float
     order: str = "fixed"
     L: int = DEFAULT_L
+    hops: int = 1
+    pointers: int = 0
+    share: float = 1.0
+
+    @classmethod
+    def two_hop(cls, p: int, K: int, pointers: int, beta: float, share: float) -> Point:
+        """A point of the two-hop chain model (fixed operand order)."""
+        return cls(p, K, beta, hops=2, pointers=pointers, share=share)
 
     def label(self) -> str:
+        if self.hops == 2:
+            return (
+                f"p={self.p}, K={self.K}, pointers={self.pointers}, beta={self.beta:g}, "
+                f"s={self.share:g}"
+            )
         o = "" if self.order == "fixed" else f", {self.order}"
         return f"p={self.p}, K={self.K}, beta={self.beta:g}{o}"
 
-    def sim_config(self):
-        from disentangled.config import SimConfig
+    def sim_config(self, **over):
+        """The simulator's config (``SimConfig``, or ``ChainConfig`` for two hops)."""
+        from disentangled.config import ChainConfig, SimConfig
 
-        return SimConfig(p=self.p, K=self.K, beta=self.beta, L=self.L, operand_order=self.order)
+        kw = dict(p=self.p, K=self.K, beta=self.beta, L=self.L, operand_order=self.order)
+        if self.hops == 1:
+            return SimConfig(**kw, **over)
+        kw.update(pointers=self.pointers, hop1_share=self.share)
+        return ChainConfig(**{**kw, **over})
+
+
+def format_value(v) -> str:
+    """A measured value as the report's tables show it."""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, tuple):
+        return "(" + ", ".join(format_value(x) for x in v) + ")"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {format_value(x)}" for k, x in v.items()) + "}"
+    return str(v).replace("|", "\\|")
 
 
 @dataclass
@@ -55,6 +87,28 @@ class Check:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def row(self) -> str:
+        """`| config | PASS/FAIL | measured |` (values named grid... left out)."""
+        vals = {k: v for k, v in self.values.items() if not k.startswith("grid")}
+        meas = "; ".join(f"{format_value(k)} = {format_value(v)}" for k, v in vals.items())
+        if self.note:
+            meas += f" ({self.note})"
+        return f"| {self.point} | {'PASS' if self.passed else 'FAIL'} | {meas} |"
+
+
+def checks_table(checks: list[Check]) -> list[str]:
+    return ["| config | result | measured |", "| --- | --- | --- |"] + [c.row() for c in checks]
+
+
+def ebar_block(M: np.ndarray, labels: list[str], K_value: int):
+    """(B, c_diag, c_off, deviation): the bar_v x bar_v block B of M, its mean diagonal and
+    off-diagonal, and max |B - (c_diag I + c_off (11^T - I))|."""
+    ix = [labels.index(f"bar_v{u}") for u in range(K_value)]
+    B = M[np.ix_(ix, ix)]
+    off = ~np.eye(K_value, dtype=bool)
+    c_diag, c_off = float(np.mean(np.diag(B))), float(B[off].mean())
+    return B, c_diag, c_off, float(np.abs(B - (c_diag * np.eye(K_value) + c_off * off)).max())
 
 
 # --------------------------------------------------------------------------------------------
@@ -203,13 +257,8 @@ def ratio_limit(L: int = DEFAULT_L) -> tuple[sp.Expr, sp.Expr]:
 def claim3(pt: Point) -> Check:
     labels, _ = closed_g1(pt)
     E = sim_g1(pt)
-    ix = _ix(labels)
-    bars = [ix[f"bar_v{u}"] for u in range(pt.K)]
-    B = E[np.ix_(bars, bars)]
+    B, c_diag, c_off, dev = ebar_block(E, labels, pt.K)
     off_mask = ~np.eye(pt.K, dtype=bool)
-    c_diag, c_off = float(np.mean(np.diag(B))), float(B[off_mask].mean())
-    form = c_diag * np.eye(pt.K) + c_off * (1 - np.eye(pt.K))
-    dev = float(np.abs(B - form).max())
     diag_e, off_e = ebar_coefficients(pt.L, pt.order)
     a_v, b_v = ab_numeric(pt.beta, pt.L)
     subs = {a: a_v, b: b_v, p: pt.p, K: pt.K}

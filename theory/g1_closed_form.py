@@ -66,17 +66,20 @@ def softmax_expansion_lemma(n_labels: int = 3) -> bool:
     return bool(ok)
 
 
-def attention_chain_rule_lemma(n_pos: int = 3, dim: int = 2) -> bool:
-    """d sigma_t/dW = sigma_t x_T (x_t - sum_s sigma_s x_s)^T, sigma = softmax_t(x_T^T W x_t)."""
+def attention_chain_rule_lemma(n_pos: int = 3, dim: int = 2, self_key: bool = False) -> bool:
+    """d sigma_t/dW = sigma_t x_T (x_t - sum_s sigma_s x_s)^T, sigma = softmax_t(x_T^T W x_t).
+
+    ``self_key``: the query is also the last key (x_T itself: the two-hop model's last layer,
+    whose query x'_T attends to itself), and the rule still holds with that key."""
     W = sp.Matrix(dim, dim, lambda i, j: sp.Symbol(f"W{i}{j}"))
     xT = sp.Matrix(sp.symbols(f"q0:{dim}"))
-    xs = [sp.Matrix(sp.symbols(f"x{t}_0:{dim}")) for t in range(n_pos)]
+    xs = [sp.Matrix(sp.symbols(f"x{t}_0:{dim}")) for t in range(n_pos)] + [xT] * self_key
     scores = [(xT.T * W * x)[0] for x in xs]
     Z = sp.Add(*[sp.exp(s) for s in scores])
     sig = [sp.exp(s) / Z for s in scores]
     xbar = sum((sg * x for sg, x in zip(sig, xs, strict=True)), sp.zeros(dim, 1))
     E = {sp.exp(s): sp.Symbol(f"E{t}", positive=True) for t, s in enumerate(scores)}
-    for t in range(n_pos):
+    for t in range(len(xs)):
         want = sig[t] * xT * (xs[t] - xbar).T
         for i in range(dim):
             for j in range(dim):

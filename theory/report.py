@@ -25,6 +25,8 @@ from theory.g1_closed_form import (
     normaliser_from_sites,
     softmax_expansion_lemma,
 )
+from theory.hops import report as hops_report
+from theory.piece_report import pieces_section
 from theory.remainder import remainder_bound, remainder_constant
 from theory.statement import in_gamma, latex, sign_summary, statement
 from theory.symbols import DEFAULT_L
@@ -50,16 +52,6 @@ def _signed(expr) -> str:
     """' + x' or ' - x' for a term of a sum."""
     text = latex(expr)
     return f" - {text[1:]}" if text.startswith("-") else f" + {text}"
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    if isinstance(v, tuple):
-        return "(" + ", ".join(_fmt(x) for x in v) + ")"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{k}: {_fmt(x)}" for k, x in v.items()) + "}"
-    return str(v).replace("|", "\\|")
 
 
 def _derivation_section(L: int) -> list[str]:
@@ -300,14 +292,7 @@ def _checks_section(checks: list[claims.Check]) -> list[str]:
     )
     for c in sorted({c.claim for c in checks}):
         lines += ["", f"### Claim {c}: {CLAIM_TITLES[c]}", ""]
-        lines += ["| config | result | measured |", "| --- | --- | --- |"]
-        for ch in (x for x in checks if x.claim == c):
-            vals = {k: v for k, v in ch.values.items() if not k.startswith("grid")}
-            cfg = ch.point
-            meas = "; ".join(f"{_fmt(k)} = {_fmt(v)}" for k, v in vals.items())
-            if ch.note:
-                meas += f" ({ch.note})"
-            lines.append(f"| {cfg} | {'PASS' if ch.passed else 'FAIL'} | {meas} |")
+        lines += claims.checks_table([x for x in checks if x.claim == c])
     return lines
 
 
@@ -406,12 +391,8 @@ def build_report(points=None, quick: bool = False, L: int = DEFAULT_L) -> str:
     body = _derivation_section(L) + _theorem_section(L) + _second_order_section(L)
     body += _other_populations(L)
     body += _checks_section(checks) + _findings(checks, L)
-    from theory.chain_report import chain_section  # Theorem C.1 per hop (chain model)
-
-    body += chain_section(quick, L)
-    from theory.piece_report import pieces_section  # other pieces at W^0 (issue 36)
-
-    body += pieces_section(L)
+    body += hops_report.section(quick, L)  # Theorem C.1 per hop (the two-hop chain model)
+    body += pieces_section(L)  # other pieces at W^0 (issue 36)
     body += ["", f"_Report built in {time.time() - t0:.1f} s._", ""]
     return "\n".join(head + body)
 

@@ -1,5 +1,5 @@
 """Theorem C.1 per hop (two-hop chain model): every derived form against the simulator's
-exact numbers (theory.chain_claims), at several (p, K, pointers, beta, hop1 share).
+exact numbers (theory.hops.claims), at several (p, K, pointers, beta, hop1 share).
 
 Default suite: the smallest configurations that show each property; the sweeps over larger
 ones are marked slow.  Each check must be able to fail: see the perturbation tests."""
@@ -10,9 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from theory import chain_claims
-from theory.chain_claims import ChainPoint, sim_g3
-from theory.claims import compare
+from disentangled.gradient import first_order_gradients, w2_drive
+from theory.claims import Point, compare
+from theory.g1_closed_form import attention_chain_rule_lemma, g1_matrix
+from theory.hops import claims
+from theory.hops.claims import point_labels, sim_g3
+from theory.hops.last_hop import g3_polynomial, reduction_to_c1
+from theory.hops.middle_hop import drive_formula, w2_independence_lemma
 from theory.symbols import ab_numeric
 
 
@@ -24,12 +28,12 @@ def _one_thread():
     torch.set_num_threads(n)
 
 
-FAST = [ChainPoint(3, 2, 1, 2.0, 0.5), ChainPoint(3, 3, 1, 3.0, 0.25)]
+FAST = [Point.two_hop(3, 2, 1, 2.0, 0.5), Point.two_hop(3, 3, 1, 3.0, 0.25)]
 SLOW = [
-    ChainPoint(5, 3, 1, 4.0, 0.5),  # the spec's default
-    ChainPoint(7, 2, 1, 1.0, 0.75),  # p = 7, small beta
-    ChainPoint(3, 4, 2, 3.0, 0.5),  # two pointers
-    ChainPoint(3, 3, 2, 2.0, 0.0),  # 2-hop data only
+    Point.two_hop(5, 3, 1, 4.0, 0.5),  # the spec's default
+    Point.two_hop(7, 2, 1, 1.0, 0.75),  # p = 7, small beta
+    Point.two_hop(3, 4, 2, 3.0, 0.5),  # two pointers
+    Point.two_hop(3, 3, 2, 2.0, 0.0),  # 2-hop data only
 ]
 
 
@@ -39,15 +43,13 @@ def _ids(points):
 
 @pytest.mark.parametrize("pt", FAST, ids=_ids(FAST))
 def test_g3_exact_form_matches_exact_gradient(pt):
-    c = chain_claims.hop1(pt)
+    c = claims.claim1(pt)
     assert c.passed, c.values
 
 
 def test_perturbed_g3_form_is_caught():
-    from theory.chain_g1 import g3_polynomial
-
     pt = FAST[0]
-    poly = g3_polynomial(pt.config(), "1var-2hop")
+    poly = g3_polynomial(pt.sim_config(), "1var-2hop")
     exact = sim_g3(pt, "1var-2hop")
     labels = poly.labels
     a_v, b_v = ab_numeric(pt.beta, pt.L)
@@ -62,28 +64,24 @@ def test_perturbed_g3_form_is_caught():
 
 
 def test_reduction_to_theorem_c1():
-    c = chain_claims.hop2(ChainPoint(3, 2, 0, 1.0, 1.0), c1_kinds=("1var",))
+    c = claims.claim2(Point.two_hop(3, 2, 0, 1.0, 1.0), c1_kinds=("1var",))
     assert c.passed, c.values
     # the chain's G1^(3) is not C.1's G1: the reduction map is needed
     assert c.values["1var: max|G1^(3) - G1_C1| / max|G1^(3)|"] > 0.05
 
 
 def test_wrong_reduction_is_caught():
-    from disentangled.chain_gradient import chain_g1
-    from theory.chain_g1 import reduction_to_c1
-    from theory.g1_closed_form import g1_matrix
-
-    pt = ChainPoint(3, 2, 0, 1.0, 1.0)
+    pt = Point.two_hop(3, 2, 0, 1.0, 1.0)
     a_v, b_v = ab_numeric(pt.beta, pt.L)
     labels, C = g1_matrix(pt.p, pt.K, pt.beta, pt.L, "1var")
-    exact = chain_g1(pt.config(pointers=0, hop1_share=1.0), "1var-1hop")[1].numpy()
+    exact = first_order_gradients(pt.sim_config(pointers=0, hop1_share=1.0), "1var-1hop")[1].numpy()
     assert compare(reduction_to_c1(C, labels, pt.K, pt.L, a_v, b_v), exact, labels).ok
     assert not compare(reduction_to_c1(C, labels, pt.K, pt.L, 0.0, b_v), exact, labels).ok
 
 
 @pytest.mark.parametrize("pt", FAST[1:], ids=_ids(FAST[1:]))
 def test_memory_block_and_its_dilution(pt):
-    c = chain_claims.hop3(pt)
+    c = claims.claim3(pt)
     assert c.passed, c.values
     # on 2-hop data (pointers only queried) the memory is inverted: the pointer's ebar_v
     # attracts the other assignments' slots (its target's among them), not its own
@@ -91,26 +89,23 @@ def test_memory_block_and_its_dilution(pt):
 
 
 def test_w2_gradient_is_exactly_zero_at_w0():
-    c = chain_claims.hop4(FAST[0])
+    c = claims.claim4(FAST[0])
     assert c.passed, c.values
     assert c.values["max|G1^(2)| at W^0"] == 0.0
 
 
 @pytest.mark.parametrize("pt", FAST, ids=_ids(FAST))
 def test_drive_of_the_middle_hop(pt):
-    c = chain_claims.hop5(pt)
+    c = claims.claim5(pt)
     assert c.passed, c.values
 
 
 def test_perturbed_drive_formula_is_caught():
-    from disentangled.chain_gradient import w2_drive
-    from theory.chain_drive import drive_formula
-
     pt = FAST[0]
-    cfg = pt.config()
+    cfg = pt.sim_config()
     G3 = sim_g3(pt)
     exact = w2_drive(cfg, torch.tensor(G3)).numpy()
-    labels = chain_claims._labels(pt)
+    labels = point_labels(pt)
     mix = cfg.training_mix()
     formula = sum(w * drive_formula(cfg, G3, k) for k, w in mix.items())
     assert compare(formula, exact, labels).ok
@@ -126,16 +121,12 @@ def test_perturbed_drive_formula_is_caught():
 
 @pytest.mark.slow
 def test_w2_independence_lemma_control():
-    from theory.chain_lemmas import self_key_chain_rule_lemma, w2_independence_lemma
-
-    assert self_key_chain_rule_lemma()
+    assert attention_chain_rule_lemma(2, 2, self_key=True)
     assert w2_independence_lemma() and not w2_independence_lemma(n_pos=1, zero_bar=False)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "claim", [chain_claims.hop1, chain_claims.hop3, chain_claims.hop4, chain_claims.hop5]
-)
+@pytest.mark.parametrize("claim", [claims.claim1, claims.claim3, claims.claim4, claims.claim5])
 @pytest.mark.parametrize("pt", SLOW, ids=_ids(SLOW))
 def test_claims_sweep(pt, claim):
     c = claim(pt)
@@ -145,16 +136,20 @@ def test_claims_sweep(pt, claim):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "pt",
-    [ChainPoint(5, 3, 0, 4.0, 1.0), ChainPoint(7, 2, 0, 1.0, 1.0), ChainPoint(3, 4, 0, 3.0, 1.0)],
+    [
+        Point.two_hop(5, 3, 0, 4.0, 1.0),
+        Point.two_hop(7, 2, 0, 1.0, 1.0),
+        Point.two_hop(3, 4, 0, 3.0, 1.0),
+    ],
 )
 def test_reduction_sweep(pt):
-    c = chain_claims.hop2(pt)
+    c = claims.claim2(pt)
     assert c.passed, c.values
 
 
 @pytest.mark.slow
 def test_one_step_each_search_runs():
-    c = chain_claims.hop6(ChainPoint(5, 3, 1, 4.0, 0.5))
+    c = claims.claim6(Point.two_hop(5, 3, 1, 4.0, 0.5))
     assert c.passed
     assert isinstance(c.values["pairs solving every 2-hop sequence"], int)
     np.testing.assert_array_less(-1, c.values["pairs solving every 2-hop sequence"])

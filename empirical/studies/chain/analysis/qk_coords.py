@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from disentangled.basis import Basis
-from disentangled.chain_population import ChainChunk
+from disentangled.population import CompactChunk as ChainChunk
 from empirical.bridge.compare_qk.coords import (
     Coordinates,
     col_labels,

@@ -14,10 +14,10 @@ import numpy as np
 import torch
 
 from disentangled.basis import Basis
-from disentangled.chain_config import ChainConfig
-from disentangled.chain_model import chain_forward
-from disentangled.chain_population import ChainChunk
+from disentangled.config import ChainConfig
+from disentangled.fast import two_hop_forward as chain_forward
 from disentangled.gradient import first_order_terms
+from disentangled.population import CompactChunk as ChainChunk
 from empirical.studies.chain.analysis.qk_coords import label_block
 
 

@@ -1,8 +1,8 @@
 """G1^(3), the first-order gradient of the last hop's key-query matrix W3 at
 (W2, W3) = (W^0, W^0) in the two-hop chain model, in exact polynomial form.
 
-Derivation (chain rule; :func:`theory.chain_lemmas.self_key_chain_rule_lemma` and C.1's
-:func:`theory.g1_closed_form.attention_chain_rule_lemma`).  Layer 3 scores the keys x_t
+Derivation (chain rule; C.1's :func:`theory.g1_closed_form.attention_chain_rule_lemma`, with
+``self_key=True`` for the query's own key).  Layer 3 scores the keys x_t
 (t < T) and the query's own updated key x'_T with the updated query x'_T = x_T + Delta, so
 
     G1^(3) = E[ x'_T r'^T ],   r' = sum_{t<T} sigma_t (g_t - gbar) x_t - b gbar x'_T,
@@ -44,9 +44,11 @@ import sympy as sp
 import torch
 
 from disentangled.basis import Basis
-from disentangled.chain_config import ChainConfig
-from disentangled.chain_population import ChainChunk, chain_population
-from theory.symbols import a, ab_numeric, b
+from disentangled.config import ChainConfig
+from disentangled.gradient import first_order_gradients, training_mixture
+from disentangled.population import CompactChunk, whole_population
+from theory.g1_closed_form import entry, entry_key
+from theory.symbols import DEFAULT_L, a, ab_numeric, b
 
 TERMS = ("query", "operands", "lhs", "pointer_rhs", "self_key")
 DEGREE = 5  # in each of a and b
@@ -73,7 +75,7 @@ class FirstOrder:
     sigma: torch.Tensor
 
 
-def _one_hot_sum(chunk: ChainChunk, coef: torch.Tensor, basis: Basis, L: int) -> torch.Tensor:
+def _one_hot_sum(chunk: CompactChunk, coef: torch.Tensor, basis: Basis, L: int) -> torch.Tensor:
     """sum_t coef[:, t] x_t (N, dim) for t < L (x_t = token + position + ebar)."""
     N = coef.shape[0]
     out = torch.zeros((N, basis.dim + 1), dtype=coef.dtype)
@@ -84,7 +86,7 @@ def _one_hot_sum(chunk: ChainChunk, coef: torch.Tensor, basis: Basis, L: int) ->
     return out[:, : basis.dim]
 
 
-def first_order(cfg: ChainConfig, chunk: ChainChunk, a_val, b_val, dtype) -> FirstOrder:
+def first_order(cfg: ChainConfig, chunk: CompactChunk, a_val, b_val, dtype) -> FirstOrder:
     """The quantities of :class:`FirstOrder` with sigma = a_val / b_val (ints or floats)."""
     basis = Basis(cfg.p, cfg.K, cfg.L)
     p, L, T, K = cfg.p, cfg.L, cfg.T, cfg.K
@@ -127,7 +129,9 @@ def first_order(cfg: ChainConfig, chunk: ChainChunk, a_val, b_val, dtype) -> Fir
     return FirstOrder(pg, pgbar, x_T, delta, r_sites, sigma)
 
 
-def term_sums(cfg: ChainConfig, chunk: ChainChunk, a_val, b_val, dtype) -> dict[str, torch.Tensor]:
+def term_sums(
+    cfg: ChainConfig, chunk: CompactChunk, a_val, b_val, dtype
+) -> dict[str, torch.Tensor]:
     """p * sum over the chunk (unweighted) of each of the five terms (dim, dim)."""
     fo = first_order(cfg, chunk, a_val, b_val, dtype)
     delta = sum(fo.delta.values())
@@ -154,7 +158,7 @@ def _vandermonde_adjugate() -> tuple[np.ndarray, int]:
     return np.array([[int(M[i, j]) for j in GRID] for i in GRID], dtype=object), d
 
 
-def _exact_sums(cfg: ChainConfig, chunk: ChainChunk, x: int, y: int) -> dict[str, np.ndarray]:
+def _exact_sums(cfg: ChainConfig, chunk: CompactChunk, x: int, y: int) -> dict[str, np.ndarray]:
     """p * the unweighted sum of each term at the integer point (a, b) = (x, y), as Python
     ints (computed in int64; a float64 recomputation guards against overflow)."""
     exact = term_sums(cfg, chunk, x, y, torch.int64)
@@ -178,7 +182,7 @@ class KindPolynomial:
 
 def _kind_polynomial(cfg: ChainConfig, kind: str) -> tuple[KindPolynomial, bool]:
     M, d = _vandermonde_adjugate()
-    chunk = chain_population(cfg, kind)
+    chunk = whole_population(cfg, kind)
     grid = {pt: _exact_sums(cfg, chunk, *pt) for pt in itertools.product(GRID, GRID)}
     numer, ok = {}, True
     check_pt = (DEGREE + 2, DEGREE + 1)
@@ -234,9 +238,7 @@ class G3Polynomial:
 
 
 def _mixture(cfg: ChainConfig, mix) -> list[tuple[str, Fraction]]:
-    from disentangled.chain_gradient import chain_mixture
-
-    return [(k, Fraction(w).limit_denominator(10**12)) for k, w in chain_mixture(cfg, mix)]
+    return [(k, Fraction(w).limit_denominator(10**12)) for k, w in training_mixture(cfg, mix)]
 
 
 @lru_cache(maxsize=64)
@@ -244,6 +246,13 @@ def _kind_cached(key: tuple, kind: str) -> tuple[KindPolynomial, bool]:
     p, K, P, L, order = key
     cfg = ChainConfig(p=p, K=K, pointers=P, L=L, operand_order=order, hop1_share=1.0)
     return _kind_polynomial(cfg, kind)
+
+
+@lru_cache(maxsize=64)
+def exact_g3(cfg: ChainConfig, mix=None) -> np.ndarray:
+    """The simulator's G1^(3) at (W^0, W^0) on ``mix`` (autograd, float64; cached): what the
+    exact polynomials are checked against."""
+    return first_order_gradients(cfg, mix)[1].numpy()
 
 
 def g3_polynomial(cfg: ChainConfig, mix=None) -> G3Polynomial:
@@ -283,9 +292,25 @@ def reduction_to_c1(C: np.ndarray, labels: list[str], K: int, L: int, a_val, b_v
     for r in bars:
         for c in bars:
             G[r, c] += (
-                a_val * (1 + a_val) * (r == c) * C[r, pT]
+                a_val * (1 + a_val) * int(r == c) * C[r, pT]
                 + (1 + a_val) * b_val * C[r, pT]
                 + a_val * b_val * C[c, pT]
                 + b_val**2 * C[eq, pT]
             )
     return G
+
+
+def reduced_memory(L: int = DEFAULT_L) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+    """(diag, off, contrast) of the bar_v block of G1^(3) with no pointers (1-var data):
+    :func:`reduction_to_c1` applied to C.1's derived (symbolic) entries."""
+    labels = ["=", f"pos{L - 1}", "bar_v0", "bar_v1"]
+    C = np.array(
+        [[entry("1var", "fixed", L, *entry_key(r, c, 3, L)) for c in labels] for r in labels],
+        dtype=object,
+    )
+    G = reduction_to_c1(C, labels, 2, L, a, b)
+    diag, off = sp.factor(G[2, 2]), sp.factor(G[2, 3])
+    contrast = sp.factor(diag - off)
+    c1 = sp.factor(C[2, 2] - C[2, 3])
+    assert sp.simplify(contrast - ((1 + a) * c1 + a * (1 + a) * C[2, 1])) == 0
+    return diag, off, contrast

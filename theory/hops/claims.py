@@ -1,89 +1,57 @@
 """Checks of Theorem C.1 per hop (the two-hop chain model, ../shared/spec/chain.md): the
-derived forms of :mod:`theory.chain_g1`, :mod:`theory.chain_lemmas` and
-:mod:`theory.chain_drive` against the exact numbers of the simulator
-(``disentangled.chain_*``: autograd over the enumerated populations, float64).
+derived forms of :mod:`theory.hops.last_hop` and :mod:`theory.hops.middle_hop` against the
+exact numbers of the simulator (``disentangled`` with a ``ChainConfig``: autograd over the
+enumerated populations, float64).
 
-Each ``hopN`` returns a :class:`theory.claims.Check` (claim number N of this section);
+As :mod:`theory.claims`: each ``claimN`` takes a :class:`theory.claims.Point` (here with
+hops = 2) and returns a :class:`theory.claims.Check` (claim HN of the report's section);
 nothing is tuned, a failing comparison is reported as failing.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
+import torch
 
-from theory.claims import Check, compare
-from theory.symbols import DEFAULT_L, ab_numeric
-
-
-@dataclass(frozen=True)
-class ChainPoint:
-    """One configuration (p, K, pointers, beta, hop1 share) of the chain model (1var data)."""
-
-    p: int
-    K: int
-    pointers: int
-    beta: float
-    share: float = 0.5
-    L: int = DEFAULT_L
-
-    def label(self) -> str:
-        return (
-            f"p={self.p}, K={self.K}, pointers={self.pointers}, beta={self.beta:g}, "
-            f"s={self.share:g}"
-        )
-
-    def config(self, **over):
-        from disentangled.chain_config import ChainConfig
-
-        kw = dict(p=self.p, K=self.K, pointers=self.pointers, beta=self.beta, L=self.L,
-                  hop1_share=self.share)  # fmt: skip
-        kw.update(over)
-        return ChainConfig(**kw)
+from disentangled.basis import Basis
+from disentangled.experiments import one_step_each
+from disentangled.gradient import first_order_gradients, loss_and_gradients, w2_drive
+from disentangled.model import initial_weights
+from theory.claims import Check, Point, compare, ebar_block
+from theory.g1_closed_form import g1_matrix
+from theory.hops.last_hop import TERMS, exact_g3, g3_polynomial, reduction_to_c1
+from theory.hops.middle_hop import (
+    drive_at_share,
+    drive_blocks,
+    drive_formula,
+    w2_independence_lemma,
+)
+from theory.symbols import ab_numeric
 
 
-@lru_cache(maxsize=64)
-def sim_g3(pt: ChainPoint, kind: str | None = None) -> np.ndarray:
-    from disentangled.chain_gradient import chain_g1
-
-    return chain_g1(pt.config(), kind)[1].numpy()
+def sim_g3(pt: Point, kind: str | None = None) -> np.ndarray:
+    return exact_g3(pt.sim_config(), kind)
 
 
-def _labels(pt: ChainPoint) -> list[str]:
-    from disentangled.basis import Basis
-
+def point_labels(pt: Point) -> list[str]:
     return Basis(pt.p, pt.K, pt.L).labels
-
-
-def _block_form(M: np.ndarray, labels: list[str], K: int) -> tuple[float, float, float]:
-    """(mean diagonal, mean off-diagonal, max deviation from c_d I + c_o (J - I)) of the
-    bar_v x bar_v block."""
-    ix = [labels.index(f"bar_v{u}") for u in range(K)]
-    B = M[np.ix_(ix, ix)]
-    off = ~np.eye(K, dtype=bool)
-    cd, co = float(np.mean(np.diag(B))), float(B[off].mean())
-    dev = float(np.abs(B - (cd * np.eye(K) + co * off)).max())
-    return cd, co, dev
 
 
 # --------------------------------------------------------------------------------------------
 # 1. G1^(3): exact polynomial form = exact gradient
 
 
-def hop1(pt: ChainPoint) -> Check:
-    """G1^(3) at (W^0, W^0) from :func:`theory.chain_g1.g3_polynomial` (five terms, exact
+def claim1(pt: Point) -> Check:
+    """G1^(3) at (W^0, W^0) from :func:`theory.hops.last_hop.g3_polynomial` (five terms, exact
     polynomials in a, b) against autograd, on 1-hop, 2-hop and the mixture."""
-    from theory.chain_g1 import g3_polynomial
-
-    cfg = pt.config()
-    labels = _labels(pt)
+    cfg = pt.sim_config()
+    names = point_labels(pt)
     vals, ok = {}, True
     for kind in ("1var-1hop", "1var-2hop", None):
         poly = g3_polynomial(cfg, kind)
-        cmp = compare(poly.at_beta(pt.beta, pt.L), sim_g3(pt, kind), labels)
+        cmp = compare(poly.at_beta(pt.beta, pt.L), sim_g3(pt, kind), names)
         name = kind or f"mix s={pt.share:g}"
         vals[f"{name}: max abs diff"] = cmp.max_abs_diff
         vals[f"{name}: max rel diff"] = cmp.max_rel_diff
@@ -96,19 +64,14 @@ def hop1(pt: ChainPoint) -> Check:
 # 2. Reduction to Theorem C.1 when every hop count is 1
 
 
-def hop2(pt: ChainPoint, c1_kinds: tuple[str, ...] = ("0var", "1var", "2var")) -> Check:
+def claim2(pt: Point, c1_kinds: tuple[str, ...] = ("0var", "1var", "2var")) -> Check:
     """pointers = 0: the chain's G1^(3) on 1-var data equals the map of C.1's symbolic G1
-    (:func:`theory.chain_g1.reduction_to_c1`), and its "query" term is C.1's G1 itself on
+    (:func:`theory.hops.last_hop.reduction_to_c1`), and its "query" term is C.1's G1 itself on
     the 0var, 1var and 2var populations."""
-    from theory.chain_g1 import g3_polynomial, reduction_to_c1
-    from theory.g1_closed_form import g1_matrix
-
-    cfg = pt.config(pointers=0, hop1_share=1.0)
+    cfg = pt.sim_config(pointers=0, hop1_share=1.0)
     a_v, b_v = ab_numeric(pt.beta, pt.L)
     labels, C = g1_matrix(pt.p, pt.K, pt.beta, pt.L, "1var")
-    from disentangled.chain_gradient import chain_g1
-
-    exact = chain_g1(cfg, "1var-1hop")[1].numpy()
+    exact = exact_g3(cfg, "1var-1hop")
     red = compare(reduction_to_c1(C, labels, pt.K, pt.L, a_v, b_v), exact, labels)
     vals = {"1var: max abs diff (reduction vs exact)": red.max_abs_diff}
     vals["1var: max|G1^(3) - G1_C1| / max|G1^(3)|"] = float(
@@ -130,19 +93,17 @@ def hop2(pt: ChainPoint, c1_kinds: tuple[str, ...] = ("0var", "1var", "2var")) -
 # 3. The memory term: its dilution on 2-hop data
 
 
-def memory_terms(pt: ChainPoint, kind: str) -> dict[str, tuple[float, float, float]]:
+def memory_terms(pt: Point, kind: str) -> dict[str, tuple[float, float, float]]:
     """Per term of G1^(3) on ``kind``: (c_diag, c_off, deviation) of the bar_v block."""
-    from theory.chain_g1 import TERMS, g3_polynomial
-
-    poly = g3_polynomial(pt.config(), kind)
+    poly = g3_polynomial(pt.sim_config(), kind)
     a_v, b_v = ab_numeric(pt.beta, pt.L)
-    labels = _labels(pt)
-    out = {t: _block_form(poly.term(t, a_v, b_v), labels, pt.K) for t in TERMS}
-    out["total"] = _block_form(poly.total(a_v, b_v), labels, pt.K)
+    names = point_labels(pt)
+    out = {t: ebar_block(poly.term(t, a_v, b_v), names, pt.K)[1:] for t in TERMS}
+    out["total"] = ebar_block(poly.total(a_v, b_v), names, pt.K)[1:]
     return out
 
 
-def hop3(pt: ChainPoint) -> Check:
+def claim3(pt: Point) -> Check:
     """The bar_v x bar_v block of G1^(3) is c_d I + c_o (J - I) on 1-hop and on 2-hop data
     (exact), with contrast c_d - c_o > 0 on 1-hop data.  Reported: the contrast on 2-hop
     data and each term's share of it."""
@@ -166,25 +127,21 @@ def hop3(pt: ChainPoint) -> Check:
 # 4. The middle hop at the start: exactly zero
 
 
-def hop4(pt: ChainPoint, xis: tuple[float, ...] = (1.0, 10.0)) -> Check:
+def claim4(pt: Point, xis: tuple[float, ...] = (1.0, 10.0)) -> Check:
     """grad_W2 L at (W^0, W^0) is exactly 0.0 in float64: first order and at finite xi, on
     the mixture; the sympy lemma holds; after one W3 step the gradient is nonzero."""
-    from disentangled.chain_gradient import chain_g1, chain_gradients
-    from disentangled.chain_model import initial_pair
-    from theory.chain_lemmas import w2_independence_lemma
-
-    cfg = pt.config()
-    W2, W3 = initial_pair(cfg)
-    G2, G3 = chain_g1(cfg)
+    cfg = pt.sim_config()
+    W2, W3 = initial_weights(cfg)
+    G2, G3 = first_order_gradients(cfg)
     vals = {"max|G1^(2)| at W^0": float(G2.abs().max())}
     zero = float(G2.abs().max()) == 0.0
     for x in xis:
-        _, g2, _ = chain_gradients(W2, W3, cfg, x)
+        _, (g2, _) = loss_and_gradients((W2, W3), cfg, x)
         vals[f"max|grad_W2 L| at xi={x:g}"] = float(g2.abs().max())
         zero &= float(g2.abs().max()) == 0.0
     lemma = w2_independence_lemma()
     eta3 = 1.0 / float(G3.abs().max())
-    G2_after, _ = chain_g1(cfg, None, W2, W3 + eta3 * G3)
+    G2_after, _ = first_order_gradients(cfg, None, (W2, W3 + eta3 * G3))
     vals["sympy lemma (h independent of W2)"] = lemma
     vals["max|G1^(2)| after a W3 step (eta3 max|G3| = 1)"] = float(G2_after.abs().max())
     ok = zero and lemma and float(G2_after.abs().max()) > 0
@@ -195,32 +152,26 @@ def hop4(pt: ChainPoint, xis: tuple[float, ...] = (1.0, 10.0)) -> Check:
 # 5. The drive of the middle hop
 
 
-def hop5(pt: ChainPoint, eta_scale: float = 1e-2) -> Check:
+def claim5(pt: Point, eta_scale: float = 1e-2) -> Check:
     """D (the eta3-coefficient of G1^(2) after W3 = W^0 + eta3 G1^(3)): derived formula =
     forward-mode derivative of the exact gradient; G1^(2)(eta3)/eta3 - D = O(eta3) (halves
     with eta3); the share polynomial D(s) matches the exact drive at the point's share."""
-    import torch
-
-    from disentangled.chain_gradient import chain_g1, w2_drive
-    from disentangled.chain_model import initial_pair
-    from theory.chain_drive import drive_at_share, drive_blocks, drive_formula
-
-    cfg = pt.config()
-    labels = _labels(pt)
+    cfg = pt.sim_config()
+    names = point_labels(pt)
     G3 = sim_g3(pt)
     exact = w2_drive(cfg, torch.tensor(G3)).numpy()
     formula = sum(w * drive_formula(cfg, G3, k) for k, w in cfg.training_mix().items())
-    cmp = compare(formula, exact, labels)
+    cmp = compare(formula, exact, names)
     blocks = drive_blocks(cfg)
-    share = compare(drive_at_share(blocks, pt.share), exact, labels)
-    W2, W3 = initial_pair(cfg)
+    share = compare(drive_at_share(blocks, pt.share), exact, names)
+    W2, W3 = initial_weights(cfg)
     eta = eta_scale / float(np.abs(G3).max())
     rem = []
     for e in (eta, eta / 2):
-        G2e, _ = chain_g1(cfg, None, W2, W3 + e * torch.tensor(G3))
+        G2e, _ = first_order_gradients(cfg, None, (W2, W3 + e * torch.tensor(G3)))
         rem.append(float(np.abs(G2e.numpy() / e - exact).max()))
     ratio = rem[0] / rem[1] if rem[1] > 0 else math.inf
-    ix = {lab: i for i, lab in enumerate(labels)}
+    ix = {lab: i for i, lab in enumerate(names)}
     bars = [ix[f"bar_v{u}"] for u in range(pt.K)]
     toks = [ix[f"v{u}"] for u in range(pt.K)]
     own_token = float(np.mean([exact[r, c] for r, c in zip(bars, toks, strict=True)]))
@@ -232,7 +183,7 @@ def hop5(pt: ChainPoint, eta_scale: float = 1e-2) -> Check:
         "share polynomial vs exact: max abs diff": share.max_abs_diff,
         "|G1^(2)/eta3 - D| at eta3, eta3/2": tuple(rem),
         "ratio (2 = first-order remainder)": ratio,
-        "largest |D| entry": f"({labels[i]}, {labels[j]}): {exact[i, j]:.4g}",
+        "largest |D| entry": f"({names[i]}, {names[j]}): {exact[i, j]:.4g}",
         "mean D[bar_v r, v r] (own token)": own_token,
         "mean D[bar_v r, bar_v r] (pointer memory)": pointer_memory,
     }
@@ -248,13 +199,11 @@ def hop5(pt: ChainPoint, eta_scale: float = 1e-2) -> Check:
 # 6. One step each
 
 
-def hop6(pt: ChainPoint, scales3=None, scales2=None) -> Check:
+def claim6(pt: Point, scales3=None, scales2=None) -> Check:
     """One W3 step then one W2 step over a grid of sizes: whether any pair solves every
     2-hop sequence (1var-2hop and 2var-2hop).  Passes when the search ran; the verdict is
     a value, not the pass/fail."""
-    from disentangled.chain_experiments import one_step_each
-
-    res = one_step_each(pt.config(), scales3, scales2)
+    res = one_step_each(pt.sim_config(), scales3, scales2)
     best = res["best"]
     vals = {
         "W0 accuracy": res["before"],
@@ -284,4 +233,4 @@ def hop6(pt: ChainPoint, scales3=None, scales2=None) -> Check:
     return Check(6, "one step each (2-hop solved?)", pt.label(), True, vals)
 
 
-ALL_HOP_CLAIMS = (hop1, hop2, hop3, hop4, hop5, hop6)
+ALL_CLAIMS = (claim1, claim2, claim3, claim4, claim5, claim6)

@@ -1,24 +1,24 @@
 """Section "Theorem C.1 per hop" of theory_report.md: the two-hop chain model's statements,
 their proofs (derived by the code) and their checks, measured when the report is made.
 
-Claims H1-H6 link to :mod:`theory.chain_claims` (``hop1`` .. ``hop6``) and to the tests of
+Claims H1-H6 link to :mod:`theory.hops.claims` (``claim1`` .. ``claim6``) and to the tests of
 theory/test_chain.py that run them.
 """
 
 from __future__ import annotations
 
-import sympy as sp
-
-from theory import chain_claims
-from theory.chain_claims import ChainPoint
-from theory.chain_lemmas import self_key_chain_rule_lemma, w2_independence_lemma
-from theory.g1_closed_form import entry, entry_key
+from theory.claims import Check, Point, checks_table
+from theory.claims import format_value as _fmt
+from theory.g1_closed_form import attention_chain_rule_lemma
+from theory.hops import claims
+from theory.hops.last_hop import reduced_memory
+from theory.hops.middle_hop import w2_independence_lemma
 from theory.statement import latex
-from theory.symbols import DEFAULT_L, a, b
+from theory.symbols import DEFAULT_L
 
-FULL_POINTS = (ChainPoint(3, 3, 1, 3.0, 0.5), ChainPoint(5, 3, 1, 4.0, 0.5))
-REDUCTION_POINTS = (ChainPoint(5, 3, 0, 4.0, 1.0), ChainPoint(3, 2, 0, 1.0, 1.0))
-QUICK_POINTS = (ChainPoint(3, 2, 1, 2.0, 0.5),)
+FULL_POINTS = (Point.two_hop(3, 3, 1, 3.0, 0.5), Point.two_hop(5, 3, 1, 4.0, 0.5))
+REDUCTION_POINTS = (Point.two_hop(5, 3, 0, 4.0, 1.0), Point.two_hop(3, 2, 0, 1.0, 1.0))
+QUICK_POINTS = (Point.two_hop(3, 2, 1, 2.0, 0.5),)
 STEP_GRID = ((0.1, 0.3, 1.0, 1.7, 3.0, 10.0, 30.0), (0.1, 0.3, 1.0, 10.0, 100.0, 1000.0))
 
 TITLES = {
@@ -39,57 +39,24 @@ TESTS = {
 }
 
 
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    if isinstance(v, tuple):
-        return "(" + ", ".join(_fmt(x) for x in v) + ")"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{k}: {_fmt(x)}" for k, x in v.items()) + "}"
-    return str(v).replace("|", "\\|")
-
-
-def reduced_memory(L: int = DEFAULT_L) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
-    """(diag, off, contrast) of the bar_v block of G1^(3) with no pointers (1-var data),
-    from C.1's derived entries through :func:`theory.chain_g1.reduction_to_c1`."""
-
-    def C(row, col):
-        return entry("1var", "fixed", L, *entry_key(row, col, 3, L))
-
-    T = f"pos{L - 1}"
-    c_bp, c_ep, c_eb = C("bar_v0", T), C("=", T), C("=", "bar_v0")
-    diag = (1 + a) * C("bar_v0", "bar_v0") + b * c_eb
-    diag += (a * (1 + a) + (1 + a) * b + a * b) * c_bp + b**2 * c_ep
-    off = (1 + a) * C("bar_v0", "bar_v1") + b * c_eb + ((1 + a) * b + a * b) * c_bp + b**2 * c_ep
-    contrast = sp.factor(diag - off)
-    c1 = sp.factor(C("bar_v0", "bar_v0") - C("bar_v0", "bar_v1"))
-    assert sp.simplify(contrast - ((1 + a) * c1 + a * (1 + a) * c_bp)) == 0
-    return sp.factor(diag), sp.factor(off), contrast
-
-
-def run_hop_checks(quick: bool = False) -> list:
+def run_checks(quick: bool = False) -> list[Check]:
     pts = QUICK_POINTS if quick else FULL_POINTS
     out = []
     for pt in pts:
-        out += [
-            chain_claims.hop1(pt),
-            chain_claims.hop3(pt),
-            chain_claims.hop4(pt),
-            chain_claims.hop5(pt),
-        ]
+        out += [claims.claim1(pt), claims.claim3(pt), claims.claim4(pt), claims.claim5(pt)]
     # the query-term comparison builds exact polynomials: all kinds only at the small point
     for pt in REDUCTION_POINTS[-1:] if quick else REDUCTION_POINTS:
         kinds = ("0var", "1var", "2var") if pt.p == 3 and not quick else ("1var",)
-        out.append(chain_claims.hop2(pt, kinds))
+        out.append(claims.claim2(pt, kinds))
     step_pt = pts[0] if quick else pts[-1]
     s3, s2 = ((1.0, 10.0), (1.0, 100.0)) if quick else STEP_GRID
-    out.append(chain_claims.hop6(step_pt, s3, s2))
+    out.append(claims.claim6(step_pt, s3, s2))
     return sorted(out, key=lambda c: c.claim)
 
 
-def chain_section(quick: bool = False, L: int = DEFAULT_L) -> list[str]:
+def section(quick: bool = False, L: int = DEFAULT_L) -> list[str]:
     """The markdown lines of the section (statements, proofs, checks)."""
-    checks = run_hop_checks(quick)
+    checks = run_checks(quick)
     diag, off, contrast = reduced_memory(L)
     by = {c.claim: [x for x in checks if x.claim == c.claim] for c in checks}
     n_pass = sum(c.passed for c in checks)
@@ -97,8 +64,8 @@ def chain_section(quick: bool = False, L: int = DEFAULT_L) -> list[str]:
         "",
         "## 6. Theorem C.1 per hop (the two-hop chain model)",
         "",
-        "Model of `shared/spec/chain.md` (simulator `disentangled/chain_*.py`, derivations "
-        "`theory/chain_*.py`): layer 2 moves the query $x_T = e_= + \\pi_T + \\bar e_v$ by "
+        "Model of `shared/spec/chain.md` (simulator `disentangled` with `ChainConfig`, "
+        "derivations `theory/hops/`): layer 2 moves the query $x_T = e_= + \\pi_T + \\bar e_v$ by "
         "$\\sum_s \\sigma^{(2)}_s W_{OV2} x_s$ ($W_{OV2} e_w = \\bar e_w$ for variable tokens), "
         "layer 3 is C.1's layer on the updated query $x'_T$ (which is also its own key), both "
         "key-query matrices start at $W^0$.  The right-hand side of a pointer `u=w` carries "
@@ -122,7 +89,8 @@ def _h1_h2(L: int, contrast) -> list[str]:
     T = L - 1
     return [
         "**H1 (the last hop's first-order gradient).**  By the chain rule "
-        f"(C.1's lemma, and `self_key_chain_rule_lemma`: {self_key_chain_rule_lemma()}) "
+        "(C.1's lemma, and `attention_chain_rule_lemma(self_key=True)`: "
+        f"{attention_chain_rule_lemma(2, 2, self_key=True)}) "
         "$G_1^{(3)} = \\mathbb{E}[x'_T r'^\\top]$ with $r' = \\sum_{t<T}\\sigma_t(g_t-\\bar g)x_t "
         "- b\\bar g\\, x'_T$.  At $W^0$ layer 3's scores are C.1's (W_OV2 writes no $e_=$), "
         "so $\\sigma$, $g$, $\\bar g$ are C.1's, and layer 2 writes "
@@ -134,14 +102,14 @@ def _h1_h2(L: int, contrast) -> list[str]:
         "- b\\,\\mathbb{E}[\\bar g\\, x'_T \\Delta^\\top]$ "
         "(query, operands, left-hand sides, pointer right-hand sides, the query's own key).  "
         "Each is a polynomial of degree $\\le 5$ in $a$ and in $b$, computed exactly "
-        "(`chain_g1.g3_polynomial`: integer sums at $(a,b) \\in \\{0..5\\}^2$, exact "
+        "(`hops.last_hop.g3_polynomial`: integer sums at $(a,b) \\in \\{0..5\\}^2$, exact "
         "interpolation, a 37th point checked) for given $(p, K, \\text{pointers})$; "
         "$p$ and $K$ are numbers there, not symbols.",
         "",
         "**H2 (reduction to Theorem C.1).**  With no pointers and one variable operand, "
         "$Q_rQ_c = [r=c]Q_r$ and every $-b\\mathbb{E}[\\bar g \\cdot]$ is read off C.1's column "
         f"$G_1[\\cdot, \\pi_{{{T}}}] = -b\\mathbb{{E}}[\\bar g\\, x_{{T,\\cdot}}]$, so "
-        "$G_1^{(3)}$ is an explicit map of C.1's closed form (`chain_g1.reduction_to_c1`): "
+        "$G_1^{(3)}$ is an explicit map of C.1's closed form (`hops.last_hop.reduction_to_c1`): "
         f"rows $=, \\pi_{{{T}}}$ are C.1's (plus the own-key term in the $\\bar e$ columns), "
         "row $\\bar e_r$ is $(1+a)G_1[\\bar e_r] + bG_1[=]$ plus the own-key term.  It is not "
         "C.1's $G_1$ (the layer-2 update re-reads the operand and every left-hand side).  "
@@ -195,7 +163,7 @@ def _h5_h6(L: int, by: dict) -> list[str]:
         f"$\\mathrm{{span}}(e_=, \\pi_{{{L - 3}}}, \\pi_{{{L - 2}}}) \\perp \\bar e$; so "
         "$G_1^{(2)} = \\eta_3 D + O(\\eta_3^2)$, $D = \\mathbb{E}[x_T q^\\top]$, "
         "$q = \\sum_s\\sigma^{(2)}_s(k_s - \\bar k)x_s$, $k_s = \\langle \\bar e_{w(s)}, Gr' - "
-        "b\\bar g G^\\top x'_T\\rangle$ at variable tokens (`chain_drive.drive_formula`).  "
+        "b\\bar g G^\\top x'_T\\rangle$ at variable tokens (`hops.middle_hop.drive_formula`).  "
         "First order in $\\eta_3$ (the remainder halves with $\\eta_3$: ratio "
         f"{_fmt(v5.get('ratio (2 = first-order remainder)'))}).  $D$ is bilinear in (data, $G$), "
         "so with 1-hop share $s$: $D(s) = s^2D_{11} + s(1-s)(D_{12}+D_{21}) + (1-s)^2D_{22}$ "
@@ -240,8 +208,5 @@ def _checks_tables(by: dict) -> list[str]:
             f"Tests: `theory/test_chain.py::{TESTS[c]}`",
             "",
         ]
-        lines += ["| config | result | measured |", "| --- | --- | --- |"]
-        for ch in by[c]:
-            meas = "; ".join(f"{_fmt(k)} = {_fmt(v)}" for k, v in ch.values.items())
-            lines.append(f"| {ch.point} | {'PASS' if ch.passed else 'FAIL'} | {meas} |")
+        lines += checks_table(by[c])
     return lines
