@@ -34,13 +34,13 @@ from empirical.bridge.compare_qk.observe import (
 from empirical.bridge.compare_qk.prediction import ab_from_beta, g1_block
 from empirical.model.config import ModelConfig
 from empirical.model.transformer import AssignAddTransformer
-from empirical.task.config import TaskConfig
+from empirical.task.config import TaskConfig, task_config
 
 P, K, L = 5, 2, 16
 
 
 def small_task(p=P, k=K) -> TaskConfig:
-    return TaskConfig(p=p, K=k, L=L, max_assignments=k, r1=[], r2=[], eval_size=200)
+    return task_config(p=p, K=k, L=L, max_assignments=k, r1=[], r2=[], eval_size=200)
 
 
 def orthonormal_model(d_model=34, seed=0) -> tuple[AssignAddTransformer, torch.Tensor]:

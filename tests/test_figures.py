@@ -260,8 +260,8 @@ def test_analysis_figures_in_every_format(run, tmp_path):
 
 
 def test_analysis_plot_functions_return_figures_without_saving(run, tmp_path, monkeypatch):
-    from empirical.analysis import plots
     from empirical.analysis.model_analysis import analyze_model
+    from empirical.analysis.plots import mechanism, qk_scores
     from empirical.analysis.probe_data import make_probe_data
     from empirical.model.checkpoint import load_model
 
@@ -270,14 +270,14 @@ def test_analysis_plot_functions_return_figures_without_saving(run, tmp_path, mo
     model = load_model(rd.final_model())
     _, raw = analyze_model(model, cfg.task, make_probe_data(cfg.task, 0, n=128, n_second=64))
     figs = [
-        plots.plot_attention_examples(raw["examples"]),
-        plots.plot_ov_mlp_cosine(raw["cos"], raw["same"]),
-        plots.plot_probes_and_circuit(raw["probes"], raw["isolated"], cfg.task.p),
-        plots.plot_fourier_neuron(raw["fourier"]["fit"], raw["fourier"]["model_pre"]),
-        plots.plot_fourier_spectrum(raw["fourier"]["fit"]),
-        plots.plot_qk1_embeddings(raw["qk1"]),
-        plots.plot_qk1_positional(raw["pref"]),
-        plots.plot_qk2_identity(raw["ident"]),
+        mechanism.plot_attention_examples(raw["attention_examples"]),
+        mechanism.plot_ov_mlp_cosine(raw["ov_mlp_cosine"], raw["same_addition_cosine"]),
+        mechanism.plot_probes_and_circuit(raw["answer_probes"], raw["isolated_ov_mlp"], cfg.task.p),
+        mechanism.plot_fourier_neuron(raw["fourier"]["fit"], raw["fourier"]["model_pre"]),
+        mechanism.plot_fourier_spectrum(raw["fourier"]["fit"]),
+        qk_scores.plot_qk1_embeddings(raw["qk1_embedding_scores"]),
+        qk_scores.plot_qk1_positional(raw["qk1_positional_preference"]),
+        qk_scores.plot_qk2_identity(raw["qk2_ov1_identity"]),
     ]
     assert all(isinstance(f, Figure) and plt.fignum_exists(f.number) for f in figs)
     assert list(tmp_path.iterdir()) == []
@@ -286,7 +286,7 @@ def test_analysis_plot_functions_return_figures_without_saving(run, tmp_path, mo
             for label in ax.get_xticklabels() + ax.get_yticklabels():
                 assert label.get_fontsize() >= 8, (fig.get_suptitle(), label.get_text())
         plt.close(fig)
-    fig = plots.plot_qk1_embeddings(raw["qk1"], tmp_path / "qk1.pdf", "t")
+    fig = qk_scores.plot_qk1_embeddings(raw["qk1_embedding_scores"], tmp_path / "qk1.pdf", "t")
     assert_valid(tmp_path / "qk1.pdf", "pdf") and not plt.fignum_exists(fig.number)
 
 

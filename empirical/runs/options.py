@@ -33,7 +33,7 @@ from empirical.runs.config import (
     device_name,
     load_run_config,
 )
-from empirical.task.config import TaskConfig
+from empirical.task.config import TaskConfig, task_config
 from empirical.task.registry import all_families
 
 Threads = integer(0, wording=MUST)  # torch CPU threads (0: torch's default)
@@ -124,7 +124,7 @@ class SampleConfig:
     """The part of a run config `sample` reads."""
 
     seed: Seed = 0
-    task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
+    task: TaskConfig = dataclasses.field(default_factory=task_config)
 
 
 def load_sample_config(path: str | None, overrides: list[str]) -> SampleConfig:
