@@ -11,22 +11,22 @@ import importlib
 import sys
 from typing import NamedTuple
 
-from empirical.config.command_line import UsageError, main_of
+from disentangled.command_line import run_main
+from disentangled.errors import UsageError
 from empirical.config.options import parse_options
 from empirical.studies.registry import COMMANDS as FAMILY_COMMANDS
 
 
 class Command(NamedTuple):
-    """A command: its module, its one-line help, and its options class ("module:Class"); the
-    module's `run(options)` raises a UserError for what the user can fix. A command without
-    an options class has `run(argv)`."""
+    """A command: its module, its one-line help, and its options class ("module:Class",
+    torch-free); the module's `run(options)` raises a UserError for what the user can fix."""
 
     module: str
     help: str
-    options: str | None = None
+    options: str
 
 
-# command -> (module, one-line help[, options class])
+# command -> (module, one-line help, options class)
 COMMANDS: dict[str, Command] = {
     "sample": ("empirical.cli.sample", "print sequences of a split or evaluation set as text",
                "empirical.runs.options:SampleOptions"),
@@ -102,8 +102,6 @@ def _dispatch(argv: list[str]) -> int:
     if name in KEEP_FREED_MEMORY:
         # fewer page faults
         importlib.import_module("empirical.train.allocator").retain_freed_memory()
-    if command.options is None:
-        return int(importlib.import_module(command.module).run(rest) or 0)
     options = parse_options(options_class(command), rest)  # every check, before torch
     return int(importlib.import_module(command.module).run(options) or 0)
 
@@ -116,7 +114,9 @@ def options_class(command: Command) -> type:
 
 # every command under one error contract: a UserError (bad value, missing file, run directory
 # in use, ...) or a file-system fault prints one `error: ...` line and exits 2
-main = main_of(_dispatch)
+def main(argv: list[str] | None = None) -> int:
+    """`python -m empirical ARGV` as a function (exit status), for Python and tests."""
+    return run_main(_dispatch, argv)
 
 
 if __name__ == "__main__":

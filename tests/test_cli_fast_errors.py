@@ -132,8 +132,11 @@ def test_configs_validate_without_torch():
 
 
 def test_model_config_torch_tables_on_use():
+    import torch
+
     from empirical.model import config
 
-    assert set(config.DTYPES) == set(config.DTYPE_NAMES)
-    assert set(config.ACTIVATIONS) == set(config.ACTIVATION_NAMES)
-    assert config.ModelConfig(dtype="float64").torch_dtype is config.DTYPES["float64"]
+    assert [config.torch_dtype(n) for n in config.DTYPE_NAMES] == [torch.float32, torch.float64]
+    assert [config.dtype_name(torch.float64), config.dtype_name(torch.int64)] == ["float64", None]
+    assert config.activation("quadratic") is torch.square
+    assert config.ModelConfig(dtype="float64").torch_dtype is torch.float64

@@ -13,7 +13,6 @@ section by tests/test_quick_path.py).
 
 from __future__ import annotations
 
-import functools
 import importlib
 import re
 import shlex
@@ -89,25 +88,10 @@ class Parsed(Exception):
 
 
 def parse_only(command: DocCommand, monkeypatch):
-    """The namespace the command's own parser makes of its arguments (nothing runs); a
-    command with an options class: the options, every field checked (not `check()`, which
-    looks at the file system)."""
+    """What the command makes of its arguments, nothing run: `python -m empirical`'s options
+    (every field checked; not `check()`, which looks at the file system), or the namespace of
+    `python -m theory` / `-m disentangled`'s parser."""
     args = list(command.args)
-    if command.package == "empirical" and args:
-        from empirical.__main__ import COMMANDS, options_class
-        from empirical.config.options import parse_options
-
-        if args[0] in COMMANDS and COMMANDS[args[0]].options is not None:
-            cls = options_class(COMMANDS[args[0]])
-            monkeypatch.setattr(cls, "check", lambda self: None, raising=False)
-            return parse_options(cls, args[1:])
-    for method in ("parse_args", "parse_intermixed_args"):
-        original = getattr(OneLineParser, method)
-
-        def parse_and_stop(self, args=None, namespace=None, _original=original):
-            raise Parsed(_original(self, args, namespace))
-
-        monkeypatch.setattr(OneLineParser, method, parse_and_stop)
     if command.package == "empirical":
         from empirical.__main__ import COMMANDS, options_class
         from empirical.config.options import parse_options
@@ -116,16 +100,18 @@ def parse_only(command: DocCommand, monkeypatch):
             return None
         if args[0] not in COMMANDS:
             raise UsageError(f"unknown command {args[0]!r}")
-        cmd = COMMANDS[args[0]]
-        if cmd.options is not None:  # an options class: its parser (built from it) stops
-            run = functools.partial(parse_options, options_class(cmd))
-        else:
-            run = importlib.import_module(cmd.module).run
-        args = args[1:]
-    else:
-        run = importlib.import_module(f"{command.package}.__main__")._main
+        cls = options_class(COMMANDS[args[0]])
+        monkeypatch.setattr(cls, "check", lambda self: None, raising=False)
+        return parse_options(cls, args[1:])
+    for method in ("parse_args", "parse_intermixed_args"):
+        original = getattr(OneLineParser, method)
+
+        def parse_and_stop(self, args=None, namespace=None, _original=original):
+            raise Parsed(_original(self, args, namespace))
+
+        monkeypatch.setattr(OneLineParser, method, parse_and_stop)
     try:
-        run(args)
+        importlib.import_module(f"{command.package}.__main__")._main(args)
     except Parsed as parsed:
         return parsed.namespace
     raise AssertionError(f"{command.where}: the command did not parse its arguments")

@@ -1,7 +1,8 @@
 """Command-line entry points of `python -m empirical`, one module per command."""
 
 # one module per command (`python -m empirical COMMAND`: empirical.__main__.COMMANDS), each
-# with `main(argv) -> exit status` and `run(argv)`; `from empirical.cli import *` imports them
+# with `run(options)` (its options class: the dispatcher's table) and `main(argv) -> exit
+# status`; `from empirical.cli import *` imports them
 # (the commands a task family adds live in its package: empirical/studies/<name>/commands)
 __all__ = [
     "analyze",

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from disentangled.command_line import check_output_dir
-from empirical.config.command_line import say
 from empirical.config.options import command_main
 from empirical.experiments.population.options import ClaimsOptions
 from empirical.experiments.population.pipeline import summarize_population
@@ -20,6 +19,7 @@ from empirical.experiments.sweep.cluster import failed_jobs
 from empirical.experiments.sweep.grid import run_grid
 from empirical.experiments.sweep.runner import sweep_dir_lock
 from empirical.report.figures import use_cli_backend
+from empirical.report.writer import say
 from empirical.runs.rundir import SweepDir
 
 

@@ -13,8 +13,8 @@ import sys
 
 import torch
 
-from empirical.config.command_line import say
 from empirical.config.options import command_main
+from empirical.report.writer import say
 from empirical.runs.rundir import RunDir
 from empirical.train.evaluate_run import evaluate_all_steps, evaluate_run, format_table
 from empirical.train.options import EvaluateOptions

@@ -8,14 +8,13 @@ from __future__ import annotations
 import sys
 
 from disentangled.command_line import check_output_dir
-from empirical.config.command_line import say
 from empirical.config.options import command_main
 from empirical.experiments.sweep.cluster import failed_jobs
 from empirical.experiments.sweep.grid import plot_grid, run_grid
 from empirical.experiments.sweep.options import GridOptions
 from empirical.experiments.sweep.runner import sweep_dir_lock
 from empirical.report.figures import use_cli_backend
-from empirical.report.writer import Figure, Report, write_report
+from empirical.report.writer import Figure, Report, say, write_report
 from empirical.runs.rundir import SweepDir
 
 

@@ -11,8 +11,8 @@ import sys
 
 import torch
 
-from empirical.config.command_line import say
 from empirical.config.options import argv_of, command_main
+from empirical.report.writer import say
 from empirical.runs.import_run import import_checkpoints
 from empirical.runs.options import ImportOptions
 

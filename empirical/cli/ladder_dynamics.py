@@ -12,9 +12,8 @@ from disentangled.command_line import prepare_output_dir
 from empirical.bridge.ladder_dynamics.options import LadderDynamicsOptions
 from empirical.bridge.ladder_dynamics.outputs import report
 from empirical.bridge.ladder_dynamics.train_variants import run_ladder_dynamics
-from empirical.config.command_line import say
 from empirical.config.options import command_main
-from empirical.report.writer import print_report, write_report
+from empirical.report.writer import print_report, say, write_report
 
 
 def run(opts: LadderDynamicsOptions) -> int:

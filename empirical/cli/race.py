@@ -12,9 +12,8 @@ from disentangled.command_line import prepare_output_dir
 from empirical.bridge.race.options import RaceOptions
 from empirical.bridge.race.outputs import report
 from empirical.bridge.race.run import run_race
-from empirical.config.command_line import say
 from empirical.config.options import command_main
-from empirical.report.writer import print_report, write_report
+from empirical.report.writer import print_report, say, write_report
 
 
 def run(opts: RaceOptions) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from empirical.config.command_line import prepare_output_dir
+from disentangled.command_line import prepare_output_dir
 from empirical.config.options import command_main
 from empirical.experiments.reproduce import reproduce
 from empirical.experiments.reproduce_options import ReproduceOptions

@@ -19,7 +19,7 @@ import torch
 
 from disentangled.errors import UserError
 from empirical.config.io import ConfigError, from_dict, load_failure, to_dict
-from empirical.model.config import DTYPES, ModelConfig
+from empirical.model.config import DTYPE_NAMES, ModelConfig, dtype_name
 from empirical.model.fast import depth_of, tied_source
 from empirical.model.transformer import AssignAddTransformer
 from empirical.report.files import atomic_write_bytes
@@ -36,10 +36,12 @@ class CheckpointError(UserError, ValueError):
 def checkpoint_dict(model: AssignAddTransformer, extra: dict[str, Any] | None = None) -> dict:
     """The dict `save_model` writes: the model's config (with the dtype its weights have now)
     and its weights on the CPU, plus `extra` entries (which may not use the reserved keys)."""
-    dtype_name = {v: k for k, v in DTYPES.items()}.get(model.dtype)
-    if dtype_name is None:
-        raise ValueError(f"cannot save a model in dtype {model.dtype}; allowed: {list(DTYPES)}")
-    cfg = dataclasses.replace(model.cfg, dtype=dtype_name)
+    name = dtype_name(model.dtype)
+    if name is None:
+        raise ValueError(
+            f"cannot save a model in dtype {model.dtype}; allowed: {list(DTYPE_NAMES)}"
+        )
+    cfg = dataclasses.replace(model.cfg, dtype=name)
     ckpt = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     import torch
 
 # torch is imported only where a torch object is made (the config validates without it, so
-# that `python -m empirical` answers a bad config before importing torch): DTYPES and
-# ACTIVATIONS are built on first use (`__getattr__` below); validation reads these names
+# that `python -m empirical` answers a bad config before importing torch): validation reads
+# these names, `torch_dtype`, `activation` and the config's `device` make the torch objects
 DTYPE_NAMES = ("float32", "float64")
 # the MLP's activation by `model.act_fn`: ReLU (the paper's model) or x^2 (the quadratic MLP
 # that writes Theorem C.1's Fourier MLP exactly, empirical.bridge.theorem_model)
@@ -31,28 +31,32 @@ ACTIVATION_NAMES = ("relu", "quadratic")
 N_LAYERS = (2, 4)  # the allowed model.n_layers, inclusive
 
 
-def _torch_tables() -> dict[str, dict]:
-    """DTYPES (name -> torch.dtype) and ACTIVATIONS (name -> function), built with torch."""
+def _torch():
+    """The torch module, imported on the first torch object a config makes."""
     import torch
 
-    return {
-        "DTYPES": {"float32": torch.float32, "float64": torch.float64},
-        "ACTIVATIONS": {"relu": torch.nn.functional.relu, "quadratic": torch.square},
-    }
+    return torch
 
 
-def __getattr__(name: str):  # DTYPES, ACTIVATIONS: made (and kept) on first use
-    if name in ("DTYPES", "ACTIVATIONS"):
-        globals().update(_torch_tables())
-        return globals()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def torch_dtype(name: str) -> torch.dtype:
+    """The torch dtype called `name` (one of DTYPE_NAMES)."""
+    if name not in DTYPE_NAMES:
+        raise ConfigError(f"model.dtype: {name!r} is not one of {list(DTYPE_NAMES)}")
+    return getattr(_torch(), name)
+
+
+def dtype_name(dtype: torch.dtype) -> str | None:
+    """The name (one of DTYPE_NAMES) of a torch dtype, None if it is none of them."""
+    name = str(dtype).removeprefix("torch.")
+    return name if name in DTYPE_NAMES else None
 
 
 def activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The MLP activation function called `name` (a key of ACTIVATIONS)."""
+    """The MLP activation function called `name` (one of ACTIVATION_NAMES)."""
     if name not in ACTIVATION_NAMES:
         raise ConfigError(f"model.act_fn: {name!r} is not one of {list(ACTIVATION_NAMES)}")
-    return __getattr__("ACTIVATIONS")[name]
+    torch = _torch()
+    return torch.nn.functional.relu if name == "relu" else torch.square
 
 
 def task_sizes(p: int, K: int, L: int) -> dict[str, int]:
@@ -136,7 +140,7 @@ class ModelConfig:
 
     @property
     def torch_dtype(self) -> torch.dtype:
-        return __getattr__("DTYPES")[self.dtype]
+        return torch_dtype(self.dtype)
 
     @property
     def is_complete(self) -> bool:
@@ -172,15 +176,11 @@ class ModelConfig:
     @property
     def device(self) -> torch.device:
         """The device of the model built from this config (CPU until it is moved)."""
-        import torch
-
-        return self.__dict__.get("_device") or torch.device("cpu")
+        return self.__dict__.get("_device") or _torch().device("cpu")
 
     @device.setter
     def device(self, value: str | torch.device | None) -> None:
-        import torch
-
-        self.__dict__["_device"] = None if value is None else torch.device(value)
+        self.__dict__["_device"] = None if value is None else _torch().device(value)
 
     @classmethod
     def for_task(cls, p: int, K: int, L: int, **overrides) -> ModelConfig:

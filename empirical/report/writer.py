@@ -20,6 +20,7 @@ import io
 import json
 import math
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,9 @@ import numpy as np
 from empirical.report.figures import DPI, save_figure
 from empirical.report.files import atomic_write_bytes
 
-__all__ = ["Arrays", "Figure", "Json", "Report", "jsonable", "print_report", "write_report"]
+__all__ = [
+    "Arrays", "Figure", "Json", "Report", "jsonable", "print_report", "say", "write_report",
+]
 
 
 def jsonable(obj: Any) -> Any:
@@ -122,3 +125,8 @@ def print_report(report: Report, paths: dict[str, Path], quiet: bool) -> None:
     if report.summary is not None and report.summary in paths:
         print(paths[report.summary].read_text())
     print(f"wrote {', '.join(str(p) for p in paths.values())}")
+
+
+def say(msg: str) -> None:
+    """A progress line on stderr (a command's summary goes to stdout)."""
+    print(msg, file=sys.stderr, flush=True)
