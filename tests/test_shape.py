@@ -159,3 +159,53 @@ def test_no_module_is_ignored_by_git_or_by_ruff():
         checked = {Path(line).resolve() for line in listed.split()}
         skipped = [p for p in paths if (ROOT / p).resolve() not in checked]
         assert skipped == [], f"ruff skips {skipped[:5]}"
+
+
+# what an import inside a function may still buy (issue #44, item 3): an optional dependency,
+# or torch kept out of what the command line reads before it parses (configs, families'
+# names, figures' backend); the dispatcher imports each command's modules by name
+MAX_DEFERRED_IMPORTS = 25
+
+
+def _deferred_imports(path: Path) -> list[str]:
+    """`file:line import ...` of each import statement inside a function of `path`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            imports = [s for s in ast.walk(node) if isinstance(s, (ast.Import, ast.ImportFrom))]
+            found += [f"{path.name}:{s.lineno} {ast.unparse(s)}" for s in imports]
+    return found
+
+
+def test_imports_are_at_the_top_of_modules():
+    deferred = [d for path in sorted((ROOT / "empirical").rglob("*.py"))
+                for d in _deferred_imports(path)]  # fmt: skip
+    assert len(deferred) <= MAX_DEFERRED_IMPORTS, "\n".join(deferred)
+
+
+def test_no_module_is_imported_lazily_by_attribute():
+    """No module-level `__getattr__` (lazy re-exports) but the package's public entry point."""
+    lazy = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "empirical").rglob("*.py"))
+        for node in ast.parse(path.read_text()).body
+        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
+    ]
+    assert lazy == ["empirical/__init__.py"], lazy
+
+
+def test_every_parser_is_built_from_an_options_class():
+    """`add_argument` is called in one place: empirical.config.options builds every parser."""
+    calls = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted((ROOT / "empirical").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument"
+    ]
+    assert {c.split(":")[0] for c in calls} == {"empirical/config/options.py"}, calls
+
+
+def test_the_shape_checks_can_fail(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("import sys\n\n\ndef f():\n    import os\n    return os, sys\n")
+    assert _deferred_imports(module) == ["m.py:5 import os"]

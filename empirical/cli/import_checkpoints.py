@@ -11,7 +11,7 @@ import sys
 
 import torch
 
-from empirical.config.options import argv_of, command_main
+from empirical.config.options import command_argv, command_main
 from empirical.report.writer import say
 from empirical.runs.import_run import import_checkpoints
 from empirical.runs.options import ImportOptions
@@ -23,7 +23,7 @@ def run(opts: ImportOptions) -> int:
     result = import_checkpoints(
         opts.src, opts.config_path(), opts.out, overrides=list(opts.overrides),
         train_pairs=opts.train_pairs, final_step=opts.final_step, overwrite=opts.overwrite,
-        command="python -m empirical import-checkpoints " + shlex.join(argv_of(opts)),
+        command="python -m empirical import-checkpoints " + shlex.join(command_argv(opts) or ()),
         progress=not opts.quiet,
     )  # fmt: skip
     if not opts.quiet:

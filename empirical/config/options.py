@@ -41,7 +41,7 @@ from empirical.config.field_types import CHECK
 from empirical.config.io import CONFIG, command_line_value
 
 __all__ = [
-    "Arg", "arg", "argv_of", "build_parser", "command_argv", "command_main", "flag_of",
+    "Arg", "arg", "build_parser", "command_argv", "command_main", "flag_of",
     "options_class",
     "parse_options",
 ]
@@ -289,25 +289,3 @@ def command_main(cls: type[T], run: Callable[[T], int | None]) -> Callable[..., 
 
     return main
 
-
-def argv_of(opts: Any) -> list[str]:
-    """The words that give `opts` on its command line, positional words first and the fields
-    at their defaults left out: the inverse of `parse_options`, for a record of the command
-    that made a file (`import-checkpoints`' imported.json)."""
-    words: list[str] = []
-    flags: list[str] = []
-    for f, a in _cli_fields(type(opts)):
-        value = getattr(opts, f.name)
-        if f.default is not REQUIRED and value == f.default:
-            continue
-        items = [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
-        flag = a.flag or _default_flag(f)
-        if a.positional:
-            words += items
-        elif _is_switch(f):
-            flags.append(flag)
-        elif a.repeat:
-            flags += [w for item in items for w in (flag, item)]
-        else:
-            flags += [flag, *items] if a.nargs else [flag, _shown(value)]
-    return words + flags
