@@ -22,6 +22,7 @@ import pickle
 import tomllib
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -44,6 +45,25 @@ class ConfigError(UserError, ValueError):
 CONFIG = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
 
+def checked_dataclass(cls: type[T], error: Callable[[ValidationError, type], Exception],
+                      **options) -> type[T]:  # fmt: skip
+    """`cls` as a pydantic dataclass (`options`: pydantic's, e.g. frozen, kw_only) whose
+    construction, by `dataclasses.replace` too, turns a ValidationError into `error(exc,
+    cls)`, one line for the user."""
+    cls = pydantic_dataclass(cls, config=CONFIG, **options)
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        try:
+            init(self, *args, **kwargs)
+        except ValidationError as exc:
+            raise error(exc, type(self)) from None
+
+    cls.__init__ = __init__
+    return cls
+
+
 def config_class(section: str = "", frozen: bool = False):
     """Decorator: a config class, a pydantic dataclass (validated on construction, by
     `dataclasses.replace` too) whose errors are one ConfigError line naming the field as
@@ -51,17 +71,9 @@ def config_class(section: str = "", frozen: bool = False):
     `replace`, `asdict` work); `frozen` as a dataclass's."""
 
     def wrap(cls: type[T]) -> type[T]:
-        cls = pydantic_dataclass(cls, config=CONFIG, frozen=frozen)
-        init = cls.__init__
-
-        @functools.wraps(init)
-        def __init__(self, *args, **kwargs):
-            try:
-                init(self, *args, **kwargs)
-            except ValidationError as exc:
-                raise ConfigError(explain(exc, type(self), section)) from None
-
-        cls.__init__ = __init__
+        cls = checked_dataclass(
+            cls, lambda exc, c: ConfigError(explain(exc, c, section)), frozen=frozen
+        )
         cls.__config_section__ = section
         return cls
 

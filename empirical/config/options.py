@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import types
 import typing
 from collections.abc import Callable
@@ -33,12 +32,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
-from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from disentangled.command_line import OneLineParser, run_main
 from disentangled.errors import UsageError
 from empirical.config.field_types import CHECK
-from empirical.config.io import CONFIG, command_line_value
+from empirical.config.io import checked_dataclass, command_line_value
 
 __all__ = [
     "Arg", "arg", "build_parser", "command_argv", "command_main", "flag_of",
@@ -88,17 +86,7 @@ def options_class(prog: str, description: str,
     positional words may come after flags too (`SRC --out DIR key=value`)."""
 
     def wrap(cls: type[T]) -> type[T]:
-        cls = pydantic_dataclass(cls, config=CONFIG, kw_only=True)
-        init = cls.__init__
-
-        @functools.wraps(init)
-        def __init__(self, *args, **kwargs):
-            try:
-                init(self, *args, **kwargs)
-            except ValidationError as exc:
-                raise UsageError(explain(exc, type(self))) from None
-
-        cls.__init__ = __init__
+        cls = checked_dataclass(cls, lambda exc, c: UsageError(explain(exc, c)), kw_only=True)
         cls.__prog__, cls.__description__, cls.__field_hint__ = prog, description, field_hint
         cls.__intermixed__ = intermixed
         return cls
