@@ -1,5 +1,5 @@
-"""The size of each package (issue #37, item 5: empirical/ <= 20 000 lines): lines of every
-.py file, split into code, docstrings, comments and blank lines, and the files.
+"""The size of each package (issue #44, item 7: empirical/ <= 18 000 code lines): lines of
+every .py file, split into code, docstrings, comments and blank lines, and the files.
 
     python benchmarks/bench_size.py            # a table; --json for the numbers
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("empirical", "disentangled", "theory")
-GOAL = {"empirical": 20_000}
+GOAL = {"empirical": 18_000}  # code lines
 
 
 def _docstring_lines(tree: ast.AST) -> set[int]:
@@ -62,7 +62,7 @@ def main() -> None:
     print("| package | files | lines | code | docstrings | comments | blank | goal |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        goal = f"<= {r['goal']}" if r["goal"] else ""
+        goal = f"code <= {r['goal']}" if r["goal"] else ""
         print(f"| {r['package']} | {r['files']} | {r['lines']} | {r['code']} | {r['docstring']} "
               f"| {r['comment']} | {r['blank']} | {goal} |")  # fmt: skip
 
