@@ -144,12 +144,13 @@ def layer2(
     [h, ...] matrices, [B, h, d] queries, [B, h, L] patterns)."""
     last, one = resid1[:, -1], w.W_V2.ndim == 2
     if pattern is None:
-        if query is None:  # [h, B, d]
-            W_Q2 = _heads(w.W_Q2 if W_Q2 is None else W_Q2)
-            W_K2 = _heads(w.W_K2 if W_K2 is None else W_K2)
+        if query is None:  # [h, B, d] (one head's matrices [d, e]: the product as it always was)
+            W_Q2 = w.W_Q2 if W_Q2 is None else W_Q2
+            W_K2 = w.W_K2 if W_K2 is None else W_K2
             query = last @ W_Q2 if W_K2 is None else (last @ W_Q2) @ W_K2.transpose(-1, -2)
             if P is not None:
-                query = query + last @ _heads(P)
+                query = query + last @ P
+            query = query[None] if query.ndim == 2 else query
         else:
             query = query[None] if one else query.transpose(0, 1)
         scores = torch.einsum("hbd,bld->bhl", query, resid1) / w.scale
