@@ -10,10 +10,6 @@ counts as not holding.
 
 from __future__ import annotations
 
-import importlib.metadata
-import subprocess
-
-from empirical.config.paths import repo_root
 from empirical.experiments.paper_checks import paper_check_rows
 from empirical.experiments.population.members import (
     Member,
@@ -39,6 +35,7 @@ from empirical.report.population_stats import (
     multi_bootstrap,
     share_interval,
 )
+from empirical.report.provenance import repository_commit, torch_version
 
 HOLD_SHARE = 0.9
 FAIL_SHARE = 0.1
@@ -138,7 +135,7 @@ def provenance(members: list[Member], *, name: str, variant: str, overrides) -> 
         "config_fingerprint": population_fingerprint(cfg),
         "population_config": population_config(cfg),
         "device": ", ".join(devices) if len(devices) > 1 else next(iter(devices)),
-        "devices": devices, "torch": _torch_version(), "commit": repository_commit(),
+        "devices": devices, "torch": torch_version(), "commit": repository_commit(),
         "members": len(members), "member_names": [m.name for m in members],
         "seeds": [m.seed for m in members], "steps": cfg.train.steps,
     }  # fmt: skip
@@ -242,26 +239,3 @@ def theory_over(members: list[Member]) -> dict:
     for key in ("cos_whole", "cos_barv", "null_whole", "null_barv"):
         theory[f"{key}_summary"] = multi_bootstrap(theory[key])
     return theory
-
-
-def _torch_version() -> str | None:
-    """torch's version, as installed (read without importing torch)."""
-    try:
-        return importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - torch is a dependency
-        return None
-
-
-def repository_commit() -> str | None:
-    """The git commit of this checkout ('+dirty' when tracked files differ from it; None: not
-    a git checkout, or git is absent)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo_root(), capture_output=True,
-                              text=True, timeout=10)  # fmt: skip
-        if head.returncode != 0:
-            return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=repo_root(), capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
