@@ -39,9 +39,10 @@ def tau_free(sz: StepZero, steps: int) -> bool:
 
 
 def majority_class(rows: list[dict]) -> bool:
-    """The fit half's commoner outcome (a tie: "not composed")."""
-    fit = [r["composed"] for r in rows if r["split"] == "fit"]
-    return 2 * sum(fit) > len(fit)
+    """The commoner outcome of `rows` (a tie: "not composed"): the better of the two constant
+    answers on the rows it is scored on, known only afterwards, so the strictest trivial rule."""
+    outcomes = [r["composed"] for r in rows]
+    return 2 * sum(outcomes) > len(outcomes)
 
 
 def rule_accuracy(rows: list[dict], rule) -> dict | None:

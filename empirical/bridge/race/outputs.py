@@ -81,8 +81,8 @@ def summary_markdown(result: dict) -> str:
         f"tau = {result['tau']:.3g} (fitted on the fit half; every tau in ({lo:.3g}, "
         f"{'inf' if hi is None else format(hi, '.3g')}) scores the same there). Accuracy: "
         f"**test {pct(acc['test'])}** of {n['test']}, fit {pct(acc['fit'])} of {n['fit']}, "
-        f"new {pct(acc['new'])} of {n['new']}. Majority class of the fit half: "
-        f"{'composed' if result['majority_class'] else 'not composed'}.",
+        f"new {pct(acc['new'])} of {n['new']}. The majority class is each "
+        "subset's own commoner outcome (the better constant answer, known only afterwards).",
         "",
         *scores_table(result),
         "",

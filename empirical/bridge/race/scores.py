@@ -48,20 +48,24 @@ def subsets(rows: list[dict]) -> dict[str, list[dict]]:
 
 def scores(rows: list[dict], fit: dict, steps: int) -> dict:
     """race.json's scores of the finished `rows` at the fitted tau (`fit`: fit_tau's)."""
-    tau, majority = fit["tau"], majority_class(rows)
+    tau = fit["tau"]
     rules = {
         "criterion": lambda r: predict(r["step_zero"], tau, r["steps"])["predicted"],
         "tau_free": lambda r: tau_free(r["step_zero"], r["steps"]),
-        "majority": lambda r: majority,
     }
     by = subsets(rows)
-    table = {name: {rule: rule_accuracy(sub, f) for rule, f in rules.items()}
-             for name, sub in by.items() if sub}  # fmt: skip
+    table = {}
+    for name, sub in by.items():
+        if sub:
+            majority = majority_class(sub)  # each subset's own: the strictest constant rule
+            table[name] = {rule: rule_accuracy(sub, f) for rule, f in rules.items()}
+            table[name]["majority"] = rule_accuracy(sub, lambda _r, m=majority: m)
+            table[name]["majority_class"] = majority
     acc = {s: accuracy(by[s], tau, steps) for s in ("fit", "test", "new")}
     acc["all"] = accuracy(by["fit"] + by["test"], tau, steps)
     return {
         "accuracy": acc, "counts": {s: len(by[s]) for s in ("fit", "test", "new")},
-        "majority_class": majority, "scores": table,
+        "scores": table,
         "tau_scan": {s: tau_scan(by[s], fit["interval"], steps) for s in ("test", "new")
                      if by[s]},
     }  # fmt: skip
