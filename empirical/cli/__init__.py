@@ -17,6 +17,7 @@ __all__ = [
     "ladder",
     "ladder_dynamics",
     "race",
+    "recount",
     "repair",
     "reproduce",
     "sample",

@@ -18,7 +18,6 @@ from empirical.experiments.population.members import (
 )
 from empirical.experiments.population.quantities import (
     COLLAPSED,
-    PAPER_JUMPS,
     REACHED,
     ROBUST_WINDOW,
     THEORY_CLAIMS,
@@ -28,6 +27,7 @@ from empirical.experiments.population.quantities import (
     robust_final,
     robust_rows,
     robust_values,
+    split_spike_checks,
     theory_outcomes,
 )
 from empirical.report.population_stats import (
@@ -72,7 +72,15 @@ def count(outcomes: list[str | None]) -> dict:
     k, n = sum(o == "yes" for o in measured), len(measured)
     ci = share_interval(k, n)
     return {"holds": k, "of": n, "share": k / n if n else None, "ci95": list(ci) if ci else None,
-            "verdict": verdict(k, n)}  # fmt: skip
+            "verdict": verdict(k, n), "lean": lean(k, n)}  # fmt: skip
+
+
+def lean(k: int, n: int) -> str | None:
+    """Which way a share strictly inside (0, 1) leans: "towards holds" (> 1/2), "towards
+    fails" (< 1/2), "even"; None at either end or without members."""
+    if n == 0 or k in (0, n):
+        return None
+    return "towards holds" if 2 * k > n else ("towards fails" if 2 * k < n else "even")
 
 
 def member_checks(member: Member, window: int = ROBUST_WINDOW) -> dict:
@@ -92,7 +100,7 @@ def member_checks(member: Member, window: int = ROBUST_WINDOW) -> dict:
         checks[claim] = (paper, holds, q, v, "robust")
     for claim, (holds, cos) in theory_outcomes(member.spike).items():
         checks[claim] = ("(the theory: Theorem C.1's G1)", holds, "cosine with G1", cos, "theory")
-    return {"checks": checks, "robust": robust, "jumps": jump_steps(summary),
+    return {"checks": split_spike_checks(checks), "robust": robust, "jumps": jump_steps(summary),
             "collapses": collapses(member.records)}  # fmt: skip
 
 
@@ -175,11 +183,11 @@ def claim_entries(per: list[dict]) -> list[dict]:
 
 def jumps_over(members: list[Member], per: list[dict]) -> dict:
     """Each spike's jump step per member, its Kaplan-Meier survival (members without the
-    jump censored at their last step) and summary, beside the paper's run's."""
+    jump censored at their last step) and summary; the paper's run's are added when it is
+    placed (`with_paper_run`)."""
     last_steps = [m.final_step for m in members]
-    jumps: dict = {"paper": {k: v[1] for k, v in PAPER_JUMPS.items()},
-                   "paper_interval": {k: list(v) for k, v in PAPER_JUMPS.items()},
-                   "last_step": last_steps}  # fmt: skip
+    # the paper's run's jumps are read from that run when it is placed (pipeline: --paper-run)
+    jumps: dict = {"paper": None, "paper_interval": None, "last_step": last_steps}
     for which in ("first", "second"):
         steps = [p["jumps"][which] for p in per]
         jumps[which] = steps
@@ -187,6 +195,15 @@ def jumps_over(members: list[Member], per: list[dict]) -> dict:
         jumps[f"{which}_survival"] = kaplan_meier(steps, last_steps).to_dict()
         jumps[f"{which}_summary"] = multi_bootstrap(steps)
     return jumps
+
+
+def with_paper_run(claims: dict, entry: dict) -> dict:
+    """`claims` with the paper's run placed (`entry`: placement.paper_run_entry's) and its
+    jumps (read from that run's summary) as the jumps' "paper" and "paper_interval"."""
+    jumps = entry.get("jumps") or {}
+    paper = {k: (v[1] if v else None) for k, v in jumps.items()}
+    return {**claims, "paper_run": entry,
+            "jumps": {**claims["jumps"], "paper": paper, "paper_interval": jumps}}  # fmt: skip
 
 
 def final_accuracies(members: list[Member], per: list[dict], sets: list[str]):
