@@ -51,6 +51,11 @@ COMMANDS: dict[str, Command] = {
         "continuations from a checkpoint with pieces frozen or G1 projected out, replicated",
         "empirical.bridge.interventions.options:InterveneOptions",
     ),
+    "pool-interventions": (
+        "empirical.cli.pool_interventions",
+        "the interventions of several checkpoints (seeds) side by side and pooled",
+        "empirical.bridge.interventions.options:PoolInterventionsOptions",
+    ),
     # the commands the task families add (empirical.studies.registry: chain-attention, ...)
     **FAMILY_COMMANDS,
     "ladder": ("empirical.cli.ladder", "assumption ladder from Theorem C.1's model to a snapshot",

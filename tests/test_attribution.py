@@ -312,3 +312,31 @@ def test_first_order_reads_the_training_loss_gradient(tiny_run, tmp_path):
     written = write_window(result, tmp_path / "fo")
     assert {p.name for p in written} == {"attribution.json", "first_order.png"}
     assert "| -grad train |" in summary_markdown([result])
+
+
+def test_both_paths_of_one_window_share_the_total_not_the_split(tiny_run, tmp_path):
+    """`--path both`: the straight lines between the snapshots and the replayed steps of one
+    window; the totals are one number (the same end points), the shares per group differ by
+    what paths.md reports, and sum |share| measures the parts' cancellation."""
+    from empirical.bridge.attribution.path_comparison import cancellation, compare_paths
+
+    run_dir, ckpt20 = tiny_run
+    out = tmp_path / "both"
+    assert attribute_cli.main([str(run_dir), "--window", "20:40", "--path", "both",
+                               "--checkpoint", str(ckpt20), "--eval-size", "40", "--nodes", "6",
+                               "--null-draws", "50", "--no-figures", "--quiet",
+                               "--out", str(out)]) == 0  # fmt: skip
+    straight = json.loads((out / "20_40" / "straight" / "attribution.json").read_text())
+    replayed = json.loads((out / "20_40" / "replay" / "attribution.json").read_text())
+    assert straight["path"]["kind"] == "straight" and replayed["path"]["kind"] == "replay"
+    cmp = json.loads((out / "20_40" / "paths.json").read_text())
+    assert cmp["paths"] == ["straight", "replay"]
+    t = cmp["targets"]["loss/1var/ind"]
+    assert t["totals_rel_diff"] < 1e-9
+    for g, (a, b, d) in t["shares"].items():
+        assert a == pytest.approx(straight["targets"]["loss/1var/ind"]["groups"][g] / t["total"])
+        assert d == pytest.approx(b - a)
+    assert compare_paths(straight, replayed)["targets"]["score"]["sum_abs_share"][0] >= 1.0
+    assert cancellation({"total": 1.0, "groups": {"a": 2.0, "b": -1.0}}) == 3.0
+    assert "| loss/1var/ind |" in (out / "20_40" / "paths.md").read_text()
+    assert "sum abs share" in (out / "summary.md").read_text()

@@ -16,6 +16,7 @@ __all__ = [
     "intervene",
     "ladder",
     "ladder_dynamics",
+    "pool_interventions",
     "race",
     "recount",
     "repair",
