@@ -87,8 +87,8 @@ def test_beyond_every_one_of_four_members_is_no_tail(published, tmp_path):
     text = population_section(run, folder)
     assert "`synthetic.ours`, 4 members (seeds 0, 1, 2, 3)" in text
     assert ("| > 99% on every 1var set (Fig. 2) | no (30.00%) | rank 1 of 5 from the bottom "
-            "(p = 0.20) | 2 of 4 | seed-dependent, 2 of 4 |") in text  # fmt: skip
-    assert "With 4 members a rank gives p >= 1/5 = 0.20" in text
+            "(p = 1/5) | 2 of 4 | seed-dependent, 2 of 4 |") in text  # fmt: skip
+    assert "With 4 members a rank gives p >= 1/5 = 0.200" in text
     assert "is in the population's tail (p <= 0.05) on no check" in text
 
 
@@ -97,7 +97,7 @@ def test_beyond_every_one_of_twenty_members_is_in_the_tail():
              "values": list(range(1000, 3000, 100)), "holds": 20, "of": 20, "verdict": "holds"}
     row = place_values(entry, "yes", 5401, offset=1)
     assert row["aligned_value"] == 5400 and row["rank"]["p"] == pytest.approx(1 / 21)
-    assert row["tail"] == "5400: rank 1 of 21 from the top (p = 0.05)"
+    assert row["tail"] == "5400: rank 1 of 21 from the top (p = 1/21)"
     assert place_values(entry, "no", 2000)["tail"] == "'no' here, as in 0 of 20 members"
 
 
@@ -111,7 +111,13 @@ def test_a_member_is_placed_against_the_other_members(published, tmp_path):
     assert one["rank"]["of"] == 4 and one["rank"]["rank"] == 1 and one["same_outcome"] == [1, 3]
     text = population_section(run, folder)
     assert "This run is the population's member ours_seed3: it is placed against" in text
-    assert "With 3 members a rank gives p >= 1/4 = 0.25" in text
+    assert "With 3 members a rank gives p >= 1/4 = 0.250" in text
+    claims["claims"] = [dict(c, values=c["values"][:3] + [0.6]) if c["claim"].startswith(
+        "> 99% on every 1var set (Fig. 2)") else c for c in claims["claims"]]  # fmt: skip
+    from empirical.experiments.population.placement import place_member
+
+    one = next(r for r in place_member(claims, 3) if r["claim"].startswith("> 99% on every 1var"))
+    assert one["rank"]["of"] == 4 and one["same_outcome"] == [1, 3]  # from claims.json alone
 
 
 def test_the_steps_of_a_run_on_another_grid_are_aligned():

@@ -118,7 +118,7 @@ def grid_offset(run_steps: list[int], every: int) -> int:
 
 def _rank_text(r: dict) -> str:
     side = "from the top" if r["side"] == "above" else "from the bottom"
-    return f"rank {r['rank']} of {r['of']} {side} (p = {r['p']:.2f})"
+    return f"rank {r['rank']} of {r['of']} {side} (p = {r['rank']}/{r['of']})"
 
 
 def place_values(entry: dict, outcome, value, exclude: int | None = None,
@@ -146,6 +146,14 @@ def place_values(entry: dict, outcome, value, exclude: int | None = None,
             "same_outcome": None if same is None else [same, len(measured)],
             "population": {k: entry.get(k) for k in ("holds", "of", "share", "ci95", "verdict")},
             "tail": tail}  # fmt: skip
+
+
+def place_member(claims: dict, index: int) -> list[dict]:
+    """Member `index` of a population placed against the other members, from claims.json
+    alone (its recorded outcome and value per claim): what report.md shows for a run that is
+    that member (the main job's seed 0 is the population's seed 0)."""
+    return [place_values(e, e["outcomes"][index], e["values"][index], exclude=index)
+            for e in claims["claims"]]  # fmt: skip
 
 
 def member_index(run: RunDir, cfg, claims: dict) -> int | None:
@@ -205,7 +213,7 @@ def placement_table(rows: list[dict], who: str = "this run", members: int | None
     n = members if members is not None else max((r["rank"]["of"] - 1 for r in rows
                                                  if r["rank"]), default=0)  # fmt: skip
     if n:
-        out += [f"With {n} members a rank gives p >= 1/{n + 1} = {1 / (n + 1):.2f}: beyond "
+        out += [f"With {n} members a rank gives p >= 1/{n + 1} = {1 / (n + 1):.3f}: beyond "
                 f"every member is rank 1 of {n + 1}, which a run of the same process reaches "
                 f"with probability 2/{n + 1} per check (either side); a tail at p <= {ALPHA} "
                 f"needs {round(1 / ALPHA) - 1} members or more.", ""]
