@@ -217,6 +217,17 @@ def test_each_piece_against_its_prediction_with_g1(tiny_run):
     assert abs(res["layer1_ov"]["cos"]) < 1
     with pytest.raises(ValueError, match="entries"):
         compare_piece(observed, G1[:, :3])
+    # attribute's own G1 row carries compare-qk's null for the same window: one number
+    from empirical.bridge.attribution.first_order import _g1
+    from empirical.bridge.compare_qk.metrics import sign_null95
+    from empirical.bridge.compare_qk.snapshot import g1_direction
+
+    row = _g1(cfg, w_a, w_b, DRAWS)["layer2_qk"]
+    G = g1_direction(cfg, model_a)[0]
+    assert row["null"] == "compare-qk's" and np.isfinite(row["null95_draws"])
+    from empirical.bridge.attribution.against_theory import read_layer2_qk_dual
+
+    assert row["null95"] == sign_null95(G, read_layer2_qk_dual(cfg, w_a, w_b))
 
 
 def test_a_window_reads_back(tiny_run, tmp_path):
