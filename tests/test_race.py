@@ -169,6 +169,14 @@ def test_command_writes_the_table_and_resumes(tmp_path, capsys):
     assert empirical_main(more) == 0
     runs = json.loads((out / "race_state.json").read_text())["configs"]["baseline"]["runs"]
     assert set(runs) == {"0", "1"} and runs["0"] == before
+    # --rescore: a race.json scored again, nothing trained
+    again = tmp_path / "rescored"
+    assert empirical_main(["race", "--rescore", str(out / "race.json"), "--out", str(again),
+                           "--quiet"]) == 0  # fmt: skip
+    scored = json.loads((again / "race.json").read_text())
+    assert scored["scores"]["fit"]["tau_free"]["of"] == 1 and "--rescore" in scored[
+        "provenance"]["command"]  # fmt: skip
+    assert not (again / "race_state.json").exists()
 
 
 def test_configuration_names_with_an_equals_sign_stay_names(tmp_path):

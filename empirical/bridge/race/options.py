@@ -5,12 +5,14 @@ overrides for all of them. No torch here."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import model_validator
 from pydantic_core import ArgsKwargs
 
 from disentangled.command_line import check_output_dir
+from disentangled.errors import UsageError
 from empirical.bridge.ladder_dynamics.config import dynamics_field
 from empirical.bridge.race.configs import SETS, RaceConfig, dynamics_config, select
 from empirical.config.field_types import Flag, checked, choice, fail
@@ -59,6 +61,9 @@ class RaceOptions(Output):
     predict_only: Flag = arg(
         False, help="train nothing: the step-0 quantities and the predictions (tau fitted on "
         "the fit half as OUT/race_state.json has it)")
+    rescore: str | None = arg(
+        None, metavar="RACE_JSON", raw=True, help="train nothing: score a race.json written "
+        "earlier as the race scores now (beside the tau-free rule and the majority class)")
     out: str = arg("runs/race", help="output directory")
 
     @model_validator(mode="before")
@@ -86,6 +91,8 @@ class RaceOptions(Output):
     def check(self) -> None:
         """Every configuration known, every override valid for each, the output directory
         possible: before anything runs."""
+        if self.rescore is not None and not Path(self.rescore).is_file():
+            raise UsageError(f"--rescore {self.rescore!r}: no such file")
         for rc in self.configurations():
             dynamics_config(rc, list(self.overrides))
         check_output_dir(self.out)

@@ -179,3 +179,27 @@ def assemble(todo, entries, seconds: float) -> dict:
             "critical": critical_rates(rows, fit),
             "configs": [dict(r, step_zero=r["step_zero"].to_json()) for r in rows],
             "seconds": seconds}  # fmt: skip
+
+
+def rescore(published: dict) -> dict:
+    """A race.json written earlier scored as `assemble` scores now (its own outcomes; tau
+    fitted again on its fit half; each configuration marked known when the criterion was
+    written or not): what it says beside the rules it must beat."""
+    known = known_when_written()
+    rows = []
+    for c in published["configs"]:
+        row = {**c, "step_zero": StepZero.from_json(c["step_zero"]),
+               "known_when_written": c["name"] in known}  # fmt: skip
+        row.setdefault("seeds_touched", row.get("seeds_composed"))
+        rows.append(row)
+    done = [r for r in rows if r.get("composed") is not None]
+    steps = max((r["steps"] for r in rows), default=0)
+    fit = fit_tau(done, steps)
+    for r in rows:
+        r.update(predict(r["step_zero"], fit["tau"], r["steps"]))
+        r["tau_free"] = tau_free(r["step_zero"], r["steps"])
+    return {"criterion": CRITERION, "tau_free_rule": TAU_FREE, "tau": fit["tau"],
+            "tau_interval": fit["interval"], **scores(done, fit, steps),
+            "critical": critical_rates(rows, fit),
+            "configs": [dict(r, step_zero=r["step_zero"].to_json()) for r in rows],
+            "seconds": 0.0}  # fmt: skip
