@@ -51,6 +51,11 @@ COMMANDS: dict[str, Command] = {
         "continuations from a checkpoint with pieces frozen or G1 projected out, replicated",
         "empirical.bridge.interventions.options:InterveneOptions",
     ),
+    "pool-interventions": (
+        "empirical.cli.pool_interventions",
+        "the interventions of several checkpoints (seeds) side by side and pooled",
+        "empirical.bridge.interventions.options:PoolInterventionsOptions",
+    ),
     # the commands the task families add (empirical.studies.registry: chain-attention, ...)
     **FAMILY_COMMANDS,
     "ladder": ("empirical.cli.ladder", "assumption ladder from Theorem C.1's model to a snapshot",
@@ -68,6 +73,9 @@ COMMANDS: dict[str, Command] = {
     "claims": ("empirical.cli.claims",
                "a population of runs (seeds) of one config: how often each paper claim holds",
                "empirical.experiments.population.options:ClaimsOptions"),
+    "recount": ("empirical.cli.recount",
+                "published claims.json files in the present form (ranks, leans, split spikes)",
+                "empirical.experiments.population.options:RecountOptions"),
     "reproduce": ("empirical.cli.reproduce", "the whole paper, one command",
                   "empirical.experiments.reproduce_options:ReproduceOptions"),
     "repair": ("empirical.cli.repair", "repair a run directory's metrics log or evaluation sets",

@@ -217,6 +217,17 @@ def test_each_piece_against_its_prediction_with_g1(tiny_run):
     assert abs(res["layer1_ov"]["cos"]) < 1
     with pytest.raises(ValueError, match="entries"):
         compare_piece(observed, G1[:, :3])
+    # attribute's own G1 row carries compare-qk's null for the same window: one number
+    from empirical.bridge.attribution.first_order import _g1
+    from empirical.bridge.compare_qk.metrics import sign_null95
+    from empirical.bridge.compare_qk.snapshot import g1_direction
+
+    row = _g1(cfg, w_a, w_b, DRAWS)["layer2_qk"]
+    G = g1_direction(cfg, model_a)[0]
+    assert row["null"] == "compare-qk's" and np.isfinite(row["null95_draws"])
+    from empirical.bridge.attribution.against_theory import read_layer2_qk_dual
+
+    assert row["null95"] == sign_null95(G, read_layer2_qk_dual(cfg, w_a, w_b))
 
 
 def test_a_window_reads_back(tiny_run, tmp_path):
@@ -312,3 +323,31 @@ def test_first_order_reads_the_training_loss_gradient(tiny_run, tmp_path):
     written = write_window(result, tmp_path / "fo")
     assert {p.name for p in written} == {"attribution.json", "first_order.png"}
     assert "| -grad train |" in summary_markdown([result])
+
+
+def test_both_paths_of_one_window_share_the_total_not_the_split(tiny_run, tmp_path):
+    """`--path both`: the straight lines between the snapshots and the replayed steps of one
+    window; the totals are one number (the same end points), the shares per group differ by
+    what paths.md reports, and sum |share| measures the parts' cancellation."""
+    from empirical.bridge.attribution.path_comparison import cancellation, compare_paths
+
+    run_dir, ckpt20 = tiny_run
+    out = tmp_path / "both"
+    assert attribute_cli.main([str(run_dir), "--window", "20:40", "--path", "both",
+                               "--checkpoint", str(ckpt20), "--eval-size", "40", "--nodes", "6",
+                               "--null-draws", "50", "--no-figures", "--quiet",
+                               "--out", str(out)]) == 0  # fmt: skip
+    straight = json.loads((out / "20_40" / "straight" / "attribution.json").read_text())
+    replayed = json.loads((out / "20_40" / "replay" / "attribution.json").read_text())
+    assert straight["path"]["kind"] == "straight" and replayed["path"]["kind"] == "replay"
+    cmp = json.loads((out / "20_40" / "paths.json").read_text())
+    assert cmp["paths"] == ["straight", "replay"]
+    t = cmp["targets"]["loss/1var/ind"]
+    assert t["totals_rel_diff"] < 1e-9
+    for g, (a, b, d) in t["shares"].items():
+        assert a == pytest.approx(straight["targets"]["loss/1var/ind"]["groups"][g] / t["total"])
+        assert d == pytest.approx(b - a)
+    assert compare_paths(straight, replayed)["targets"]["score"]["sum_abs_share"][0] >= 1.0
+    assert cancellation({"total": 1.0, "groups": {"a": 2.0, "b": -1.0}}) == 3.0
+    assert "| loss/1var/ind |" in (out / "20_40" / "paths.md").read_text()
+    assert "sum abs share" in (out / "summary.md").read_text()

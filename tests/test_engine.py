@@ -148,6 +148,38 @@ def test_init_from_replaces_the_seeded_init(tmp_path):
         train_run(wider, tmp_path / "wider", progress=False, figures=False)
 
 
+def test_init_perturbation_is_rounding_sized_and_seeded(tmp_path):
+    """train.init_perturbation: every initial weight w becomes w (1 + s z) from its own seed;
+    the data stream (the run's seed) is the same; a batched member starts exactly as the
+    single run of its config does."""
+    import torch
+
+    from empirical.model.checkpoint import load_model
+    from empirical.train.learners import BatchLearner, SingleLearner
+
+    def start(*extra):
+        cfg = smoke("train.steps=1", *extra)
+        return cfg, SingleLearner(cfg, torch.device("cpu")).model.state_dict()
+
+    _, base = start()
+    cfg1, one = start("train.init_perturbation=1e-3", "train.init_perturbation_seed=1")
+    _, again = start("train.init_perturbation=1e-3", "train.init_perturbation_seed=1")
+    cfg2, two = start("train.init_perturbation=1e-3", "train.init_perturbation_seed=2")
+    W = "blocks.0.attn.W_Q"
+    rel = ((one[W] - base[W]) / base[W]).double()
+    assert 5e-4 < float(rel.std()) < 2e-3  # about 1e-3 of each weight
+    assert torch.equal(one[W], again[W]) and not torch.equal(one[W], two[W])
+    batch = BatchLearner([cfg1, cfg2], torch.device("cpu")).model
+    for m, single in enumerate((one, two)):
+        state = batch.member_state(m)
+        assert all(torch.equal(state[n], single[n]) for n in state)
+    train_run(smoke("train.steps=2", "train.snapshot_every=2", "train.init_perturbation=1e-7"),
+              tmp_path / "tiny", progress=False, figures=False)  # fmt: skip
+    tiny = load_model(tmp_path / "tiny" / "snapshots" / "step_000000.pt").state_dict()
+    changed = sum(int((tiny[n] != base[n]).sum()) for n in base if n in tiny)
+    assert 0 < changed < sum(v.numel() for v in base.values())  # rounding-sized: some weights
+
+
 def test_a_new_config_field_at_its_default_keeps_every_fingerprint():
     import dataclasses
 

@@ -120,10 +120,44 @@ def test_the_intervene_command(tiny_run, tmp_path, capsys):
     assert code == 0
     saved = json.loads((out / "interventions.json").read_text())
     assert set(saved["conditions"]) == {"none", "freeze_layer2_qk", "freeze_layer1_embed",
-                                        "project_g1"}  # fmt: skip
+                                        "project_g1", "freeze_mlp", "freeze_layer2_ov"}
     assert saved["conditions"]["freeze_layer2_qk"]["n"] == 2
+    # the controls: how many weights each freeze holds, counted in the run's model
+    frozen = {k: v["frozen_entries"] for k, v in saved["conditions"].items()}
+    assert frozen["none"] == 0 and frozen["project_g1"] == 0
+    cfg = RunDir(tiny_run).read_config().built_model_config()
+    assert frozen["freeze_mlp"] == 2 * cfg.d_model * cfg.d_mlp * (cfg.n_layers - 1)
+    assert frozen["freeze_layer2_ov"] == 2 * cfg.d_model * cfg.d_head * cfg.n_heads
+    assert 0 <= saved["noise_ceiling"]["10"]["g1_share_mean"] <= 1
     assert "logrank_vs_none" in saved["conditions"]["project_g1"]
     assert (out / "survival.png").is_file() and (out / "summary.md").is_file()
     bad = ["--conditions", "none,melt", "--out", str(tmp_path / "x")]
     assert intervene_cli.main([str(tiny_run), "--checkpoint", ckpt, *bad]) == 2
     assert "allowed none" in capsys.readouterr().err
+
+
+def test_interventions_of_several_checkpoints_are_pooled(tiny_run, tmp_path):
+    """`pool-interventions`: two intervene outputs (here of the same checkpoint) side by side;
+    the pooled count is the sum, each source's delay is its median against its own none."""
+    from empirical.__main__ import main as empirical_main
+
+    ckpt = str(RunDir(tiny_run).last_checkpoint)
+    dirs = []
+    for i in (0, 1):
+        out = tmp_path / f"iv{i}"
+        assert intervene_cli.main([str(tiny_run), "--checkpoint", ckpt, "--steps", "10",
+                                   "--replicates", "2", "--eval-every", "5", "--eval-size", "50",
+                                   "--conditions", "none,freeze_mlp", "--threshold", "0.01",
+                                   "--out", str(out), "--quiet"]) == 0  # fmt: skip
+        dirs.append(str(out))
+    pooled_dir = tmp_path / "pooled"
+    assert empirical_main(["pool-interventions", *dirs, "--names", "a", "b", "--out",
+                           str(pooled_dir), "--quiet"]) == 0  # fmt: skip
+    pooled = json.loads((pooled_dir / "pooled.json").read_text())
+    none = pooled["conditions"]["none"]
+    assert none["n"] == 4 and [p["name"] for p in none["per_source"]] == ["a", "b"]
+    assert none["jumped"] == sum(p["jumped"] for p in none["per_source"])
+    assert all(p["delay"] in (0, None) for p in none["per_source"])
+    assert "pool-interventions" in pooled["provenance"]["command"]
+    assert "| freeze_mlp |" in (pooled_dir / "summary.md").read_text()
+    assert empirical_main(["pool-interventions", str(tmp_path), "--out", str(tmp_path / "x")]) == 2

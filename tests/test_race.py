@@ -169,6 +169,14 @@ def test_command_writes_the_table_and_resumes(tmp_path, capsys):
     assert empirical_main(more) == 0
     runs = json.loads((out / "race_state.json").read_text())["configs"]["baseline"]["runs"]
     assert set(runs) == {"0", "1"} and runs["0"] == before
+    # --rescore: a race.json scored again, nothing trained
+    again = tmp_path / "rescored"
+    assert empirical_main(["race", "--rescore", str(out / "race.json"), "--out", str(again),
+                           "--quiet"]) == 0  # fmt: skip
+    scored = json.loads((again / "race.json").read_text())
+    assert scored["scores"]["fit"]["tau_free"]["of"] == 1 and "--rescore" in scored[
+        "provenance"]["command"]  # fmt: skip
+    assert not (again / "race_state.json").exists()
 
 
 def test_configuration_names_with_an_equals_sign_stay_names(tmp_path):
@@ -182,3 +190,72 @@ def test_configuration_names_with_an_equals_sign_stay_names(tmp_path):
     opts = parse_options(RaceOptions, [*out, "theorem.p=3", "--seeds", "1", "0", "steps=20"])
     assert opts.seeds == (1, 0) and opts.overrides == ("theorem.p=3", "steps=20")
     assert [c.name for c in opts.configurations()][:2] == ["baseline", "ov"]
+
+
+# -- issue #45: outcomes that are sustained, seeds that differ in W^0, the rules to beat ----------
+
+
+def test_composed_means_sustained_over_the_last_fifth():
+    from empirical.bridge.ladder_dynamics.trainer import sustained
+
+    steps = list(range(0, 301, 5))
+    touched = [0.5] * len(steps)
+    touched[58] = 0.995  # step 290 only: touches the threshold, then falls back
+    assert not sustained(steps, touched, 300, 0.99)
+    held = [0.5 if s <= 240 else 0.999 for s in steps]  # every evaluation after step 240
+    assert sustained(steps, held, 300, 0.99)
+    assert not sustained(steps[:-1], held[:-1], 300, 0.99)  # stopped early: not sustained
+    held[-3] = 0.98
+    assert not sustained(steps, held, 300, 0.99)
+
+
+def test_each_seed_perturbs_every_trained_tensor_and_only_those():
+    from empirical.bridge.ladder_dynamics.trainer import perturb_start
+
+    def start(seed, scale):
+        model = build_theorem_model(SMALL.model_config())
+        opt = make_optimizer(model, _cfg(), ("ov",))
+        perturb_start(opt, scale, seed)
+        return dict(model.named_parameters())
+
+    base, a, a2, b = start(0, 0.0), start(0, 0.01), start(0, 0.01), start(1, 0.01)
+    for name in ("blocks.1.attn.W_Q", "blocks.1.attn.W_V", "blocks.1.attn.W_O"):
+        d = (a[name] - base[name]).detach()
+        rms = float(base[name].detach().pow(2).mean().sqrt())
+        assert 0.005 < float(d.pow(2).mean().sqrt()) / rms < 0.02  # about 1% of its RMS
+        assert torch.equal(a[name], a2[name]) and not torch.equal(a[name], b[name])
+    assert torch.equal(a["embed.W_E"], base["embed.W_E"])  # frozen here: untouched
+
+
+def test_the_tau_free_rule_and_the_majority_class_are_scored_beside_the_criterion():
+    from empirical.bridge.race.fit import tau_free, tau_scan
+    from empirical.bridge.race.scores import scores
+
+    rows = [_row("a", 10, 100, True, "fit"), _row("b", 20, 10, True, "fit"),
+            _row("c", 80, 10, False, "fit"), _row("d", 100, 1, False, "fit"),
+            _row("e", 10, 1000, True, "test"), _row("f", 10, 1, False, "test"),
+            _row("g", 10, math.inf, True, "test")]  # fmt: skip
+    for r in rows:
+        r["known_when_written"] = r["name"] == "g"
+    got = scores(rows, fit_tau(rows, 300), 300)["scores"]
+    # the tau-free rule says "not composed" wherever the inputs train without 2-var
+    assert not tau_free(rows[0]["step_zero"], 300) and tau_free(rows[-1]["step_zero"], 300)
+    assert got["test"]["criterion"]["right"] == 3 and got["test"]["tau_free"]["right"] == 2
+    assert got["test"]["majority"]["right"] == 2 and got["test"]["majority_class"] is True
+    assert got["test_unseen"]["criterion"]["of"] == 2 and got["test_known"]["criterion"]["of"] == 1
+    assert got["test_decides"]["criterion"]["of"] == 2  # e and f: inputs train, no 2-var
+    # the accuracy over every tau the fit half cannot tell apart: e's ratio 0.01 lies outside
+    # (2, 8), f's 10 too: one piece, the same score throughout
+    scan = tau_scan([r for r in rows if r["split"] == "test"], [2, 8], 300)
+    assert [(p["from"], p["to"], p["right"]) for p in scan] == [(2, 8, 3)]
+
+
+def test_the_observed_critical_rate_is_where_composition_stops():
+    from empirical.bridge.race.scores import observed_critical
+
+    got = observed_critical([(1e-5, True), (1e-4, True), (1e-3, False), (1e-2, False)])
+    assert got["below"] == 1e-4 and got["above"] == 1e-3 and got["monotone"]
+    assert got["critical"] == pytest.approx(math.sqrt(1e-7))
+    odd = observed_critical([(1e-5, False), (1e-4, True), (1e-3, False)])
+    assert odd["below"] == 1e-4 and not odd["monotone"]
+    assert observed_critical([(1e-5, False), (1e-4, False)])["critical"] is None

@@ -16,6 +16,7 @@ import torch
 from disentangled.command_line import prepare_output_dir
 from empirical.bridge.attribution.options import AttributeOptions
 from empirical.bridge.attribution.outputs import summary_report, window_name, window_report
+from empirical.bridge.attribution.path_comparison import compare_paths, comparison_report
 from empirical.bridge.attribution.run_attribution import attribute_window
 from empirical.config.options import command_main
 from empirical.report.writer import print_report, write_report
@@ -29,12 +30,20 @@ def run(opts: AttributeOptions) -> int:
         torch.set_num_threads(opts.threads)
     lib = dataclasses.replace(opts, progress=not opts.quiet)
     results, paths = [], {}
+    kinds = ("straight", "replay") if opts.path == "both" else (opts.path,)
     for a, b in opts.windows:
-        result = attribute_window(run_dir, a, b, lib)
-        name = window_name(result)
-        written = write_report(window_report(result), out / name, opts.figures, opts.format)
-        paths.update({f"{name}/{file}": path for file, path in written.items()})
-        results.append(result)
+        mine = []
+        for kind in kinds:
+            result = attribute_window(run_dir, a, b, dataclasses.replace(lib, path=kind))
+            name = window_name(result) + (f"/{kind}" if len(kinds) > 1 else "")
+            written = write_report(window_report(result), out / name, opts.figures, opts.format)
+            paths.update({f"{name}/{file}": path for file, path in written.items()})
+            mine.append(result)
+        if len(mine) == 2 and not opts.first_order_only:
+            name = window_name(mine[0])
+            written = write_report(comparison_report(compare_paths(*mine)), out / name)
+            paths.update({f"{name}/{file}": path for file, path in written.items()})
+        results += mine
     summary = summary_report(results)
     paths.update(write_report(summary, out))
     print_report(summary, paths, opts.quiet)

@@ -8,19 +8,32 @@ configuration. Its options: empirical.bridge.race.options.
 
 from __future__ import annotations
 
+import json
+import shlex
+from pathlib import Path
+
 from disentangled.command_line import prepare_output_dir
 from empirical.bridge.race.options import RaceOptions
 from empirical.bridge.race.outputs import report
-from empirical.bridge.race.run import run_race
-from empirical.config.options import command_main
+from empirical.bridge.race.run import rescore, run_race
+from empirical.config.options import command_argv, command_main
+from empirical.report.provenance import provenance
 from empirical.report.writer import print_report, say, write_report
 
 
 def run(opts: RaceOptions) -> int:
     out = prepare_output_dir(opts.out)
     seeds = list(opts.seeds) if opts.seeds is not None else None
+    command = "python -m empirical race " + shlex.join(command_argv(opts) or ())
+    if opts.rescore is not None:
+        result = rescore(json.loads(Path(opts.rescore).read_text()))
+        result["provenance"] = provenance(command)
+        files = report(result)
+        print_report(files, write_report(files, out, fmt=opts.format), opts.quiet)
+        return 0
     result = run_race(opts.configurations(), out, list(opts.overrides), seeds,
-                      progress=not opts.quiet, say=(lambda _m: None) if opts.quiet else say)
+                      progress=not opts.quiet, say=(lambda _m: None) if opts.quiet else say,
+                      predict_only=opts.predict_only, command=command)
     files = report(result)
     print_report(files, write_report(files, out, fmt=opts.format), opts.quiet)
     return 0

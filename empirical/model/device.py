@@ -3,12 +3,12 @@ a run or a benchmark ran on (float32 rounds differently on different kinds)."""
 
 from __future__ import annotations
 
-import platform
-from pathlib import Path
-
 import torch
 
 from disentangled.errors import UsageError
+from empirical.report.provenance import cpu_model
+
+__all__ = ["cpu_kind", "cpu_model", "resolve_device"]
 
 
 def resolve_device(
@@ -33,19 +33,6 @@ def resolve_device(
                 f"{what} = {name!r}: this machine has {torch.cuda.device_count()} CUDA device(s)"
             )
     return device
-
-
-def cpu_model() -> str:
-    """The CPU's model name as /proc/cpuinfo gives it ("AMD EPYC", "Intel(R) Xeon(R) ..."):
-    float32 training rounds differently on different CPU kinds, so a run records which;
-    the architecture where the file is missing (not Linux)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def cpu_kind() -> dict[str, str]:

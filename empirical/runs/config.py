@@ -98,6 +98,10 @@ class TrainConfig:
     # above ln(p) stops the run; 0: only a non-finite loss does)
     autocast: allowed_choice(None, *AUTOCAST) = "none"  # "bf16": forward and loss in bf16
     init_from: text() = ""  # a model file whose weights replace the seeded initialisation
+    # every initial weight w becomes w (1 + s z), z standard normal from its own seed (0: off):
+    # rounding-sized differences between runs that share the seed, hence the data stream
+    init_perturbation: number(0, None, message="must be a finite number >= 0 (0: off)") = 0.0
+    init_perturbation_seed: integer(0, wording=MUST) = 0
     compile: allowed_choice(None, *COMPILE_MODES) = "none"  # torch.compile forward + loss
     cuda_graph: Flag = True  # on CUDA (compile = "none"): the whole step as one CUDA graph
     eval_every: integer(1, wording=MUST) = 250  # evaluate every set every this many steps

@@ -34,7 +34,7 @@ from empirical.report.files import append_text, atomic_write_bytes
 from empirical.runs.config import RunConfig, config_fingerprint
 from empirical.runs.metrics_log import read_metrics
 from empirical.runs.rundir import RunDir
-from empirical.task.pairs import derive_seed
+from empirical.task.pairs import cpu_generator, derive_seed
 from empirical.train.state import load_training_state
 
 
@@ -53,6 +53,26 @@ class Trainee:
 
     cfg: RunConfig
     run: RunDir
+
+
+def perturbed(cfg: RunConfig, state: dict[str, torch.Tensor],
+              names: list[str] | None = None) -> dict[str, torch.Tensor]:  # fmt: skip
+    """`state` with `train.init_perturbation` s applied (unchanged when s = 0): every weight w
+    of the tensors `names` (default: all floating ones) becomes w (1 + s z), z standard normal
+    in float64 from a generator of its own (train.init_perturbation_seed), the tensors in
+    sorted order; rounded back to the tensor's dtype."""
+    scale = cfg.train.init_perturbation
+    if not scale:
+        return state
+    gen = cpu_generator(cfg.train.init_perturbation_seed, "init_perturbation")
+    chosen = set(names) if names is not None else {n for n, v in state.items()
+                                                   if v.is_floating_point()}  # fmt: skip
+    out = dict(state)
+    for name in sorted(chosen):
+        w = state[name]
+        z = torch.randn(w.shape, generator=gen, dtype=torch.float64)
+        out[name] = (w.double() * (1.0 + scale * z.to(w.device))).to(w.dtype)
+    return out
 
 
 def initial_weights(cfg: RunConfig) -> dict[str, torch.Tensor]:

@@ -24,7 +24,7 @@ from empirical.model.transformer import AssignAddTransformer
 from empirical.runs.config import RunConfig
 from empirical.train.constraints import UpdateConstraints
 from empirical.train.cuda_graph import GraphedStep, graph_applies
-from empirical.train.engine import TrainingError, initial_weights
+from empirical.train.engine import TrainingError, initial_weights, perturbed
 from empirical.train.optim import MemberAdamW, load_optimizer_state, portable_optimizer_state
 from empirical.train.schedule import learning_rate, schedule_of
 
@@ -114,6 +114,9 @@ class SingleLearner(_Step):
         self.model = AssignAddTransformer(cfg.built_model_config(), seed=cfg.seed).to(device)
         if tc.init_from:
             self.model.load_state_dict(initial_weights(cfg))
+        if tc.init_perturbation:
+            names = [n for n, _ in self.model.named_parameters()]
+            self.model.load_state_dict(perturbed(cfg, self.model.state_dict(), names))
         names = [n for n, _ in self.model.named_parameters()]
         self.constraints = UpdateConstraints.of([cfg], names)
         graphable = graph_applies(device, tc.cuda_graph, tc.compile) and not self.constraints
@@ -166,6 +169,8 @@ class BatchLearner(_Step):
         for m, cfg in enumerate(cfgs):
             if cfg.train.init_from:
                 self.model.load_member_state(m, initial_weights(cfg))
+            if cfg.train.init_perturbation:
+                self.model.load_member_state(m, perturbed(cfg, self.model.member_state(m)))
         self.base_lrs = [c.train.lr for c in cfgs]
         decays = [c.train.weight_decay for c in cfgs]
         self.shared = len(set(self.base_lrs)) == 1 and len(set(decays)) == 1

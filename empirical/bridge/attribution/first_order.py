@@ -14,8 +14,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from empirical.bridge.attribution.against_theory import _model, compare_pieces, param_reader
+from empirical.bridge.attribution.against_theory import (
+    _model,
+    compare_pieces,
+    param_reader,
+    read_layer2_qk_dual,
+)
 from empirical.bridge.attribution.options import NULL_DRAWS
+from empirical.bridge.compare_qk.metrics import sign_null95
 from empirical.bridge.compare_qk.snapshot import g1_direction
 from empirical.model.groups import groups_of_names
 
@@ -64,11 +70,19 @@ def first_order(cfg, targets, w_a: Mapping[str, Tensor], w_b: Mapping[str, Tenso
 
 
 def _g1(cfg, w_a, w_b, draws: int) -> dict:
+    """G1's comparison with layer-2 W_QK's change; its null is compare-qk's own (`sign_null95`:
+    its sign draws), so that the two commands give one number for one window (the null of
+    this module's `draws` kept beside it as null95_draws)."""
     try:
         G, _, _, info = g1_direction(cfg, _model(cfg, w_a))
     except ValueError as exc:
         return {"error": str(exc)}
-    return {**compare_pieces(cfg, w_a, w_b, {"layer2_qk": G}, draws=draws), "at": info}
+    out = compare_pieces(cfg, w_a, w_b, {"layer2_qk": G}, draws=draws)
+    entry = out["layer2_qk"]
+    null = sign_null95(G, read_layer2_qk_dual(cfg, w_a, w_b))
+    entry.update({"null95_draws": entry["null95"], "null95": null, "null": "compare-qk's",
+                  "beats_null": bool(abs(entry["cos"]) > null)})  # fmt: skip
+    return {**out, "at": info}
 
 
 def first_order_rows(result: dict) -> list[tuple[str, str, str, dict]]:

@@ -58,9 +58,10 @@ Windows = checked(tuple, _windows)
 class AttributionOptions:
     """Everything `attribute_window` can vary; each field but `progress` is also a flag."""
 
-    path: choice("auto", "replay", "straight") = arg(
+    path: choice("auto", "replay", "straight", "both") = arg(
         "auto", help="the path: replay (the training steps from a checkpoint; a trained run's "
-        "auto) or straight (lines between snapshots; an imported run's auto)")
+        "auto), straight (lines between snapshots; an imported run's auto) or both (a "
+        "trained run's window along each, and their comparison: A_B/paths.md)")
     checkpoint: str | None = arg(
         None, help="a training checkpoint of the run at or before A (default: "
         "RUN_DIR/checkpoints/last.pt)", raw=True, metavar="C")

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from empirical.bridge.attribution.first_order import first_order_rows
+from empirical.bridge.attribution.path_comparison import cancellation
 from empirical.bridge.attribution.paths import PathAttribution
 from empirical.report.figures import OKABE_ITO, save_figure
 from empirical.report.writer import Arrays, Figure, Json, Report
@@ -188,17 +189,21 @@ def summary_markdown(results: list[dict]) -> str:
         lines += [
             f"Each evaluation set's loss on its first {r['eval_size']} sequences; `score`: the "
             "labelled layer-2 score change along its own direction (its norm), `score_barv`: "
-            "the bar_v block's.",
+            "the bar_v block's. Sum |share|: the groups' |parts| over |total| (1: no group works "
+            "against the change; more: the parts cancel).",
             "",
-            "| target | total | " + " | ".join(groups) + " | residual | complete (1%) |",
-            "| --- | --- | " + " | ".join("---" for _ in groups) + " | --- | --- |",
+            "| target | total | " + " | ".join(groups) + " | sum abs share | residual | "
+            "complete (1%) |",
+            "| --- | --- | " + " | ".join("---" for _ in groups) + " | --- | --- | --- |",
         ]
         for t, v in r["targets"].items():
             parts = " | ".join(f"{v['groups'][g]:+.4g}" for g in groups)
             ok = "yes" if v["residual_rel"] <= COMPLETE else "no"
             rel = f"{100 * v['residual_rel']:.2g}%"
-            lines.append(f"| {t} | {v['total']:+.4g} | {parts} | {v['residual']:+.2g} ({rel}) "
-                         f"| {ok} |")  # fmt: skip
+            spread = cancellation(v)
+            lines.append(f"| {t} | {v['total']:+.4g} | {parts} | "
+                         f"{'-' if spread is None else f'{spread:.2f}'} | "
+                         f"{v['residual']:+.2g} ({rel}) | {ok} |")  # fmt: skip
         lines.append("")
         if len(r["rules"]) > 1:
             lines += ["Residual (% of the total) by rule:", "", "| target | "

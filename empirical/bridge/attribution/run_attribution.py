@@ -46,6 +46,9 @@ def attribute_window(run_dir, start: int, stop: int, opts: AttributionOptions) -
     except ValueError as exc:
         raise AttributionError(f"--window {start}:{stop}: {exc}") from None
     kind = opts.path
+    if kind == "both":
+        raise AttributionError("attribute_window takes one path: 'replay' or 'straight' (the "
+                               "command's --path both runs each)")  # fmt: skip
     if kind == "auto":
         kind = "straight" if run.imported.exists() else "replay"
     sets = _eval_sets(run, cfg, opts)

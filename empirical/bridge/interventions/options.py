@@ -6,6 +6,7 @@ No torch here."""
 from __future__ import annotations
 
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from disentangled.errors import UsageError
@@ -67,3 +68,23 @@ class InterveneOptions(Format, Quiet, Threads, InterventionOptions):
         directory is made."""
         if self.run_config.model.n_heads != 1 and "project_g1" in self.conditions:
             raise UsageError("project_g1 needs a one-head model")
+
+
+@options_class("pool-interventions", "Pool the interventions of several checkpoints (seeds).")
+class PoolInterventionsOptions(Quiet):
+    """`python -m empirical pool-interventions DIR ... --out OUT [--names N ...]`: each DIR an
+    `intervene` output (its interventions.json)."""
+
+    dirs: tuple[str, ...] = arg(help="intervene outputs (each with interventions.json)",
+                                positional=True, nargs="+", metavar="DIR", raw=True)
+    names: tuple[str, ...] | None = arg(None, nargs="+", metavar="NAME", raw=True,
+                                        help="a name per DIR (default: the DIRs' names)")
+    out: str = arg(help="output directory", raw=True)
+
+    def check(self) -> None:
+        """Every DIR holds an interventions.json; one name per DIR."""
+        for d in self.dirs:
+            if not (Path(d) / "interventions.json").is_file():
+                raise UsageError(f"DIR = {d!r}: no interventions.json there")
+        if self.names is not None and len(self.names) != len(self.dirs):
+            raise UsageError(f"--names: {len(self.names)} names for {len(self.dirs)} DIRs")

@@ -18,6 +18,7 @@ from empirical.report.writer import Arrays, Figure, Json, Report
 COLOURS = {
     "none": OKABE_ITO["black"], "freeze_layer2_qk": OKABE_ITO["green"],
     "freeze_layer1_embed": OKABE_ITO["vermillion"], "project_g1": OKABE_ITO["blue"],
+    "freeze_mlp": OKABE_ITO["orange"], "freeze_layer2_ov": OKABE_ITO["purple"],
 }  # fmt: skip
 
 
@@ -42,6 +43,8 @@ def noise_ceiling(updates: dict, members: list[dict], g1: np.ndarray | None) -> 
             "cos_replicates_max": float(np.max(pair)) if pair else None,
             "cos_G1_mean": float(np.mean(with_g1)) if with_g1 else None,
             "cos_G1_sd": float(np.std(with_g1)) if with_g1 else None,
+            # the share of an update's squared norm along G1: what projecting G1 out removes
+            "g1_share_mean": float(np.mean(np.square(with_g1))) if with_g1 else None,
             "norm_mean": float(np.mean([np.linalg.norm(blocks[i]) for i in chosen]))
             if chosen else None,
         }  # fmt: skip
@@ -120,25 +123,31 @@ def summary_markdown(stats: dict, label: str = "") -> str:
         f"{stats['replicates']} continuations per condition, {stats['steps']} steps each; "
         f"jump: {stats['jump']}.",
         "",
-        "| condition | jumped | share (95% Wilson) | median jump step | log-rank p vs none |",
-        "| --- | --- | --- | --- | --- |",
+        "| condition | weights frozen | jumped | share (95% Wilson) | median jump step | "
+        "log-rank p vs none |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for name, e in stats["conditions"].items():
         lo, hi = e["share_interval"] or (float("nan"), float("nan"))
         p = e.get("logrank_vs_none", {}).get("pvalue")
         med = "-" if e["median_jump"] is None else f"{e['median_jump']:.0f}"
-        lines.append(f"| {name} | {e['jumped']}/{e['n']} | {e['share']:.2f} ({lo:.2f}-{hi:.2f}) "
-                     f"| {med} | {'-' if p is None else f'{p:.3g}'} |")  # fmt: skip
+        frozen = e.get("frozen_entries")
+        lines.append(f"| {name} | {'-' if not frozen else frozen} | {e['jumped']}/{e['n']} | "
+                     f"{e['share']:.2f} ({lo:.2f}-{hi:.2f}) | {med} | "
+                     f"{'-' if p is None else f'{p:.3g}'} |")  # fmt: skip
     lines += ["", "Noise ceiling (the `none` continuations' layer-2 W_QK updates since the "
               "checkpoint, compare-qk's dual frame at the checkpoint):", "",
-              "| steps | replicate pairs | cos between replicates (mean +- sd) | cos with G1 |",
-              "| --- | --- | --- | --- |"]  # fmt: skip
+              "| steps | replicate pairs | cos between replicates (mean +- sd) | cos with G1 | "
+              "share of the squared norm along G1 |",
+              "| --- | --- | --- | --- | --- |"]  # fmt: skip
     for h, e in stats["noise_ceiling"].items():
         if e["cos_replicates_mean"] is None:
             continue
         g1 = "-" if e["cos_G1_mean"] is None else f"{e['cos_G1_mean']:+.3f} +- {e['cos_G1_sd']:.3f}"
+        share = e.get("g1_share_mean")
         lines.append(f"| {h} | {e['pairs']} | {e['cos_replicates_mean']:+.3f} +- "
-                     f"{e['cos_replicates_sd']:.3f} | {g1} |")  # fmt: skip
+                     f"{e['cos_replicates_sd']:.3f} | {g1} | "
+                     f"{'-' if share is None else f'{100 * share:.1f}%'} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from disentangled.errors import UserError
 from empirical.bridge.compare_qk.snapshot import g1_direction
-from empirical.bridge.interventions.conditions import member_configs
+from empirical.bridge.interventions.conditions import frozen_entries, member_configs
 from empirical.bridge.interventions.continuations import Plan, continue_members, start_model
 from empirical.bridge.interventions.options import InterventionOptions
 from empirical.bridge.interventions.outputs import summarise
@@ -57,7 +57,8 @@ def intervene(run: RunDir, cfg, out: Path, opts: InterventionOptions) -> tuple[d
         raise InterventionError(f"--jump-set {opts.jump_set!r}: the run's sets are {allowed}")
     direction = out / "g1_direction.pt"
     sizes = {"batch_size": opts.g1_batch, "prediction_size": opts.g1_population}
-    info = write_g1_direction(cfg, start_model(cfg, checkpoint), direction, **sizes)
+    model = start_model(cfg, checkpoint)
+    info = write_g1_direction(cfg, model, direction, **sizes)
     g1 = load_direction(str(direction), cfg.task.p, cfg.task.K, cfg.task.L).numpy()
     plan = Plan(
         steps=opts.steps, replicates=opts.replicates, conditions=opts.conditions,
@@ -68,6 +69,8 @@ def intervene(run: RunDir, cfg, out: Path, opts: InterventionOptions) -> tuple[d
     members = member_configs(cfg, list(plan.conditions), plan.replicates, str(direction))
     result = continue_members(cfg, checkpoint, members, sets, plan, opts.progress)
     stats = summarise(result, plan, g1)
+    for name, entry in stats["conditions"].items():
+        entry["frozen_entries"] = frozen_entries(model, name)
     stats["g1"] = info
     stats["checkpoint"] = str(opts.checkpoint)
     stats["run_dir"] = str(run.path)

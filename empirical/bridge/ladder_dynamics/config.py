@@ -121,7 +121,10 @@ class DynamicsConfig:
     population); threshold: the 2-var accuracy that counts as composing; seeds: the
     minibatch streams; releases: which releases the ladder runs (each alone and cumulatively
     in this order; empty: none, the baseline only); qk_factors: train layer 2's W_Q and W_K
-    as two factors (W_K from I, at W_Q's rate) instead of W_Q alone (trainer.py)."""
+    as two factors (W_K from I, at W_Q's rate) instead of W_Q alone (trainer.py);
+    init_perturbation: a seeded perturbation of every trained tensor at the start, X + s
+    RMS(X) Z with Z standard normal from the run's seed (0: every seed starts at the
+    theorem's W^0 and the seeds differ in the minibatch order only; docs/race.md)."""
 
     name: str = "ladder_dynamics"
     steps: count(1) = 300
@@ -132,6 +135,7 @@ class DynamicsConfig:
     releases: list[str] = field(default_factory=lambda: list(RELEASES))
     threads: count(1) = 1
     qk_factors: bool = False
+    init_perturbation: rate(allow_zero=True) = 0.0
     theorem: TheoremSection = field(default_factory=TheoremSection)
     sgd: SGDSection = field(default_factory=SGDSection)
     adamw: AdamWSection = field(default_factory=AdamWSection)

@@ -85,7 +85,8 @@ def cosine(a: Tensor, b: Tensor) -> float | None:
 class RunResult:
     """One run's measures: per-step losses, the 2-var accuracy every `eval_every` steps, the
     cosines with G1 of W's first update, first ten and update across the spike (`_spike`), the
-    first step at the threshold, final accuracies, the final W's memory (`memory_entries`)."""
+    first step at the threshold, whether the threshold holds on the last fifth (`sustained`),
+    final accuracies, the final W's memory (`memory_entries`)."""
 
     variant: str
     releases: list[str]
@@ -96,6 +97,7 @@ class RunResult:
     acc_2var: list[float]
     loss: list[float]
     emergence_step: int | None
+    sustained: bool
     cos_first: float | None
     cos_first10: float | None
     spike: dict
@@ -161,12 +163,39 @@ def _spike(steps: list[int], acc: list[float], Ws: dict[int, Tensor], G1: Tensor
             "cos": cosine(Ws[b] - Ws[a], G1)}  # fmt: skip
 
 
+PERTURBATION_STREAM = 1_000_003  # the perturbation's generator: seed + this (not the batches')
+SUSTAINED_FRACTION = 0.2  # "sustained": at the threshold on every evaluation of the last fifth
+
+
+def perturb_start(opt, scale: float, seed: int) -> None:
+    """Every trainable tensor X of `opt` becomes X + scale RMS(X) Z, Z standard normal drawn
+    from its own generator (seed + PERTURBATION_STREAM; the tensors in the optimiser's
+    order). A tensor that is all zero stays so (there is no scale to be relative to)."""
+    if scale <= 0:
+        return
+    gen = torch.Generator().manual_seed(seed + PERTURBATION_STREAM)
+    with torch.no_grad():
+        for group in opt.param_groups:
+            for p in group["params"]:
+                z = torch.randn(p.shape, generator=gen, dtype=p.dtype)
+                p.add_(scale * p.pow(2).mean().sqrt() * z)
+
+
+def sustained(steps: list[int], acc: list[float], total: int, threshold: float) -> bool:
+    """Whether every evaluation in the last fifth of the run (steps s > (1 - 1/5) total) is
+    at `threshold` or above (False when there is none: a run that stopped early)."""
+    last = [a for s, a in zip(steps, acc, strict=True) if s > (1 - SUSTAINED_FRACTION) * total]
+    return bool(last) and steps[-1] == total and all(a >= threshold for a in last)
+
+
 def train_run(ctx: Context, releases: tuple[str, ...], seed: int) -> RunResult:
-    """Train the theorem's model with `releases` freed, minibatch stream `seed`."""
+    """Train the theorem's model with `releases` freed, minibatch stream `seed` (and, with
+    `init_perturbation`, its start perturbed by `seed`)."""
     cfg, dim = ctx.cfg, ctx.dim
     start = time.perf_counter()
     model = build_theorem_model(cfg.theorem.model_config())
     opt = make_optimizer(model, cfg, releases)
+    perturb_start(opt, cfg.init_perturbation, seed)
     pop = ctx.training_population(releases)
     gen = torch.Generator().manual_seed(seed)
 
@@ -207,7 +236,9 @@ def train_run(ctx: Context, releases: tuple[str, ...], seed: int) -> RunResult:
     return RunResult(
         variant=variant_name(releases), releases=list(releases), seed=seed,
         steps_run=len(losses), diverged=diverged, eval_steps=eval_steps, acc_2var=acc,
-        loss=losses, emergence_step=emergence, cos_first=cosine(first, ctx.G1),
+        loss=losses, emergence_step=emergence,
+        sustained=sustained(eval_steps, acc, cfg.steps, cfg.threshold),
+        cos_first=cosine(first, ctx.G1),
         cos_first10=cosine(Ws[10] - Ws[0], ctx.G1) if 10 in Ws else None,
         spike=_spike(eval_steps, acc, Ws, ctx.G1), final=final, memory=memory,
         seconds=time.perf_counter() - start, first_update=first,

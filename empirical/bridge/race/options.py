@@ -5,15 +5,17 @@ overrides for all of them. No torch here."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import model_validator
 from pydantic_core import ArgsKwargs
 
 from disentangled.command_line import check_output_dir
+from disentangled.errors import UsageError
 from empirical.bridge.ladder_dynamics.config import dynamics_field
-from empirical.bridge.race.configs import RaceConfig, dynamics_config, select
-from empirical.config.field_types import checked, fail
+from empirical.bridge.race.configs import SETS, RaceConfig, dynamics_config, select
+from empirical.config.field_types import Flag, checked, choice, fail
 from empirical.config.options import arg, options_class
 from empirical.config.output_options import Output
 
@@ -53,6 +55,15 @@ class RaceOptions(Output):
     seeds: checked(tuple[int, ...], _seeds) | None = arg(
         None, help="every configuration's seeds (default: 0 1 2)", nargs="+", metavar="S",
         raw=True)  # fmt: skip
+    configs: choice(*SETS) = arg(
+        "all", help="which configurations without --only: original (docs/race.md's 43), new "
+        "(the new test set) or all")
+    predict_only: Flag = arg(
+        False, help="train nothing: the step-0 quantities and the predictions (tau fitted on "
+        "the fit half as OUT/race_state.json has it)")
+    rescore: str | None = arg(
+        None, metavar="RACE_JSON", raw=True, help="train nothing: score a race.json written "
+        "earlier as the race scores now (beside the tau-free rule and the majority class)")
     out: str = arg("runs/race", help="output directory")
 
     @model_validator(mode="before")
@@ -75,11 +86,13 @@ class RaceOptions(Output):
 
     def configurations(self) -> list[RaceConfig]:
         """The configurations asked for (--only; all by default), in race order."""
-        return select(list(self.only) if self.only else None)
+        return select(list(self.only) if self.only else None, self.configs)
 
     def check(self) -> None:
         """Every configuration known, every override valid for each, the output directory
         possible: before anything runs."""
+        if self.rescore is not None and not Path(self.rescore).is_file():
+            raise UsageError(f"--rescore {self.rescore!r}: no such file")
         for rc in self.configurations():
             dynamics_config(rc, list(self.overrides))
         check_output_dir(self.out)

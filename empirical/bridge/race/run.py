@@ -17,12 +17,19 @@ import torch
 from tqdm import tqdm
 
 from empirical.bridge.ladder_dynamics.trainer import Context, train_run
-from empirical.bridge.race.configs import RaceConfig, dynamics_config
+from empirical.bridge.race.configs import (
+    RaceConfig,
+    dynamics_config,
+    known_when_written,
+    original_configs,
+)
 from empirical.bridge.race.criterion import StepZero, predict
 from empirical.bridge.race.criterion import step_zero as compute_step_zero
-from empirical.bridge.race.fit import accuracy, fit_tau
+from empirical.bridge.race.fit import fit_tau, tau_free
+from empirical.bridge.race.scores import critical_rates, scores
 from empirical.config.io import ConfigError, to_dict
 from empirical.report.files import atomic_write_bytes
+from empirical.report.provenance import provenance
 
 STATE = "race_state.json"
 CRITERION = (
@@ -30,6 +37,10 @@ CRITERION = (
     "iff 2-var is trained and tau T_in <= S (T_mem: steps along the optimiser's step-0 update "
     "of W_QK until 2-var composes; T_in: training loss / first-order loss decrease per step "
     "through layer 1 and the embeddings; docs/race.md)"
+)
+TAU_FREE = (
+    "composes iff (layer 1 and the embeddings are frozen and T_mem <= S) or (they train and "
+    "2-var is in the training data): no tau, no race"
 )
 
 
@@ -48,7 +59,9 @@ def _save_state(out: Path, state: dict) -> None:
 
 
 def _run_summary(r) -> dict:
-    return {"seed": r.seed, "composed": r.emergence_step is not None,
+    """A run's record: "composed" is sustained (>= the threshold on every evaluation of the
+    last fifth); "touched", the threshold reached at some evaluation (docs/race.md)."""
+    return {"seed": r.seed, "composed": r.sustained, "touched": r.emergence_step is not None,
             "emergence_step": r.emergence_step, "final": r.final, "diverged": r.diverged,
             "eval_steps": r.eval_steps, "acc_2var": r.acc_2var, "spike": r.spike,
             "memory": r.memory, "seconds": r.seconds}  # fmt: skip
@@ -79,9 +92,10 @@ def _todo(configs, overrides, seeds, state: dict) -> list[tuple[RaceConfig, obje
     return out
 
 
-def _measure(rc, cfg, entry, save, bar) -> None:
-    """The configuration's step-0 quantities and every seed's run that the state lacks."""
-    missing = [s for s in cfg.seeds if str(s) not in entry["runs"]]
+def _measure(rc, cfg, entry, save, bar, train: bool = True) -> None:
+    """The configuration's step-0 quantities and (if `train`) every seed's run that the
+    state lacks."""
+    missing = [s for s in cfg.seeds if str(s) not in entry["runs"]] if train else []
     if "step_zero" in entry and not missing:
         return
     torch.set_num_threads(cfg.threads)
@@ -103,44 +117,89 @@ def run_race(
     seeds: list[int] | None = None,
     progress: bool = True,
     say: Callable[[str], None] = lambda _m: None,
+    predict_only: bool = False,
+    command: str = "python -m empirical race",
 ) -> dict:
     """Measure what the state lacks (resuming), then fit tau and predict; returns race.json's
-    content."""
+    content. `predict_only`: train nothing (step-0 quantities only); tau is fitted on the fit
+    half's configurations as the state has them (all must be finished: else a ConfigError)."""
     out = Path(out_dir)
+    origin = provenance(command)  # the code as it was when the command started
     state = _load_state(out)
+    if predict_only:
+        names = {c.name for c in configs}
+        configs = [*configs, *(c for c in original_configs()
+                               if c.split == "fit" and c.name not in names)]  # fmt: skip
     todo = _todo(configs, overrides, seeds, state)
     start = time.perf_counter()
     entries = [_entry(state, rc, to_dict(cfg)) for rc, cfg in todo]
-    total = sum(len(cfg.seeds) for _, cfg in todo)
-    done = sum(str(s) in e["runs"] for (_, cfg), e in zip(todo, entries, strict=True)
-               for s in cfg.seeds)  # fmt: skip
+    total = 0 if predict_only else sum(len(cfg.seeds) for _, cfg in todo)
+    done = 0 if predict_only else sum(str(s) in e["runs"] for (_, cfg), e in
+                                      zip(todo, entries, strict=True) for s in cfg.seeds)
     say(f"{len(todo)} configurations, {total} runs ({done} already in {out / STATE})")
     with tqdm(total=total, initial=done, disable=not progress, unit="run") as bar:
         for (rc, cfg), entry in zip(todo, entries, strict=True):
-            _measure(rc, cfg, entry, lambda: _save_state(out, state), bar)
-    return assemble(todo, entries, time.perf_counter() - start)
+            _measure(rc, cfg, entry, lambda: _save_state(out, state), bar, not predict_only)
+    result = assemble(todo, entries, time.perf_counter() - start)
+    return result | {"provenance": origin}
+
+
+def _row(rc, cfg, entry) -> dict:
+    """One configuration's row: its step-0 quantities and, where every seed has run, its
+    outcome (the majority of the seeds' sustained composition); else "composed" is None."""
+    runs = [entry["runs"].get(str(s)) for s in cfg.seeds]
+    row = {"name": rc.name, "split": rc.split, "releases": list(rc.releases),
+           "overrides": list(rc.overrides), "steps": cfg.steps,
+           "known_when_written": rc.name in known_when_written(),
+           "step_zero": StepZero.from_json(entry["step_zero"]), "composed": None}  # fmt: skip
+    if all(r is not None for r in runs):
+        n = sum(r["composed"] for r in runs)
+        row.update({"composed": 2 * n > len(runs), "seeds_composed": n, "seeds": len(runs),
+                    "seeds_touched": sum(r["touched"] for r in runs),
+                    "emergence_steps": [r["emergence_step"] for r in runs],
+                    "final_2var": [r["final"].get("2var") for r in runs]})  # fmt: skip
+    return row
 
 
 def assemble(todo, entries, seconds: float) -> dict:
-    """race.json's content from the measured entries: outcomes, tau, predictions."""
-    rows = []
-    for (rc, cfg), entry in zip(todo, entries, strict=True):
-        runs = [entry["runs"][str(s)] for s in cfg.seeds]
-        n = sum(r["composed"] for r in runs)
-        rows.append({"name": rc.name, "split": rc.split, "releases": list(rc.releases),
-                     "overrides": list(rc.overrides), "steps": cfg.steps,
-                     "step_zero": StepZero.from_json(entry["step_zero"]),
-                     "composed": 2 * n > len(runs), "seeds_composed": n, "seeds": len(runs),
-                     "emergence_steps": [r["emergence_step"] for r in runs],
-                     "final_2var": [r["final"].get("2var") for r in runs]})  # fmt: skip
+    """race.json's content from the measured entries: outcomes, tau, predictions and the
+    scores (scores.py)."""
+    rows = [_row(rc, cfg, entry) for (rc, cfg), entry in zip(todo, entries, strict=True)]
+    done = [r for r in rows if r["composed"] is not None]
+    if not any(r["split"] == "fit" for r in done):
+        raise ConfigError("race: no configuration of the fit half has finished in "
+                          f"{STATE}: run them before predicting")  # fmt: skip
     steps = max((r["steps"] for r in rows), default=0)
-    fit = fit_tau(rows, steps)
+    fit = fit_tau(done, steps)
     for r in rows:
         r.update(predict(r["step_zero"], fit["tau"], r["steps"]))
-    by = {s: [r for r in rows if r["split"] == s] for s in ("fit", "test")}
-    acc = {s: accuracy(by[s], fit["tau"], steps) for s in by} | {
-        "all": accuracy(rows, fit["tau"], steps)}  # fmt: skip
-    return {"criterion": CRITERION, "tau": fit["tau"], "tau_interval": fit["interval"],
-            "accuracy": acc, "counts": {s: len(v) for s, v in by.items()},
+        r["tau_free"] = tau_free(r["step_zero"], r["steps"])
+    return {"criterion": CRITERION, "tau_free_rule": TAU_FREE, "tau": fit["tau"],
+            "tau_interval": fit["interval"], **scores(done, fit, steps),
+            "critical": critical_rates(rows, fit),
             "configs": [dict(r, step_zero=r["step_zero"].to_json()) for r in rows],
             "seconds": seconds}  # fmt: skip
+
+
+def rescore(published: dict) -> dict:
+    """A race.json written earlier scored as `assemble` scores now (its own outcomes; tau
+    fitted again on its fit half; each configuration marked known when the criterion was
+    written or not): what it says beside the rules it must beat."""
+    known = known_when_written()
+    rows = []
+    for c in published["configs"]:
+        row = {**c, "step_zero": StepZero.from_json(c["step_zero"]),
+               "known_when_written": c["name"] in known}  # fmt: skip
+        row.setdefault("seeds_touched", row.get("seeds_composed"))
+        rows.append(row)
+    done = [r for r in rows if r.get("composed") is not None]
+    steps = max((r["steps"] for r in rows), default=0)
+    fit = fit_tau(done, steps)
+    for r in rows:
+        r.update(predict(r["step_zero"], fit["tau"], r["steps"]))
+        r["tau_free"] = tau_free(r["step_zero"], r["steps"])
+    return {"criterion": CRITERION, "tau_free_rule": TAU_FREE, "tau": fit["tau"],
+            "tau_interval": fit["interval"], **scores(done, fit, steps),
+            "critical": critical_rates(rows, fit),
+            "configs": [dict(r, step_zero=r["step_zero"].to_json()) for r in rows],
+            "seconds": 0.0}  # fmt: skip

@@ -10,10 +10,6 @@ counts as not holding.
 
 from __future__ import annotations
 
-import importlib.metadata
-import subprocess
-
-from empirical.config.paths import repo_root
 from empirical.experiments.paper_checks import paper_check_rows
 from empirical.experiments.population.members import (
     Member,
@@ -22,7 +18,6 @@ from empirical.experiments.population.members import (
 )
 from empirical.experiments.population.quantities import (
     COLLAPSED,
-    PAPER_JUMPS,
     REACHED,
     ROBUST_WINDOW,
     THEORY_CLAIMS,
@@ -32,6 +27,7 @@ from empirical.experiments.population.quantities import (
     robust_final,
     robust_rows,
     robust_values,
+    split_spike_checks,
     theory_outcomes,
 )
 from empirical.report.population_stats import (
@@ -39,6 +35,7 @@ from empirical.report.population_stats import (
     multi_bootstrap,
     share_interval,
 )
+from empirical.report.provenance import repository_commit, torch_version
 
 HOLD_SHARE = 0.9
 FAIL_SHARE = 0.1
@@ -75,7 +72,15 @@ def count(outcomes: list[str | None]) -> dict:
     k, n = sum(o == "yes" for o in measured), len(measured)
     ci = share_interval(k, n)
     return {"holds": k, "of": n, "share": k / n if n else None, "ci95": list(ci) if ci else None,
-            "verdict": verdict(k, n)}  # fmt: skip
+            "verdict": verdict(k, n), "lean": lean(k, n)}  # fmt: skip
+
+
+def lean(k: int, n: int) -> str | None:
+    """Which way a share strictly inside (0, 1) leans: "towards holds" (> 1/2), "towards
+    fails" (< 1/2), "even"; None at either end or without members."""
+    if n == 0 or k in (0, n):
+        return None
+    return "towards holds" if 2 * k > n else ("towards fails" if 2 * k < n else "even")
 
 
 def member_checks(member: Member, window: int = ROBUST_WINDOW) -> dict:
@@ -95,7 +100,7 @@ def member_checks(member: Member, window: int = ROBUST_WINDOW) -> dict:
         checks[claim] = (paper, holds, q, v, "robust")
     for claim, (holds, cos) in theory_outcomes(member.spike).items():
         checks[claim] = ("(the theory: Theorem C.1's G1)", holds, "cosine with G1", cos, "theory")
-    return {"checks": checks, "robust": robust, "jumps": jump_steps(summary),
+    return {"checks": split_spike_checks(checks), "robust": robust, "jumps": jump_steps(summary),
             "collapses": collapses(member.records)}  # fmt: skip
 
 
@@ -138,7 +143,7 @@ def provenance(members: list[Member], *, name: str, variant: str, overrides) -> 
         "config_fingerprint": population_fingerprint(cfg),
         "population_config": population_config(cfg),
         "device": ", ".join(devices) if len(devices) > 1 else next(iter(devices)),
-        "devices": devices, "torch": _torch_version(), "commit": repository_commit(),
+        "devices": devices, "torch": torch_version(), "commit": repository_commit(),
         "members": len(members), "member_names": [m.name for m in members],
         "seeds": [m.seed for m in members], "steps": cfg.train.steps,
     }  # fmt: skip
@@ -178,11 +183,11 @@ def claim_entries(per: list[dict]) -> list[dict]:
 
 def jumps_over(members: list[Member], per: list[dict]) -> dict:
     """Each spike's jump step per member, its Kaplan-Meier survival (members without the
-    jump censored at their last step) and summary, beside the paper's run's."""
+    jump censored at their last step) and summary; the paper's run's are added when it is
+    placed (`with_paper_run`)."""
     last_steps = [m.final_step for m in members]
-    jumps: dict = {"paper": {k: v[1] for k, v in PAPER_JUMPS.items()},
-                   "paper_interval": {k: list(v) for k, v in PAPER_JUMPS.items()},
-                   "last_step": last_steps}  # fmt: skip
+    # the paper's run's jumps are read from that run when it is placed (pipeline: --paper-run)
+    jumps: dict = {"paper": None, "paper_interval": None, "last_step": last_steps}
     for which in ("first", "second"):
         steps = [p["jumps"][which] for p in per]
         jumps[which] = steps
@@ -190,6 +195,15 @@ def jumps_over(members: list[Member], per: list[dict]) -> dict:
         jumps[f"{which}_survival"] = kaplan_meier(steps, last_steps).to_dict()
         jumps[f"{which}_summary"] = multi_bootstrap(steps)
     return jumps
+
+
+def with_paper_run(claims: dict, entry: dict) -> dict:
+    """`claims` with the paper's run placed (`entry`: placement.paper_run_entry's) and its
+    jumps (read from that run's summary) as the jumps' "paper" and "paper_interval"."""
+    jumps = entry.get("jumps") or {}
+    paper = {k: (v[1] if v else None) for k, v in jumps.items()}
+    return {**claims, "paper_run": entry,
+            "jumps": {**claims["jumps"], "paper": paper, "paper_interval": jumps}}  # fmt: skip
 
 
 def final_accuracies(members: list[Member], per: list[dict], sets: list[str]):
@@ -242,26 +256,3 @@ def theory_over(members: list[Member]) -> dict:
     for key in ("cos_whole", "cos_barv", "null_whole", "null_barv"):
         theory[f"{key}_summary"] = multi_bootstrap(theory[key])
     return theory
-
-
-def _torch_version() -> str | None:
-    """torch's version, as installed (read without importing torch)."""
-    try:
-        return importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - torch is a dependency
-        return None
-
-
-def repository_commit() -> str | None:
-    """The git commit of this checkout ('+dirty' when tracked files differ from it; None: not
-    a git checkout, or git is absent)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo_root(), capture_output=True,
-                              text=True, timeout=10)  # fmt: skip
-        if head.returncode != 0:
-            return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=repo_root(), capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")

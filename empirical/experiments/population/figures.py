@@ -27,7 +27,7 @@ def plot_jumps(claims: dict, path=None, fmt: str | None = None):
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     for ax, (key, label) in zip(axes, JUMPS, strict=True):
         found = [s for s in jumps[key] if s is not None]
-        paper = jumps["paper"][key]
+        paper = (jumps.get("paper") or {}).get(key)
         right = _right_edge(steps_max, paper)
         width = max(right // 40, 1)
         bins = np.arange(0, right + width, width)
@@ -65,7 +65,7 @@ def plot_survival(populations: list[tuple[str, dict]], path=None, fmt: str | Non
             if cens:
                 at = [Survival(surv["steps"], surv["survival"]).at(c) for c in cens]
                 ax.plot(cens, at, "|", color=colour, ms=10, mew=1.5)
-        paper = populations[0][1]["jumps"]["paper"][key]
+        paper = (populations[0][1]["jumps"].get("paper") or {}).get(key)
         _mark_paper(ax, paper, steps_max, OKABE_ITO["grey"])
         ax.set_ylim(-0.03, 1.05)
         ax.set_xlim(0, _right_edge(steps_max, paper))
@@ -79,14 +79,18 @@ def plot_survival(populations: list[tuple[str, dict]], path=None, fmt: str | Non
     return save_figure(fig, path, fmt)
 
 
-def _right_edge(steps_max: int, paper: int) -> int:
+def _right_edge(steps_max: int, paper: int | None) -> int:
     """The x range's end: the runs' last step, or the paper's jump where it lies within."""
+    if paper is None:
+        return int(1.03 * steps_max) + 1
     return int(1.03 * (max(steps_max, paper) if paper <= steps_max else steps_max)) + 1
 
 
-def _mark_paper(ax, paper: int, steps_max: int, colour) -> None:
+def _mark_paper(ax, paper: int | None, steps_max: int, colour) -> None:
     """The paper's run's jump as a dashed line (in the legend only when the runs end before
-    it)."""
+    it); nothing when no paper's run was placed."""
+    if paper is None:
+        return
     if paper <= steps_max:
         ax.axvline(paper, color=colour, ls="--", lw=1.5, label=f"the paper's run: {paper}")
     else:

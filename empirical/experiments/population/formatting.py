@@ -29,3 +29,12 @@ def summary_text(s: dict | None, quantity: str = "") -> str:
     lo, hi = s["ci95"]
     return (f"{number(s['mean'], quantity)} [{number(lo, quantity)}, {number(hi, quantity)}] "
             f"({number(s['min'], quantity)} to {number(s['max'], quantity)}, n = {s['n']})")
+
+
+def verdict_text(entry: dict) -> str:
+    """A count entry's verdict, with its lean where the share is strictly inside: 'seed-
+    dependent, 1 of 8' (the members that hold it), so that 1 of 8 and 7 of 8 read apart."""
+    verdict = entry.get("verdict") or "-"
+    if verdict == "seed-dependent" and entry.get("of"):
+        return f"{verdict}, {entry['holds']} of {entry['of']}"
+    return verdict

@@ -38,7 +38,7 @@ def population_config(cfg, full: bool = False) -> dict[str, Any]:
     data.pop("seed", None)
     data.pop("name", None)
     train = data.get("train", {})
-    for name in EXECUTION_FIELDS:
+    for name in (*EXECUTION_FIELDS, "init_perturbation_seed"):  # a seed, as `seed` is
         train.pop(name, None)
     if not train:
         data.pop("train", None)

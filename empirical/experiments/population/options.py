@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from disentangled.errors import UsageError
 from empirical.config.field_types import MUST, Flag, integer
 from empirical.config.options import arg, options_class
 from empirical.config.output_options import Figures, Format
@@ -57,3 +58,33 @@ class ClaimsOptions(PopulationOptions, GridConfigOptions):
         if self.paper_run is not None:
             RunDir(self.paper_run).require_run()
         self.check_batches()
+
+
+@options_class("recount", "Bring published claims.json files to the present form from what they "
+               "hold: spike claims split, ranks, leans; the paper's run re-placed.")  # fmt: skip
+class RecountOptions(Format, Figures):
+    """`python -m empirical recount CLAIMS_DIR ... [--paper-run RUN] [--comparison DIR]`: each
+    directory's claims.json rewritten in place with its claims.md and figures (docs/
+    populations.md, "Recounting a published population")."""
+
+    claims_dirs: tuple[str, ...] = arg(
+        help="directories holding a claims.json (docs/results/populations/NAME)",
+        positional=True, nargs="+", metavar="CLAIMS_DIR", raw=True)  # fmt: skip
+    paper_run: str | None = arg(
+        None, metavar="RUN", raw=True, help="the paper's run, imported and evaluated "
+        "(runs/authors): its jump steps are read from its summary.json")
+    comparison: str | None = arg(
+        None, metavar="DIR", raw=True, help="also write the populations' comparison there "
+        "(two or more CLAIMS_DIR)")
+
+    def check(self) -> None:
+        """Every directory holds a claims.json; the paper's run is a run; a comparison needs
+        two populations: before anything is written."""
+        for d in self.claims_dirs:
+            if not (Path(d) / "claims.json").is_file():
+                raise UsageError(f"CLAIMS_DIR = {d!r}: no claims.json there")
+        if self.paper_run is not None:
+            RunDir(self.paper_run).require_run()
+        if self.comparison is not None and len(self.claims_dirs) < 2:
+            raise UsageError(f"--comparison = {self.comparison!r} needs two or more CLAIMS_DIR, "
+                             f"got {len(self.claims_dirs)}")  # fmt: skip

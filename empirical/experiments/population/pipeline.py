@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from empirical.experiments.population.claims import population_claims
+from empirical.experiments.population.claims import population_claims, with_paper_run
 from empirical.experiments.population.compare import compare_populations, comparison_report
 from empirical.experiments.population.members import (
     FINISHED,
@@ -101,7 +101,7 @@ def summarize_population(
             window=opts.final_window,
         )  # fmt: skip
         if opts.paper_run is not None:
-            claims["paper_run"] = paper_run_entry(opts.paper_run, claims)
+            claims = with_paper_run(claims, paper_run_entry(opts.paper_run, claims))
         paths = write_report(claims_report(claims, opts.format), root.claims_of(variant),
                              opts.figures, opts.format)  # fmt: skip
         say(f"wrote {', '.join(str(p) for p in paths.values())}")

@@ -15,13 +15,11 @@ REACHED = 0.99  # a late collapse: a set that reached this ...
 COLLAPSED = 0.95  # ... and later fell below this
 KINDS = ("0var", "1var", "2var")
 
-# the paper's run (the authors' checkpoints, imported and evaluated: runs/authors/summary.json's
-# phases): the jump of each spike, as (evaluation before, evaluation after); the authors
-# checkpointed every 100 steps around them
-PAPER_JUMPS = {"first": (5301, 5401), "second": (15101, 15201)}
-
 FIRST_SPIKE_CLAIM = "first spike: variable routing"
 SECOND_SPIKE_CLAIM = "second spike: var-restricted sets"
+# a spike claim is two claims in a population: the spike comes (its presence), and it comes
+# at the paper's steps (its timing); paper_checks' "no (timing)" holds the first, not the second
+PRESENT, TIMING = ", present", ", at the paper's steps"
 ROBUST_SUFFIX = ", robust final"
 THEORY_CLAIMS = {
     "whole": "first spike's layer-2 QK update beyond its sign-randomised null (whole block)",
@@ -69,6 +67,23 @@ def claim_values(summary: dict, analysis: dict | None) -> dict[str, tuple[str, f
         else:  # a claim added to paper_checks without a number here: counted, no percentile
             value = ("(no number)", None)
         out[claim] = value
+    return out
+
+
+def split_spike_checks(checks: dict) -> dict:
+    """`checks` ({claim: (paper, outcome, quantity, value, kind)}) with each spike claim
+    replaced by its presence ("yes" for "yes" and "no (timing)") and its timing ("yes" only
+    for "yes"), in its place."""
+    out = {}
+    for claim, (paper, outcome, quantity, value, kind) in checks.items():
+        if claim not in (FIRST_SPIKE_CLAIM, SECOND_SPIKE_CLAIM):
+            out[claim] = (paper, outcome, quantity, value, kind)
+            continue
+        present = None if outcome in (None, "-") else (
+            "yes" if outcome in ("yes", "no (timing)") else "no")
+        timing = None if outcome in (None, "-") else ("yes" if outcome == "yes" else "no")
+        out[claim + PRESENT] = ("a spike", present, quantity, value, kind)
+        out[claim + TIMING] = (paper, timing, quantity, value, kind)
     return out
 
 

@@ -8,7 +8,7 @@ once (`claims_report`).
 from __future__ import annotations
 
 from empirical.experiments.population import figures as plots
-from empirical.experiments.population.formatting import share_text, summary_text
+from empirical.experiments.population.formatting import share_text, summary_text, verdict_text
 from empirical.experiments.population.placement import placement_table
 from empirical.report.tables import markdown_table, pct
 from empirical.report.writer import Figure, Json, Report
@@ -87,7 +87,7 @@ def _claim_sections(claims: dict, fmt: str) -> list[str]:
             continue
         table = [
             f"{c['claim']} | {c['paper']} | {c['holds']} of {c['of']} | {share_text(c)} | "
-            f"**{c['verdict']}** | {c['quantity']}: "
+            f"**{verdict_text(c)}** | {c['quantity']}: "
             f"{summary_text(c['values_summary'], c['quantity'])}"
             for c in rows
         ]
@@ -121,9 +121,10 @@ def _jumps_section(jumps: dict, fmt: str) -> list[str]:
     for key in ("first", "second"):
         surv = jumps[f"{key}_survival"]
         have = len(jumps[key]) - jumps[f"{key}_without"]
-        lo, hi = jumps["paper_interval"][key]
+        pair = (jumps.get("paper_interval") or {}).get(key)
+        paper = f"{pair[0]} -> {pair[1]}" if pair else "-"
         rows.append(f"{key} | {have} of {len(jumps[key])} | {surv['median'] or 'not reached'} | "
-                    f"{summary_text(jumps[f'{key}_summary'], 'step')} | {lo} -> {hi}")
+                    f"{summary_text(jumps[f'{key}_summary'], 'step')} | {paper}")
     out += markdown_table("spike | members with the jump | Kaplan-Meier median | mean over members "
                           "with it [95% CI] (min to max, n) | the paper's run", rows)
     return out + ["", f"![jumps](jumps.{fmt})", "", f"![survival](survival.{fmt})", ""]
@@ -165,10 +166,13 @@ def _collapses_section(col: dict) -> list[str]:
 def _paper_run_section(pr: dict) -> list[str]:
     config = ("the population's config" if pr["same_config"] else "another config ("
               + "; ".join(pr["differences"][:3]) + ")")  # fmt: skip
+    other = pr.get("other_differences") or []
+    besides = (["", "What differs besides the config:", "", *(f"- {d}" for d in other)]
+               if other else [])  # fmt: skip
     return ["## The paper's run in this population", "",
             f"`{pr['run_dir']}`, a run of {config}, judged by the same checks and placed "
-            "among the members; by the verdict rule alone it is one draw.", "",
-            *placement_table(pr["rows"], "the paper's run"), ""]  # fmt: skip
+            "among the members by rank; by the verdict rule alone it is one draw.", *besides,
+            "", *placement_table(pr["rows"], "the paper's run"), ""]  # fmt: skip
 
 
 def _members_section(claims: dict) -> list[str]:
