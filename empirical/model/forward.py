@@ -109,6 +109,27 @@ def residual_stream(
     return resid
 
 
+def answer_logits(weights: Mapping[str, Tensor], tokens: Tensor, cfg: ModelConfig) -> Tensor:
+    """The logits at the last position [batch, d_vocab_out] through the blocks themselves:
+    every block but the last at every position, the last one's attention for its last query
+    and its MLP there only (what positions="answer" computes for an attention whose value mix
+    the kernel's tables cannot rewrite: HYLA). The same numbers as the full forward up to
+    rounding, and the same gradients."""
+    resid = embed(weights["embed.W_E"], weights["pos_embed.W_pos"], tokens)
+    for layer in range(cfg.n_layers - 1):
+        resid = block(resid, weights, layer, cfg)
+    prefix = f"blocks.{cfg.n_layers - 1}."
+    W_Q, W_K, W_V, W_O = (weights[f"{prefix}attn.W_{m}"] for m in "QKVO")
+    q = torch.einsum("bd,hde->bhe", resid[:, -1], W_Q)
+    k = torch.einsum("bpd,hde->bhpe", resid, W_K)
+    v = torch.einsum("bpd,hde->bhpe", resid, W_V)
+    scores = torch.einsum("bhe,bhke->bhk", q, k)[:, :, None] / cfg.attn_scale  # one query
+    out = attend(pattern(scores, kind=cfg.attention), v, W_O, kind=cfg.attention)[:, 0]
+    mid = resid[:, -1] + out
+    W_in, W_out = weights[f"{prefix}mlp.W_in"], weights[f"{prefix}mlp.W_out"]
+    return (mid + mlp(mid, W_in, W_out, cfg.act_fn)) @ weights["unembed.W_U"]
+
+
 # -- the one entry point ------------------------------------------------------------------
 
 
@@ -120,7 +141,7 @@ def forward(
     (`last_only`: [batch, d_vocab_out], every activation still computed at every position);
     positions="answer": [M, batch, d_vocab_out] for member-stacked weights and tokens
     [M, batch, pos] (no hooks: the kernel builds no per-position activation; model.attention
-    "hyla", whose value mix the kernel's tables cannot rewrite: every position, member by
+    "hyla", whose value mix the kernel's tables cannot rewrite: `answer_logits`, member by
     member, the same numbers and gradients, slower)."""
     if positions == "answer":
         if hook is not no_hook:
@@ -128,7 +149,7 @@ def forward(
         if cfg.attention in LINEAR_MIX_KINDS:
             return fast_forward(weights, tokens, cfg.attn_scale, act_fn=cfg.act_fn,
                                 attention=cfg.attention).logits  # fmt: skip
-        logits = [forward({n: w[m] for n, w in weights.items()}, t, cfg, last_only=True)
+        logits = [answer_logits({n: w[m] for n, w in weights.items()}, t, cfg)
                   for m, t in enumerate(tokens)]  # fmt: skip
         return torch.stack(logits)
     if positions != "all":
