@@ -14,3 +14,6 @@ chooses the linear map sum_h z_h W_O[h] W_V[h] applied to x_k. Here, at the answ
 
 `python -m empirical codes RUN [RUN ...]` (empirical.cli.codes) writes them.
 """
+
+__all__ = ["extract", "options", "plots", "probe", "report", "run_codes", "structure",
+           "timeline"]  # fmt: skip
