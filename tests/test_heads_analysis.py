@@ -119,6 +119,18 @@ def test_codes_writes_the_probe_its_controls_and_the_timeline(hyla_run, capsys):
     assert "| curated/novel_orderings * |" in (out / "summary.md").read_text()
 
 
+def test_codes_over_runs_summarises_by_variant(hyla_run, tmp_path):
+    args = ["--train-size", "100", "--test-size", "20", "--no-figures", "--quiet",
+            "--no-timeline", "--out", str(tmp_path / "all")]  # fmt: skip
+    assert empirical_main(["codes", str(hyla_run), str(hyla_run), *args]) == 0
+    data = json.loads((tmp_path / "all" / "codes.json").read_text())
+    variant = data["variants"]["hyla, 2 heads"]
+    assert variant["goal"]["runs"] == 2 and len(data["runs"]) == 2
+    probe = variant["sets"]["2var/var"]["probe"]
+    assert probe["n"] == 2 and probe["min"] == probe["max"]  # the same run twice
+    assert data["association"]["2var/var"] is None  # fewer than 3 runs
+
+
 def test_codes_refuses_what_it_cannot_read(hyla_run, tmp_path, capsys):
     assert empirical_main(["codes", str(hyla_run), str(hyla_run)]) == 2
     assert "several runs need --out DIR" in capsys.readouterr().err

@@ -11,7 +11,12 @@ import torch
 
 from empirical.analysis.codes.options import CodesOptions
 from empirical.analysis.codes.report import run_report, runs_report
-from empirical.analysis.codes.run_codes import codes_of_run, codes_of_runs, default_out
+from empirical.analysis.codes.run_codes import (
+    association,
+    codes_of_run,
+    codes_of_runs,
+    default_out,
+)
 from empirical.config.options import command_main
 from empirical.report.writer import print_report, say, write_report
 
@@ -33,7 +38,7 @@ def run(opts: CodesOptions) -> int:
             log(f"wrote {out}")
         results.append(r)
     if len(opts.runs) > 1:
-        files = runs_report(codes_of_runs(results), results)
+        files = runs_report(codes_of_runs(results), results, association(results))
         print_report(files, write_report(files, opts.out, opts.figures, opts.format), opts.quiet)
     return 0
 

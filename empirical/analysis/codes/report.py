@@ -75,8 +75,9 @@ def run_report(r: dict) -> Report:
     return Report(files)
 
 
-def runs_markdown(summary: dict) -> str:
-    """summary.md over runs, by variant."""
+def runs_markdown(summary: dict, assoc: dict | None = None) -> str:
+    """summary.md over runs, by variant (and, with `assoc`, the probe against the model over
+    every run: run_codes.association)."""
     lines = ["# Latent codes at `=` over runs", "",
              "Per variant: median [min, max] over its runs; * held-out compositions; goal: "
              f"the form probe >= {pct(GOAL)} on every held-out set where the model is "
@@ -94,6 +95,13 @@ def runs_markdown(summary: dict) -> str:
                   f"Goal met in {goal['met']} of {goal['of']} runs. Silhouette "
                   f"{_spread_num(v['silhouette'])}. Codes appear at steps {v['appears']}; "
                   f"first jumps end at {v['first_jump']}.", ""]  # fmt: skip
+    if assoc:
+        rows = [f"{s} | " + ("-" if a is None else f"{a['rho']:.2f} | {a['pvalue']:.2g} | "
+                             f"{a['n']}") for s, a in assoc.items()]  # fmt: skip
+        lines += ["## The codes against the model, over every run", "",
+                  "Spearman's rank correlation of the form probe's accuracy on a held-out set "
+                  "with the model's own accuracy there, every run of every variant a point.", "",
+                  *markdown_table("set | rho | p | runs", rows), ""]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -103,8 +111,9 @@ def _spread_num(st) -> str:
     return f"{st['median']:.3f} [{st['min']:.3f}, {st['max']:.3f}]"
 
 
-def runs_report(summary: dict, results: list[dict]) -> Report:
-    data = {"variants": summary, "runs": results}
-    return Report({"codes.json": Json(data, newline=True), "summary.md": runs_markdown(summary),
+def runs_report(summary: dict, results: list[dict], assoc: dict | None = None) -> Report:
+    data = {"variants": summary, "association": assoc, "runs": results}
+    return Report({"codes.json": Json(data, newline=True),
+                   "summary.md": runs_markdown(summary, assoc),
                    "codes_runs": Figure(lambda: plot_runs(
                        summary, "form probe on the codes at `=`, held-out compositions"))})

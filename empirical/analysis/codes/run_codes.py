@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from scipy.stats import spearmanr
 
 from disentangled.errors import UserError
 from empirical.analysis.codes.extract import answer_codes
@@ -117,6 +118,23 @@ def goal_met(result: dict) -> dict:
     sets = [n for n in HELD_OUT_SETS if n in model and model[n] >= GOAL]
     hits = {n: probe[n] is not None and probe[n] >= GOAL for n in sets}
     return {"sets": sets, "hits": hits, "met": all(hits.values()) if sets else None}
+
+
+def association(results: list[dict]) -> dict:
+    """Per held-out set, over every run: Spearman's rank correlation of the form probe's
+    accuracy with the model's own ({"rho", "pvalue", "n"}; None with fewer than 3 runs or a
+    constant side): do runs whose codes of a novel composition look like its form's also
+    answer it?"""
+    out = {}
+    for s in HELD_OUT_SETS:
+        pairs = [(_get(r, "probe", s), _get(r, "model", s)) for r in results]
+        pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+        if len(pairs) < 3 or len({a for a, _ in pairs}) < 2 or len({b for _, b in pairs}) < 2:
+            out[s] = None
+            continue
+        res = spearmanr([a for a, _ in pairs], [b for _, b in pairs])
+        out[s] = {"rho": float(res.statistic), "pvalue": float(res.pvalue), "n": len(pairs)}
+    return out
 
 
 def codes_of_runs(results: list[dict]) -> dict:
