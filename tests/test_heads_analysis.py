@@ -119,6 +119,7 @@ def test_codes_writes_the_probe_its_controls_and_the_timeline(hyla_run, capsys):
     assert "| curated/novel_orderings * |" in (out / "summary.md").read_text()
 
 
+@pytest.mark.slow
 def test_codes_over_runs_summarises_by_variant(hyla_run, tmp_path):
     args = ["--train-size", "100", "--test-size", "20", "--no-figures", "--quiet",
             "--no-timeline", "--out", str(tmp_path / "all")]  # fmt: skip
