@@ -41,6 +41,8 @@ COMMANDS: dict[str, Command] = {
                "empirical.cli.curves_options:CurvesOptions"),
     "analyze": ("empirical.cli.analyze", "mechanistic analysis of a run's checkpoints",
                 "empirical.studies.options:AnalyzeOptions"),
+    "codes": ("empirical.cli.codes", "multi-head attention's latent codes at `=`: the form "
+              "probe on held-out compositions", "empirical.analysis.codes.options:CodesOptions"),
     "compare-qk": ("empirical.cli.compare_qk", "theory's predicted vs observed layer-2 QK update",
                    "empirical.bridge.compare_qk.options:CompareQKOptions"),
     "attribute": ("empirical.cli.attribute",

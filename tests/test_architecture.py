@@ -40,7 +40,6 @@ NEW = ModelAnalysis(
 def test_a_new_analysis_is_its_function_and_one_declaration(monkeypatch):
     declared = (*model_analysis.MODEL_ANALYSES, NEW)
     monkeypatch.setattr(model_analysis, "MODEL_ANALYSES", declared)
-    monkeypatch.setattr(markdown_summary, "MODEL_ANALYSES", declared)
     model = reference_model(TASK)
     numbers, raw = analyze_model(model, TASK, make_probe_data(TASK, seed=0, n=64, n_second=32))
     want = float(model.W_U.norm())

@@ -485,6 +485,11 @@ CASES = [
       "line 2", "metrics.jsonl: a corrupt line", metrics_line(2, "not json\n")),
     C("analyze-ckpt-garbage", E, "analyze {run} --out {tmp}/a", "last.pt",
       "checkpoints/last.pt garbage", garbage("checkpoints/last.pt")),
+    # -- codes (issue #47)
+    C("codes-no-run", E, "codes {tmp}", "not a run directory", "a directory with no run"),
+    C("codes-train-size", E, "codes {run} --train-size 8", "--train-size", "--train-size 8"),
+    C("codes-several-no-out", E, "codes {run} {run}", "--out DIR", "several runs, no --out"),
+    C("codes-step-missing", E, "codes {run} --step 7 --quiet", "step 7", "--step 7 (no snapshot)"),
     # -- attribute, intervene (issue #36)
     C("attribute-window-backwards", E, "attribute {run} --window 9:3", "9:3", "--window 9:3"),
     C("attribute-null-draws-0", E, "attribute {run} --window 3:9 --null-draws 0", "--null-draws",

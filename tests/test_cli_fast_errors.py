@@ -61,6 +61,8 @@ def cases(tmp: Path) -> list[tuple[list[str], str]]:
         (["attribute", missing, "--window", "1:2"], "no such directory"),
         (["intervene", missing, "--checkpoint", "x"], "no such directory"),
         (["analyze", missing, "--first-spike-steps", "3,1"], "must come before"),
+        (["codes", missing], "not a run directory"),
+        (["codes", missing, "--test-size", "0"], "--test-size 0"),
         (["compare-qk", missing], "no such directory"),
         (["compare-qk", missing, "--windows", "bad"], "window 'bad'"),
         (["chain-attention", missing], "no such directory"),

@@ -153,12 +153,22 @@ def test_two_variants_are_compared(tmp_path):
     # by hand: at 1 000, 8 at risk (4 + 4), 3 jumps, all ours: O - E = 3 - 1.5, V = 3 (1/2)
     # (1/2) (5/7); at 3 000, 1 + 4 at risk, 4 jumps, all late: O - E = -0.8, V = 4 (1/5) (4/5)
     # (1/4); z = (1.5 - 0.8) / sqrt(V)
-    from scipy.stats import norm
+    from scipy.stats import mannwhitneyu, norm
 
     z = 0.7 / math.sqrt(3 * 0.25 * 5 / 7 + 4 * 0.2 * 0.8 * 0.25)
     assert first["pvalue"] == pytest.approx(2 * norm.sf(z), rel=1e-6)
     row = next(r for r in pair["claims"] if r["claim"] == "> 99% on every 1var set (Fig. 2)")
     assert row["a"] == [2, 4] and row["b"] == [2, 4] and row["fisher_p"] == pytest.approx(1.0)
+    # per set: the robust final accuracies' means, shares at >= 90% and Mann-Whitney U
+    ours = json.loads((out / "claims" / "ours" / "claims.json").read_text())
+    late = json.loads((out / "claims" / "late" / "claims.json").read_text())
+    acc = {r["set"]: r for r in pair["accuracy"]}
+    assert set(acc) == set(ours["final"])
+    one = acc["1var/ind"]
+    want = mannwhitneyu(ours["final"]["1var/ind"], late["final"]["1var/ind"]).pvalue
+    assert one["mann_whitney"]["pvalue"] == pytest.approx(want)
+    assert one["a"]["mean"] == pytest.approx(ours["final_stats"]["1var/ind"]["robust"]["mean"])
+    assert one["share_a"]["n"] == 4
     assert "| first | ours 3 of 4, late 4 of 4 |" in (
         out / "claims" / "comparison" / "comparison.md").read_text()
     assert (out / "claims" / "late" / "claims.json").exists()

@@ -12,6 +12,7 @@ from empirical.report.population_stats import (
     fisher_exact,
     kaplan_meier,
     logrank,
+    mann_whitney,
     multi_bootstrap,
     percentile_of,
     share_interval,
@@ -111,6 +112,14 @@ def test_fisher_exact_of_eight_in_eight_against_five_in_eight():
     # 1287, 5148, 5148, 1287 of 12870; two-sided: the tables as unlikely as A = 8, i.e. 8 and 5
     assert fisher_exact(8, 8, 5, 8) == pytest.approx(0.2)
     assert fisher_exact(3, 3, 0, 0) is None
+
+
+def test_mann_whitney_by_hand():
+    # every a below every b: U = 0, the exact two-sided p = 2 / C(6, 3) = 0.1
+    got = mann_whitney([0.1, 0.2, None, 0.3], [0.4, 0.5, 0.6])
+    assert got["n"] == [3, 3] and got["statistic"] == 0
+    assert got["pvalue"] == pytest.approx(0.1)
+    assert mann_whitney([], [0.5])["pvalue"] is None
 
 
 def test_multi_bootstrap_members_only():

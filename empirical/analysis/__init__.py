@@ -15,12 +15,13 @@ and after a spike), `probe_data` (the fixed sequences they read), `reference` (t
 circuit built by hand), `common` (what they share); `model_analysis` (every analysis of one
 model, each declared once: its numbers, summary rows and figures), `run_analysis`
 (`analyze_run`: all of it for a run, files under RUN_DIR/analysis), `markdown_summary`
-(summary.md), `options` (what `analyze_run` varies), `plots` (the figures). Every definition:
+(summary.md), `options` (what `analyze_run` varies), `plots` (the figures); `codes` (multi-head
+attention's latent codes at `=`, the `codes` command, docs/heads.md). Every definition:
 docs/analysis.md. Importing this package imports nothing.
 """
 
 __all__ = [
-    "attention", "authors", "common", "fourier", "markdown_summary", "model_analysis",
+    "attention", "authors", "codes", "common", "fourier", "markdown_summary", "model_analysis",
     "options", "ov_mlp", "plots", "probe_data", "probes", "progress", "qk", "reference",
     "run_analysis", "spikes",
 ]  # fmt: skip

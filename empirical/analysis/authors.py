@@ -24,7 +24,7 @@ from empirical.analysis.common import (
     sums_mod_p,
 )
 from empirical.analysis.probe_data import AuthorsBatches
-from empirical.model.circuits import ov_matrix, qk_matrix
+from empirical.model.circuits import layer_ov, ov_applies, qk_matrix
 from empirical.task.batch import Batch
 from empirical.task.config import TaskConfig
 from empirical.task.pairs import derive_seed
@@ -82,24 +82,34 @@ def base_name(name: str) -> str:
     return name.removesuffix(SUFFIX)
 
 
-# -- weight-only measures -----------------------------------------------------------------
+# -- weight-only measures (several heads: the OV maps summed over a layer's heads, the best
+# head's QK, as ours: empirical.analysis.qk.by_best_head) -----------------------------------
+def _best(model, measure) -> float:
+    heads = range(model.cfg.n_heads) if model.cfg.n_heads > 1 else [None]
+    return max(measure(h) for h in heads)
+
+
 @torch.no_grad()
 def ov2_mlp2_accuracy_authors(model, task: TaskConfig) -> float:
-    EO = model.W_E[: task.p] @ ov_matrix(model, 1)
+    EO = model.W_E[: task.p] @ layer_ov(model, 1)
     pred = (mlp_out(model, EO[:, None, :] + EO[None, :, :]) @ model.W_U).argmax(-1)
     return (pred == sums_mod_p(task.p, pred.device)).double().mean().item()
 
 
 @torch.no_grad()
-def qk1_positional_scores(model, task: TaskConfig) -> Tensor:
+def qk1_positional_scores(model, task: TaskConfig, head: int | None = None) -> Tensor:
     """W_pos[t] W_QK^1 W_pos[s] for t, s in 0..L-5, [L-4, L-4]."""
     P = model.W_pos[: task.L - 4]
-    return P @ qk_matrix(model, 0) @ P.T
+    return P @ qk_matrix(model, 0, head=head) @ P.T
+
+
+def qk1_num_to_prev_var_authors(model, task: TaskConfig) -> float:
+    return _best(model, lambda h: _num_to_prev_var(model, task, h))
 
 
 @torch.no_grad()
-def qk1_num_to_prev_var_authors(model, task: TaskConfig) -> float:
-    S = qk1_positional_scores(model, task)
+def _num_to_prev_var(model, task: TaskConfig, head: int | None) -> float:
+    S = qk1_positional_scores(model, task, head)
     n = S.shape[0]
     t = torch.arange(1, n, device=S.device)
     s = torch.arange(n, device=S.device)
@@ -109,17 +119,20 @@ def qk1_num_to_prev_var_authors(model, task: TaskConfig) -> float:
 
 
 @torch.no_grad()
-def qk2_ov1_var_matrix_authors(model, task: TaskConfig) -> Tensor:
+def qk2_ov1_var_matrix_authors(model, task: TaskConfig, head: int | None = None) -> Tensor:
     """ebar W_QK^2 ebar^T over the K variables, [K, K] (their Figure 8 / 7b matrix)."""
     p, K = task.p, task.K
-    ebar = model.W_E[p : p + K] @ ov_matrix(model, 0)
-    return ebar @ qk_matrix(model, 1) @ ebar.T
+    ebar = model.W_E[p : p + K] @ layer_ov(model, 0)
+    return ebar @ qk_matrix(model, 1, head=head) @ ebar.T
 
 
 def qk2_ov1_var_identity_authors(model, task: TaskConfig) -> float:
-    S = qk2_ov1_var_matrix_authors(model, task)
-    hit = strict_argmax_is(S, torch.arange(S.shape[0], device=S.device))
-    return hit.double().mean().item()
+    def identity(head):
+        S = qk2_ov1_var_matrix_authors(model, task, head)
+        hit = strict_argmax_is(S, torch.arange(S.shape[0], device=S.device))
+        return hit.double().mean().item()
+
+    return _best(model, identity)
 
 
 def diagonal_margin(S: Tensor) -> float:
@@ -191,10 +204,12 @@ def authors_measures(model, task: TaskConfig, batches: AuthorsBatches, fw_eval: 
     Xtr, ytr = _probe_features(task, batches.train, fw_train)
     Xte, yte = _probe_features(task, batches.test, fw_test)
     probe_seed = derive_seed(seed, "analysis", "authors-probe-init")
+    ov = ov_applies(model.cfg) is None  # HYLA: no W_OV (NaN)
     return {
-        "ov2_mlp2_accuracy@authors": ov2_mlp2_accuracy_authors(model, task),
+        "ov2_mlp2_accuracy@authors": ov2_mlp2_accuracy_authors(model, task) if ov else math.nan,
         "qk1_num_to_prev_var@authors": qk1_num_to_prev_var_authors(model, task),
-        "qk2_ov1_var_identity@authors": qk2_ov1_var_identity_authors(model, task),
+        "qk2_ov1_var_identity@authors": (qk2_ov1_var_identity_authors(model, task) if ov
+                                         else math.nan),  # fmt: skip
         "attn_l1_equal_to_operands@authors": _l1_equal_to_operands(task, fw_eval),
         "attn_l1_num_to_prev@authors": prev_token_share(task, batches.eval, fw_eval, first=1),
         "attn_l2_equal_to_values@authors": _l2_equal_to_values(batches.eval, fw_eval),

@@ -32,12 +32,17 @@ def mlp_out(model, x: Tensor) -> Tensor:
 # -- a light forward pass ---------------------------------------------------------------
 @dataclass
 class LightForward:
-    """What the per-snapshot measures need, without any [batch, L, d_model] tensor.
+    """What the per-snapshot measures need, without any [batch, L, d_model] tensor (one head).
 
     pattern1 [B, L, L]: layer-1 attention; pattern2 [B, L]: layer-2 attention of the last
     position (`=`); resid_mid [B, d] and logits [B, p] at the last position. The residual
     after layer 1 (blocks.0.hook_resid_post) is computed on demand: `resid1_at(rows, pos)`
     for chosen (row, position) pairs, `resid1` for all of them.
+
+    With several heads, `patterns1` [B, h, L, L] and `patterns2` [B, h, L] are every head's
+    and pattern1 / pattern2 the layer's: the heads' mean (for softmax heads, what a query
+    reads averaged over the heads; for linear attention and HYLA, the mean of their signed
+    codes; docs/heads.md); the residual after layer 1 is then held (`resid1_full`).
     """
 
     pattern1: Tensor
@@ -46,18 +51,32 @@ class LightForward:
     logits: Tensor
     tokens: Tensor = field(repr=False)
     C: Tensor = field(repr=False)  # [W_E; W_pos[:L]], [V + L, d]
-    COV: Tensor = field(repr=False)  # C @ W_OV^1
+    COV: Tensor | None = field(repr=False)  # C @ W_OV^1 (one head)
+    patterns1: Tensor | None = field(default=None, repr=False)  # [B, h, L, L] (heads)
+    patterns2: Tensor | None = field(default=None, repr=False)  # [B, h, L]
+    resid1_full: Tensor | None = field(default=None, repr=False)  # [B, L, d] (heads)
 
     def rows(self, i: int, j: int) -> LightForward:
         """The rows i..j-1 (a sub-batch)."""
+        def cut(x):
+            return None if x is None else x[i:j]
+
         return LightForward(self.pattern1[i:j], self.pattern2[i:j], self.resid_mid[i:j],
-                            self.logits[i:j], self.tokens[i:j], self.C, self.COV)  # fmt: skip
+                            self.logits[i:j], self.tokens[i:j], self.C, self.COV,
+                            cut(self.patterns1), cut(self.patterns2),
+                            cut(self.resid1_full))  # fmt: skip
+
+    @property
+    def n_heads(self) -> int:
+        return 1 if self.patterns1 is None else self.patterns1.shape[1]
 
     def resid1_at(self, rows: Tensor, pos: Tensor) -> Tensor:
         """Residual after layer 1 at (rows[i], pos[i]), [n, d]: the input embedding plus the
         attention-weighted layer-1 OV images of the tokens and positions attended to."""
-        V = self.C.shape[0] - self.tokens.shape[1]
         rows, pos = rows.to(self.tokens.device), pos.to(self.tokens.device)
+        if self.resid1_full is not None:
+            return self.resid1_full[rows, pos]
+        V = self.C.shape[0] - self.tokens.shape[1]
         x = self.C[self.tokens[rows, pos]] + self.C[V + pos]
         return x + _pool(self.pattern1[rows, pos], self.tokens[rows], V) @ self.COV
 
@@ -80,8 +99,11 @@ def light_forward(model, tokens: Tensor, chunk: int = 2048) -> LightForward:
     """The model's forward pass (same numbers as `run_with_cache`, up to float rounding),
     computed by the one fast forward (empirical.model.fast, `internals=True`): layer 1 from
     per-id tables, layer 2 only for the last query, so no [batch, L, d_model] tensor is built
-    (memory traffic dominates on the CPU)."""
+    (memory traffic dominates on the CPU). A 2-layer model with several heads (any
+    model.attention): by `run_with_cache`, every head's patterns kept (LightForward)."""
     tokens = tokens.to(model.device)
+    if model.cfg.n_layers == 2 and model.cfg.n_heads > 1:
+        return _hooked_light_forward(model, tokens, chunk)
     weights = member_weights(model)
     parts = []
     for i in range(0, len(tokens), chunk):
@@ -92,6 +114,24 @@ def light_forward(model, tokens: Tensor, chunk: int = 2048) -> LightForward:
     if len(parts) == 1:
         return LightForward(*parts[0], C, COV)
     return LightForward(*(torch.cat(column) for column in zip(*parts, strict=True)), C, COV)
+
+
+_HEAD_HOOKS = ("blocks.0.attn.hook_pattern", "blocks.1.attn.hook_pattern",
+               "blocks.0.hook_resid_post", "blocks.1.hook_resid_mid")  # fmt: skip
+
+
+def _hooked_light_forward(model, tokens: Tensor, chunk: int) -> LightForward:
+    """`light_forward` of a 2-layer model with several heads, from `run_with_cache`."""
+    parts = []
+    for i in range(0, len(tokens), chunk):
+        tok = tokens[i : i + chunk]
+        logits, cache = model.run_with_cache(tok, last_only=True,
+                                             names_filter=lambda n: n in _HEAD_HOOKS)  # fmt: skip
+        p1, p2, resid1, mid = (cache[n] for n in _HEAD_HOOKS)
+        parts.append((p1, p2[:, :, -1], mid[:, -1], logits, tok, resid1))
+    p1, p2, mid, logits, tok, resid1 = (torch.cat(c) for c in zip(*parts, strict=True))
+    C = torch.cat([model.W_E, model.W_pos[: tokens.shape[1]]])
+    return LightForward(p1.mean(1), p2.mean(1), mid, logits, tok, C, None, p1, p2, resid1)
 
 
 @torch.no_grad()

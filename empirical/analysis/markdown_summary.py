@@ -6,7 +6,7 @@ mechanism table's rows are the model analyses' own (empirical.analysis.model_ana
 from __future__ import annotations
 
 from empirical.analysis.authors import SUFFIX
-from empirical.analysis.model_analysis import MODEL_ANALYSES, fmt
+from empirical.analysis.model_analysis import fmt, mechanism_rows
 from empirical.analysis.progress import MEASURE_NAMES, MEASURES
 from empirical.report.tables import markdown_table
 
@@ -106,7 +106,7 @@ def _accuracy_section(result: dict) -> list[str]:
 
 def _mechanism_section(result: dict) -> list[str]:
     """The model's analyses, one table: each declaration's rows (model_analysis), in order."""
-    rows = [f"| {q} | {v} |" for a in MODEL_ANALYSES for q, v in a.rows(result)]
+    rows = [f"| {q} | {v} |" for q, v in mechanism_rows(result)]
     return ["## Section 5: the mechanism", "", "| quantity | value |", "| --- | --- |", *rows, ""]
 
 

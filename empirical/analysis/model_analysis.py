@@ -35,11 +35,12 @@ from empirical.analysis.probe_data import ProbeData
 from empirical.analysis.probes import answer_probes
 from empirical.analysis.progress import progress_measures
 from empirical.analysis.qk import qk1_embedding_scores, qk1_positional_preference, qk2_ov1_identity
+from empirical.model.circuits import ov_applies
 from empirical.report.stats import accuracy_interval, correct_count, format_accuracy
 from empirical.task.config import TaskConfig
 
 __all__ = ["MODEL_ANALYSES", "ModelAnalysis", "Subject", "analyze_model", "fmt", "fmt_ci",
-           "model_figures", "probes_title"]  # fmt: skip
+           "mechanism_rows", "model_figures", "probes_title"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,9 @@ class ModelAnalysis:
     result. json(raw): its entries of analysis.json's "model" part, from `raw` (every result
     so far, by name). rows(result): its rows (quantity, value) of summary.md's mechanism
     table, from analysis.json's content. figures: file stem -> draw(raw, titles) -> Figure.
+    applies(model config): None, or why it does not apply to such a model (it is then not
+    computed: analysis.json's `not_applicable` and summary.md say why). needs: the other
+    analyses its figures read (drawn only where they were computed).
     """
 
     name: str
@@ -76,6 +80,8 @@ class ModelAnalysis:
     json: Callable[[dict], dict] = lambda raw: {}
     rows: Callable[[dict], list[tuple[str, str]]] = lambda result: []
     figures: dict[str, Callable[[dict, Titles], Any]] = field(default_factory=dict)
+    applies: Callable[[Any], str | None] = lambda cfg: None
+    needs: tuple[str, ...] = ()
 
 
 # -- summary formats --------------------------------------------------------------------------
@@ -121,7 +127,31 @@ def _attention_rows(result: dict) -> list[tuple[str, str]]:
                 fmt(d["l1_eq_to_operand_positions"]) + (f" ({fmt(var)})" if var is not None else "")
                 + f" / {fmt(d['l2_eq_to_value_positions'])}",
             ))  # fmt: skip
+    heads = att.get("by_head")
+    if heads:  # several heads: the rows above read their mean pattern; each head's, 1-var
+        kind = "1var" if "1var" in heads[0] else next(k for k in heads[0] if k.endswith("var"))
+        each = ", ".join(f"h{h} {fmt(d[kind]['l1_eq_to_operand_positions'])} / "
+                         f"{fmt(d[kind]['l2_eq_to_value_positions'])}"
+                         for h, d in enumerate(heads))  # fmt: skip
+        rows = [(q.replace("`=` attention", "`=` attention (mean of the heads)"), v)
+                for q, v in rows]  # fmt: skip
+        rows.append((f"`=` attention per head, {kind}: layer 1 on L-3, L-2 / layer 2 on the "
+                     "value positions", each))  # fmt: skip
     return rows
+
+
+def _heads_mean(examples: list[dict]) -> str:
+    """', the mean of its n heads' where the examples' patterns are a mean over heads."""
+    by_head = examples[0].get("pattern_by_head") if examples else None
+    return "" if by_head is None else f"; the mean of its {by_head.shape[1]} heads"
+
+
+def _head_note(d: dict) -> str:
+    """' (head h of its n)' for an analysis of one head chosen among several, else ''."""
+    if "head" not in d:
+        return ""
+    n = len(next(iter(d["by_head"].values())))
+    return f" (head {d['head']}, the best of {n})"
 
 
 def _cosine_rows(result: dict) -> list[tuple[str, str]]:
@@ -140,16 +170,16 @@ def _same_rows(result: dict) -> list[tuple[str, str]]:
 
 def _probe_rows(result: dict) -> list[tuple[str, str]]:
     """The answer probes, then the isolated circuit they are plotted with (probes.png)."""
-    pr, iso = result["model"]["answer_probes"], result["model"]["isolated_ov_mlp"]
+    pr, iso = result["model"]["answer_probes"], result["model"].get("isolated_ov_mlp")
     n = result["probe_data"]["n_test"]
     return [
         ("answer probe before the MLP (resid_mid), held-out accuracy [95% interval]",
          fmt_ci(pr["resid_mid"]["test_acc"], n)),
         ("answer probe after the MLP (resid_post), held-out accuracy (model itself)",
          f"{fmt_ci(pr['resid_post']['test_acc'], n)} ({fmt_ci(pr['model_test_acc'], n)})"),
-        ("isolated OV-MLP circuit, all p^2 pairs",
-         f"{fmt(iso['accuracy'], True)} (MLP only: {fmt(iso['accuracy_mlp_only'], True)})"),
-    ]  # fmt: skip
+    ] + ([("isolated OV-MLP circuit, all p^2 pairs",
+           f"{fmt(iso['accuracy'], True)} (MLP only: {fmt(iso['accuracy_mlp_only'], True)})")]
+         if iso else [])  # fmt: skip
 
 
 def _fourier_rows(result: dict) -> list[tuple[str, str]]:
@@ -167,7 +197,7 @@ def _fourier_rows(result: dict) -> list[tuple[str, str]]:
 def _qk1_rows(result: dict) -> list[tuple[str, str]]:
     qk1 = result["model"]["qk1_embeddings"]
     return [
-        ("layer 1: `=` prefers positions", f"{qk1['eq_top2_positions']}"),
+        ("layer 1: `=` prefers positions" + _head_note(qk1), f"{qk1['eq_top2_positions']}"),
         ("layer 1 (Fig. 6): numbers -> variables, mean score gap over other tokens / share of "
          "numbers whose top key token is a variable",
          f"{fmt(qk1.get('num_to_var_gap'))} / {fmt(qk1.get('num_top_key_is_var'), True)}"),
@@ -181,13 +211,14 @@ def _qk1_rows(result: dict) -> list[tuple[str, str]]:
 
 def _preference_rows(result: dict) -> list[tuple[str, str]]:
     pref = result["model"]["qk1_positional_preference"]
-    return [("layer 1: numbers prefer the previous position (Fig. 7a)",
+    return [("layer 1: numbers prefer the previous position (Fig. 7a)" + _head_note(pref),
              fmt(pref["fraction"], True))]  # fmt: skip
 
 
 def _identity_rows(result: dict) -> list[tuple[str, str]]:
     ident = result["model"]["qk2_ov1_identity"]
-    return [("layer 2 QK on OV'd variables: identity score / mean margin (Fig. 7b)",
+    return [("layer 2 QK on OV'd variables: identity score / mean margin (Fig. 7b)"
+             + _head_note(ident),
              f"{fmt(ident['identity_score'])} / {fmt(ident['margin_mean'])}")]  # fmt: skip
 
 
@@ -212,7 +243,8 @@ MODEL_ANALYSES: tuple[ModelAnalysis, ...] = (
         "attention_examples",  # Figure 4
         lambda s: attention_examples(s.model, s.task, s.data.test),
         figures={"attention_patterns": lambda raw, t: plot_attention_examples(
-            raw["attention_examples"], None, f"Attention patterns ({t.tag})")},
+            raw["attention_examples"], None,
+            f"Attention patterns ({t.tag}{_heads_mean(raw['attention_examples'])})")},
     ),
     ModelAnalysis(
         "attention_summary",
@@ -229,6 +261,7 @@ MODEL_ANALYSES: tuple[ModelAnalysis, ...] = (
         rows=_cosine_rows,
         figures={"ov_mlp_cosine": lambda raw, t: plot_ov_mlp_cosine(
             raw["ov_mlp_cosine"], raw["same_addition_cosine"], None, f"OV-MLP circuit ({t.tag})")},
+        applies=ov_applies,
     ),
     ModelAnalysis(
         "same_addition_cosine",  # Figure 5a
@@ -240,6 +273,7 @@ MODEL_ANALYSES: tuple[ModelAnalysis, ...] = (
         "isolated_ov_mlp",
         lambda s: isolated_ov_mlp(s.model, s.task, s.held_out),
         json=lambda raw: {"isolated_ov_mlp": _without(raw["isolated_ov_mlp"], "correct")},
+        applies=ov_applies,
     ),
     ModelAnalysis(
         "answer_probes",
@@ -249,6 +283,7 @@ MODEL_ANALYSES: tuple[ModelAnalysis, ...] = (
         figures={"probes": lambda raw, t: plot_probes_and_circuit(
             raw["answer_probes"], raw["isolated_ov_mlp"], t.task.p, None,
             probes_title(raw["isolated_ov_mlp"]["accuracy"], t.task.p, t.tag))},
+        needs=("isolated_ov_mlp",),
     ),
     ModelAnalysis(
         "fourier",  # Figure 11
@@ -258,6 +293,7 @@ MODEL_ANALYSES: tuple[ModelAnalysis, ...] = (
                                       "per_neuron_freq": raw["fourier"]["fit"].freq}},
         rows=_fourier_rows,
         figures=_fourier_figures(),
+        applies=ov_applies,
     ),
     ModelAnalysis(
         "qk1_embedding_scores",  # Figure 6
@@ -284,6 +320,7 @@ MODEL_ANALYSES: tuple[ModelAnalysis, ...] = (
         rows=_identity_rows,
         figures={"qk2_ov1_identity": lambda raw, t: plot_qk2_identity(
             raw["qk2_ov1_identity"], None, t.tag)},
+        applies=ov_applies,
     ),
     ModelAnalysis(
         "progress_measures",  # Appendix B at this step (summary.md: the progress section)
@@ -306,13 +343,28 @@ def analyze_model(model, task: TaskConfig, data: ProbeData, held_out=None, seed:
     analysis's result by name (what the figures draw)."""
     model.eval()
     subject = Subject(model, task, data, held_out, seed)
-    raw, timings = {}, {}
+    raw, timings, skipped = {}, {}, {}
     for analysis in MODEL_ANALYSES:
+        reason = analysis.applies(model.cfg)
+        if reason:
+            skipped[analysis.name] = reason
+            continue
         t0 = time.perf_counter()
         raw[analysis.name] = analysis.compute(subject)
         timings[analysis.name] = time.perf_counter() - t0
-    numbers = {key: value for a in MODEL_ANALYSES for key, value in a.json(raw).items()}
-    return to_jsonable(numbers | {"timings_s": timings}), raw
+    numbers = {key: value for a in MODEL_ANALYSES if a.name in raw
+               for key, value in a.json(raw).items()}  # fmt: skip
+    extra = {"not_applicable": skipped} if skipped else {}
+    return to_jsonable(numbers | extra | {"timings_s": timings}), raw
+
+
+def mechanism_rows(result: dict) -> list[tuple[str, str]]:
+    """summary.md's mechanism table from analysis.json's content: each computed analysis's
+    rows, then one row per analysis that does not apply to this model (and why)."""
+    model = result["model"]
+    skipped = model.get("not_applicable", {})
+    rows = [row for a in MODEL_ANALYSES if a.name not in skipped for row in a.rows(result)]
+    return rows + [(f"{name}: not computed", why) for name, why in skipped.items()]
 
 
 def model_figures(raw: dict, task: TaskConfig, tag: str) -> dict[str, Callable[[], Any]]:
@@ -320,4 +372,5 @@ def model_figures(raw: dict, task: TaskConfig, tag: str) -> dict[str, Callable[[
     and the step)."""
     titles = Titles(tag, task)
     return {stem: (lambda draw=draw: draw(raw, titles))
-            for a in MODEL_ANALYSES for stem, draw in a.figures.items()}  # fmt: skip
+            for a in MODEL_ANALYSES if a.name in raw and all(n in raw for n in a.needs)
+            for stem, draw in a.figures.items()}  # fmt: skip

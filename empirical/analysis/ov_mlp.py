@@ -1,7 +1,9 @@
 """The layer-2 OV-MLP circuit (paper Section 5.1, Figure 5, Figure 5a): `ov_mlp_cosine`,
 `same_addition_cosine` and the isolated circuit `isolated_ov_mlp` ("exact subnetwork" on all
 p^2 operand pairs, v = (W_E[x] + W_E[y]) W_OV^2 / 2, logits (v + MLP(v)) W_U). Definitions and
-choices (raw token embeddings, the 1/2, the skip term): docs/analysis.md, "Section 5".
+choices (raw token embeddings, the 1/2, the skip term): docs/analysis.md, "Section 5". With
+several heads W_OV^2 is layer 2's summed over its heads (`layer_ov`: what it writes when every
+head attends alike; docs/heads.md); HYLA has no W_OV (`empirical.model.circuits.ov_applies`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from empirical.analysis.common import last_position_hooks, mlp_out, sums_mod_p
-from empirical.model.circuits import ov_matrix
+from empirical.model.circuits import layer_ov
 from empirical.task.batch import Batch
 from empirical.task.config import TaskConfig
 from empirical.task.pairs import ordered_ranks
@@ -39,7 +41,7 @@ def operand_ov_sum(model, values: Tensor, positions: Tensor | None = None) -> Te
     E = model.W_E[values[:, 0]] + model.W_E[values[:, 1]]
     if positions is not None:
         E = E + model.W_pos[positions[:, 0]] + model.W_pos[positions[:, 1]]
-    return E @ ov_matrix(model, 1)
+    return E @ layer_ov(model, 1)
 
 
 @torch.no_grad()
@@ -131,7 +133,7 @@ def same_addition_cosine(model, task: TaskConfig, batch: Batch, seed: int = 0) -
 @torch.no_grad()
 def ov_mlp_input(model, p: int, attn_weight: float = 0.5) -> Tensor:
     """v[x, y] = attn_weight * (W_E[x] + W_E[y]) @ W_OV^2 for all pairs, [p, p, d_model]."""
-    EO = model.W_E[:p] @ ov_matrix(model, 1)
+    EO = model.W_E[:p] @ layer_ov(model, 1)
     return attn_weight * (EO[:, None, :] + EO[None, :, :])
 
 

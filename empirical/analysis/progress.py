@@ -1,6 +1,8 @@
 """The seven progress measures of the paper's Appendix B, and the second-spike scores of
 Section 6 (Figure 9), per model and over a run's snapshots. Each is in [0, 1]; `MEASURES`
-gives its threshold and one-line definition (also in docs/analysis.md).
+gives its threshold and one-line definition (also in docs/analysis.md). Several heads: the
+attention measures read the layer's (heads') mean pattern, the QK measures the best head,
+the OV maps are summed over the heads; HYLA's OV measures are NaN (docs/heads.md).
 
     data = make_probe_data(task, seed)                 # once
     values = progress_measures(model, data)            # {name: value}
@@ -33,6 +35,7 @@ from empirical.analysis.probe_data import ProbeData
 from empirical.analysis.probes import train_linear_probe
 from empirical.analysis.qk import qk1_num_to_prev_var, qk2_ov1_var_identity
 from empirical.model.checkpoint import load_model
+from empirical.model.circuits import ov_applies
 from empirical.runs.rundir import RunDir, RunDirError
 from empirical.task.batch import Batch
 from empirical.task.config import TaskConfig
@@ -171,10 +174,12 @@ def progress_measures(model, data: ProbeData, with_second_spike: bool = False):
         parts.append(fw.rows(start, start + len(b)))
         start += len(b)
     fw_te, fw_tr, fw_2 = parts[:3]
+    ov = ov_applies(model.cfg) is None  # HYLA: the OV measures are not defined (NaN)
+    nan = float("nan")
     values = {
-        "ov2_mlp2_accuracy": ov2_mlp2_accuracy(model, task),
+        "ov2_mlp2_accuracy": ov2_mlp2_accuracy(model, task) if ov else nan,
         "qk1_num_to_prev_var": qk1_num_to_prev_var(model, task),
-        "qk2_ov1_var_identity": qk2_ov1_var_identity(model, task),
+        "qk2_ov1_var_identity": qk2_ov1_var_identity(model, task) if ov else nan,
         "attn_l1_equal_to_operands": _l1_equal_to_operands(task, data.test, fw_te),
         "attn_l1_num_to_prev": prev_token_share(task, data.test, fw_te),
         "attn_l2_equal_to_values": _l2_equal_to_values(data.test, fw_te),

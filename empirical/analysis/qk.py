@@ -5,6 +5,12 @@ sqrt(d_head) (`qk_matrix`). `qk1_embedding_scores` (Figure 6, with `figure6_effe
 `qk1_positional_preference` (Figure 7a) and `qk2_ov1_identity` (Figure 7b, S[u, v] below) are
 defined in docs/analysis.md ("Section 5: the mechanism"); the progress measures
 `qk1_num_to_prev_var` and `qk2_ov1_var_identity` read them.
+
+Heads: each analysis reads one head (`head`; None: the single head). On a model with several
+heads, `by_best_head` runs it on every head and reports the head that shows the effect most
+(by the analysis's headline number: "layer 1 has a head that does this"), with every head's
+headline number in `by_head`; the OV maps the scores are read through (Figure 7b's ebar) are
+the layer's, summed over its heads (`layer_ov`; docs/heads.md).
 """
 
 from __future__ import annotations
@@ -12,19 +18,35 @@ from __future__ import annotations
 import torch
 
 from empirical.analysis.common import strict_argmax_is
-from empirical.model.circuits import ov_matrix, qk_matrix
+from empirical.model.circuits import layer_ov, qk_matrix
 from empirical.task.config import TaskConfig
 from empirical.task.registry import family_of
 
 
+def by_best_head(model, analyse, key: str) -> dict:
+    """`analyse(head)` of the single head (head=None); with several heads, the result of the
+    head whose `key` is largest (ties: the first), with `head` (its index) and `by_head`
+    (every head's `key`) added."""
+    if model.cfg.n_heads == 1:
+        return analyse(None)
+    results = [analyse(h) for h in range(model.cfg.n_heads)]
+    values = [r[key] for r in results]
+    best = max(range(len(values)), key=lambda h: (values[h] == values[h], values[h], -h))
+    return results[best] | {"head": best, "by_head": {key: values}}
+
+
 @torch.no_grad()
-def qk1_embedding_scores(model, task: TaskConfig) -> dict:
+def qk1_embedding_scores(model, task: TaskConfig, head: int | None = None) -> dict:
     """Figure 6: the [(V + L), (V + L)] layer-1 score table over token and position
-    embeddings, with labels, and where `=` (token and position L-1) looks."""
+    embeddings, with labels, and where `=` (token and position L-1) looks. Several heads:
+    the head whose numbers lean most on the variables (`num_to_var_gap`, `by_best_head`)."""
+    if head is None and model.cfg.n_heads > 1:
+        return by_best_head(model, lambda h: qk1_embedding_scores(model, task, h),
+                            "num_to_var_gap")  # fmt: skip
     vocab = family_of(task).vocabulary(task)
     L = task.L
     E = torch.cat([model.W_E, model.W_pos[:L]])
-    T = E @ qk_matrix(model, 0) @ E.T
+    T = E @ qk_matrix(model, 0, head=head) @ E.T
     V = vocab.d_vocab
     labels = list(vocab.names) + [f"pos {i}" for i in range(L)]
     # `=` at position L-1 looking at positions (token-independent part of its key)
@@ -97,12 +119,16 @@ def figure6_effects(T: torch.Tensor, task: TaskConfig) -> dict:
 
 
 @torch.no_grad()
-def qk1_positional_preference(model, task: TaskConfig) -> dict:
+def qk1_positional_preference(model, task: TaskConfig, head: int | None = None) -> dict:
     """Figure 7a: per number n at t (1..L-5), score_t(s) = (W_E[n] + W_pos[t]) W_QK^1 W_pos[s]
     over s < t, s != t-2; `fraction`: share of (n, t), t >= 3, whose strict argmax is t-1
-    (the progress measure qk1_num_to_prev_var); `fraction_incl_self` also lets s = t compete."""
+    (the progress measure qk1_num_to_prev_var); `fraction_incl_self` also lets s = t compete.
+    Several heads: the head with the largest `fraction` (`by_best_head`)."""
+    if head is None and model.cfg.n_heads > 1:
+        return by_best_head(model, lambda h: qk1_positional_preference(model, task, h),
+                            "fraction")  # fmt: skip
     L, p = task.L, task.p
-    QK = qk_matrix(model, 0)
+    QK = qk_matrix(model, 0, head=head)
     ts = torch.arange(1, L - 4)  # number positions 1..L-5
     # scores[n, t, s] = (W_E[n] + W_pos[t]) QK W_pos[s]
     key = QK @ model.W_pos[:L].T  # [d, L]
@@ -142,23 +168,24 @@ def qk1_num_to_prev_var(model, task: TaskConfig) -> float:
 
 @torch.no_grad()
 def ebar_identity_matrix(model, p: int, K: int, L: int, eq: int, qk_layer: int = 1,
-                         query_ov: int = 0, key_ov: int = 0) -> torch.Tensor:  # fmt: skip
+                         query_ov: int = 0, key_ov: int = 0,
+                         head: int | None = None) -> torch.Tensor:  # fmt: skip
     """S[u, v] = (W_E[=] + W_pos[L-1] + W_E[var u] W_OV^query_ov) W_QK^qk_layer
     (nbar + W_E[var v] W_OV^key_ov)^T, [K, K] (layers 0-based; Figure 7b's is qk_layer 1,
     both OVs layer 0). For a chain model, the last layer's QK against the ebar that a middle
-    layer's OV writes."""
+    layer's OV writes. `head`: qk_layer's head; the OVs are the layers' (`layer_ov`)."""
     var = model.W_E[p : p + K]
-    q = model.W_E[eq] + model.W_pos[L - 1] + var @ ov_matrix(model, query_ov)
-    k = model.W_E[:p].mean(0) + var @ ov_matrix(model, key_ov)
-    return q @ qk_matrix(model, qk_layer) @ k.T
+    q = model.W_E[eq] + model.W_pos[L - 1] + var @ layer_ov(model, query_ov)
+    k = model.W_E[:p].mean(0) + var @ layer_ov(model, key_ov)
+    return q @ qk_matrix(model, qk_layer, head=head) @ k.T
 
 
 @torch.no_grad()
-def qk2_ov1_matrix(model, task: TaskConfig) -> torch.Tensor:
+def qk2_ov1_matrix(model, task: TaskConfig, head: int | None = None) -> torch.Tensor:
     """S[u, v] = (W_E[=] + W_pos[L-1] + ebar_u) W_QK^2 (nbar + ebar_v)^T of Figure 7b, [K, K]
-    (ebar_v = W_E[var v] W_OV^1, nbar the mean number embedding)."""
+    (ebar_v = W_E[var v] W_OV^1, nbar the mean number embedding; `head`: layer 2's)."""
     vocab = family_of(task).vocabulary(task)
-    return ebar_identity_matrix(model, task.p, task.K, task.L, vocab.eq)
+    return ebar_identity_matrix(model, task.p, task.K, task.L, vocab.eq, head=head)
 
 
 def identity_summary(S: torch.Tensor) -> dict:
@@ -181,8 +208,13 @@ def identity_summary(S: torch.Tensor) -> dict:
 
 
 @torch.no_grad()
-def qk2_ov1_identity(model, task: TaskConfig) -> dict:
-    S = qk2_ov1_matrix(model, task)
+def qk2_ov1_identity(model, task: TaskConfig, head: int | None = None) -> dict:
+    """Figure 7b's matrix S and how much of an identity it is (`identity_summary`). Several
+    heads: layer 2's head with the largest identity score (`by_best_head`; ebar through layer
+    1's summed OV)."""
+    if head is None and model.cfg.n_heads > 1:
+        return by_best_head(model, lambda h: qk2_ov1_identity(model, task, h), "identity_score")
+    S = qk2_ov1_matrix(model, task, head)
     return {
         "matrix": S.cpu(),
         "labels": list(task.letters),

@@ -9,6 +9,7 @@ chosen: docs/analysis.md, "Before and after a spike".
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import torch
@@ -19,6 +20,7 @@ from empirical.analysis.probe_data import ProbeData
 from empirical.analysis.progress import _second_spike
 from empirical.analysis.qk import qk2_ov1_identity
 from empirical.model.checkpoint import load_model
+from empirical.model.circuits import ov_applies
 from empirical.runs.phases import RESTRICTED_SETS, mean_series
 from empirical.runs.rundir import RunDir, RunDirError
 from empirical.task.batch import Batch
@@ -209,8 +211,7 @@ def first_spike_state(model, task: TaskConfig, data: ProbeData, example: Batch) 
     on_var = (ops * is_var).sum(-1)
     on_num = (ops * ~is_var).sum(-1)
     correct = fw.logits.argmax(-1) == one.labels.to(fw.logits.device)
-    S = qk2_ov1_var_matrix_authors(model, task)
-    ours = qk2_ov1_identity(model, task)
+    S, ours = _variable_matrices(model, task)
     hit = S.argmax(-1) == torch.arange(task.K, device=S.device)
     return {
         "example_pattern1": ex.pattern1[0].cpu(),
@@ -222,12 +223,22 @@ def first_spike_state(model, task: TaskConfig, data: ProbeData, example: Batch) 
         "accuracy_1var": correct.double().mean().item(),
         "n_1var": len(one),
         "S_authors": S.cpu(),
-        "identity_authors": hit.double().mean().item(),
+        "identity_authors": hit.double().mean().item() if bool(S.isfinite().all()) else math.nan,
         "diag_margin_authors": diagonal_margin(S),
         "S_ours": ours["matrix"],
         "identity_ours": ours["identity_score"],
         "diag_margin_ours": ours["margin_mean"],
     }
+
+
+def _variable_matrices(model, task: TaskConfig) -> tuple[torch.Tensor, dict]:
+    """(the authors' variable matrix, ours: qk2_ov1_identity) of layer 2's head that ours
+    picks (one head: its own); NaN matrices where there is no W_OV (HYLA: docs/heads.md)."""
+    if ov_applies(model.cfg) is not None:
+        nan = torch.full((task.K, task.K), math.nan)
+        return nan, {"matrix": nan, "identity_score": math.nan, "margin_mean": math.nan}
+    ours = qk2_ov1_identity(model, task)
+    return qk2_ov1_var_matrix_authors(model, task, ours.get("head")), ours
 
 
 def operand_attention_by_variable(task: TaskConfig, batch: Batch, fw) -> dict:

@@ -8,6 +8,7 @@ __all__ = [
     "analyze",
     "attribute",
     "claims",
+    "codes",
     "compare_qk",
     "curves",
     "evaluate",

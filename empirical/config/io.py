@@ -184,12 +184,22 @@ def from_dict(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
         raise ConfigError(explain(exc, cls, section)) from None
 
 
+def _omitted(cfg: Any, f: dataclasses.Field) -> bool:
+    """Whether field `f` of `cfg` is left out of its dict: a field its class lists in
+    `__omit_default__` (one added after configs were saved), at its default."""
+    omit = getattr(type(cfg), "__omit_default__", ())
+    return f.name in omit and getattr(cfg, f.name) == f.default
+
+
 def to_dict(cfg: Any) -> dict[str, Any]:
-    """Nested plain dict (tuples become lists, None values are dropped for TOML)."""
+    """Nested plain dict (tuples become lists, None values are dropped for TOML; a field in
+    its class's `__omit_default__` is left out at its default, so that the configs saved
+    before it existed stay as they were)."""
 
     def clean(v: Any) -> Any:
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            return {f.name: clean(getattr(v, f.name)) for f in dataclasses.fields(v)}
+            return {f.name: clean(getattr(v, f.name)) for f in dataclasses.fields(v)
+                    if not _omitted(v, f)}  # fmt: skip
         if isinstance(v, (list, tuple, set, frozenset)):
             return [clean(x) for x in (sorted(v) if isinstance(v, (set, frozenset)) else v)]
         if isinstance(v, dict):

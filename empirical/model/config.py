@@ -29,6 +29,10 @@ DTYPE_NAMES = ("float32", "float64")
 # that writes Theorem C.1's Fourier MLP exactly, empirical.bridge.theorem_model)
 ACTIVATION_NAMES = ("relu", "quadratic")
 N_LAYERS = (2, 4)  # the allowed model.n_layers, inclusive
+# model.attention: how scores become a pattern and values are mixed (empirical.model.attention;
+# docs/heads.md): the paper's softmax, seed 003's linear attention (scores normalised across
+# the heads) and HYLA (that normalisation and a ReLU value network mixed by the heads' code)
+ATTENTION_KINDS = ("softmax", "linear", "hyla")
 
 
 def _torch():
@@ -101,7 +105,8 @@ class ModelConfig:
     d_head (None: d_model // n_heads, which must divide); n_layers 2..4 (n > 2: attention-only
     blocks before the last, which has the MLP); tied_layers (middle blocks share one
     attention, empirical.model.tied); init_std (None: 0.8 / sqrt(d_model)); dtype; act_fn
-    ("relu" or "quadratic": Theorem C.1's Fourier MLP); d_vocab / d_vocab_out / n_ctx (None
+    ("relu" or "quadratic": Theorem C.1's Fourier MLP); attention ("softmax", "linear" or
+    "hyla": docs/heads.md; saved only when not "softmax"); d_vocab / d_vocab_out / n_ctx (None
     until `with_task`: p + K + 3, p, L). docs/model.md has every field.
     """
 
@@ -115,15 +120,26 @@ class ModelConfig:
                      type_message="must be a number") | None = None  # fmt: skip
     dtype: choice(*DTYPE_NAMES, wording=COLON) = "float32"
     act_fn: choice(*ACTIVATION_NAMES, wording=COLON) = "relu"
+    attention: choice(*ATTENTION_KINDS, wording=COLON) = "softmax"
     d_vocab: size() | None = None
     d_vocab_out: size() | None = None
     n_ctx: size() | None = None
+
+    # fields a saved config.toml holds only when they differ from their default (added after
+    # runs were saved: their config.toml files stay byte for byte as they were)
+    __omit_default__ = ("attention",)
 
     def __post_init__(self) -> None:
         if self.d_head is None and self.d_model % self.n_heads:
             raise ConfigError(
                 f"model.n_heads: {self.n_heads} heads do not divide d_model = {self.d_model}; "
                 "set model.d_head (each head's width)"
+            )
+        if self.attention != "softmax" and self.n_heads < 2:
+            raise ConfigError(
+                f"model.attention = {self.attention!r} normalises each score across the heads: "
+                f"with model.n_heads = {self.n_heads} every score becomes its sign; set "
+                "model.n_heads >= 2 (or model.attention = 'softmax')"
             )
 
     # -- derived values ---------------------------------------------------------------------

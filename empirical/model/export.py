@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 
+from empirical.config.io import ConfigError
 from empirical.model.transformer import AssignAddTransformer
 
 
@@ -49,7 +50,13 @@ def hooked_transformer_config(model: AssignAddTransformer):
 
 @torch.no_grad()
 def to_hooked_transformer(model: AssignAddTransformer):
-    """A TransformerLens 3.x `HookedTransformer` computing the same function as `model`."""
+    """A TransformerLens 3.x `HookedTransformer` computing the same function as `model`
+    (softmax attention: TransformerLens has no linear attention or HYLA)."""
+    if model.cfg.attention != "softmax":
+        raise ConfigError(
+            f"to_hooked_transformer: TransformerLens's attention is softmax; this model has "
+            f"model.attention = {model.cfg.attention!r}"
+        )
     HookedTransformer, _ = hooked_transformer_classes()
     ht = HookedTransformer(hooked_transformer_config(model))
     ours = model.state_dict()

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from empirical.model import attention
+from empirical.model import attention as attn
 from empirical.model.config import activation
 
 
@@ -198,8 +198,9 @@ class _Reads:
 
 
 def _layer(
-    reads: _Reads, resid: _Resid, heads: tuple[list[Tensor], ...], N: int, attn_scale: float
-) -> _Resid:
+    reads: _Reads, resid: _Resid, heads: tuple[list[Tensor], ...], N: int, attn_scale: float,
+    kind: str = "softmax",
+) -> _Resid:  # fmt: skip
     """The residual after an attention layer at every position (every block but the last):
     scores from the [N, N] tables of every pair of leaves (query leaf i, key leaf j), read at
     the positions' ids and mixed by the leaves' patterns on both sides, per head (layer 1: the
@@ -218,14 +219,14 @@ def _layer(
             )
             for q in spans
         ]
-        scores.append(resid.combine(iter(per_query_leaf), attention.mix))  # [M, B, L, L]
-    patterns = attention.pattern(attention.stack_heads(scores))  # [M, B, heads, L, L]
-    return resid.after_attention(attention.unstack_heads(patterns), WV, WO)
+        scores.append(resid.combine(iter(per_query_leaf), attn.mix))  # [M, B, L, L]
+    patterns = attn.pattern(attn.stack_heads(scores), kind=kind)  # [M, B, h, L, L]
+    return resid.after_attention(attn.unstack_heads(patterns), WV, WO)
 
 
 def _last_layer(
     reads: _Reads, resid: _Resid, last: Tensor, CC: Tensor, heads: tuple[list[Tensor], ...],
-    N: int, attn_scale: float,
+    N: int, attn_scale: float, kind: str = "softmax",
 ) -> tuple[Tensor, Tensor]:  # fmt: skip
     """(mid [M, B, d]: the MLP's input at L-1, the last head's pattern of the query at L-1
     [M, B, L]) of the last block, its query at L-1 only; `last`: the root leaf's read at L-1,
@@ -249,9 +250,9 @@ def _last_layer(
         reads_h = (reads.at(r[..., j * N : (j + 1) * N]) for j in range(n_leaves))
         scores.append(resid.combine(reads_h, _mix_scalars) / attn_scale)  # [M, B, key]
         values.append(torch.bmm(torch.bmm(CC, WV[h]), WO[h]))  # the tables' values, [M, n N, d]
-    patterns = attention.pattern(attention.stack_heads(scores, -2).unsqueeze(-2))  # one query
+    patterns = attn.pattern(attn.stack_heads(scores, -2).unsqueeze(-2), kind=kind)
     mid = last
-    for a2, table in zip(attention.unstack_heads(patterns.squeeze(-2), -2), values, strict=True):
+    for a2, table in zip(attn.unstack_heads(patterns.squeeze(-2), -2), values, strict=True):
         pooled = torch.cat([reads.pool(a) for a in resid.leaf_weights(a2)], dim=2)  # [M, B, n N]
         mid = mid + torch.bmm(pooled, table)
     return mid, a2
@@ -259,11 +260,12 @@ def _last_layer(
 
 def fast_forward(
     weights: Mapping[str, Tensor], tokens: Tensor, attn_scale: float, internals: bool = False,
-    act_fn: str = "relu",
+    act_fn: str = "relu", attention: str = "softmax",
 ) -> FastOutputs:  # fmt: skip
     """Logits at the last position (and, with `internals`, the attention patterns and the
     MLP input there) of M members on their own token batches; see the module docstring.
-    `act_fn`: the MLP activation (`ModelConfig.act_fn`, looked up by `activation`)."""
+    `act_fn`: the MLP activation (`ModelConfig.act_fn`, looked up by `activation`);
+    `attention`: `ModelConfig.attention`, one whose value mix is linear in the values."""
     if tokens.ndim != 3:
         raise ValueError(f"tokens must have shape [members, batch, pos], got {tuple(tokens.shape)}")
     n_layers = depth_of(weights)
@@ -273,8 +275,9 @@ def fast_forward(
                else f"one-head model; this one has {n_heads} heads per block")  # fmt: skip
         raise ValueError(f"fast_forward internals are those of a {has} (use the hooked "
                          "forward: run_with_cache)")  # fmt: skip
-    if not attention.LINEAR_MIX:
-        raise ValueError("the kernel's tables need a value mix linear in the values (LINEAR_MIX)")
+    if attention not in attn.LINEAR_MIX_KINDS:
+        raise ValueError(f"the kernel's tables need a value mix linear in the values "
+                         f"({list(attn.LINEAR_MIX_KINDS)}), not {attention!r}")  # fmt: skip
     tokens = tokens.long()
     w = weights
     W_E = w["embed.W_E"]
@@ -289,7 +292,7 @@ def fast_forward(
     N = C.shape[1]
     resid = _Resid(table=C)  # the embeddings: the one leaf C, read per position
     for i in range(n_layers - 1):  # layer 1 (leaves C, C W_V W_O per head) and middle layers
-        resid = _layer(reads, resid, block(i), N, attn_scale)
+        resid = _layer(reads, resid, block(i), N, attn_scale, attention)
 
     # the last layer, query at L-1 only
     heads = block(n_layers - 1)
@@ -297,7 +300,7 @@ def fast_forward(
     CC = torch.cat(tables, dim=1)  # [M, n_leaves * N, d]
     x_last = W_E.reshape(M * V, d).index_select(0, reads.gtok[:, :, -1].reshape(-1))
     last = x_last.view(M, reads.batch, d) + C[:, -1:]  # the root leaf's read at L-1
-    mid, a2 = _last_layer(reads, resid, last, CC, heads, N, attn_scale)
+    mid, a2 = _last_layer(reads, resid, last, CC, heads, N, attn_scale, attention)
     mlp = f"blocks.{n_layers - 1}.mlp"
     pre = torch.bmm(mid, w[f"{mlp}.W_in"])
     # ReLU in place: the same values without writing a second [M, B, d_mlp] tensor (its

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Literal
 import torch
 from torch import Tensor
 
-from empirical.model import attention as attn
-from empirical.model.attention import Hook, attend, no_hook, pattern
+from empirical.model.attention import LINEAR_MIX_KINDS, Hook, attend, no_hook, pattern
 from empirical.model.config import activation
 from empirical.model.fast import fast_forward
 
@@ -60,16 +59,17 @@ def embed(W_E: Tensor, W_pos: Tensor, tokens: Tensor, hook: Hook = no_hook) -> T
 
 def attention(
     x: Tensor, W_Q: Tensor, W_K: Tensor, W_V: Tensor, W_O: Tensor, attn_scale: float,
-    hook: Hook = no_hook,
+    hook: Hook = no_hook, kind: str = "softmax",
 ) -> Tensor:  # fmt: skip
     """Causal multi-head attention without biases, TransformerLens's shapes and hook names:
     x [batch, pos, d_model], W_Q/W_K/W_V [n_heads, d_model, d_head], W_O [n_heads, d_head,
-    d_model] -> the heads' summed output [batch, pos, d_model] (empirical.model.attention)."""
+    d_model] -> the heads' summed output [batch, pos, d_model]; `kind`: model.attention
+    (empirical.model.attention)."""
     q = hook("hook_q", torch.einsum("bpd,hde->bphe", x, W_Q))
     k = hook("hook_k", torch.einsum("bpd,hde->bphe", x, W_K))
     v = hook("hook_v", torch.einsum("bpd,hde->bphe", x, W_V))
     scores = torch.einsum("bqhe,bkhe->bhqk", q, k) / attn_scale
-    return attend(pattern(scores, hook), v.transpose(1, 2), W_O, hook=hook)
+    return attend(pattern(scores, hook, kind), v.transpose(1, 2), W_O, hook=hook, kind=kind)
 
 
 def mlp(x: Tensor, W_in: Tensor, W_out: Tensor, act_fn: str, hook: Hook = no_hook) -> Tensor:
@@ -90,7 +90,7 @@ def block(
     hook = _under(hook, prefix)
     resid = hook("hook_resid_pre", resid)
     W = [weights[f"{prefix}attn.W_{m}"] for m in "QKVO"]
-    attn_out = attention(resid, *W, cfg.attn_scale, _under(hook, "attn."))
+    attn_out = attention(resid, *W, cfg.attn_scale, _under(hook, "attn."), cfg.attention)
     resid = hook("hook_resid_mid", resid + hook("hook_attn_out", attn_out))
     if layer in cfg.mlp_layers:
         W_in, W_out = weights[f"{prefix}mlp.W_in"], weights[f"{prefix}mlp.W_out"]
@@ -109,6 +109,27 @@ def residual_stream(
     return resid
 
 
+def answer_logits(weights: Mapping[str, Tensor], tokens: Tensor, cfg: ModelConfig) -> Tensor:
+    """The logits at the last position [batch, d_vocab_out] through the blocks themselves:
+    every block but the last at every position, the last one's attention for its last query
+    and its MLP there only (what positions="answer" computes for an attention whose value mix
+    the kernel's tables cannot rewrite: HYLA). The same numbers as the full forward up to
+    rounding, and the same gradients."""
+    resid = embed(weights["embed.W_E"], weights["pos_embed.W_pos"], tokens)
+    for layer in range(cfg.n_layers - 1):
+        resid = block(resid, weights, layer, cfg)
+    prefix = f"blocks.{cfg.n_layers - 1}."
+    W_Q, W_K, W_V, W_O = (weights[f"{prefix}attn.W_{m}"] for m in "QKVO")
+    q = torch.einsum("bd,hde->bhe", resid[:, -1], W_Q)
+    k = torch.einsum("bpd,hde->bhpe", resid, W_K)
+    v = torch.einsum("bpd,hde->bhpe", resid, W_V)
+    scores = torch.einsum("bhe,bhke->bhk", q, k)[:, :, None] / cfg.attn_scale  # one query
+    out = attend(pattern(scores, kind=cfg.attention), v, W_O, kind=cfg.attention)[:, 0]
+    mid = resid[:, -1] + out
+    W_in, W_out = weights[f"{prefix}mlp.W_in"], weights[f"{prefix}mlp.W_out"]
+    return (mid + mlp(mid, W_in, W_out, cfg.act_fn)) @ weights["unembed.W_U"]
+
+
 # -- the one entry point ------------------------------------------------------------------
 
 
@@ -119,13 +140,16 @@ def forward(
     """The model's logits (module docstring). positions="all": [batch, pos, d_vocab_out]
     (`last_only`: [batch, d_vocab_out], every activation still computed at every position);
     positions="answer": [M, batch, d_vocab_out] for member-stacked weights and tokens
-    [M, batch, pos] (no hooks: the kernel builds no per-position activation)."""
+    [M, batch, pos] (no hooks: the kernel builds no per-position activation; model.attention
+    "hyla", whose value mix the kernel's tables cannot rewrite: `answer_logits`, member by
+    member, the same numbers and gradients, slower)."""
     if positions == "answer":
         if hook is not no_hook:
             raise ValueError("positions='answer' has no hook points; use positions='all'")
-        if attn.LINEAR_MIX:
-            return fast_forward(weights, tokens, cfg.attn_scale, act_fn=cfg.act_fn).logits
-        logits = [forward({n: w[m] for n, w in weights.items()}, t, cfg, last_only=True)
+        if cfg.attention in LINEAR_MIX_KINDS:
+            return fast_forward(weights, tokens, cfg.attn_scale, act_fn=cfg.act_fn,
+                                attention=cfg.attention).logits  # fmt: skip
+        logits = [answer_logits({n: w[m] for n, w in weights.items()}, t, cfg)
                   for m, t in enumerate(tokens)]  # fmt: skip
         return torch.stack(logits)
     if positions != "all":

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from disentangled.gradient import first_order_terms
+from empirical.config.io import ConfigError
 from empirical.model import attention
 from empirical.model.config import activation
 
@@ -52,6 +53,7 @@ class Weights:
     W_U: Tensor
     scale: float
     act_fn: str = "relu"
+    attention: str = "softmax"  # model.attention: one whose value mix is linear in the values
 
     @staticmethod
     def of(model) -> Weights:
@@ -59,6 +61,11 @@ class Weights:
         if cfg.n_layers != 2:
             raise ValueError(
                 f"the split forward reads a 2-layer model; this one has n_layers = {cfg.n_layers}"
+            )
+        if cfg.attention not in attention.LINEAR_MIX_KINDS:
+            raise ConfigError(
+                f"the split forward merges W_V W_O, a value mix linear in the values; this "
+                f"model has model.attention = {cfg.attention!r} (use the hooked model)"
             )
         a0, a1 = model.blocks[0].attn, model.blocks[1].attn
 
@@ -72,7 +79,7 @@ class Weights:
             W_E=d(model.W_E), W_pos=d(model.W_pos), W_Q1=h(a0.W_Q), W_K1=h(a0.W_K),
             W_OV1=h(a0.W_V) @ h(a0.W_O), W_Q2=h(a1.W_Q), W_K2=h(a1.W_K), W_V2=h(a1.W_V),
             W_O2=h(a1.W_O), W_in=d(model.W_in), W_out=d(model.W_out), W_U=d(model.W_U),
-            scale=float(cfg.attn_scale), act_fn=cfg.act_fn,
+            scale=float(cfg.attn_scale), act_fn=cfg.act_fn, attention=cfg.attention,
         )  # fmt: skip
 
     def to(self, dtype: torch.dtype) -> Weights:
@@ -108,7 +115,7 @@ def layer1(w: Weights, tokens: Tensor, pattern1: Tensor | None = None) -> Layer1
     (W_E[u] + W_pos[t]) W_Q W_K^T (W_E[v] + W_pos[s])^T / scale from one table per head, the
     values (W_E W_OV)[tok] + W_pos W_OV. `pattern1` [B, L, L] ([B, h, L, L]): layer 1's
     attention pattern set instead of computed (as a hook on blocks.0.attn.hook_pattern)."""
-    if not attention.LINEAR_MIX:
+    if w.attention not in attention.LINEAR_MIX_KINDS:
         raise ValueError("the split forward merges W_V W_O: a mix linear in the values only")
     B, L = tokens.shape
     V, d = w.W_E.shape
@@ -119,7 +126,8 @@ def layer1(w: Weights, tokens: Tensor, pattern1: Tensor | None = None) -> Layer1
         W_K = _heads(w.W_K1)
         keys = X if W_K is None else X @ W_K
         table = (X @ _heads(w.W_Q1)) @ keys.transpose(-1, -2) / w.scale
-        heads = attention.pattern(table[:, flat[:, :, None], flat[:, None, :]].transpose(0, 1))
+        scores = table[:, flat[:, :, None], flat[:, None, :]].transpose(0, 1)
+        heads = attention.pattern(scores, kind=w.attention)
     else:
         heads = pattern1[:, None] if one else pattern1  # [B, h, L, L]
     # the inputs and values per position read from their [L * V, d] tables (the same sums
@@ -154,7 +162,7 @@ def layer2(
         else:
             query = query[None] if one else query.transpose(0, 1)
         scores = torch.einsum("hbd,bld->bhl", query, resid1) / w.scale
-        heads = attention.pattern(scores[:, :, None])  # [B, h, 1 query, L]
+        heads = attention.pattern(scores[:, :, None], kind=w.attention)  # [B, h, 1 query, L]
     else:
         heads = (pattern[:, None] if one else pattern)[:, :, None]
     mixed = attention.attend(heads, resid1[:, None], _heads(w.W_V2), _heads(w.W_O2))

@@ -1,8 +1,9 @@
 """The statistics of a population of runs (docs/populations.md, "Intervals"; scipy.stats where
 it has the statistic): Wilson intervals of shares, Kaplan-Meier survival of a jump (members
 without it right-censored at their last step), the log-rank and Fisher tests between
-populations, the multi-bootstrap over members and evaluation sequences (Sellam et al. 2022),
-mid-rank percentiles.
+populations, the Mann-Whitney U test of two populations' per-member values, the
+multi-bootstrap over members and evaluation sequences (Sellam et al. 2022), mid-rank
+percentiles.
 
     share_interval(7, 8)                       # (0.529.., 0.977..): Wilson 95% of 7 of 8
     kaplan_meier([3400, None, 5600], [40000, 40000, 40000])   # Survival: S(t) with censoring
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import CensoredData, ecdf, percentileofscore
+from scipy.stats import CensoredData, ecdf, mannwhitneyu, percentileofscore
 from scipy.stats import fisher_exact as scipy_fisher
 from scipy.stats import logrank as scipy_logrank
 
@@ -115,6 +116,20 @@ def fisher_exact(k_a: int, n_a: int, k_b: int, n_b: int) -> float | None:
     if n_a == 0 or n_b == 0:
         return None
     return float(scipy_fisher([[k_a, n_a - k_a], [k_b, n_b - k_b]]).pvalue)
+
+
+def mann_whitney(a: Sequence[float | None], b: Sequence[float | None]) -> dict:
+    """Two-sided Mann-Whitney U test of two populations' per-member values (None left out):
+    {"test", "n": [a, b], "statistic", "pvalue"} (None with an empty side); scipy chooses the
+    exact distribution for small samples without ties, else the normal approximation."""
+    x = [v for v in a if v is not None and math.isfinite(v)]
+    y = [v for v in b if v is not None and math.isfinite(v)]
+    out = {"test": "Mann-Whitney U (scipy.stats.mannwhitneyu), two-sided", "n": [len(x), len(y)],
+           "statistic": None, "pvalue": None}  # fmt: skip
+    if x and y:
+        res = mannwhitneyu(x, y, alternative="two-sided")
+        out["statistic"], out["pvalue"] = float(res.statistic), float(res.pvalue)
+    return out
 
 
 def multi_bootstrap(

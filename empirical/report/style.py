@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from empirical.report.figures import OKABE_ITO, SEQUENTIAL, save_figure
+from empirical.report.figures import DIVERGING, OKABE_ITO, SEQUENTIAL, save_figure
 from empirical.report.phase_marks import draw_phase_marks
 
 DPI = 110
@@ -42,9 +42,15 @@ def label_matrix_axes(ax, labels, rotation=None, fontsize=None):
 
 
 def attention_heatmap(ax, pattern, labels):
-    """An attention pattern [query, key] on 0..1, both axes named "position:token"; returns
-    the image (for a colour bar)."""
-    im = ax.imshow(np.asarray(pattern, dtype=float), cmap=SEQUENTIAL, vmin=0, vmax=1)
+    """An attention pattern [query, key] on 0..1, both axes named "position:token"; a signed
+    one (linear attention's and HYLA's codes, docs/heads.md) on a diverging scale symmetric
+    about 0. Returns the image (for a colour bar)."""
+    values = np.asarray(pattern, dtype=float)
+    if np.nanmin(values, initial=0.0) < 0:
+        top = max(float(np.nanmax(np.abs(values), initial=0.0)), 1e-12)
+        im = ax.imshow(values, cmap=DIVERGING, vmin=-top, vmax=top)
+    else:
+        im = ax.imshow(values, cmap=SEQUENTIAL, vmin=0, vmax=1)
     label_matrix_axes(ax, labels, rotation=90, fontsize=8)
     ax.set_xlabel("key (position:token)")
     ax.set_ylabel("query (position:token)")

@@ -31,7 +31,9 @@ def plot_attention_examples(examples: list[dict], path=None, title: str = "", *,
                 fontsize=9,
             )
     fig.suptitle(title + "\n(red boxes: the operands' value positions in the `=` row)")
-    fig.colorbar(im, ax=axes, shrink=0.5, label="attention weight")
+    signed = any(float(np.min(np.asarray(ex["pattern"], dtype=float))) < 0 for ex in examples)
+    label = "attention code (signed: normalised across heads)" if signed else "attention weight"
+    fig.colorbar(im, ax=axes, shrink=0.5, label=label)
     return save(fig, path, fmt)
 
 

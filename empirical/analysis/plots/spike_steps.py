@@ -69,14 +69,14 @@ def plot_first_spike_comparison(cmp: dict, path=None, title: str = "", *, fmt=No
         f"(c) `=` in layer 1, over {sa['n_1var']} 1-var probe sequences:\nwhere its attention goes",
     )  # fmt: skip
     S = [np.asarray(st["S_authors"], dtype=float) for st in (sa, sb)]
-    vmax = max(float(np.abs(m).max()) for m in S) or 1.0
+    vmax = max(float(np.nanmax(np.abs(m), initial=0.0)) for m in S) or 1.0  # NaN: HYLA
     for j, (step, st, M) in enumerate(((a, sa, S[0]), (b, sb, S[1]))):
         ax = axes[1, j]
         im2 = ax.imshow(M, cmap=DIVERGING, vmin=-vmax, vmax=vmax)
         label_matrix_axes(ax, letters)
         ax.set_xlabel("key: variable v after layer-1 OV (ebar_v)")
         ax.set_ylabel("query: variable u after layer-1 OV (ebar_u)")
-        for i, k in enumerate(M.argmax(-1)):
+        for i, k in enumerate(M.argmax(-1) if np.isfinite(M).all() else []):
             ax.plot(k, i, "k*", mec="w", ms=10)
         ax.set_title(
             f"({'de'[j]}) step {step}: variable matrix ebar_u W_QK^2 ebar_v\n"

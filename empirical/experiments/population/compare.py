@@ -1,5 +1,8 @@
 """Two or more populations (variants of one grid config) against each other: the log-rank test
-of their jump steps and Fisher's exact test of each claim's counts.
+of their jump steps, Fisher's exact test of each claim's counts, and per evaluation set their
+robust final accuracies (the mean over members with its multi-bootstrap interval, the members
+at >= SHARE_AT of it with a Wilson interval and Fisher's test, the Mann-Whitney U test of the
+members' accuracies).
 
     cmp = compare_populations({"ours": claims_a, "paper_init": claims_b})
     write_report(comparison_report(cmp, {"ours": claims_a, ...}), "runs/.../claims/comparison")
@@ -10,7 +13,12 @@ from __future__ import annotations
 from itertools import combinations
 
 from empirical.experiments.population.figures import plot_survival
-from empirical.report.population_stats import fisher_exact, logrank
+from empirical.report.population_stats import (
+    fisher_exact,
+    logrank,
+    mann_whitney,
+    share_interval,
+)
 from empirical.report.tables import markdown_table
 from empirical.report.writer import Figure, Json, Report
 
@@ -37,13 +45,71 @@ def compare_populations(populations: dict[str, dict]) -> dict:
                 "claim": c["claim"], "a": [c["holds"], c["of"]], "b": [d["holds"], d["of"]],
                 "fisher_p": fisher_exact(c["holds"], c["of"], d["holds"], d["of"]),
             })  # fmt: skip
-        pairs.append({"a": a, "b": b, "jumps": jumps, "claims": rows})
+        pairs.append({"a": a, "b": b, "jumps": jumps, "claims": rows,
+                      "accuracy": accuracy_rows(ca, cb)})  # fmt: skip
     return {
         "variants": list(populations), "members": {k: v["members"] for k, v in populations.items()},
         "tests": "jump steps: log-rank, two-sided, members without a jump censored at their "
-        "last step; claims: Fisher's exact test of the counts, two-sided",
+        "last step; claims: Fisher's exact test of the counts, two-sided; robust final "
+        f"accuracy per set: Mann-Whitney U of the members' values, two-sided, and Fisher's test "
+        f"of the members at >= {SHARE_AT:.0%}",
         "pairs": pairs,
     }  # fmt: skip
+
+
+SHARE_AT = 0.9  # a member "has" a set when its robust final accuracy there is at least this
+
+
+def _share(values: list) -> dict:
+    kept = [v for v in values if v is not None]
+    k = sum(v >= SHARE_AT for v in kept)
+    return {"k": k, "n": len(kept), "ci95": share_interval(k, len(kept)) if kept else None}
+
+
+def accuracy_rows(ca: dict, cb: dict) -> list[dict]:
+    """Per evaluation set both populations have: each one's robust final accuracy (mean,
+    multi-bootstrap interval: claims.json's final_stats), its members at >= SHARE_AT (Wilson
+    interval), Fisher's p of those counts and the Mann-Whitney U test of the values."""
+    rows = []
+    for s, values_a in (ca.get("final") or {}).items():
+        values_b = (cb.get("final") or {}).get(s)
+        if values_b is None:
+            continue
+        sa, sb = _share(values_a), _share(values_b)
+        rows.append({
+            "set": s, "a": ca["final_stats"][s]["robust"], "b": cb["final_stats"][s]["robust"],
+            "share_a": sa, "share_b": sb,
+            "fisher_p": fisher_exact(sa["k"], sa["n"], sb["k"], sb["n"]),
+            "mann_whitney": mann_whitney(values_a, values_b),
+        })  # fmt: skip
+    return rows
+
+
+def _mean_ci(st) -> str:
+    if not st:
+        return "-"
+    lo, hi = st["ci95"]
+    return f"{100 * st['mean']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def _share_text(sh: dict) -> str:
+    if not sh["n"]:
+        return "-"
+    lo, hi = sh["ci95"]
+    return f"{sh['k']} of {sh['n']} [{100 * lo:.0f}, {100 * hi:.0f}]%"
+
+
+def accuracy_markdown(pair: dict) -> list[str]:
+    a, b = pair["a"], pair["b"]
+    rows = [f"{r['set']} | {_mean_ci(r['a'])} | {_mean_ci(r['b'])} | "
+            f"{_p(r['mann_whitney']['pvalue'])} | {_share_text(r['share_a'])} | "
+            f"{_share_text(r['share_b'])} | {_p(r['fisher_p'])}"
+            for r in pair.get("accuracy", [])]  # fmt: skip
+    if not rows:
+        return []
+    return [*markdown_table(
+        f"set (robust final) | {a}: mean [95%] | {b}: mean [95%] | Mann-Whitney p | {a} >= "
+        f"{SHARE_AT:.0%} | {b} >= {SHARE_AT:.0%} | Fisher p", rows), ""]  # fmt: skip
 
 
 def _p(p) -> str:
@@ -64,6 +130,7 @@ def comparison_markdown(cmp: dict, fmt: str = "png") -> str:
                   f"{_p(r['fisher_p'])}" for r in pair["claims"]]
         out += [f"## {a} vs {b}", "", *markdown_table("jump | members with it | log-rank p", jumps)]
         out += ["", *markdown_table(f"claim | {a} | {b} | Fisher p", claims), ""]
+        out += accuracy_markdown(pair)
     out += [f"![survival](survival.{fmt})", ""]
     return "\n".join(out)
 
