@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from disentangled.errors import UsageError
 from empirical.config.io import ConfigError
 from empirical.runs.config import load_run_config
 from empirical.task.config import task_config
@@ -64,9 +65,13 @@ def resolve_text(line: str, p: int) -> tuple[list[tuple[str, int, int]], dict[st
 
 
 def _sample(*args: str) -> list[str]:
-    cmd = [sys.executable, "-m", "empirical", "sample", "--config", str(CONFIG), *args]
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=True).stdout
-    return out.splitlines()
+    """`python -m empirical sample --config configs/graph.toml ARGS`'s lines (in-process: the
+    command's own options and rendering)."""
+    from empirical.cli.sample import render
+    from empirical.config.options import parse_options
+    from empirical.runs.options import SampleOptions
+
+    return render(parse_options(SampleOptions, ["--config", str(CONFIG), *args])).splitlines()
 
 
 def test_an_independent_resolver_of_samples_text_gives_every_label():
@@ -217,26 +222,82 @@ def test_a_bad_value_on_the_command_line_is_an_error_line_and_status_2():
     assert done.stderr.count("\n") == 1
 
 
-# -- training and evaluation on per-position targets --------------------------------------------
+# -- training, the ladder and the mechanism on one tiny ladder --------------------------------
 
 TINY = [
-    "task.K=12", "task.L=46", "task.graph_max_nodes=4", "task.graph_eval_nodes=[3,8]",
-    "task.graph_max_operands=2", "task.eval_size=20", "model.d_model=16", "model.n_heads=2",
-    "model.d_mlp=16", "train.steps=4", "train.batch_size=8", "train.eval_every=2",
-    "train.checkpoint_every=2", "train.eval_subsample=0", "train.eval_batch_size=7",
+    "task.K=12", "task.L=46", "task.graph_max_nodes=4", "task.graph_eval_nodes=[4,8]",
+    "task.graph_max_operands=2", "task.graph_operations=+,-", "task.eval_size=20",
+    "model.d_model=16", "model.n_heads=2", "model.d_mlp=16", "train.steps=4",
+    "train.batch_size=8", "train.eval_every=2", "train.checkpoint_every=2",
+    "train.eval_subsample=0", "train.eval_batch_size=7",
 ]  # fmt: skip
+RUNGS = ("ff2", "rec_sup_discrete_corrupt")
 
 
-def test_train_logs_accuracy_per_node_and_per_graph(tmp_path):
-    run = tmp_path / "run"
-    cmd = [sys.executable, "-m", "empirical", "train", "--config", str(CONFIG), "--run-dir",
-           str(run), "--no-progress", "--no-figures", *TINY]  # fmt: skip
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
+@pytest.fixture(scope="module")
+def tiny_ladder(tmp_path_factory):
+    """graph-ladder with two rungs, one seed, 4 steps each (in-process: no interpreter start)."""
+    from empirical.config.options import parse_options
+    from empirical.studies.graph.commands import run
+    from empirical.studies.graph.options import GraphLadderOptions
+
+    out = tmp_path_factory.mktemp("ladder")
+    opts = parse_options(GraphLadderOptions, ["--config", str(CONFIG), "--seeds", "0",
+                                              "--variants", ",".join(RUNGS), "--out", str(out),
+                                              "--no-progress", *TINY])  # fmt: skip
+    assert run(opts) == 0
+    return out
+
+
+def test_train_logs_accuracy_per_node_and_per_graph(tiny_ladder):
+    run = tiny_ladder / "runs" / "rec_sup_discrete_corrupt" / "seed0"
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [0, 2, 4]
     last = records[-1]
-    assert set(last["acc"]) == set(last["row_acc"]) == {"graph/n3", "graph/n8"}
+    assert set(last["acc"]) == set(last["row_acc"]) == {"graph/n4", "graph/n8"}
     for name, acc in last["acc"].items():
         assert 0 <= last["row_acc"][name] <= acc <= 1  # a graph is right when all its nodes are
+    cfg = load_run_config(run / "config.toml")
+    assert cfg.model.recurrence == "depth" and cfg.model.corruption == 0.1
     assert (run / "summary.json").is_file()
+
+
+def test_the_ladder_table_counts_every_node_and_graph(tiny_ladder):
+    result = json.loads((tiny_ladder / "ladder.json").read_text())
+    assert result["rungs"] == list(RUNGS) and result["seeds"] == [0]
+    assert [(r["rung"], r["N"]) for r in result["rows"]] == [
+        (rung, n) for rung in RUNGS for n in (4, 8)
+    ]
+    scores = json.loads((tiny_ladder / "runs" / "ff2" / "seed0" / "graph_scores.json").read_text())
+    n8 = scores["graph/n8"]
+    assert n8["nodes"][1] == 20 * 8 and n8["graphs"][1] == 20
+    assert sum(t for _, t in n8["by_node_depth"].values()) == 20 * 8
+    assert sum(r for r, _ in n8["by_node_depth"].values()) == n8["nodes"][0]
+    row = next(r for r in result["rows"] if r["rung"] == "ff2" and r["N"] == 8)
+    assert row["nodes"]["median"] == n8["nodes"][0] / 160
+    low, high = row["nodes"]["pooled_ci95"]
+    assert low <= row["nodes"]["pooled"] <= high
+    text = (tiny_ladder / "ladder.md").read_text()
+    assert "| ff2 | 8 | 2x |" in text and "seeds >= 99.5%" in text
+    assert (tiny_ladder / "accuracy_by_size.png").stat().st_size > 0
+
+
+def test_the_mechanism_reads_each_iteration(tiny_ladder, tmp_path):
+    from empirical.config.options import parse_options
+    from empirical.studies.graph.mechanism_command import run
+    from empirical.studies.graph.options import GraphMechanismOptions
+
+    run_dir = tiny_ladder / "runs" / "rec_sup_discrete_corrupt" / "seed0"
+    opts = parse_options(GraphMechanismOptions, [str(run_dir), "--n", "20", "--out",
+                                                 str(tmp_path), "--no-figures"])  # fmt: skip
+    assert run(opts) == 0
+    result = json.loads((tmp_path / "graph_mechanism.json").read_text())
+    share = result["heads"]["share"]  # [iteration][layer][head][slot]
+    assert len(share) == result["iterations"] and len(share[0]) == 2 and len(share[0][0]) == 2
+    assert all(abs(sum(s) - 1) < 1e-6 for t in share for layer in t for s in layer)
+    assert set(result["mlp"]) == {"+", "-"}
+    for m in result["mlp"].values():
+        parts = m["input"]["dc"] + m["input"]["diagonal"] + m["input"]["rest"]
+        assert abs(parts - 1) < 1e-9
+    with pytest.raises(UsageError, match="reads a recurrent model"):
+        parse_options(GraphMechanismOptions, [str(tiny_ladder / "runs" / "ff2" / "seed0")])

@@ -3,7 +3,7 @@ our model (docs/graph.md, "The mechanism").
 
     groups = head_groups(model, vocab, batch)       # each head's relative attention change per
                                                     # perturbed operand slot, per iteration
-    ov = ov_by_factor(model, vocab)                 # ||P_f W_V W_O P_f|| per head and factor
+    ov = ov_by_factor(model, vocab)                 # each factor's gain through W_V W_O
     dft = mlp_spectrum(model, vocab, op="+")        # the MLP's input/output over operand values
 
 Head groups: for graphs of a set, the last node with the most operands (k); for each slot j
@@ -86,7 +86,9 @@ def head_groups(model, vocab, batch: Batch, iterations: int) -> dict:
     """Per iteration, layer and head: the share of its attention change due to each operand
     slot, and its group (module docstring)."""
     picked, rows, positions, k = _perturbed(vocab, batch)
-    sub = batch[torch.tensor(picked)]
+    if not picked:
+        raise ValueError("no graph of the set has a node whose operands can be renamed")
+    sub = batch[torch.tensor(picked, dtype=torch.long)]
     base = _patterns(model, sub, sub.tokens, positions, iterations)
     change = []
     for slot in range(k):
@@ -104,31 +106,28 @@ def head_groups(model, vocab, batch: Batch, iterations: int) -> dict:
     }
 
 
-def _projector(rows: torch.Tensor) -> torch.Tensor:
-    """The orthogonal projector onto the span of `rows` [n, d] (float64)."""
-    u, s, vh = torch.linalg.svd(rows.double(), full_matrices=False)
-    basis = vh[s > s.max() * 1e-6]
-    return basis.T @ basis
-
-
 @torch.no_grad()
 def ov_by_factor(model, vocab) -> dict:
-    """Per layer and head: ||P_f W_V W_O P_f||_2 / ||W_V W_O||_2 for each factor f."""
+    """Per layer and head, each factor's gain through W_V W_O against a random direction's:
+    (||E_f W_V W_O||_F / ||E_f||_F) / (||W_V W_O||_F / sqrt(d_model)), E_f the factor's
+    embedding rows centred on their mean (what tells its items apart): > 1, the head
+    carries that factor more than a random direction; < 1, less."""
     p, K = vocab.p, vocab.K
-    W_E = model.W_E.detach()
+    W_E = model.W_E.detach().double()
     spans = {
         "names": W_E[p : p + K], "values": W_E[:p], "marks": W_E[p + K :],
-        "positions": model.W_pos.detach(),
+        "positions": model.W_pos.detach().double(),
     }  # fmt: skip
-    P = {f: _projector(rows) for f, rows in spans.items()}
+    centred = {f: rows - rows.mean(0) for f, rows in spans.items()}
+    d = model.cfg.d_model
     out = []
     for layer in range(model.cfg.n_layers):
         heads = []
         for h in range(model.cfg.n_heads):
             ov = (model.W_V[layer, h] @ model.W_O[layer, h]).double()
-            whole = torch.linalg.matrix_norm(ov, ord=2)
-            heads.append({f: float(torch.linalg.matrix_norm(P[f] @ ov @ P[f], ord=2) / whole)
-                          for f in FACTORS})  # fmt: skip
+            random = torch.linalg.matrix_norm(ov) / d**0.5
+            heads.append({f: float(torch.linalg.matrix_norm(e @ ov) / torch.linalg.matrix_norm(e)
+                                   / random) for f, e in centred.items()})  # fmt: skip
         out.append(heads)
     return {"factors": list(FACTORS), "ratio": out}
 

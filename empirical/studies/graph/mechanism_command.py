@@ -28,10 +28,13 @@ def mechanism(opts: GraphMechanismOptions) -> dict:
     run = RunDir(opts.run_dir)
     model, vocab = load_run(run.path)
     sets = load_eval_sets(run.eval_sets)
-    name = sorted(sets, key=lambda n: int(n.removeprefix("graph/n")))[0]
+    task = run.read_config().task
+    sizes = {n: int(n.removeprefix("graph/n")) for n in sets}
+    trained = [n for n in sets if sizes[n] <= task.graph_max_nodes] or list(sets)
+    name = max(trained, key=sizes.get)  # the largest graphs of the trained range
     batch = sets[name][: opts.n]
     iterations = int(batch.target_depths.max()) + 1
-    ops = [op for op in ("+", "-") if op in run.read_config().task.graph_operations]
+    ops = [op for op in ("+", "-") if op in task.graph_operations]
     return {
         "run": str(run.path), "set": name, "iterations": iterations,
         "heads": head_groups(model, vocab, batch, iterations),
@@ -57,7 +60,8 @@ def markdown(result: dict) -> str:
                 rows.append(f"{t} | {layer} | {h} | " + " | ".join(pct(s) for s in share) +
                             f" | {heads['group'][t][layer][h]} | {total:.3g}")  # fmt: skip
     lines += markdown_table(header, rows)
-    lines += ["", "OV per factor: ||P_f W_V W_O P_f|| / ||W_V W_O|| (the same weights every "
+    lines += ["", "OV per factor: the gain of the factor's centred embeddings through W_V W_O "
+              "over a random direction's (> 1: carried more; the same weights every "
               "iteration).", ""]  # fmt: skip
     rows = [f"{layer} | {h} | " + " | ".join(f"{r[f]:.2f}" for f in FACTORS)
             for layer, per_layer in enumerate(result["ov"]["ratio"])
@@ -102,7 +106,8 @@ def plot_ov(result: dict):
         ax.bar(np.arange(len(labels)) + i * width, values[:, i], width, label=f)
     ax.set_xticks(np.arange(len(labels)) + 0.4 - width / 2, labels)
     ax.set_xlabel("layer and head")
-    ax.set_ylabel("||P_f W_V W_O P_f|| / ||W_V W_O||")
+    ax.axhline(1, color="k", lw=0.6, ls="--")
+    ax.set_ylabel("gain over a random direction")
     ax.legend(title="factor f", fontsize=7)
     ax.set_title("What each head's OV copies, per factor of the discrete state")
     return fig
