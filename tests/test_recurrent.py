@@ -37,9 +37,12 @@ def test_one_iteration_without_mechanisms_is_the_feedforward_model(n_layers):
     assert [n for n, _ in rec.named_parameters()] == [n for n, _ in ff.named_parameters()]
     tokens = _tokens()
     assert torch.equal(rec(tokens), ff(tokens))
-    offset = torch.tensor([0, 1, 0, 0, 0])
+    offset = torch.tensor([0, 1, 0, 29, 5])  # rows 3 and 4 wrap around after position 29
     ctx = RowContext(pos_offset=offset)
-    assert torch.equal(rec(tokens[:, :29], context=ctx), ff(tokens[:, :29], context=ctx))
+    assert torch.equal(rec(tokens, context=ctx), ff(tokens, context=ctx))
+    _, shifted = ff.run_with_cache(tokens, context=ctx)
+    want = ff.W_pos[(torch.arange(30) + 29) % 30]
+    assert torch.equal(shifted["hook_pos_embed"][3], want)
     _, cache = rec.run_with_cache(tokens)
     _, ff_cache = ff.run_with_cache(tokens)
     for layer in range(n_layers):

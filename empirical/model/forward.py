@@ -56,7 +56,8 @@ def _under(hook: Hook, prefix: str) -> Hook:
 class RowContext:
     """What a forward may know of each row beyond its tokens (positions="all" only).
 
-    pos_offset (batch,): the positional-embedding row of each row's first token (None: 0);
+    pos_offset (batch,): the positional-embedding row of each row's first token (None: 0;
+    the rows after it wrap around after n_ctx);
     iterations (batch,): each row's T (a recurrent model; needed with model.recurrence =
     "depth", else all rows take model.iterations); slots (batch, pos) bool: the positions
     whose value is read out and embedded again between iterations (model.discrete_state);
@@ -77,13 +78,14 @@ def embed(
     pos_offset: Tensor | None = None,
 ) -> Tensor:  # fmt: skip
     """Token plus learned positional embedding, [batch, pos] -> [batch, pos, d_model]; row
-    b's positions start at pos_offset[b] (None: 0)."""
+    b's positions start at pos_offset[b] (None: 0) and wrap around after the last row of
+    W_pos (n_ctx): token j takes row (pos_offset[b] + j) mod n_ctx."""
     batch, length = tokens.shape
     if pos_offset is None:
         positions = W_pos[:length].unsqueeze(0).expand(batch, -1, -1).contiguous()
     else:
         index = pos_offset[:, None] + torch.arange(length, device=tokens.device)
-        positions = W_pos[index]
+        positions = W_pos[index % W_pos.shape[0]]
     return hook("hook_embed", W_E[tokens]) + hook("hook_pos_embed", positions)
 
 

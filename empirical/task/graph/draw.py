@@ -188,13 +188,14 @@ def build_eval_set(task: GraphTask, seed: int, name: str) -> tuple[Batch, bool]:
 
 class GraphSampler:
     """The training distribution: N uniform on graph_min_nodes..graph_max_nodes, rows of the
-    longest such graph's length, each starting at a position uniform on 0..L - that length
-    (graph_shift; else 0), so that every row of the positional embedding is trained."""
+    longest such graph's length, each starting at a position uniform on 0..L-1 and wrapping
+    around after L - 1 (graph_shift; else at 0), so that every row of the positional embedding
+    is trained equally often."""
 
     def __init__(self, task: GraphTask, device="cpu"):
         self.task = task
         self.device = torch.device(device)
-        shift = task.L - task.train_length if task.graph_shift else 0
+        shift = task.L - 1 if task.graph_shift else 0
         self.draw = GraphDraw(task, task.graph_min_nodes, task.graph_max_nodes,
                               task.train_length, shift, self.device)  # fmt: skip
 
