@@ -92,7 +92,9 @@ def test_every_family_offers_the_interface(name):
     assert all(f.startswith(f"{name}_") for f in own), own  # the others: the paper's fields
 
 
-@pytest.mark.parametrize("path", ["configs/paper.toml", "configs/chain.toml", "configs/lego.toml"])
+@pytest.mark.parametrize(
+    "path", ["configs/paper.toml", "configs/chain.toml", "configs/lego.toml", "configs/graph.toml"]
+)
 def test_a_task_table_chooses_its_family_class_and_round_trips(path):
     from empirical.config.io import to_dict
     from empirical.runs.config import load_run_config

@@ -1,6 +1,7 @@
 """`python -m empirical sample`: print sequences of the task, one per line with its label,
 e.g. `c=1,b=17,a=42,b+19=? 36` (each task family prints its own text; --tokens: the L tokens
-then the label); --held-out prints the seed's held-out pairs `x y`. Only the `task` table and
+then the label; a family labelled per position prints every label, `x12=7 x3=20 x40=4`);
+--held-out prints the seed's held-out pairs `x y`. Only the `task` table and
 `seed` of a config file are read; overrides are `task.FIELD=VALUE` or `seed=VALUE`. Its
 options: empirical.runs.options.SampleOptions.
 """
@@ -47,7 +48,11 @@ def render(opts: SampleOptions) -> str:
             f"{', '.join(family.sample_set_names(task))}"
         )
     texts = vocab.decode_tokens(batch.tokens) if opts.tokens else vocab.decode(batch.tokens)
-    labels = [vocab.label_text(y) for y in batch.labels.tolist()]
+    if batch.has_targets:  # every labelled position, e.g. `x12=7 x3=20 x40=4` (graph family)
+        rows = zip(batch.tokens, batch.targets, strict=True)
+        labels = [vocab.targets_text(t, y) for t, y in rows]
+    else:
+        labels = [vocab.label_text(y) for y in batch.labels.tolist()]
     return "".join(f"{t} {y}\n" for t, y in zip(texts, labels, strict=True))
 
 

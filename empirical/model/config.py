@@ -33,6 +33,9 @@ N_LAYERS = (2, 4)  # the allowed model.n_layers, inclusive
 # docs/heads.md): the paper's softmax, seed 003's linear attention (scores normalised across
 # the heads) and HYLA (that normalisation and a ReLU value network mixed by the heads' code)
 ATTENTION_KINDS = ("softmax", "linear", "hyla")
+# model.recurrence: "none" (feedforward), "fixed" (the blocks applied model.iterations times),
+# "depth" (per input: its graph's depth + model.iterations times); docs/graph.md
+RECURRENCE = ("none", "fixed", "depth")
 
 
 def _torch():
@@ -97,6 +100,29 @@ def model_flag():
     return checked(bool, check)
 
 
+def _check_recurrence(cfg) -> None:
+    """The mechanisms need a recurrent model; corruption acts on the discrete state."""
+    if cfg.recurrence == "none":
+        for name, default in (("iterations", 1), ("latent_supervision", False),
+                              ("discrete_state", False), ("corruption", 0.0)):  # fmt: skip
+            if getattr(cfg, name) != default:
+                raise ConfigError(
+                    f"model.{name} = {getattr(cfg, name)!r} needs a recurrent model: set "
+                    "model.recurrence to 'fixed' or 'depth' (or leave it at its default "
+                    f"{default!r})"
+                )
+    if cfg.corruption and not cfg.discrete_state:
+        raise ConfigError(
+            f"model.corruption = {cfg.corruption!r} corrupts the values fed back between "
+            "iterations: set model.discrete_state = true (or model.corruption = 0)"
+        )
+    if cfg.tied_layers and cfg.recurrent:
+        raise ConfigError(
+            "model.tied_layers = true with model.recurrence: the recurrent block already "
+            "shares its weights across iterations; set one of them"
+        )
+
+
 @config_class("model")
 class ModelConfig:
     """Architecture of the 2-layer, 1-head, layer-2-MLP-only transformer (paper Section 3).
@@ -116,6 +142,15 @@ class ModelConfig:
     d_mlp: size() = 512
     n_layers: integer(N_LAYERS[0], N_LAYERS[1], wording=COLON, in_dots=True) = 2
     tied_layers: model_flag() = False
+    # -- recurrence (docs/graph.md, "The recurrent model"): the n_layers blocks, one shared
+    # block applied T times; the mechanisms of seed 002 as switches
+    recurrence: choice(*RECURRENCE, wording=COLON) = "none"
+    iterations: size() = 1  # "fixed": T; "depth": T = the input's graph depth + this
+    latent_supervision: model_flag() = False  # a loss after every iteration (depth <= t)
+    discrete_state: model_flag() = False  # values read out and embedded again between them
+    corruption: number(0, 1, hi_open=True, wording=COLON,
+                       message="must be a number in [0, 1) (the odds that a fed-back value is "
+                       "replaced by a random one in training)") = 0.0  # fmt: skip
     init_std: number(0, None, lo_open=True, message="must be positive", wording=COLON,
                      type_message="must be a number") | None = None  # fmt: skip
     dtype: choice(*DTYPE_NAMES, wording=COLON) = "float32"
@@ -141,6 +176,12 @@ class ModelConfig:
                 f"with model.n_heads = {self.n_heads} every score becomes its sign; set "
                 "model.n_heads >= 2 (or model.attention = 'softmax')"
             )
+        _check_recurrence(self)
+
+    @property
+    def recurrent(self) -> bool:
+        """Whether the blocks are one block applied T times (model.recurrence)."""
+        return self.recurrence != "none"
 
     # -- derived values ---------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ compute attention with `empirical.model.attention`, where a variant of attention
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import torch
@@ -50,10 +51,40 @@ def _under(hook: Hook, prefix: str) -> Hook:
 # -- the components (positions="all") -------------------------------------------------------
 
 
-def embed(W_E: Tensor, W_pos: Tensor, tokens: Tensor, hook: Hook = no_hook) -> Tensor:
-    """Token plus learned positional embedding, [batch, pos] -> [batch, pos, d_model]."""
+@dataclass(frozen=True)
+class RowContext:
+    """What a forward may know of each row beyond its tokens (positions="all" only).
+
+    pos_offset (batch,): the positional-embedding row of each row's first token (None: 0;
+    the rows after it wrap around after n_ctx);
+    iterations (batch,): each row's T (a recurrent model; needed with model.recurrence =
+    "depth", else all rows take model.iterations); slots (batch, pos) bool: the positions
+    whose value is read out and embedded again between iterations (model.discrete_state);
+    corrupt: replace each fed-back value by a uniform one with odds model.corruption (training;
+    torch's global generator); every_iteration: return every iteration's readout,
+    [T, batch, pos, d_vocab_out] (T the largest of the rows'; a row's own end is iteration
+    iterations - 1, the ones after it are computed and not its answer)."""
+
+    pos_offset: Tensor | None = None
+    iterations: Tensor | None = None
+    slots: Tensor | None = None
+    corrupt: bool = False
+    every_iteration: bool = False
+
+
+def embed(
+    W_E: Tensor, W_pos: Tensor, tokens: Tensor, hook: Hook = no_hook,
+    pos_offset: Tensor | None = None,
+) -> Tensor:  # fmt: skip
+    """Token plus learned positional embedding, [batch, pos] -> [batch, pos, d_model]; row
+    b's positions start at pos_offset[b] (None: 0) and wrap around after the last row of
+    W_pos (n_ctx): token j takes row (pos_offset[b] + j) mod n_ctx."""
     batch, length = tokens.shape
-    positions = W_pos[:length].unsqueeze(0).expand(batch, -1, -1).contiguous()
+    if pos_offset is None:
+        positions = W_pos[:length].unsqueeze(0).expand(batch, -1, -1).contiguous()
+    else:
+        index = pos_offset[:, None] + torch.arange(length, device=tokens.device)
+        positions = W_pos[index % W_pos.shape[0]]
     return hook("hook_embed", W_E[tokens]) + hook("hook_pos_embed", positions)
 
 
@@ -100,10 +131,11 @@ def block(
 
 
 def residual_stream(
-    weights: Mapping[str, Tensor], tokens: Tensor, cfg: ModelConfig, hook: Hook = no_hook
-) -> Tensor:
+    weights: Mapping[str, Tensor], tokens: Tensor, cfg: ModelConfig, hook: Hook = no_hook,
+    pos_offset: Tensor | None = None,
+) -> Tensor:  # fmt: skip
     """The residual stream after the last block, [batch, pos, d_model] (positions="all")."""
-    resid = embed(weights["embed.W_E"], weights["pos_embed.W_pos"], tokens, hook)
+    resid = embed(weights["embed.W_E"], weights["pos_embed.W_pos"], tokens, hook, pos_offset)
     for layer in range(cfg.n_layers):
         resid = block(resid, weights, layer, cfg, hook)
     return resid
@@ -130,15 +162,71 @@ def answer_logits(weights: Mapping[str, Tensor], tokens: Tensor, cfg: ModelConfi
     return (mid + mlp(mid, W_in, W_out, cfg.act_fn)) @ weights["unembed.W_U"]
 
 
+def row_iterations(cfg: ModelConfig, tokens: Tensor, context: RowContext) -> Tensor:
+    """Each row's T (batch,): model.iterations ("fixed"), or the rows' own (`context`)."""
+    if context.iterations is None:
+        if cfg.recurrence == "depth":
+            raise ValueError(
+                "model.recurrence = 'depth' takes each row's T from its graph's depth: pass "
+                "RowContext(iterations=...) (empirical.train.targets.row_context builds it)"
+            )
+        return torch.full((tokens.shape[0],), cfg.iterations, device=tokens.device)
+    T = context.iterations
+    if T.shape != tokens.shape[:1] or (len(T) and int(T.min()) < 1):
+        raise ValueError("RowContext.iterations: one T >= 1 per row")
+    return context.iterations
+
+
+def recurrent_readouts(
+    weights: Mapping[str, Tensor], tokens: Tensor, cfg: ModelConfig, hook: Hook,
+    context: RowContext,
+) -> Tensor:  # fmt: skip
+    """The recurrent model (model.recurrence): the n_layers blocks applied T times with shared
+    weights, hook names `iter.{t}.blocks.{layer}.*`, the readout W_U after each iteration
+    (`iter.{t}.hook_readout`). model.discrete_state: iteration t + 1 starts from the input's
+    embedding plus, at the slots, the embedding of the value read out there
+    (`iter.{t+1}.hook_value_embed`); else from the residual stream iteration t left. Returns
+    every readout [T, batch, pos, d_vocab_out] (context.every_iteration) or each row's own
+    last one [batch, pos, d_vocab_out]."""
+    T_rows = row_iterations(cfg, tokens, context)
+    T = int(T_rows.max()) if len(T_rows) else 1
+    W_E, W_U = weights["embed.W_E"], weights["unembed.W_U"]
+    embedded = embed(W_E, weights["pos_embed.W_pos"], tokens, hook, context.pos_offset)
+    resid, values, readouts, final = embedded, None, [], None
+    if cfg.discrete_state and context.slots is None:
+        raise ValueError("model.discrete_state needs RowContext(slots=...): where values go")
+    for t in range(T):
+        at = _under(hook, f"iter.{t}.")
+        if values is not None:
+            fed = torch.where(context.slots[..., None], W_E[values], 0.0)
+            resid = embedded + at("hook_value_embed", fed)
+        for layer in range(cfg.n_layers):
+            resid = block(resid, weights, layer, cfg, at)
+        logits = at("hook_readout", resid @ W_U)
+        if context.every_iteration:
+            readouts.append(logits)
+        ends = (T_rows == t + 1)[:, None, None]
+        final = logits if final is None else torch.where(ends, logits, final)
+        if cfg.discrete_state and t + 1 < T:
+            values = logits.detach().argmax(-1)
+            if context.corrupt and cfg.corruption:
+                noise = torch.rand(values.shape, device=values.device) < cfg.corruption
+                random = torch.randint_like(values, W_U.shape[-1])
+                values = torch.where(noise, random, values)
+    return torch.stack(readouts) if context.every_iteration else final
+
+
 # -- the one entry point ------------------------------------------------------------------
 
 
 def forward(
     weights: Mapping[str, Tensor], tokens: Tensor, cfg: ModelConfig,
     positions: Literal["all", "answer"] = "all", hook: Hook = no_hook, last_only: bool = False,
+    context: RowContext | None = None,
 ) -> Tensor:  # fmt: skip
     """The model's logits (module docstring). positions="all": [batch, pos, d_vocab_out]
-    (`last_only`: [batch, d_vocab_out], every activation still computed at every position);
+    (`last_only`: [batch, d_vocab_out], every activation still computed at every position;
+    a recurrent model: `recurrent_readouts`, with what `context` says of each row);
     positions="answer": [M, batch, d_vocab_out] for member-stacked weights and tokens
     [M, batch, pos] (no hooks: the kernel builds no per-position activation; model.attention
     "hyla", whose value mix the kernel's tables cannot rewrite: `answer_logits`, member by
@@ -146,6 +234,11 @@ def forward(
     if positions == "answer":
         if hook is not no_hook:
             raise ValueError("positions='answer' has no hook points; use positions='all'")
+        if cfg.recurrent or context is not None:
+            raise ValueError(
+                "positions='answer' is the feedforward model's last position; a recurrent "
+                "model, or rows with a context, read every position: use positions='all'"
+            )
         if cfg.attention in LINEAR_MIX_KINDS:
             return fast_forward(weights, tokens, cfg.attn_scale, act_fn=cfg.act_fn,
                                 attention=cfg.attention).logits  # fmt: skip
@@ -154,6 +247,12 @@ def forward(
         return torch.stack(logits)
     if positions != "all":
         raise ValueError(f"positions must be 'all' or 'answer', got {positions!r}")
-    resid = residual_stream(weights, tokens, cfg, hook)
+    context = context or RowContext()
+    if cfg.recurrent:
+        logits = recurrent_readouts(weights, tokens, cfg, hook, context)
+        return logits[..., -1, :] if last_only else logits
+    if context.every_iteration:
+        raise ValueError("RowContext.every_iteration: a feedforward model has one readout")
+    resid = residual_stream(weights, tokens, cfg, hook, context.pos_offset)
     W_U = weights["unembed.W_U"]
     return resid[:, -1] @ W_U if last_only else resid @ W_U

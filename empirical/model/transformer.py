@@ -24,7 +24,8 @@ from transformer_lens.utilities import Slice
 from empirical.config.io import ConfigError
 from empirical.model.config import ModelConfig
 from empirical.model.fast import member_weights
-from empirical.model.forward import forward, point_hooks
+from empirical.model.forward import RowContext, forward, point_hooks, row_iterations
+from empirical.model.iteration_hooks import IterationHooks, initial_count
 from empirical.task.vocab import Vocabulary
 
 ReturnType = Literal["logits", "loss", "both"] | None
@@ -182,6 +183,8 @@ class AssignAddTransformer(HookedRootModule):
         self.pos_embed = PosEmbed(cfg)
         self.hook_pos_embed = HookPoint()  # [batch, pos, d_model]
         self.blocks = nn.ModuleList([Block(cfg, layer) for layer in range(cfg.n_layers)])
+        # a recurrent model's per-iteration HookPoints (`iter.{t}.blocks.{layer}.*`)
+        self.iter = nn.ModuleList([IterationHooks(cfg) for _ in range(initial_count(cfg))])
         if cfg.tied_layers:  # the middle blocks 2..n-2 use block 1's attention weights
             for block in self.blocks[2 : cfg.n_layers - 1]:
                 for name in ("W_Q", "W_K", "W_V", "W_O"):
@@ -222,27 +225,50 @@ class AssignAddTransformer(HookedRootModule):
             )
         return tokens.long()
 
+    def ensure_iterations(self, count: int) -> None:
+        """HookPoints for iterations 0..count-1 of a recurrent model (added when missing; a
+        forward adds those it runs before running, `run_with_hooks` / `run_with_cache`
+        before attaching hooks)."""
+        if self.cfg.recurrent and count > len(self.iter):
+            for _ in range(len(self.iter), count):
+                self.iter.append(IterationHooks(self.cfg))
+            self.setup()
+
+    def _ensure_for(self, tokens, context: RowContext | None) -> None:
+        if self.cfg.recurrent and isinstance(tokens, Tensor):
+            rows = row_iterations(self.cfg, tokens, context or RowContext())
+            self.ensure_iterations(int(rows.max()) if len(rows) else 1)
+
+    def run_with_hooks(self, *model_args, **model_kwargs):
+        if model_args:
+            self._ensure_for(model_args[0], model_kwargs.get("context"))
+        return super().run_with_hooks(*model_args, **model_kwargs)
+
     def forward(
         self, tokens: Tensor | str | list[str], labels: Tensor | None = None,
         return_type: ReturnType = "logits", fast: bool = False, last_only: bool = False,
+        context: RowContext | None = None,
     ):  # fmt: skip
         """Through every HookPoint: the logits at every position, [batch, pos, d_vocab_out]
         (the task's answer is the last one, `logits[:, -1]`). tokens: [batch, pos] ids, or
         text / a list of texts. return_type: "logits"; "loss": the mean cross-entropy of the
         last position's logits against `labels` [batch] (not TransformerLens's next-token
         loss); "both": (logits, loss); None. last_only: [batch, d_vocab_out] (every activation
-        still computed at every position). fast: `forward_fast` (no hooks, last position)."""
+        still computed at every position). fast: `forward_fast` (no hooks, last position).
+        context: what the forward knows of each row besides its tokens (positional offsets;
+        a recurrent model's iterations and value slots: empirical.model.forward.RowContext)."""
         if isinstance(tokens, (str, list, tuple)):
             tokens = self.to_tokens(tokens)
         if fast:
             return self.forward_fast(tokens, labels, return_type)
         tokens = self._check_tokens(tokens)
+        self._ensure_for(tokens, context)
         weights = dict(self.named_parameters(remove_duplicate=False))
         hook = point_hooks(self.hook_dict)
         if last_only or return_type in ("loss", None):
-            logits = forward(weights, tokens, self.cfg, hook=hook, last_only=True)
+            logits = forward(weights, tokens, self.cfg, hook=hook, last_only=True, context=context)
             return self._output(logits, labels, return_type)
-        logits = forward(weights, tokens, self.cfg, hook=hook)  # [batch, pos, d_vocab_out]
+        logits = forward(weights, tokens, self.cfg, hook=hook, context=context)
         if return_type == "logits":
             return logits
         _, loss = self._output(logits[:, -1], labels, "both")
@@ -262,6 +288,11 @@ class AssignAddTransformer(HookedRootModule):
                 "(or model.reset_hooks())"
             )
         tokens = self._check_tokens(tokens)
+        if self.cfg.recurrent:
+            raise ValueError(
+                "forward_fast is the feedforward model's answer position; a recurrent model "
+                "reads every position: use forward(tokens, context=...)"
+            )
         logits = forward(member_weights(self), tokens.unsqueeze(0), self.cfg, positions="answer")
         return self._output(logits[0], labels, return_type)
 
@@ -359,6 +390,8 @@ class AssignAddTransformer(HookedRootModule):
         """`(output, cache)`, cache an `ActivationCache` (subclass `AssignAddCache`) with this
         model as `cache.model`, so `cache["pattern", 1]`, `accumulated_resid()`,
         `decompose_resid()`, `stack_activation(...)`, `stack_head_results()` work."""
+        if model_args:
+            self._ensure_for(model_args[0], kw.get("context"))
         out, cache_dict = super().run_with_cache(
             *model_args, remove_batch_dim=remove_batch_dim, **kw
         )

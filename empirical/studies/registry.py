@@ -30,4 +30,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "chain-compare-qk": (f"{_CHAIN}.commands.compare_qk", "a chain run's QK updates vs the "
                          "two-hop theory, and the order of the hops",
                          f"{_CHAIN}.options:ChainCompareQKOptions"),
+    "graph-ladder": ("empirical.studies.graph.commands",
+                     "the seed's ablation ladder on the graph family, over seeds",
+                     "empirical.studies.graph.options:GraphLadderOptions"),
+    "graph-mechanism": ("empirical.studies.graph.mechanism_command",
+                        "a recurrent graph run's heads and MLP, iteration by iteration",
+                        "empirical.studies.graph.options:GraphMechanismOptions"),
 }  # fmt: skip

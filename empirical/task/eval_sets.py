@@ -13,7 +13,7 @@ import torch
 from disentangled.errors import UserError
 from empirical.config.io import fingerprint_of, load_failure, non_default_fields, to_dict
 from empirical.report.files import atomic_write_bytes
-from empirical.task.batch import FIELDS, Batch
+from empirical.task.batch import Batch
 from empirical.task.config import TaskConfig, task_config
 from empirical.task.pairs import check_held_out
 from empirical.task.registry import family_of
@@ -119,7 +119,7 @@ def save_eval_sets(sets: dict[str, Batch], path: str | os.PathLike, held_out=Non
     payload = {
         "format": FORMAT,
         "sets": {
-            name: {f: getattr(b, f).detach().to("cpu", torch.int16) for f in FIELDS}
+            name: {f: getattr(b, f).detach().to("cpu", torch.int16) for f in b.fields}
             for name, b in sets.items()
         },
         "held_out": None if held is None else torch.as_tensor(held).to("cpu", torch.long),

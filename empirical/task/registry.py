@@ -12,7 +12,7 @@ FAMILIES. Importing this module imports no torch.
 from __future__ import annotations
 
 from empirical.config.io import ConfigError
-from empirical.task import assign_add, chain, lego
+from empirical.task import assign_add, chain, graph, lego
 from empirical.task.family import Family
 
 __all__ = [
@@ -21,7 +21,9 @@ __all__ = [
 ]  # fmt: skip
 
 # name -> the family; the first is the default (a task table without `family`)
-FAMILIES: dict[str, Family] = {f.name: f for f in (assign_add.FAMILY, chain.FAMILY, lego.FAMILY)}
+FAMILIES: dict[str, Family] = {
+    f.name: f for f in (assign_add.FAMILY, chain.FAMILY, lego.FAMILY, graph.FAMILY)
+}
 DEFAULT_FAMILY = next(iter(FAMILIES))
 
 

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 from empirical.runs.metrics_log import append_metrics
 from empirical.task.pairs import derive_seed
+from empirical.train.targets import score_targets
 
 
 def subsample_rows(size: int, subsample: int, seed: int, name: str) -> torch.Tensor:
@@ -49,6 +50,10 @@ class SetEvaluator:
             self.tokens = self.labels = torch.zeros(0, dtype=torch.long, device=device)
         self.subsample = subsample
         self.sub_rows, self.sub_sizes = self._subsample_index(subsample, seed)
+        # sets labelled per position (the graph family): scored set by set, per node
+        self.per_position = any(b.has_targets for b in sets.values())
+        self.seed = seed
+        self.row_acc: dict[str, float] = {}  # per set: rows whose every target is right
 
     def _subsample_index(self, subsample: int, seed: int):
         """Rows of the concatenation a subsampled evaluation reads, and how many per set."""
@@ -67,6 +72,8 @@ class SetEvaluator:
     def evaluate(self, model, full: bool = True) -> tuple[dict, dict, dict]:
         """({name: accuracy}, {name: mean cross-entropy}, {name: sequences read}) of `model`
         (put in eval mode for the call) on every sequence (`full`) or on the subsample."""
+        if self.per_position:
+            return self._evaluate_targets(model, full)
         subsampled = not full and self.sub_rows is not None
         tokens = self.tokens[self.sub_rows] if subsampled else self.tokens
         labels = self.labels[self.sub_rows] if subsampled else self.labels
@@ -104,6 +111,22 @@ class SetEvaluator:
         return acc, loss, dict(sizes)
 
 
+    def _evaluate_targets(self, model, full: bool) -> tuple[dict, dict, dict]:
+        """Per set: the accuracy and mean cross-entropy over its nodes (target positions),
+        and (`row_acc`) the share of rows with every node right; the subsample as above."""
+        acc, loss, sizes = {}, {}, {}
+        for name, batch in self.sets.items():
+            if not full and self.subsample:
+                batch = batch[subsample_rows(len(batch), self.subsample, self.seed, name)]
+            scores = score_targets(model, batch, self.batch_size)
+            nodes = max(scores.nodes, 1)
+            acc[name] = scores.node_accuracy()
+            loss[name] = float(scores.loss.sum()) / nodes
+            self.row_acc[name] = float(scores.row_correct().double().mean())
+            sizes[name] = len(batch)
+        return acc, loss, sizes
+
+
 def evaluate_sets(model, sets: dict, batch_size: int = 4096) -> tuple[dict, dict]:
     """({name: accuracy}, {name: loss}) over every sequence of every evaluation set."""
     acc, loss, _ = SetEvaluator(sets, batch_size).evaluate(model)
@@ -133,6 +156,8 @@ def evaluate_and_log(
         "acc": acc,
         "loss": loss,
     }
+    if evaluator.per_position:
+        record["row_acc"] = dict(evaluator.row_acc)
     if not full:
         record["eval_n"] = n
     if fingerprint:

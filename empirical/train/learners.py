@@ -27,6 +27,7 @@ from empirical.train.cuda_graph import GraphedStep, graph_applies
 from empirical.train.engine import TrainingError, initial_weights, perturbed
 from empirical.train.optim import MemberAdamW, load_optimizer_state, portable_optimizer_state
 from empirical.train.schedule import learning_rate, schedule_of
+from empirical.train.targets import target_loss
 
 
 def _autocast(tc, device: torch.device, cache: bool = True):
@@ -104,6 +105,22 @@ class _Step:
     def _autocast(self):
         return _autocast(self.tc, self.device, cache=self.graphed is None)
 
+    def train_step_targets(self, batch, alive: list[bool], step: int) -> torch.Tensor:
+        """One optimiser step on a batch labelled per position (`Batch.targets`: the graph
+        family), eagerly; returns the loss [1] (empirical.train.targets.target_loss)."""
+        self._set_lr(step)
+        self.optimizer.zero_grad(set_to_none=True)
+        with self._autocast():
+            losses = self.target_losses(batch)
+        self._backward_and_step(losses, alive)
+        return losses
+
+    def target_losses(self, batch) -> torch.Tensor:
+        raise TrainingError(
+            "a task labelled per position (task.family = 'graph') trains one model at a time "
+            "(python -m empirical train), not a batch of members"
+        )
+
 
 class SingleLearner(_Step):
     """One AssignAddTransformer trained by torch's AdamW (the plain `train` command)."""
@@ -130,6 +147,10 @@ class SingleLearner(_Step):
     def losses(self, tokens: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         with self._autocast():
             return self._loss(tokens[0], labels[0]).unsqueeze(0)
+
+    def target_losses(self, batch) -> torch.Tensor:
+        weights = dict(self.model.named_parameters(remove_duplicate=False))
+        return target_loss(weights, batch, self.model.cfg).unsqueeze(0)
 
     def _backward_and_step(self, losses: torch.Tensor, alive: list[bool] | None) -> None:
         losses.sum().backward()
@@ -165,6 +186,8 @@ class BatchLearner(_Step):
     def __init__(self, cfgs: list[RunConfig], device: torch.device):
         tc = cfgs[0].train
         self.n_members, self.device, self.tc = len(cfgs), device, tc
+        if cfgs[0].model.recurrent:
+            self.target_losses(None)  # the error: one model at a time
         self.model = BatchedModel(cfgs[0].built_model_config(), [c.seed for c in cfgs], device)
         for m, cfg in enumerate(cfgs):
             if cfg.train.init_from:

@@ -223,9 +223,12 @@ class TrainingSession:
     def train_step(self) -> None:
         """One training step of every living member; losses summed on the device."""
         batches = [stream.next() for stream in self.streams]
-        tokens = torch.stack([b.tokens for b in batches])
-        labels = torch.stack([b.labels for b in batches])
-        losses = self.learner.train_step(tokens, labels, self.alive, self.step)
+        if batches[0].has_targets:  # labels per position (the graph family): one member
+            losses = self.learner.train_step_targets(batches[0], self.alive, self.step)
+        else:
+            tokens = torch.stack([b.tokens for b in batches])
+            labels = torch.stack([b.labels for b in batches])
+            losses = self.learner.train_step(tokens, labels, self.alive, self.step)
         detached = losses.detach().double()
         fresh_bad = ~torch.isfinite(detached) & (self.first_bad < 0)
         self.first_bad.masked_fill_(fresh_bad, self.step + 1)

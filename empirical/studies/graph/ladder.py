@@ -1,0 +1,180 @@
+"""The seed's ablation ladder on the graph family: each rung (LADDER) trained for each seed,
+every final model scored per node and per graph, by the graph's size N and by depth.
+
+    cfg = rung_config(base, "rec_sup_discrete", seed=1)     # the base config, that rung's model
+    scores = run_scores(run_dir)                            # cached in RUN_DIR/graph_scores.json
+    rows = ladder_rows(scores_by_rung)                      # the table (studies.graph.report)
+
+A run's scores: per evaluation set, nodes and graphs right, by node depth and by graph depth
+(counts, so that seeds pool and intervals follow: empirical.report.stats).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+from pathlib import Path
+
+import torch
+
+from empirical.config.io import ConfigError, to_dict
+from empirical.report.files import atomic_write_bytes
+from empirical.report.stats import accuracy_interval
+from empirical.runs.config import RunConfig
+from empirical.runs.load import load_run
+from empirical.runs.rundir import RunDir
+from empirical.studies.graph.options import LADDER
+from empirical.task.eval_sets import load_eval_sets
+from empirical.train.loop import train_run
+from empirical.train.targets import score_targets
+
+SCORES = "graph_scores.json"
+GOAL = 0.995  # the seed's bar: >= 99.5% of nodes right at 4x the trained size
+
+
+def rung_config(base: RunConfig, rung: str, seed: int) -> RunConfig:
+    """`base` with rung's model (LADDER): a feedforward rung drops the recurrent settings; a
+    recurrent one keeps base.model's recurrence and iterations (base must be recurrent), its
+    corruption only on the rung that asks for it."""
+    changes = dict(LADDER[rung][1])
+    model = base.model
+    if changes.get("recurrence") == "none":
+        changes.update(iterations=1, latent_supervision=False, discrete_state=False,
+                       corruption=0.0)  # fmt: skip
+    else:
+        if not model.recurrent:
+            raise ConfigError(
+                f"graph-ladder rung {rung!r} is recurrent: the config's model.recurrence must "
+                "be 'fixed' or 'depth' (its T for every recurrent rung)"
+            )
+        corruption = changes.get("corruption", 0.0)
+        changes["corruption"] = model.corruption if corruption is None else corruption
+        if rung.endswith("corrupt") and not changes["corruption"]:
+            raise ConfigError("graph-ladder rung 'rec_sup_discrete_corrupt' needs "
+                              "model.corruption > 0 in the config")  # fmt: skip
+    model = dataclasses.replace(model, **changes)
+    return dataclasses.replace(base, name=f"{base.name}_{rung}", seed=seed, model=model)
+
+
+def run_dir_of(out: str | Path, rung: str, seed: int) -> Path:
+    return Path(out) / "runs" / rung / f"seed{seed}"
+
+
+def train_rung(cfg: RunConfig, run_dir: Path, progress: bool = True) -> str:
+    """Train cfg in run_dir: 'kept' (finished), 'resumed' or 'trained'. A directory holding
+    another config is refused."""
+    run = RunDir(run_dir)
+    if run.config.is_file() and to_dict(run.read_config()) != to_dict(cfg):
+        raise ConfigError(
+            f"{run_dir} holds a run of another config; move it away or choose another --out"
+        )
+    if run.summary.is_file():
+        return "kept"
+    resume = run.last_checkpoint.is_file()
+    train_run(cfg, run_dir, resume=resume, progress=progress, figures=False)
+    return "resumed" if resume else "trained"
+
+
+def _depth_counts(correct: torch.Tensor, depth: torch.Tensor) -> dict[str, list[int]]:
+    """{depth: [right, total]} of the entries."""
+    out = {}
+    for d in sorted(set(depth.tolist())):
+        sel = depth == d
+        out[str(int(d))] = [int(correct[sel].sum()), int(sel.sum())]
+    return out
+
+
+@torch.no_grad()
+def score_run(run_dir: str | Path, batch_size: int = 100) -> dict:
+    """The final model's scores on each evaluation set (module docstring)."""
+    run = RunDir(run_dir)
+    model, _ = load_run(run.path)
+    sets = load_eval_sets(run.eval_sets)
+    out = {}
+    for name, batch in sets.items():
+        s = score_targets(model, batch, batch_size)
+        has = batch.targets >= 0
+        graph_depth = batch.target_depths.max(1).values
+        rows = s.row_correct()
+        out[name] = {
+            "nodes": [int(s.correct.sum()), int(has.sum())],
+            "graphs": [int(rows.sum()), len(batch)],
+            "by_node_depth": _depth_counts(s.correct[has], batch.target_depths[has]),
+            "by_graph_depth": _depth_counts(rows, graph_depth),
+        }
+    return out
+
+
+def run_scores(run_dir: str | Path) -> dict:
+    """score_run's result, cached in RUN_DIR/graph_scores.json (made again when the model
+    file is newer)."""
+    run = RunDir(run_dir)
+    path = run.path / SCORES
+    model = run.model_path(None)
+    if path.is_file() and path.stat().st_mtime >= model.stat().st_mtime:
+        return json.loads(path.read_text())
+    scores = score_run(run_dir)
+    atomic_write_bytes(path, (json.dumps(scores, indent=1) + "\n").encode())
+    return scores
+
+
+# -- over seeds ---------------------------------------------------------------------------------
+
+
+def _acc(pair) -> float:
+    right, total = pair
+    return right / total if total else float("nan")
+
+
+def over_seeds(per_seed: dict[int, list[int]]) -> dict:
+    """Accuracies of each seed ({seed: [right, total]}): median, range, the seeds >= GOAL,
+    and the pooled Wilson 95% interval (it covers the evaluation sets' sampling, not the
+    seeds: the range is the spread over seeds)."""
+    accs = {s: _acc(p) for s, p in per_seed.items()}
+    right = sum(p[0] for p in per_seed.values())
+    total = sum(p[1] for p in per_seed.values())
+    values = list(accs.values())
+    return {
+        "per_seed": accs,
+        "median": statistics.median(values) if values else None,
+        "min": min(values) if values else None,
+        "max": max(values) if values else None,
+        "at_goal": sum(a >= GOAL for a in values),
+        "seeds": len(values),
+        "pooled": right / total if total else None,
+        "pooled_ci95": list(accuracy_interval(right, total)) if total else None,
+    }
+
+
+def ladder_rows(scores: dict[str, dict[int, dict]]) -> list[dict]:
+    """One row per (rung, set): nodes and graphs over seeds. `scores`: rung -> seed -> a
+    run's scores."""
+    rows = []
+    for rung, by_seed in scores.items():
+        sets = sorted({n for s in by_seed.values() for n in s},
+                      key=lambda n: int(n.removeprefix("graph/n")))  # fmt: skip
+        for name in sets:
+            have = {seed: s[name] for seed, s in by_seed.items() if name in s}
+            rows.append({
+                "rung": rung, "set": name, "N": int(name.removeprefix("graph/n")),
+                "nodes": over_seeds({seed: s["nodes"] for seed, s in have.items()}),
+                "graphs": over_seeds({seed: s["graphs"] for seed, s in have.items()}),
+            })  # fmt: skip
+    return rows
+
+
+def depth_rows(scores: dict[str, dict[int, dict]], key: str = "by_node_depth") -> list[dict]:
+    """Per rung and depth (pooled over the sets): accuracy over seeds."""
+    rows = []
+    for rung, by_seed in scores.items():
+        pooled: dict[str, dict[int, list[int]]] = {}
+        for seed, s in by_seed.items():
+            for per_set in s.values():
+                for depth, (right, total) in per_set[key].items():
+                    cell = pooled.setdefault(depth, {}).setdefault(seed, [0, 0])
+                    cell[0] += right
+                    cell[1] += total
+        for depth in sorted(pooled, key=int):
+            rows.append({"rung": rung, "depth": int(depth), **over_seeds(pooled[depth])})
+    return rows

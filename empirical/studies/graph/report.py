@@ -1,0 +1,124 @@
+"""The ladder's report: ladder.json, ladder.md (the table by size, the table by depth) and the
+figures (accuracy by the graph's size and by node depth, one line per seed, a panel a rung),
+declared once as a Report (empirical.report.writer)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+
+from empirical.report.tables import markdown_table, pct
+from empirical.report.writer import Figure, Json, Report
+from empirical.studies.graph.ladder import GOAL
+from empirical.studies.graph.options import LADDER
+
+
+def _cell(stats: dict) -> str:
+    """'99.1% [97.0, 100.0]': the median over seeds and their range."""
+    if stats["median"] is None:
+        return "-"
+    return f"{pct(stats['median'])} [{100 * stats['min']:.1f}, {100 * stats['max']:.1f}]"
+
+
+def _pooled(stats: dict) -> str:
+    if stats["pooled"] is None:
+        return "-"
+    low, high = stats["pooled_ci95"]
+    return f"{pct(stats['pooled'])} [{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def ladder_markdown(result: dict) -> str:
+    """The tables of ladder.md."""
+    trained = result["trained_nodes"]
+    lines = [
+        "# The ablation ladder on the graph family (seed 002)", "",
+        f"Config: `{result['config']}`; trained on graphs of {trained[0]}..{trained[1]} nodes; "
+        f"seeds {', '.join(map(str, result['seeds']))}; device: {result['device']}.",
+        f"Command: `{result['command']}`", "",
+        "Per node: the share of nodes whose value is right (at the position of the node's "
+        "name); per graph: the share of graphs with every node right. Median over seeds "
+        "[min, max]; seeds >= 99.5% per node; pooled: all seeds' nodes together, Wilson 95% "
+        "(the evaluation sets' sampling only).", "",
+    ]  # fmt: skip
+    header = "rung | N | in training | per node: median [range] | seeds >= 99.5% | " \
+             "per node: pooled [95%] | per graph: median [range]"  # fmt: skip
+    rows = []
+    for r in result["rows"]:
+        inside = "yes" if trained[0] <= r["N"] <= trained[1] else f"{r['N'] / trained[1]:.0f}x"
+        rows.append(f"{r['rung']} | {r['N']} | {inside} | {_cell(r['nodes'])} | "
+                    f"{r['nodes']['at_goal']} of {r['nodes']['seeds']} | "
+                    f"{_pooled(r['nodes'])} | {_cell(r['graphs'])}")  # fmt: skip
+    lines += markdown_table(header, rows)
+    lines += ["", "## Per node, by the node's depth (all sets pooled)", ""]
+    depths = sorted({r["depth"] for r in result["depth_rows"]})
+    cells = {(r["rung"], r["depth"]): r for r in result["depth_rows"]}
+    header = "rung | " + " | ".join(f"depth {d}" for d in depths)
+    rows = []
+    for rung in result["rungs"]:
+        rows.append(rung + " | " + " | ".join(
+            pct(cells[(rung, d)]["median"]) if (rung, d) in cells else "-" for d in depths))
+    lines += markdown_table(header, rows)
+    lines += ["", "Rungs: " + "; ".join(f"`{k}` {LADDER[k][0]}" for k in result["rungs"]), ""]
+    return "\n".join(lines)
+
+
+def _by(result: dict, rung: str, key: str):
+    """{seed: (xs, accuracies)} of a rung's nodes by size N."""
+    out = {}
+    for r in result["rows"]:
+        if r["rung"] == rung:
+            for seed, acc in r[key]["per_seed"].items():
+                xs, ys = out.setdefault(seed, ([], []))
+                xs.append(r["N"])
+                ys.append(acc)
+    return out
+
+
+def plot_by_size(result: dict):
+    rungs = result["rungs"]
+    fig, axes = plt.subplots(1, len(rungs), figsize=(3.2 * len(rungs), 3.6), sharey=True,
+                             layout="constrained", squeeze=False)  # fmt: skip
+    hi = result["trained_nodes"][1]
+    for ax, rung in zip(axes[0], rungs, strict=True):
+        for i, (seed, (xs, ys)) in enumerate(sorted(_by(result, rung, "nodes").items())):
+            ax.plot(xs, ys, "o-", color=f"C{i}", label=f"seed {seed}: per node")
+        for i, (seed, (xs, ys)) in enumerate(sorted(_by(result, rung, "graphs").items())):
+            ax.plot(xs, ys, "x:", color=f"C{i}", alpha=0.6, label=f"seed {seed}: per graph")
+        ax.axvspan(0, hi, color="0.9", zorder=0)
+        ax.axhline(GOAL, color="k", lw=0.6, ls="--")
+        ax.set_title(LADDER[rung][0], fontsize=9)
+        ax.set_xlabel("graph size N (nodes); shaded: trained")
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(-0.02, 1.02)
+    axes[0][0].set_ylabel("accuracy")
+    axes[0][-1].legend(fontsize=7, loc="lower left")
+    fig.suptitle("Graph family: accuracy by graph size, one line per seed (dashed: 99.5%)")
+    return fig
+
+
+def plot_by_depth(result: dict):
+    rungs = result["rungs"]
+    fig, axes = plt.subplots(1, len(rungs), figsize=(3.2 * len(rungs), 3.4), sharey=True,
+                             layout="constrained", squeeze=False)  # fmt: skip
+    for ax, rung in zip(axes[0], rungs, strict=True):
+        rows = [r for r in result["depth_rows"] if r["rung"] == rung]
+        seeds = sorted({s for r in rows for s in r["per_seed"]})
+        for i, seed in enumerate(seeds):
+            pts = [(r["depth"], r["per_seed"][seed]) for r in rows if seed in r["per_seed"]]
+            ax.plot(*zip(*pts, strict=True), "o-", color=f"C{i}", label=f"seed {seed}")
+        ax.axvline(result["trained_depth"], color="0.5", lw=0.8, ls=":")
+        ax.set_title(LADDER[rung][0], fontsize=9)
+        ax.set_xlabel("node depth (dotted: deepest trained)")
+        ax.set_ylim(-0.02, 1.02)
+    axes[0][0].set_ylabel("accuracy per node")
+    axes[0][-1].legend(fontsize=7, loc="lower left")
+    fig.suptitle("Graph family: accuracy per node by the node's depth (all sets pooled)")
+    return fig
+
+
+def ladder_report(result: dict) -> Report:
+    return Report({
+        "ladder.json": Json(result, newline=True),
+        "ladder.md": ladder_markdown(result),
+        "accuracy_by_size": Figure(lambda: plot_by_size(result)),
+        "accuracy_by_depth": Figure(lambda: plot_by_depth(result)),
+    }, summary="ladder.md")  # fmt: skip

@@ -1,0 +1,166 @@
+"""The recurrent model (model.recurrence, empirical.model.forward.recurrent_readouts): with
+T = 1 and no mechanism it is the feedforward model of the block's layers, number for number;
+its iterations have hook points `iter.{t}.*`; a row's answer is its own T-th readout; the
+discrete state feeds back the values read out at the slots; the losses count what
+docs/graph.md says they count; the switches are checked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from empirical.config.io import ConfigError
+from empirical.model.config import ModelConfig
+from empirical.model.forward import RowContext, forward
+from empirical.model.transformer import AssignAddTransformer
+from empirical.runs.config import load_run_config
+from empirical.task.pairs import training_generator
+from empirical.task.sampler import run_training_sampler
+from empirical.train.targets import row_context, score_targets, target_loss
+
+CFG = ModelConfig.for_task(11, 9, 30, d_model=16, n_heads=2, d_mlp=24)
+
+
+def _tokens(n=5, length=30, seed=0):
+    return torch.randint(0, CFG.d_vocab, (n, length), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("n_layers", [2, 4])
+def test_one_iteration_without_mechanisms_is_the_feedforward_model(n_layers):
+    ff = AssignAddTransformer(dataclasses.replace(CFG, n_layers=n_layers), seed=3)
+    rec_cfg = dataclasses.replace(CFG, n_layers=n_layers, recurrence="fixed", iterations=1)
+    rec = AssignAddTransformer(rec_cfg, seed=3)
+    assert [n for n, _ in rec.named_parameters()] == [n for n, _ in ff.named_parameters()]
+    tokens = _tokens()
+    assert torch.equal(rec(tokens), ff(tokens))
+    offset = torch.tensor([0, 1, 0, 29, 5])  # rows 3 and 4 wrap around after position 29
+    ctx = RowContext(pos_offset=offset)
+    assert torch.equal(rec(tokens, context=ctx), ff(tokens, context=ctx))
+    _, shifted = ff.run_with_cache(tokens, context=ctx)
+    want = ff.W_pos[(torch.arange(30) + 29) % 30]
+    assert torch.equal(shifted["hook_pos_embed"][3], want)
+    _, cache = rec.run_with_cache(tokens)
+    _, ff_cache = ff.run_with_cache(tokens)
+    for layer in range(n_layers):
+        mine = cache[f"iter.0.blocks.{layer}.hook_resid_post"]
+        assert torch.equal(mine, ff_cache[f"blocks.{layer}.hook_resid_post"])
+    assert torch.equal(cache["iter.0.hook_readout"], ff(tokens))
+
+
+def test_two_iterations_are_not_one_and_the_block_is_shared():
+    rec = AssignAddTransformer(dataclasses.replace(CFG, recurrence="fixed", iterations=2), seed=0)
+    tokens = _tokens()
+    _, cache = rec.run_with_cache(tokens)
+    one = AssignAddTransformer(dataclasses.replace(CFG, recurrence="fixed"), seed=0)
+    assert torch.equal(cache["iter.0.hook_readout"], one(tokens))
+    assert not torch.allclose(cache["iter.1.hook_readout"], one(tokens))
+    left = cache["iter.0.blocks.1.hook_resid_post"]
+    assert torch.equal(cache["iter.1.blocks.0.hook_resid_pre"], left)  # the state carries on
+    empty = forward(dict(one.named_parameters()), tokens[:0], one.cfg)
+    assert empty.shape == (0, 30, 11)
+
+
+def test_each_row_answers_at_its_own_iteration_count():
+    cfg = dataclasses.replace(CFG, recurrence="depth", iterations=1)
+    model = AssignAddTransformer(cfg, seed=1)
+    tokens = _tokens(3)
+    T = torch.tensor([1, 3, 2])
+    every = model(tokens, context=RowContext(iterations=T, every_iteration=True))
+    assert every.shape == (3, 3, 30, 11) and len(model.iter) >= 3
+    final = model(tokens, context=RowContext(iterations=T))
+    for row, t in enumerate(T.tolist()):
+        assert torch.equal(final[row], every[t - 1, row])
+    with pytest.raises(ValueError, match="takes each row's T from its graph's depth"):
+        model(tokens)
+
+
+def test_the_discrete_state_feeds_back_the_values_read_out_at_the_slots():
+    cfg = dataclasses.replace(CFG, recurrence="fixed", iterations=2, discrete_state=True)
+    model = AssignAddTransformer(cfg, seed=2)
+    tokens = _tokens(2)
+    slots = torch.zeros(2, 30, dtype=torch.bool)
+    slots[:, [4, 9, 20]] = True
+    _, cache = model.run_with_cache(tokens, context=RowContext(slots=slots))
+    values = cache["iter.0.hook_readout"].argmax(-1)
+    fed = cache["iter.1.hook_value_embed"]
+    assert torch.equal(fed[slots], model.W_E[values[slots]])
+    assert int(fed[~slots].abs().sum()) == 0
+    start = cache["iter.1.blocks.0.hook_resid_pre"]
+    assert torch.allclose(start, cache["hook_embed"] + cache["hook_pos_embed"] + fed)
+    with pytest.raises(ValueError, match="needs RowContext\\(slots=...\\)"):
+        model(tokens)
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"latent_supervision": True}, "model.latent_supervision = True needs a recurrent model"),
+        ({"iterations": 3}, "model.iterations = 3 needs a recurrent model"),
+        ({"recurrence": "fixed", "corruption": 0.1}, "model.corruption = 0.1 corrupts the values"),
+        ({"recurrence": "loop"}, "model.recurrence: 'loop' is not one of"),
+        ({"recurrence": "fixed", "discrete_state": True, "corruption": 1.0},
+         "model.corruption: must be a number in [0, 1)"),
+        ({"recurrence": "fixed", "n_layers": 4, "tied_layers": True}, "model.tied_layers = true"),
+    ],
+)  # fmt: skip
+def test_the_switches_are_checked(fields, message):
+    with pytest.raises(ConfigError) as err:
+        ModelConfig(**fields)
+    assert message in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+# -- the losses on graph batches ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def graph_batch():
+    task = load_run_config("configs/graph.toml").task
+    return run_training_sampler(task, 0).sample(16, training_generator(0)), task
+
+
+def _model(task, **fields):
+    cfg = load_run_config("configs/graph.toml", ["model.d_model=16", "model.d_mlp=16"]).model
+    cfg = dataclasses.replace(cfg, **fields)
+    return AssignAddTransformer(cfg.with_task(task.p, task.K + 3, task.L), seed=0)
+
+
+def test_latent_supervision_counts_the_nodes_of_depth_at_most_t(graph_batch):
+    batch, task = graph_batch
+    model = _model(task, corruption=0.0)
+    weights = dict(model.named_parameters())
+    loss = target_loss(weights, batch, model.cfg)
+    ctx = row_context(model.cfg, batch, every_iteration=True)
+    every = forward(weights, batch.tokens, model.cfg, context=ctx)
+    T = ctx.iterations
+    assert torch.equal(T, batch.target_depths.max(1).values + 1)
+    per_step = []
+    for t in range(every.shape[0]):
+        keep = (batch.targets >= 0) & (batch.target_depths <= t) & (t < T)[:, None]
+        per_step.append(F.cross_entropy(every[t][keep], batch.targets[keep]))
+    assert torch.allclose(loss, torch.stack(per_step).mean())
+    end_to_end = _model(task, latent_supervision=False, corruption=0.0)
+    e2e = target_loss(dict(end_to_end.named_parameters()), batch, end_to_end.cfg)
+    final = forward(dict(end_to_end.named_parameters()), batch.tokens, end_to_end.cfg,
+                    context=row_context(end_to_end.cfg, batch))  # fmt: skip
+    keep = batch.targets >= 0
+    assert torch.allclose(e2e, F.cross_entropy(final[keep], batch.targets[keep]))
+
+
+def test_corruption_acts_in_training_only(graph_batch):
+    batch, task = graph_batch
+    model = _model(task, corruption=0.5)
+    weights = dict(model.named_parameters())
+    torch.manual_seed(0)
+    a = target_loss(weights, batch, model.cfg)
+    torch.manual_seed(1)
+    b = target_loss(weights, batch, model.cfg)
+    assert not torch.equal(a, b)  # the fed-back values were corrupted differently
+    first = score_targets(model, batch, batch_size=5)
+    second = score_targets(model, batch, batch_size=16)
+    has = batch.targets >= 0  # evaluation: no corruption (chunked as it likes)
+    assert torch.equal(first.predictions[has], second.predictions[has])
+    assert first.nodes == int((batch.targets >= 0).sum())
