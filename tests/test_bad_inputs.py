@@ -490,6 +490,19 @@ CASES = [
     C("codes-train-size", E, "codes {run} --train-size 8", "--train-size", "--train-size 8"),
     C("codes-several-no-out", E, "codes {run} {run}", "--out DIR", "several runs, no --out"),
     C("codes-step-missing", E, "codes {run} --step 7 --quiet", "step 7", "--step 7 (no snapshot)"),
+    # -- graph-ladder, graph-mechanism (issue #46)
+    C("graph-ladder-seeds-neg", E, "graph-ladder --seeds -1", "--seeds -1", "--seeds -1"),
+    C("graph-ladder-variant", E, "graph-ladder --variants nope", "--variants nope",
+      "--variants nope"),
+    C("graph-ladder-family", E, "graph-ladder --config {smoke}", "task.family",
+      "a config of another family"),
+    C("graph-mechanism-no-run", E, "graph-mechanism {tmp}/nope", "no such directory",
+      "a missing run directory"),
+    C("graph-mechanism-n-0", E, "graph-mechanism {run} --n 0", "--n 0", "--n 0"),
+    # -- pool-interventions, recount (issue #45)
+    C("pool-interventions-empty", E, "pool-interventions {tmp} --out {tmp}/pooled",
+      "no interventions.json", "a DIR with no interventions.json"),
+    C("recount-empty", E, "recount {tmp}", "no claims.json", "a directory with no claims.json"),
     # -- attribute, intervene (issue #36)
     C("attribute-window-backwards", E, "attribute {run} --window 9:3", "9:3", "--window 9:3"),
     C("attribute-null-draws-0", E, "attribute {run} --window 3:9 --null-draws 0", "--null-draws",

@@ -85,6 +85,11 @@ def cases(tmp: Path) -> list[tuple[list[str], str]]:
         (["claims", "--config", "configs/population_smoke.toml", "--jobs", "0"], "--jobs 0"),
         (["reproduce", "train.steps=-1"], "train.steps = -1"),
         (["reproduce", "--config", str(bad)], "is not valid TOML"),
+        (["graph-ladder", "--variants", "nope"], "--variants nope"),
+        (["graph-mechanism", missing], "no such directory"),
+        (["graph-mechanism", missing, "--n", "0"], "--n 0"),
+        (["pool-interventions", missing, "--out", missing], "no interventions.json"),
+        (["recount", missing], "no claims.json"),
         (["repair", missing], "no such directory"),
         (["unlock", missing], "no such directory"),
     ]
