@@ -14,7 +14,6 @@ from empirical.report.population_stats import (
     logrank,
     mann_whitney,
     multi_bootstrap,
-    percentile_of,
     share_interval,
 )
 
@@ -153,10 +152,3 @@ def test_multi_bootstrap_resamples_evaluation_sequences():
 def test_multi_bootstrap_refuses_accuracies_outside_zero_one():
     with pytest.raises(ValueError, match="accuracies"):
         multi_bootstrap([1.5], sizes=[10])
-
-
-def test_percentile_of_is_mid_rank():
-    assert percentile_of([1, 2, 3, 4], 4) == pytest.approx(87.5)
-    assert percentile_of([1, 2, 3, 4], 0) == 0.0
-    assert percentile_of([1, 2, 3, 4], 5) == 100.0
-    assert percentile_of([None, None], 1.0) is None

@@ -2,8 +2,7 @@
 it has the statistic): Wilson intervals of shares, Kaplan-Meier survival of a jump (members
 without it right-censored at their last step), the log-rank and Fisher tests between
 populations, the Mann-Whitney U test of two populations' per-member values, the
-multi-bootstrap over members and evaluation sequences (Sellam et al. 2022), mid-rank
-percentiles.
+multi-bootstrap over members and evaluation sequences (Sellam et al. 2022).
 
     share_interval(7, 8)                       # (0.529.., 0.977..): Wilson 95% of 7 of 8
     kaplan_meier([3400, None, 5600], [40000, 40000, 40000])   # Survival: S(t) with censoring
@@ -16,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import CensoredData, ecdf, mannwhitneyu, percentileofscore
+from scipy.stats import CensoredData, ecdf, mannwhitneyu
 from scipy.stats import fisher_exact as scipy_fisher
 from scipy.stats import logrank as scipy_logrank
 
@@ -169,13 +168,3 @@ def multi_bootstrap(
         "median": float(np.median(x)), "min": float(x.min()), "max": float(x.max()),
         "resampled": "members and evaluation sequences" if n_seq is not None else "members",
     }  # fmt: skip
-
-
-def percentile_of(population: Sequence[float | None], value: float) -> float | None:
-    """The percentile of `value` in the population's values (mid-rank: values equal to it
-    count half; 0 = below every member, 100 = above every member), None if no member has a
-    value (scipy.stats.percentileofscore, kind="mean")."""
-    vals = [v for v in population if v is not None and math.isfinite(v)]
-    if not vals or value is None or not math.isfinite(value):
-        return None
-    return float(percentileofscore(vals, value, kind="mean"))

@@ -35,7 +35,7 @@ class PopulationOptions(Format, Figures):
         "evaluations of the last STEPS steps")
     paper_run: str | None = arg(
         None, metavar="DIR", raw=True, help="a run directory (the paper's run, imported: "
-        "runs/authors) to place in every population: its value, percentile and tail per check, "
+        "runs/authors) to place in every population: its value and rank per check, "
         "in claims.md")
 
 
