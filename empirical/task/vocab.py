@@ -24,6 +24,23 @@ class TokenizeError(UserError, ValueError):
     """Text or token ids that are not a sequence of the task; the message says where."""
 
 
+def check_ids(seq: Sequence[int], d_vocab: int, error: type[Exception]) -> None:
+    """`error` naming the first id of `seq` outside 0..d_vocab - 1."""
+    for i, t in enumerate(seq):
+        if not 0 <= int(t) < d_vocab:
+            raise error(f"position {i}: id {t} is outside the vocabulary 0..{d_vocab - 1}")
+
+
+def tokens_text(names: Sequence[str], d_vocab: int, ids, error: type[Exception]) -> str | list[str]:
+    """Token ids (L,) -> their names, space separated; (n, L) -> a list of them; an id outside
+    0..d_vocab - 1 is `error` naming its position (every family's `decode_tokens`)."""
+    if isinstance(ids, torch.Tensor) and ids.dim() == 2:
+        return [tokens_text(names, d_vocab, row, error) for row in ids.cpu()]
+    seq = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+    check_ids(seq, d_vocab, error)
+    return " ".join(names[int(t)] for t in seq)
+
+
 class Vocabulary:
     """Token ids of the task for modulus `p`, `K` variables and sequence length `L`."""
 
@@ -263,19 +280,11 @@ class Vocabulary:
 
     def decode_tokens(self, ids: torch.Tensor | Sequence[int]) -> str | list[str]:
         """Token ids (L,) -> the token form (space separated); (n, L) -> a list of them."""
-        if isinstance(ids, torch.Tensor) and ids.dim() == 2:
-            return [self.decode_tokens(row) for row in ids.cpu()]
-        seq = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
-        self._check_range(seq)
-        return " ".join(self.names[int(t)] for t in seq)
+        return tokens_text(self.names, self.d_vocab, ids, TokenizeError)
 
     def _check_range(self, seq) -> None:
         """A TokenizeError naming the first id outside the vocabulary."""
-        for i, t in enumerate(seq):
-            if not 0 <= int(t) < self.d_vocab:
-                raise TokenizeError(
-                    f"position {i}: id {t} is outside the vocabulary 0..{self.d_vocab - 1}"
-                )
+        check_ids(seq, self.d_vocab, TokenizeError)
 
     def label_text(self, label: int) -> str:
         """A label as `sample` prints it (the number)."""

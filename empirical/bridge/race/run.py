@@ -169,16 +169,7 @@ def assemble(todo, entries, seconds: float) -> dict:
     if not any(r["split"] == "fit" for r in done):
         raise ConfigError("race: no configuration of the fit half has finished in "
                           f"{STATE}: run them before predicting")  # fmt: skip
-    steps = max((r["steps"] for r in rows), default=0)
-    fit = fit_tau(done, steps)
-    for r in rows:
-        r.update(predict(r["step_zero"], fit["tau"], r["steps"]))
-        r["tau_free"] = tau_free(r["step_zero"], r["steps"])
-    return {"criterion": CRITERION, "tau_free_rule": TAU_FREE, "tau": fit["tau"],
-            "tau_interval": fit["interval"], **scores(done, fit, steps),
-            "critical": critical_rates(rows, fit),
-            "configs": [dict(r, step_zero=r["step_zero"].to_json()) for r in rows],
-            "seconds": seconds}  # fmt: skip
+    return _scored(rows, done, seconds)
 
 
 def rescore(published: dict) -> dict:
@@ -193,6 +184,12 @@ def rescore(published: dict) -> dict:
         row.setdefault("seeds_touched", row.get("seeds_composed"))
         rows.append(row)
     done = [r for r in rows if r.get("composed") is not None]
+    return _scored(rows, done, 0.0)
+
+
+def _scored(rows: list[dict], done: list[dict], seconds: float) -> dict:
+    """tau fitted on the finished rows' fit half, every row predicted (the criterion and the
+    tau-free rule), the scores and critical rates: race.json's content."""
     steps = max((r["steps"] for r in rows), default=0)
     fit = fit_tau(done, steps)
     for r in rows:
@@ -202,4 +199,4 @@ def rescore(published: dict) -> dict:
             "tau_interval": fit["interval"], **scores(done, fit, steps),
             "critical": critical_rates(rows, fit),
             "configs": [dict(r, step_zero=r["step_zero"].to_json()) for r in rows],
-            "seconds": 0.0}  # fmt: skip
+            "seconds": seconds}  # fmt: skip

@@ -17,6 +17,7 @@ import torch
 
 from disentangled.errors import UserError
 from empirical.task.graph.config import OPERATIONS
+from empirical.task.vocab import tokens_text
 
 MARKS = ("->", ";", *OPERATIONS, "pad")
 
@@ -158,13 +159,7 @@ class GraphVocabulary:
         return " ".join(parts)
 
     def decode_tokens(self, ids):
-        if isinstance(ids, torch.Tensor) and ids.dim() == 2:
-            return [self.decode_tokens(row) for row in ids.cpu()]
-        seq = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
-        for i, t in enumerate(seq):
-            if not 0 <= int(t) < self.d_vocab:
-                raise GraphTokenizeError(f"position {i}: id {t} is outside 0..{self.d_vocab - 1}")
-        return " ".join(self.names[int(t)] for t in seq)
+        return tokens_text(self.names, self.d_vocab, ids, GraphTokenizeError)
 
     def encode(self, text: str, check: bool = True) -> torch.Tensor:
         """`7 -> x12; x12 * x12 -> x3;` (or the `decode_tokens` form) -> ids (L,)."""

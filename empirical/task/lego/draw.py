@@ -15,6 +15,7 @@ from disentangled.errors import UserError
 from empirical.task.assign_add.design import draw_in_chunks, weights_cdf
 from empirical.task.batch import Batch
 from empirical.task.pairs import cpu_generator
+from empirical.task.vocab import tokens_text
 
 SIGNS = ("+", "-")
 VALUE_TEXT = ("+1", "-1")
@@ -108,13 +109,7 @@ class LegoVocabulary:
         return ", ".join([*parts, f"{letters[q]}=?"])
 
     def decode_tokens(self, ids):
-        if isinstance(ids, torch.Tensor) and ids.dim() == 2:
-            return [self.decode_tokens(row) for row in ids.cpu()]
-        seq = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
-        for i, t in enumerate(seq):
-            if not 0 <= int(t) < self.d_vocab:
-                raise LegoTokenizeError(f"position {i}: id {t} is outside 0..{self.d_vocab - 1}")
-        return " ".join(self.names[int(t)] for t in seq)
+        return tokens_text(self.names, self.d_vocab, ids, LegoTokenizeError)
 
     def encode(self, text: str, check: bool = True) -> torch.Tensor:
         """`a=+1, b=-a, b=?` (clauses then the query) -> ids (L,), pads first."""
