@@ -32,7 +32,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from disentangled.errors import UserError
+from disentangled.errors import UsageError, UserError
 from empirical.config.io import ConfigError
 from empirical.runs.config import config_fingerprint, load_run_config
 from empirical.runs.metrics_log import read_metrics
@@ -143,6 +143,14 @@ class RunDir(_Directory):
                 f"{self.path}: holds no {self.CONFIG} (not a run directory written by "
                 "`python -m empirical train` or `import-checkpoints`)"
             )
+        return self
+
+    def require_family(self, family: str, command: str) -> RunDir:
+        """Self as `require_run` checks it, or a UsageError unless its task is of `family`
+        (the commands of one family's study read only its runs)."""
+        found = self.require_run().read_config().task.family
+        if found != family:
+            raise UsageError(f"{self}: task.family = {found!r}; {command} reads {family} runs")
         return self
 
     def snapshots(self) -> list[tuple[int, Path]]:

@@ -13,19 +13,10 @@ from empirical.config.options import arg, options_class
 from empirical.runs.rundir import RunDir
 
 __all__ = ["ChainAttentionOptions", "ChainCompareConfig", "ChainCompareQKOptions",
-           "ChainPatchingOptions", "ChainRunOptions", "chain_run"]  # fmt: skip
+           "ChainPatchingOptions", "ChainRunOptions"]  # fmt: skip
 
 Sequences = integer(1, wording=MUST)  # how many sequences of a set
 Step = integer(0, wording=MUST) | None  # a snapshot step (None: the latest weights)
-
-
-def chain_run(run_dir: str, command: str) -> RunDir:
-    """The run in `run_dir`, refused (a UsageError) unless it is of the chain family."""
-    run = RunDir(run_dir).require_run()
-    family = run.read_config().task.family
-    if family != "chain":
-        raise UsageError(f"{run}: task.family = {family!r}; {command} reads chain runs")
-    return run
 
 
 @options_class("chain-attention", "Attention onto the chain construction's targets, per layer.")
@@ -41,7 +32,7 @@ class ChainRunOptions:
     step: Step = arg(None, help="a snapshot step (default: the latest weights)")
 
     def check(self) -> None:
-        chain_run(self.run_dir, self.__prog__)
+        RunDir(self.run_dir).require_family("chain", self.__prog__)
 
 
 @options_class("chain-attention", "Attention onto the chain construction's targets, per layer.")
@@ -101,7 +92,7 @@ class ChainCompareQKOptions(ChainCompareConfig):
     def check(self) -> None:
         """A chain run of >= 3 layers with >= 2 snapshots (the sets are checked against the
         run's evaluation sets when they are loaded)."""
-        run = chain_run(self.run_dir, "chain-compare-qk")
+        run = RunDir(self.run_dir).require_family("chain", "chain-compare-qk")
         layers = run.read_config().model.n_layers
         if layers < 3:
             raise UsageError(f"{run}: model.n_layers = {layers}; the two-hop comparison needs "

@@ -13,7 +13,7 @@ from empirical.runs.config import Seed, config_field
 from empirical.runs.options import RunConfigOptions
 from empirical.runs.rundir import RunDir
 
-__all__ = ["LADDER", "GraphLadderOptions", "GraphMechanismOptions", "graph_run"]
+__all__ = ["LADDER", "GraphLadderOptions", "GraphMechanismOptions"]
 
 # the seed's ablation ladder: name -> (what it is, its model.* settings over the config's)
 LADDER: dict[str, tuple[str, dict]] = {
@@ -28,15 +28,6 @@ LADDER: dict[str, tuple[str, dict]] = {
                                   "corruption": None}),
 }  # fmt: skip
 # (corruption None: the config's model.corruption; the rungs below it have none)
-
-
-def graph_run(run_dir: str, command: str) -> RunDir:
-    """The run in `run_dir`, refused (a UsageError) unless it is of the graph family."""
-    run = RunDir(run_dir).require_run()
-    family = run.read_config().task.family
-    if family != "graph":
-        raise UsageError(f"{run}: task.family = {family!r}; {command} reads graph runs")
-    return run
 
 
 def _variants(value):
@@ -93,7 +84,7 @@ class GraphMechanismOptions:
     figures: Flag = arg(True, help="numbers only: no figures")
 
     def check(self) -> None:
-        run = graph_run(self.run_dir, "graph-mechanism")
+        run = RunDir(self.run_dir).require_family("graph", "graph-mechanism")
         if not run.read_config().model.recurrent:
             raise UsageError(f"{run}: model.recurrence = 'none'; graph-mechanism reads a "
                              "recurrent model's iterations")  # fmt: skip
