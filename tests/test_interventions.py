@@ -161,3 +161,23 @@ def test_interventions_of_several_checkpoints_are_pooled(tiny_run, tmp_path):
     assert "pool-interventions" in pooled["provenance"]["command"]
     assert "| freeze_mlp |" in (pooled_dir / "summary.md").read_text()
     assert empirical_main(["pool-interventions", str(tmp_path), "--out", str(tmp_path / "x")]) == 2
+
+
+def test_pooling_computes_each_conditions_log_rank_again_from_its_jump_steps():
+    """A file written before the log-rank's zero-variance fix holds p = None where every
+    continuation jumped at the same step in both conditions; pooled, the p comes from the
+    stored jump steps (1: nothing tells them apart), and a real difference keeps its small p."""
+    from empirical.bridge.interventions.pooled import pool
+
+    def source(g1_steps):
+        return {"start": 3000, "last_step": 4000, "steps": 1000, "replicates": 8, "jump": "j",
+                "noise_ceiling": {}, "conditions": {
+                    "none": {"n": 8, "jumped": 8, "jump_steps": [3550] * 8, "median_jump": 3550},
+                    "project_g1": {"n": 8, "jumped": 8, "jump_steps": g1_steps,
+                                   "median_jump": float(g1_steps[0]),
+                                   "logrank_vs_none": {"pvalue": None}}}}  # fmt: skip
+
+    same = pool([source([3550] * 8)], ["s0"])["conditions"]["project_g1"]["per_source"][0]
+    later = pool([source([3700] * 8)], ["s0"])["conditions"]["project_g1"]["per_source"][0]
+    assert same["logrank_p"] == 1.0
+    assert later["logrank_p"] < 1e-3 and later["delay"] == 150

@@ -4,6 +4,7 @@ formula here (not by the code under test)."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 
@@ -91,6 +92,17 @@ def test_logrank_same_and_different_populations():
     diff = logrank(a, [40000] * 8, b, [40000] * 8)
     assert diff["pvalue"] < 1e-3 and diff["events"] == [8, 5] and diff["n"] == [8, 8]
     assert logrank([None], [10], [None], [10])["pvalue"] is None  # nothing to compare
+
+
+def test_logrank_of_identical_steps_is_no_difference_without_a_warning():
+    # every member of both populations jumps at the same evaluation: the statistic's variance
+    # is zero (0/0 in scipy); nothing tells the populations apart, so p = 1, not None or nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        same = logrank([3550] * 8, [4000] * 8, [3550] * 8, [4000] * 8)
+    assert same["statistic"] == 0.0 and same["pvalue"] == 1.0 and same["events"] == [8, 8]
+    # a shift of one evaluation is not zero variance: a real test
+    assert logrank([3550] * 8, [4000] * 8, [3600] * 8, [4000] * 8)["pvalue"] < 1e-3
 
 
 def test_logrank_two_by_two_by_hand():

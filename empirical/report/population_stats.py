@@ -93,7 +93,9 @@ def logrank(times_a: Sequence[int | None], last_a: Sequence[int], times_b: Seque
             last_b: Sequence[int]) -> dict:  # fmt: skip
     """Log-rank test of two populations' event steps (two-sided): {"statistic", "pvalue",
     "events": [a, b], "n": [a, b]}; pvalue None when neither population has an event (no
-    information to compare) or one is empty."""
+    information to compare) or one is empty; statistic 0 and pvalue 1 when the statistic's
+    variance is zero (both populations' events all at the same step: nothing tells them
+    apart)."""
     ea, ca = _split(times_a, last_a)
     eb, cb = _split(times_b, last_b)
     out = {
@@ -104,9 +106,14 @@ def logrank(times_a: Sequence[int | None], last_a: Sequence[int], times_b: Seque
     }  # fmt: skip
     if not (ea or eb) or not (ea or ca) or not (eb or cb):
         return out
-    res = scipy_logrank(_censored_data(ea, ca), _censored_data(eb, cb))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        res = scipy_logrank(_censored_data(ea, ca), _censored_data(eb, cb))
     if math.isfinite(res.statistic) and math.isfinite(res.pvalue):
         out["statistic"], out["pvalue"] = float(res.statistic), float(res.pvalue)
+    elif math.isnan(res.statistic):
+        # zero variance: every member still at risk has its event at the same step in both
+        # populations (observed = expected at every step), so nothing tells them apart
+        out["statistic"], out["pvalue"] = 0.0, 1.0
     return out
 
 

@@ -10,13 +10,28 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from empirical.report.population_stats import share_interval
+from empirical.report.population_stats import logrank, share_interval
 from empirical.report.writer import Json, Report
 
 
 def read_interventions(folder) -> dict:
     """One `intervene` output's interventions.json (its statistics)."""
     return json.loads((Path(folder) / "interventions.json").read_text())
+
+
+def _logrank_p(source: dict, condition: str) -> float | None:
+    """The log-rank p of `condition` against the source's `none`, computed again from the
+    stored jump steps (so a file written before a fix of the test reads as it would now);
+    the file's own p where the steps are not stored."""
+    conds = source["conditions"]
+    e = conds[condition]
+    if condition == "none":
+        return None
+    times, base = e.get("jump_steps"), conds.get("none", {}).get("jump_steps")
+    if times is None or base is None:
+        return (e.get("logrank_vs_none") or {}).get("pvalue")
+    last = source["last_step"]
+    return logrank(times, [last] * len(times), base, [last] * len(base))["pvalue"]
 
 
 def pool(sources: list[dict], names: list[str]) -> dict:
@@ -35,7 +50,7 @@ def pool(sources: list[dict], names: list[str]) -> dict:
             entry["per_source"].append({
                 "name": name, "jumped": e["jumped"], "n": e["n"], "median_jump": med,
                 "delay": None if med is None or base is None else med - base,
-                "logrank_p": (e.get("logrank_vs_none") or {}).get("pvalue"),
+                "logrank_p": _logrank_p(s, cond),
             })  # fmt: skip
     for entry in conditions.values():
         k, n = entry["jumped"], entry["n"]
