@@ -137,3 +137,27 @@ def test_codes_refuses_what_it_cannot_read(hyla_run, tmp_path, capsys):
     assert "several runs need --out DIR" in capsys.readouterr().err
     assert empirical_main(["codes", str(tmp_path)]) == 2
     assert "not a run directory" in capsys.readouterr().err
+
+
+def test_the_runs_figure_sets_the_probe_beside_the_trivial_rule_per_variant():
+    import matplotlib.pyplot as plt
+
+    from empirical.analysis.codes.plots import plot_runs
+    from empirical.analysis.codes.probe import HELD_OUT_SETS
+
+    def stats(m):
+        return {"median": m, "min": m - 0.1, "max": m, "n": 2}
+
+    sets = {s: {"probe": stats(0.9), "nearest_centroid": stats(0.5), "model": stats(0.6)}
+            for s in HELD_OUT_SETS}  # fmt: skip
+    summary = {"softmax, 2 heads": {"runs": ["a", "b"], "sets": sets},
+               "softmax, 4 heads": {"runs": ["c"], "sets": sets}}  # fmt: skip
+    fig = plot_runs(summary, "codes")
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in shown] == ["softmax, 2 heads (2 runs: median and range)",
+                                                "softmax, 4 heads (1 run)"]  # fmt: skip
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "goal: 95%", "form probe on the codes", "nearest centroid (trivial rule)",
+        "the model's own accuracy"]  # fmt: skip
+    assert len(shown[0].containers) == 3 * 2  # three bar groups, each with its range
+    plt.close(fig)

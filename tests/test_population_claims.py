@@ -242,3 +242,49 @@ def test_plot_functions_return_figures_and_save_in_any_format(population, tmp_pa
     assert set(tmp_path.iterdir()) == before  # nothing written without a path
     fig = figures.plot_final(c, tmp_path / "final", fmt="pdf")
     assert (tmp_path / "final.pdf").read_bytes().startswith(b"%PDF-")
+
+
+def test_second_jumps_without_a_first_before_them_are_counted():
+    from empirical.experiments.population.claims import second_without_first
+
+    # none before (no first, a first at the same evaluation, a first after) against one that
+    # follows a first; members without a second jump do not count
+    first = [None, 1900, 2000, 1500, 1700, None]
+    second = [1400, 1900, 1800, 3000, None, None]
+    assert second_without_first(first, second) == 3
+    assert second_without_first([], []) == 0
+
+
+def _claims_with(first, second, same_config):
+    from empirical.report.population_stats import kaplan_meier
+
+    last = [3000] * len(first)
+    return {"paper_run": {"same_config": same_config} if same_config is not None else None,
+            "jumps": {"paper": {"first": 5401, "second": 15201}, "last_step": last,
+                      "first": first, "second": second,
+                      "first_survival": kaplan_meier(first, last).to_dict(),
+                      "second_survival": kaplan_meier(second, last).to_dict(),
+                      "second_without_first": 1}}  # fmt: skip
+
+
+def test_survival_figure_gives_p_against_the_first_and_the_paper_only_for_its_config():
+    import matplotlib.pyplot as plt
+
+    from empirical.experiments.population import figures
+
+    a = _claims_with([1300, 1400], [None, None], same_config=False)
+    b = _claims_with([None, 1700], [1400, None], same_config=None)
+    fig = figures.plot_survival([("softmax", a), ("linear", b)],
+                                pvalues={"linear": {"first": 0.00047, "second": 0.062}})
+    first_labels = fig.axes[0].get_legend_handles_labels()[1]
+    second_labels = fig.axes[1].get_legend_handles_labels()[1]
+    assert first_labels == ["softmax: 2 of 2 jump", "linear: 1 of 2 jump; p = 0.00047 vs softmax"]
+    assert "linear: 1 of 2 jump, 1 with no first jump before; p = 0.062 vs softmax" in second_labels
+    assert not any("paper" in t for t in first_labels + second_labels)  # another config
+    # the legend sits below its panel, off the curves
+    assert fig.axes[0].get_legend().get_bbox_to_anchor().y0 < fig.axes[0].get_window_extent().y0
+    plt.close(fig)
+    same = _claims_with([1300, 1400], [None, None], same_config=True)
+    fig = figures.plot_survival([("ours", same)])
+    assert any("the paper's run: 5401" in t for t in fig.axes[0].get_legend_handles_labels()[1])
+    plt.close(fig)

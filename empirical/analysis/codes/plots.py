@@ -90,26 +90,43 @@ def plot_timeline(result: dict, title: str):
 
 
 def plot_runs(summary: dict, title: str):
-    """Per variant and held-out set: the form probe's median accuracy over the runs, with
-    its range, beside the model's."""
+    """One panel per variant; per held-out set three bars: the form probe's median accuracy
+    over the variant's runs, the nearest-centroid rule's (the trivial rule the probe must
+    beat: each held-out code given the form of the nearest training form's mean code) and the
+    model's own, each with its range over the runs; the probe's goal as a line."""
     variants = list(summary)
-    fig, ax = plt.subplots(figsize=(11, 5), layout="constrained")
+    cols = min(len(variants), 3)
+    rows = -(-len(variants) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows + 0.8), sharey=True,
+                             layout="constrained", squeeze=False)  # fmt: skip
     x = np.arange(len(HELD_OUT_SETS))
-    width = 0.8 / max(2 * len(variants), 1)
-    for i, (name, v) in enumerate(summary.items()):
-        for j, (key, style) in enumerate((("probe", "form probe"), ("model", "model"))):
-            stats = [v["sets"][s][key] for s in HELD_OUT_SETS]
+    bars = (("probe", "form probe on the codes", 1.0),
+            ("nearest_centroid", "nearest centroid (trivial rule)", 0.6),
+            ("model", "the model's own accuracy", 0.3))  # fmt: skip
+    width = 0.8 / len(bars)
+    for ax, (name, v) in zip(list(axes.flat)[: len(variants)], summary.items(), strict=True):
+        for j, (key, label, alpha) in enumerate(bars):
+            stats = [v["sets"][s].get(key) for s in HELD_OUT_SETS]
             med = [np.nan if st is None else st["median"] for st in stats]
             err = [[0 if st is None else st["median"] - st["min"] for st in stats],
                    [0 if st is None else st["max"] - st["median"] for st in stats]]  # fmt: skip
-            ax.bar(x + (2 * i + j - len(variants) + 0.5) * width, med, width, yerr=err,
-                   capsize=2, color=CYCLE[i % len(CYCLE)], alpha=1.0 if j == 0 else 0.45,
-                   label=f"{name}: {style} (median, range over {len(v['runs'])} runs)")
-    ax.axhline(GOAL, color="k", ls=":", lw=1)
-    ax.set_xticks(x, HELD_OUT_SETS, rotation=15, fontsize=9)
-    ax.set_ylim(0, 1.05)
-    ax.set_xlabel("held-out composition")
-    ax.set_ylabel("accuracy")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, loc="lower left")
+            ax.bar(x + (j - 1) * width, med, width, yerr=err if len(v["runs"]) > 1 else None,
+                   capsize=2, color=CYCLE[j],
+                   alpha=alpha, label=label)  # fmt: skip
+        ax.axhline(GOAL, color="k", ls=":", lw=1, label=f"goal: {GOAL:.0%}")
+        n = len(v["runs"])
+        ax.set_title(f"{name} ({n} run{'s' if n != 1 else ''}"
+                     f"{': median and range' if n > 1 else ''})", fontsize=10)  # fmt: skip
+        ax.set_xticks(x, [s.replace("curated/", "") for s in HELD_OUT_SETS], rotation=30,
+                      fontsize=8, ha="right")  # fmt: skip
+        ax.set_ylim(0, 1.05)
+        ax.set_xlabel("held-out composition", fontsize=9)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("accuracy")
+    for ax in list(axes.flat)[len(variants):]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=9, frameon=False)
+    fig.suptitle(title, fontsize=11)
     return fig
+

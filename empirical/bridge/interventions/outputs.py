@@ -84,23 +84,27 @@ def summarise(result: dict, plan, g1: np.ndarray | None = None) -> dict:
 
 
 def plot_survival(stats: dict, result: dict, path=None, fmt: str | None = None):
-    """Left: each condition's Kaplan-Meier curve (share not yet jumped); right: each
-    member's tracked accuracy over the continuation."""
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    """Left: each condition's Kaplan-Meier curve (share not yet jumped), its log-rank p against
+    `none` in the legend; right: each member's tracked accuracy over the continuation. The
+    legends sit below the panels."""
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 5.0), layout="constrained")
     start, last = stats["start"], stats["last_step"]
-    for name, entry in stats["conditions"].items():
+    styles = ("-", "--", ":", "-.")  # conditions whose curves coincide stay visible
+    for i, (name, entry) in enumerate(stats["conditions"].items()):
         steps = [start] + entry["survival"]["steps"] + [last]
         surv = [1.0] + entry["survival"]["survival"]
         surv += [surv[-1]]
         p = entry.get("logrank_vs_none", {}).get("pvalue")
         label = f"{name}: {entry['jumped']}/{entry['n']} jump" + (
             f", log-rank p = {p:.2g}" if p is not None else "")  # fmt: skip
-        ax.step(steps, surv, where="post", color=COLOURS.get(name), label=label, lw=1.6)
+        ax.step(steps, surv, where="post", color=COLOURS.get(name), label=label, lw=1.6,
+                ls=styles[i % len(styles)])  # fmt: skip
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("step")
     ax.set_ylabel("share of continuations not yet jumped")
     ax.set_title("Kaplan-Meier survival of the jump")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2,
+              frameon=False)  # fmt: skip
     jump_set = next(iter(result["members"][0]["curve"]))
     for rec in result["members"]:
         ax2.plot(result["eval_steps"], rec["curve"][jump_set], color=COLOURS.get(rec["condition"]),
@@ -110,7 +114,8 @@ def plot_survival(stats: dict, result: dict, path=None, fmt: str | None = None):
     ax2.set_xlabel("step")
     ax2.set_ylabel(f"{jump_set} accuracy")
     ax2.set_title("every continuation")
-    ax2.legend(fontsize=7)
+    ax2.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3,
+               frameon=False)  # fmt: skip
     fig.suptitle(f"Continuations from step {start} ({stats['replicates']} data orders per "
                  f"condition, {stats['steps']} steps)")  # fmt: skip
     return save_figure(fig, path, fmt)

@@ -194,7 +194,15 @@ def jumps_over(members: list[Member], per: list[dict]) -> dict:
         jumps[f"{which}_without"] = sum(s is None for s in steps)
         jumps[f"{which}_survival"] = kaplan_meier(steps, last_steps).to_dict()
         jumps[f"{which}_summary"] = multi_bootstrap(steps)
+    jumps["second_without_first"] = second_without_first(jumps["first"], jumps["second"])
     return jumps
+
+
+def second_without_first(first: list, second: list) -> int:
+    """Members whose second jump (the var-restricted sets) has no first jump before it: no
+    first jump at all, or one at the same evaluation or later. Such a "second spike" is a
+    joint rise of every set, not the paper's second phase after a first."""
+    return sum(b is not None and (a is None or a >= b) for a, b in zip(first, second, strict=True))
 
 
 def with_paper_run(claims: dict, entry: dict) -> dict:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from empirical.experiments.population.claims import second_without_first
 from empirical.experiments.population.figures import plot_survival
 from empirical.report.population_stats import (
     fisher_exact,
@@ -49,6 +50,11 @@ def compare_populations(populations: dict[str, dict]) -> dict:
                       "accuracy": accuracy_rows(ca, cb)})  # fmt: skip
     return {
         "variants": list(populations), "members": {k: v["members"] for k, v in populations.items()},
+        "second_without_first": {
+            k: [second_without_first(v["jumps"]["first"], v["jumps"]["second"]),
+                sum(s is not None for s in v["jumps"]["second"])]
+            for k, v in populations.items()
+        },
         "tests": "jump steps: log-rank, two-sided, members without a jump censored at their "
         "last step; claims: Fisher's exact test of the counts, two-sided; robust final "
         f"accuracy per set: Mann-Whitney U of the members' values, two-sided, and Fisher's test "
@@ -120,6 +126,11 @@ def comparison_markdown(cmp: dict, fmt: str = "png") -> str:
     out = ["# Populations compared: " + ", ".join(cmp["variants"]), ""]
     out += [", ".join(f"`{k}`: {n} members" for k, n in cmp["members"].items()) + ". "
             + cmp["tests"] + ".", ""]  # fmt: skip
+    alone = cmp.get("second_without_first") or {}
+    if any(k for k, _ in alone.values()):
+        out += ["Second jumps with no first jump before them (a joint rise of every set, not "
+                "the paper's second phase): " + ", ".join(f"{name} {k} of {n}" for name, (k, n)
+                                                          in alone.items()) + ".", ""]  # fmt: skip
     for pair in cmp["pairs"]:
         a, b = pair["a"], pair["b"]
         jumps = []
@@ -137,9 +148,11 @@ def comparison_markdown(cmp: dict, fmt: str = "png") -> str:
 
 def comparison_report(cmp: dict, populations: dict[str, dict], fmt: str = "png") -> Report:
     """comparison.json, comparison.md and survival.png (every population's Kaplan-Meier
-    curves, the first pair's log-rank p in the titles), for OUT/claims/comparison."""
-    first = cmp["pairs"][0]["jumps"] if cmp["pairs"] else {}
-    pvalues = {k: v["pvalue"] for k, v in first.items()}
+    curves, each later population's log-rank p against the first in its legend), for
+    OUT/claims/comparison."""
+    base = cmp["variants"][0]
+    pvalues = {pair["b"]: {k: v["pvalue"] for k, v in pair["jumps"].items()}
+               for pair in cmp["pairs"] if pair["a"] == base}  # fmt: skip
     return Report({
         "comparison.json": Json(cmp, indent=1, plain=True),
         "comparison.md": comparison_markdown(cmp, fmt),

@@ -1,6 +1,7 @@
 """The figures of a population's claims: `plot_jumps`, `plot_survival`, `plot_final`,
 `plot_theory` (each takes `path=None` and `fmt=None` and returns the matplotlib Figure, as
-empirical.report.figures says). The paper's run is marked in the jump figures."""
+empirical.report.figures says). The paper's run is marked in the jump figures of a population
+of its config."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def plot_jumps(claims: dict, path=None, fmt: str | None = None):
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     for ax, (key, label) in zip(axes, JUMPS, strict=True):
         found = [s for s in jumps[key] if s is not None]
-        paper = (jumps.get("paper") or {}).get(key)
+        paper = paper_jumps(claims).get(key)
         right = _right_edge(steps_max, paper)
         width = max(right // 40, 1)
         bins = np.arange(0, right + width, width)
@@ -49,10 +50,13 @@ def plot_survival(populations: list[tuple[str, dict]], path=None, fmt: str | Non
                   pvalues: dict | None = None):  # fmt: skip
     """Kaplan-Meier curves of each population (label, claims.json content): the share of
     members still before the first (left) and second (right) jump at each step; a tick where
-    a member was censored (no jump by its last step). `pvalues`: {"first": p, "second": p}
-    of the log-rank test, shown in the panel titles."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
+    a member was censored (no jump by its last step). `pvalues`: {label: {"first": p,
+    "second": p}}, each later population's log-rank p against the first, in its legend entry.
+    The legends sit below the panels, off the curves; the paper's run is marked only where the
+    first population is of its config (`paper_jumps`)."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), layout="constrained")
     steps_max = max(max(c["jumps"]["last_step"] or [1]) for _, c in populations)
+    base = populations[0][0]
     for ax, (key, label) in zip(axes, JUMPS, strict=True):
         for i, (name, claims) in enumerate(populations):
             surv = claims["jumps"][f"{key}_survival"]
@@ -60,23 +64,48 @@ def plot_survival(populations: list[tuple[str, dict]], path=None, fmt: str | Non
             xs = [0, *surv["steps"], steps_max]
             ys = [1.0, *surv["survival"], surv["survival"][-1] if surv["survival"] else 1.0]
             ax.step(xs, ys, where="post", color=colour, lw=1.8, ls=STYLES[i % len(STYLES)],
-                    label=f"{name} ({surv['events']} of {surv['n']} jump)")  # fmt: skip
+                    label=_survival_label(name, key, claims, surv, base,
+                                          (pvalues or {}).get(name, {}).get(key)))  # fmt: skip
             cens = surv["censored"]
             if cens:
                 at = [Survival(surv["steps"], surv["survival"]).at(c) for c in cens]
                 ax.plot(cens, at, "|", color=colour, ms=10, mew=1.5)
-        paper = (populations[0][1]["jumps"].get("paper") or {}).get(key)
+        paper = paper_jumps(populations[0][1]).get(key)
         _mark_paper(ax, paper, steps_max, OKABE_ITO["grey"])
         ax.set_ylim(-0.03, 1.05)
         ax.set_xlim(0, _right_edge(steps_max, paper))
         ax.set_xlabel("training step")
         ax.set_ylabel("share of members before the jump")
-        p = (pvalues or {}).get(key)
-        ax.set_title(label + (f"\nlog-rank p = {p:.3g}" if p is not None else ""), fontsize=10)
-        ax.legend(fontsize=8, loc="lower left")
+        ax.set_title(label, fontsize=10)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
     names = ", ".join(n for n, _ in populations)
-    fig.suptitle(f"Kaplan-Meier survival of the jumps ({names}; | = censored)", fontsize=11)
+    tests = f"; p: log-rank against {base}" if len(populations) > 1 else ""
+    fig.suptitle(f"Kaplan-Meier survival of the jumps ({names}; | = censored{tests})",
+                 fontsize=11)  # fmt: skip
     return save_figure(fig, path, fmt)
+
+
+def _survival_label(name: str, key: str, claims: dict, surv: dict, base: str,
+                    p: float | None) -> str:  # fmt: skip
+    """A population's legend entry: how many jump, its log-rank p against the first
+    population, and (second spike) how many of its second jumps have no first before them."""
+    text = f"{name}: {surv['events']} of {surv['n']} jump"
+    if key == "second":
+        alone = claims["jumps"].get("second_without_first")
+        if alone:
+            text += f", {alone} with no first jump before"
+    if name != base and p is not None:
+        text += f"; p = {p:.2g} vs {base}"
+    return text
+
+
+def paper_jumps(claims: dict) -> dict:
+    """The paper's run's jump steps ({"first", "second"}) where the population is of the
+    paper's run's config (its placed `paper_run` has same_config); {} otherwise: a run of
+    another config (another init, more heads) is no reference line for these members."""
+    if not (claims.get("paper_run") or {}).get("same_config"):
+        return {}
+    return claims["jumps"].get("paper") or {}
 
 
 def _right_edge(steps_max: int, paper: int | None) -> int:

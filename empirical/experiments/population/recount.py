@@ -10,7 +10,7 @@ grid, what differs besides the config listed) and its jump steps read from the i
 
 from __future__ import annotations
 
-from empirical.experiments.population.claims import count, with_paper_run
+from empirical.experiments.population.claims import count, second_without_first, with_paper_run
 from empirical.experiments.population.placement import (
     IMPORTED_DIFFERENCES,
     grid_offset,
@@ -89,7 +89,10 @@ def recount_claims(claims: dict, paper_run=None) -> dict:
     """claims.json's content in the present form (module docstring); `paper_run`: the paper's
     run directory, imported and evaluated, whose summary gives its jump steps."""
     out = {**claims, "claims": split_entries(claims["claims"])}
-    out["jumps"] = {**claims["jumps"], "paper": None, "paper_interval": None}
+    jumps = claims["jumps"]
+    out["jumps"] = {**jumps, "paper": None, "paper_interval": None,
+                    "second_without_first": second_without_first(jumps["first"],
+                                                                 jumps["second"])}  # fmt: skip
     out["recounted"] = ("from this file's own per-member outcomes and values (python -m "
                         "empirical recount): spike claims split, ranks, leans")  # fmt: skip
     if claims.get("paper_run"):

@@ -127,6 +127,11 @@ def _jumps_section(jumps: dict, fmt: str) -> list[str]:
                     f"{summary_text(jumps[f'{key}_summary'], 'step')} | {paper}")
     out += markdown_table("spike | members with the jump | Kaplan-Meier median | mean over members "
                           "with it [95% CI] (min to max, n) | the paper's run", rows)
+    alone = jumps.get("second_without_first")
+    if alone:
+        out += ["", f"Of the members with a second jump, {alone} have no first jump before it "
+                "(none, or one at the same evaluation or later): a joint rise of every set, "
+                "not the paper's second phase."]
     return out + ["", f"![jumps](jumps.{fmt})", "", f"![survival](survival.{fmt})", ""]
 
 
