@@ -52,16 +52,20 @@ def test_short_run_writes_everything(tmp_path):
     ]
 
 
-def test_interrupted_and_resumed_run_matches_bit_for_bit(tmp_path):
+def test_interrupted_and_resumed_run_matches_bit_for_bit(tmp_path, capsys):
     """Stopped after step 20 (`train --stop-at 20`), then resumed (`train --resume`): the same
     numbers and weights as one whole run."""
     from empirical.cli.train import main as train_main
+    from empirical.cli.train import resume_point
 
     cfg = smoke()
     train_run(cfg, tmp_path / "whole", progress=False, figures=False)
     split = str(tmp_path / "split")
     argv = ["--config", str(SMOKE), "task.eval_size=200", "train.steps=40", "--no-progress"]
     assert train_main([*argv, "--run-dir", split, "--stop-at", "20"]) == 0
+    said = capsys.readouterr().out
+    every = load_run_config(tmp_path / "split" / "config.toml").train.checkpoint_every
+    assert f"stopped after step 20 ({resume_point(20, every)})" in said
     assert read_metrics(tmp_path / "split" / "metrics.jsonl")[-1]["step"] == 20
     assert train_main(["--resume", split, "--no-progress"]) == 0
     whole = strip_time(read_metrics(tmp_path / "whole" / "metrics.jsonl"))
@@ -219,3 +223,13 @@ def test_accuracy_by_assignment_count_splits_by_distractors():
     )
     same = int((batch.operand_vars[:, 0] == batch.operand_vars[:, 1]).sum())
     assert sum(v["n"] for v in distinct.values()) == len(batch) - same
+
+
+def test_a_stop_between_checkpoints_says_where_resume_picks_up():
+    from empirical.cli.train import resume_point
+
+    assert resume_point(3000, 1000) == "--resume continues from it"
+    assert resume_point(1600, 1000).startswith("no checkpoint there: --resume continues from "
+                                               "step 1000")  # fmt: skip
+    assert "train.checkpoint_every = 1000 divides" in resume_point(1600, 1000)
+    assert "continues from the start" in resume_point(20, 100)

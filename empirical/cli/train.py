@@ -51,7 +51,8 @@ main = command_main(TrainOptions, run)
 
 def _report(result: TrainResult, cfg: RunConfig, fmt: str) -> None:
     if result.stopped_early:  # --stop-at: no summary yet
-        print(f"{result.run_dir}: stopped after step {result.step} (--resume continues), "
+        print(f"{result.run_dir}: stopped after step {result.step} "
+              f"({resume_point(result.step, cfg.train.checkpoint_every)}), "
               f"{result.elapsed_s:.0f} s")  # fmt: skip
         return
     summary = summary_of(result.run_dir)
@@ -75,3 +76,15 @@ def _report(result: TrainResult, cfg: RunConfig, fmt: str) -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def resume_point(step: int, checkpoint_every: int) -> str:
+    """Where --resume picks a run stopped after `step` up: the step itself when a checkpoint
+    was written there, else the last checkpoint before it (the steps between are trained
+    again, to the same weights)."""
+    last = step - step % checkpoint_every if checkpoint_every else 0
+    if last == step:
+        return "--resume continues from it"
+    where = f"step {last}" if last else "the start"
+    return (f"no checkpoint there: --resume continues from {where}; a --stop-at that "
+            f"train.checkpoint_every = {checkpoint_every} divides stops at a checkpoint")
