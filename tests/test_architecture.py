@@ -18,7 +18,7 @@ TASK = task_config(p=7, K=3, max_assignments=3, r1=("c",), r2=("b",), eval_size=
 
 def _unembedding_norm(subject) -> float:
     """The new analysis: a function of the model (its own module, in a real one)."""
-    return float(subject.model.W_U.norm())
+    return float(subject.model.W_U.detach().norm())
 
 
 def _figure(raw, titles):
