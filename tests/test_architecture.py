@@ -42,7 +42,7 @@ def test_a_new_analysis_is_its_function_and_one_declaration(monkeypatch):
     monkeypatch.setattr(model_analysis, "MODEL_ANALYSES", declared)
     model = reference_model(TASK)
     numbers, raw = analyze_model(model, TASK, make_probe_data(TASK, seed=0, n=64, n_second=32))
-    want = float(model.W_U.norm())
+    want = float(model.W_U.detach().norm())
     assert numbers["unembedding_norm"] == pytest.approx(want, abs=1e-5)
     assert "unembedding_norm" in numbers["timings_s"]
     rows = markdown_summary._mechanism_section({"model": numbers, "probe_data": {"n_test": 32}})
