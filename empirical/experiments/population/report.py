@@ -15,7 +15,8 @@ from empirical.report.writer import Figure, Json, Report
 from empirical.runs.rundir import SweepDir
 
 FIGURES = {
-    "jumps": "jump steps over the members, the paper's run marked where the population is of its config",
+    "jumps": "jump steps over the members, the paper's run marked where the population is of "
+    "its config",
     "survival": "share of members still before each jump (Kaplan-Meier, censored)",
     "final": "robust final vs last-step accuracy per set",
     "theory": "the first spike's QK update vs the theory's G1, per member",
