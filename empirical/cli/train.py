@@ -74,17 +74,18 @@ def _report(result: TrainResult, cfg: RunConfig, fmt: str) -> None:
         print(f"  {key.replace('_', ' ')}: {text}")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def resume_point(step: int, checkpoint_every: int) -> str:
     """Where --resume picks a run stopped after `step` up: the step itself when a checkpoint
     was written there, else the last checkpoint before it (the steps between are trained
-    again, to the same weights)."""
-    last = step - step % checkpoint_every if checkpoint_every else 0
+    again, to the same weights). checkpoint_every >= 1 (the config's own check)."""
+    last = step - step % checkpoint_every
     if last == step:
         return "--resume continues from it"
     where = f"step {last}" if last else "the start"
     return (f"no checkpoint there: --resume continues from {where}; a --stop-at that "
             f"train.checkpoint_every = {checkpoint_every} divides stops at a checkpoint")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

@@ -51,6 +51,12 @@ def noise_ceiling(updates: dict, members: list[dict], g1: np.ndarray | None) -> 
     return out
 
 
+def logrank_vs_none(times: list, base: list, last: int) -> dict:
+    """The log-rank test of a condition's jump steps against `none`'s, every continuation
+    without a jump censored at the continuations' last step."""
+    return logrank(times, [last] * len(times), base, [last] * len(base))
+
+
 def summarise(result: dict, plan, g1: np.ndarray | None = None) -> dict:
     """The statistics of one set of continuations (module docstring)."""
     members = result["members"]
@@ -71,9 +77,7 @@ def summarise(result: dict, plan, g1: np.ndarray | None = None) -> dict:
         base = [m["jump_step"] for m in members if m["condition"] == "none"]
         for name, entry in by.items():
             if name != "none":
-                times = entry["jump_steps"]
-                entry["logrank_vs_none"] = logrank(times, [last] * len(times),
-                                                   base, [last] * len(base))  # fmt: skip
+                entry["logrank_vs_none"] = logrank_vs_none(entry["jump_steps"], base, last)
     return {
         "start": result["start"], "last_step": last, "steps": plan.steps,
         "replicates": plan.replicates,

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from empirical.report.population_stats import logrank, share_interval
+from empirical.bridge.interventions.outputs import logrank_vs_none
+from empirical.report.population_stats import share_interval
 from empirical.report.writer import Json, Report
 
 
@@ -23,15 +24,13 @@ def _logrank_p(source: dict, condition: str) -> float | None:
     """The log-rank p of `condition` against the source's `none`, computed again from the
     stored jump steps (so a file written before a fix of the test reads as it would now);
     the file's own p where the steps are not stored."""
-    conds = source["conditions"]
-    e = conds[condition]
     if condition == "none":
         return None
-    times, base = e.get("jump_steps"), conds.get("none", {}).get("jump_steps")
+    conds = source["conditions"]
+    times, base = conds[condition].get("jump_steps"), conds.get("none", {}).get("jump_steps")
     if times is None or base is None:
-        return (e.get("logrank_vs_none") or {}).get("pvalue")
-    last = source["last_step"]
-    return logrank(times, [last] * len(times), base, [last] * len(base))["pvalue"]
+        return (conds[condition].get("logrank_vs_none") or {}).get("pvalue")
+    return logrank_vs_none(times, base, source["last_step"])["pvalue"]
 
 
 def pool(sources: list[dict], names: list[str]) -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from empirical.experiments.population.claims import second_without_first
 from empirical.report.figures import OKABE_ITO, save_figure
 from empirical.report.population_stats import Survival
 
@@ -91,7 +92,7 @@ def _survival_label(name: str, key: str, claims: dict, surv: dict, base: str,
     population, and (second spike) how many of its second jumps have no first before them."""
     text = f"{name}: {surv['events']} of {surv['n']} jump"
     if key == "second":
-        alone = claims["jumps"].get("second_without_first")
+        alone = second_without_first(claims["jumps"]["first"], claims["jumps"]["second"])
         if alone:
             text += f", {alone} with no first jump before"
     if name != base and p is not None:
