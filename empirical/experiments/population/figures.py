@@ -12,7 +12,8 @@ from empirical.experiments.population.claims import second_without_first
 from empirical.report.figures import OKABE_ITO, save_figure
 from empirical.report.population_stats import Survival
 
-JUMPS = (("first", "first spike (variable routing)"), ("second", "second spike (var-restricted)"))
+JUMPS = (("first", "first spike (variable routing)"),
+         ("second", "second spike: the var-restricted sets' steepest rise"))
 COLOURS = [OKABE_ITO[c] for c in ("blue", "vermillion", "green", "orange", "purple", "sky")]
 STYLES = ("-", "--", ":", "-.")  # curves that coincide stay visible
 

@@ -23,7 +23,7 @@ from empirical.report.files import atomic_write_bytes
 from empirical.report.stats import accuracy_interval
 from empirical.runs.config import RunConfig
 from empirical.runs.load import load_run
-from empirical.runs.rundir import RunDir
+from empirical.runs.rundir import RunDir, RunDirError
 from empirical.studies.graph.options import LADDER
 from empirical.task.eval_sets import load_eval_sets
 from empirical.train.loop import train_run
@@ -108,10 +108,16 @@ def score_run(run_dir: str | Path, batch_size: int = 100) -> dict:
 
 def run_scores(run_dir: str | Path) -> dict:
     """score_run's result, cached in RUN_DIR/graph_scores.json (made again when the model
-    file is newer)."""
+    file is newer; a run returned without its weights, as a lent GPU's packing returns it, is
+    read from the cache alone)."""
     run = RunDir(run_dir)
     path = run.path / SCORES
-    model = run.model_path(None)
+    try:
+        model = run.model_path(None)
+    except RunDirError:
+        if path.is_file():
+            return json.loads(path.read_text())
+        raise
     if path.is_file() and path.stat().st_mtime >= model.stat().st_mtime:
         return json.loads(path.read_text())
     scores = score_run(run_dir)

@@ -73,6 +73,12 @@ def _by(result: dict, rung: str, key: str):
     return out
 
 
+def _legend_where_most(axes) -> None:
+    """The legend on the panel with the most lines (the rung with the most seeds): a rung
+    with fewer finished seeds would leave the others' colours unnamed."""
+    max(axes, key=lambda ax: len(ax.get_lines())).legend(fontsize=7, loc="lower left")
+
+
 def plot_by_size(result: dict):
     rungs = result["rungs"]
     fig, axes = plt.subplots(1, len(rungs), figsize=(3.2 * len(rungs), 3.6), sharey=True,
@@ -90,7 +96,7 @@ def plot_by_size(result: dict):
         ax.set_xscale("log", base=2)
         ax.set_ylim(-0.02, 1.02)
     axes[0][0].set_ylabel("accuracy")
-    axes[0][-1].legend(fontsize=7, loc="lower left")
+    _legend_where_most(axes[0])
     fig.suptitle("Graph family: accuracy by graph size, one line per seed (dashed: 99.5%)")
     return fig
 
@@ -110,7 +116,7 @@ def plot_by_depth(result: dict):
         ax.set_xlabel("node depth (dotted: deepest trained)")
         ax.set_ylim(-0.02, 1.02)
     axes[0][0].set_ylabel("accuracy per node")
-    axes[0][-1].legend(fontsize=7, loc="lower left")
+    _legend_where_most(axes[0])
     fig.suptitle("Graph family: accuracy per node by the node's depth (all sets pooled)")
     return fig
 
