@@ -503,6 +503,10 @@ CASES = [
     C("pool-interventions-empty", E, "pool-interventions {tmp} --out {tmp}/pooled",
       "no interventions.json", "a DIR with no interventions.json"),
     C("recount-empty", E, "recount {tmp}", "no claims.json", "a directory with no claims.json"),
+    C("at-step-no-run", E, "at-step {tmp}/nope --step 10 --out {tmp}/cut", "no such directory",
+      "a missing run directory"),
+    C("trivial-rules-bad-set", E, "trivial-rules --config {smoke} --sets 9var/x", "9var/x",
+      "a set the task does not have"),
     # -- attribute, intervene (issue #36)
     C("attribute-window-backwards", E, "attribute {run} --window 9:3", "9:3", "--window 9:3"),
     C("attribute-null-draws-0", E, "attribute {run} --window 3:9 --null-draws 0", "--null-draws",

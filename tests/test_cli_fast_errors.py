@@ -90,6 +90,8 @@ def cases(tmp: Path) -> list[tuple[list[str], str]]:
         (["graph-mechanism", missing, "--n", "0"], "--n 0"),
         (["pool-interventions", missing, "--out", missing], "no interventions.json"),
         (["recount", missing], "no claims.json"),
+        (["at-step", missing, "--step", "10", "--out", missing], "no such directory"),
+        (["trivial-rules", "task.p=1"], "task.p"),
         (["repair", missing], "no such directory"),
         (["unlock", missing], "no such directory"),
     ]

@@ -1,4 +1,5 @@
-"""empirical.runs.at_step: a constant-rate run cut at step S is the run of S steps (its
+"""`python -m empirical at-step` (empirical.experiments.population.at_step): a constant-rate
+run cut at step S is the run of S steps (its
 summary from the evaluations up to S, train.steps = S in its config); a schedule that depends
 on train.steps, a step without a full evaluation and an existing output are refused, and a
 failed cut leaves nothing behind."""
@@ -10,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from empirical.__main__ import main
 from empirical.config.io import ConfigError
-from empirical.runs.at_step import main, run_at_step
+from empirical.experiments.population.at_step import run_at_step
 from empirical.runs.config import load_run_config
 from empirical.runs.rundir import RunDir
 from empirical.train.loop import train_run
@@ -57,5 +59,5 @@ def test_cosine_schedule_refused(run40, tmp_path):
     text = (run40 / "config.toml").read_text().replace('lr_schedule = "constant"',
                                                        'lr_schedule = "cosine"')
     (cosine / "config.toml").write_text(text)
-    assert main([str(cosine), "--step", "20", "--out", str(tmp_path / "out")]) == 2
+    assert main(["at-step", str(cosine), "--step", "20", "--out", str(tmp_path / "out")]) == 2
     assert not (tmp_path / "out").exists()

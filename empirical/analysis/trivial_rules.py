@@ -2,7 +2,7 @@
 without binding it to its own assignment, the floor a claim of compositional generalization
 must beat.
 
-    python -m empirical.analysis.trivial_rules --config configs/authors.toml [--seed 0]
+    python -m empirical trivial-rules --config configs/authors.toml [--seed 0]
         [--sets 1var/var 2var/var curated/novel_orderings]
 
 For every sequence of a set, each rule gives every variable operand a value, the numbers stay
@@ -17,17 +17,20 @@ sequences where that answer is the label:
 - `resolved`: the operand's own assignment, the label's rule (100% by construction: it checks
   the parsing).
 
-Only the assign-and-add family (numbers, `VARIABLE NUMBER` assignments) is read; its
-evaluation sets are built as training builds them (`build_eval_sets`, the config's seed).
+A family whose vocabulary is not the assign-and-add one (`VARIABLE NUMBER` assignments and a
+two-operand query; the chain family's pointers are followed) is refused; the evaluation sets
+are built as training builds them (`build_eval_sets`, the config's seed).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from itertools import product
 
+from empirical.config.io import ConfigError
 from empirical.task.batch import Batch
+from empirical.task.eval_sets import build_eval_sets
+from empirical.task.registry import family_of
+from empirical.task.vocab import Vocabulary
 
 RULES = ("last", "first", "any", "resolved")
 
@@ -65,15 +68,15 @@ def rule_accuracies(batch: Batch, vocab) -> dict[str, float]:
 
 def rules_table(task, seed: int, sets: list[str] | None = None) -> dict[str, dict[str, float]]:
     """{set: {rule: accuracy}} on the evaluation sets of `task` and `seed` (all, or `sets`)."""
-    from empirical.task.eval_sets import build_eval_sets  # builds every set: on call only
-    from empirical.task.registry import family_of
-
     vocab = family_of(task).vocabulary(task)
+    if not isinstance(vocab, Vocabulary):
+        raise ConfigError(f"task.family = {task.family!r}: its sequences are not VARIABLE "
+                          "NUMBER assignments and a two-operand query, which the rules read")
     built = build_eval_sets(task, seed)
     names = list(built) if not sets else sets
     unknown = [s for s in names if s not in built]
     if unknown:
-        raise ValueError(f"--sets {unknown} are not evaluation sets of this task; "
+        raise ConfigError(f"--sets {unknown} are not evaluation sets of this task; "
                          f"allowed: {', '.join(built)}")  # fmt: skip
     return {name: rule_accuracies(built[name], vocab) for name in names}
 
@@ -83,31 +86,3 @@ def markdown(table: dict[str, dict[str, float]]) -> str:
     for name, acc in table.items():
         lines.append(f"| {name} | " + " | ".join(f"{100 * acc[r]:.1f}%" for r in RULES) + " |")
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from empirical.config.io import ConfigError
-    from empirical.runs.config import load_run_config
-
-    ap = argparse.ArgumentParser(prog="python -m empirical.analysis.trivial_rules",
-                                 description=__doc__.split("\n\n")[0])  # fmt: skip
-    ap.add_argument("--config", required=True, help="a run config (its [task] and seed)")
-    ap.add_argument("--seed", type=int, default=None, help="the evaluation sets' seed "
-                    "(default: the config's)")  # fmt: skip
-    ap.add_argument("--sets", nargs="+", default=None, help="evaluation sets (default: all)")
-    args = ap.parse_args(argv)
-    try:
-        cfg = load_run_config(args.config)
-        if cfg.task.family != "assign_add":
-            raise ConfigError(f"task.family = {cfg.task.family!r}: the trivial rules read the "
-                              "assign-and-add family's sequences only")  # fmt: skip
-        table = rules_table(cfg.task, cfg.seed if args.seed is None else args.seed, args.sets)
-    except (ConfigError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(markdown(table))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

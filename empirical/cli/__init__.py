@@ -6,6 +6,7 @@
 # (the commands a task family adds live in its package: empirical/studies/<name>/commands)
 __all__ = [
     "analyze",
+    "at_step",
     "attribute",
     "claims",
     "codes",
@@ -25,5 +26,6 @@ __all__ = [
     "sample",
     "sweep",
     "train",
+    "trivial_rules",
     "unlock",
 ]

@@ -184,3 +184,27 @@ class SampleOptions:
     def check(self) -> None:
         """The config file and the overrides read before torch is imported."""
         self.sample_config()
+
+
+# -- trivial-rules ------------------------------------------------------------------------------
+
+
+@options_class("trivial-rules", "What rules that resolve a variable without its own "
+               "binding score on each evaluation set: the floor a claim must beat.")
+class TrivialRulesOptions:
+    """`python -m empirical trivial-rules --config CONFIG [--sets S ...] [task.FIELD=VALUE ...]`
+    (empirical.analysis.trivial_rules)."""
+
+    config: str | None = arg(None, help="TOML/JSON run config (its task table, seed)")
+    seed: Seed | None = arg(None, help="the evaluation sets' seed (default: the config's, else 0)")
+    sets: tuple[str, ...] = arg((), help="evaluation sets (default: all)", nargs="+", raw=True)
+    overrides: tuple[str, ...] = arg((), help="task.FIELD=VALUE or seed=VALUE", positional=True,
+                                     nargs="*", raw=True)  # fmt: skip
+
+    def sample_config(self) -> SampleConfig:
+        cfg = load_sample_config(self.config, list(self.overrides))
+        return cfg if self.seed is None else dataclasses.replace(cfg, seed=self.seed)
+
+    def check(self) -> None:
+        """The config file and the overrides read before torch is imported."""
+        self.sample_config()

@@ -88,3 +88,23 @@ class RecountOptions(Format, Figures):
         if self.comparison is not None and len(self.claims_dirs) < 2:
             raise UsageError(f"--comparison = {self.comparison!r} needs two or more CLAIMS_DIR, "
                              f"got {len(self.claims_dirs)}")  # fmt: skip
+
+
+@options_class("at-step", "Each run as the run of S steps it was (a constant learning rate): a "
+               "population stopped before its last step counted at a common step.")  # fmt: skip
+class AtStepOptions:
+    """`python -m empirical at-step RUN ... --step S --out DIR`: each run's first S steps as the
+    run of S steps, in DIR/<its name> (empirical.experiments.population.at_step)."""
+
+    runs: tuple[str, ...] = arg(help="run directories (a population's members)", positional=True,
+                                nargs="+", metavar="RUN", raw=True)  # fmt: skip
+    step: integer(1, wording=MUST) = arg(help="the step to cut at: one every run fully evaluated")
+    out: str = arg(help="where the cut runs go, one directory each", raw=True)
+
+    def check(self) -> None:
+        """Every run is a run, and none of the outputs exists, before anything is written."""
+        for r in self.runs:
+            RunDir(r).require_run()
+            if (Path(self.out) / Path(r).name).exists():
+                raise UsageError(f"--out {self.out}: {Path(r).name} exists there; give an "
+                                 "empty --out")  # fmt: skip

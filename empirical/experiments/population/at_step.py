@@ -1,7 +1,7 @@
 """A run as it was at step S: the run that `train.steps = S` would have made, written from a
 longer (or stopped) run's evaluations, when its schedule makes the two the same run.
 
-    python -m empirical.runs.at_step SRC [SRC ...] --step 8000 --out DIR
+    python -m empirical at-step SRC [SRC ...] --step 8000 --out DIR
 
 copies each run directory SRC into DIR/<its name> with train.steps = S in config.toml, the
 metrics records of steps <= S, and the summary.json of a run that ended at S (its evaluation
@@ -15,16 +15,15 @@ refused, as is a run without a full evaluation at S.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import shutil
-import sys
 from pathlib import Path
 
 from empirical.config.io import ConfigError, save_config
 from empirical.runs.rundir import RunDir
 from empirical.task.eval_sets import build_eval_sets
+from empirical.train.summary import write_summary
 
 
 def _refusal(cfg, step: int) -> str | None:
@@ -42,8 +41,6 @@ def run_at_step(src: str | Path, out: str | Path, step: int, sizes: dict | None 
     """Write the run of `step` steps that SRC's first `step` steps are into OUT (a new
     directory); returns its summary. `sizes`: the evaluation sets' sizes (default: rebuilt
     from the config). A ConfigError names what forbids it."""
-    from empirical.train.summary import write_summary  # the training package: on call only
-
     run, out = RunDir(src), Path(out)
     if not run.is_run():
         raise ConfigError(f"{src}: not a run directory (no config.toml)")
@@ -70,25 +67,3 @@ def run_at_step(src: str | Path, out: str | Path, step: int, sizes: dict | None 
     summary = write_summary(cut, tmp, records, sizes=sizes, figures=False)
     tmp.rename(out)
     return summary
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m empirical.runs.at_step",
-                                 description=__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+", help="run directories")
-    ap.add_argument("--step", type=int, required=True,
-                    help="the step to cut at (one with a full evaluation)")
-    ap.add_argument("--out", required=True, help="where the cut runs go, one directory each")
-    args = ap.parse_args(argv)
-    try:
-        for src in args.runs:
-            s = run_at_step(src, Path(args.out) / Path(src).name, args.step)
-            print(f"{Path(src).name}: step {s['final_step']}", flush=True)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
