@@ -280,8 +280,13 @@ def test_the_ladder_table_counts_every_node_and_graph(tiny_ladder):
     assert row["nodes"]["median"] == n8["nodes"][0] / 160
     low, high = row["nodes"]["pooled_ci95"]
     assert low <= row["nodes"]["pooled"] <= high
+    kinds = n8["by_node_kind"]  # every node counted once, by its kind
+    assert sum(t for _, t in kinds.values()) == 20 * 8 and "leaf" in kinds
+    assert sum(r for r, _ in kinds.values()) == n8["nodes"][0]
+    assert set(kinds) <= {"leaf", "copy", "+", "-", "*", "++", "+-", "-+", "--"}
     text = (tiny_ladder / "ladder.md").read_text()
     assert "| ff2 | 8 | 2x |" in text and "seeds >= 99.5%" in text
+    assert "by the node's kind" in text and "`leaf`" in text
     assert (tiny_ladder / "accuracy_by_size.png").stat().st_size > 0
 
 

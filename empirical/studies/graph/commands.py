@@ -18,6 +18,7 @@ from empirical.report.writer import print_report, say, write_report
 from empirical.runs.rundir import RunDir
 from empirical.studies.graph.ladder import (
     depth_rows,
+    kind_rows,
     ladder_rows,
     run_dir_of,
     run_scores,
@@ -64,6 +65,7 @@ def ladder(opts: GraphLadderOptions) -> dict:
         "rows": ladder_rows(scores),
         "depth_rows": depth_rows(scores),
         "graph_depth_rows": depth_rows(scores, "by_graph_depth"),
+        "kind_rows": kind_rows(scores),
     }
 
 

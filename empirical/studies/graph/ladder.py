@@ -5,8 +5,9 @@ every final model scored per node and per graph, by the graph's size N and by de
     scores = run_scores(run_dir)                            # cached in RUN_DIR/graph_scores.json
     rows = ladder_rows(scores_by_rung)                      # the table (studies.graph.report)
 
-A run's scores: per evaluation set, nodes and graphs right, by node depth and by graph depth
-(counts, so that seeds pool and intervals follow: empirical.report.stats).
+A run's scores: per evaluation set, nodes and graphs right, by node depth, by graph depth and
+by node kind (`node_kind`: a leaf, a copy of one node, or its operations, "+" or "+-"; counts,
+so that seeds pool and intervals follow: empirical.report.stats).
 """
 
 from __future__ import annotations
@@ -76,6 +77,31 @@ def train_rung(cfg: RunConfig, run_dir: Path, progress: bool = True) -> str:
     return "resumed" if resume else "trained"
 
 
+def node_kind(node) -> str:
+    """'leaf', 'copy' (one operand) or the node's operations in order ('+', '-*')."""
+    if node.literal is not None:
+        return "leaf"
+    return "".join(node.ops) if node.ops else "copy"
+
+
+def _kinds(vocab, tokens: torch.Tensor, has: torch.Tensor) -> list[str]:
+    """The kind of every labelled position, in the order of `correct[has]` (row by row)."""
+    kinds = []
+    for row, mask in zip(tokens.tolist(), has.tolist(), strict=True):
+        by_position = {n.position: node_kind(n) for n in vocab.nodes(row)}
+        kinds += [by_position[i] for i, m in enumerate(mask) if m]
+    return kinds
+
+
+def _kind_counts(correct: torch.Tensor, kinds: list[str]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for k, c in zip(kinds, correct.tolist(), strict=True):
+        cell = out.setdefault(k, [0, 0])
+        cell[0] += int(c)
+        cell[1] += 1
+    return out
+
+
 def _depth_counts(correct: torch.Tensor, depth: torch.Tensor) -> dict[str, list[int]]:
     """{depth: [right, total]} of the entries."""
     out = {}
@@ -89,7 +115,7 @@ def _depth_counts(correct: torch.Tensor, depth: torch.Tensor) -> dict[str, list[
 def score_run(run_dir: str | Path, batch_size: int = 100) -> dict:
     """The final model's scores on each evaluation set (module docstring)."""
     run = RunDir(run_dir)
-    model, _ = load_run(run.path)
+    model, vocab = load_run(run.path)
     sets = load_eval_sets(run.eval_sets)
     out = {}
     for name, batch in sets.items():
@@ -102,6 +128,7 @@ def score_run(run_dir: str | Path, batch_size: int = 100) -> dict:
             "graphs": [int(rows.sum()), len(batch)],
             "by_node_depth": _depth_counts(s.correct[has], batch.target_depths[has]),
             "by_graph_depth": _depth_counts(rows, graph_depth),
+            "by_node_kind": _kind_counts(s.correct[has], _kinds(vocab, batch.tokens, has)),
         }
     return out
 
@@ -167,6 +194,23 @@ def ladder_rows(scores: dict[str, dict[int, dict]]) -> list[dict]:
                 "nodes": over_seeds({seed: s["nodes"] for seed, s in have.items()}),
                 "graphs": over_seeds({seed: s["graphs"] for seed, s in have.items()}),
             })  # fmt: skip
+    return rows
+
+
+def kind_rows(scores: dict[str, dict[int, dict]]) -> list[dict]:
+    """Per rung and node kind (pooled over the sets): accuracy over seeds; runs scored before
+    the kinds were counted are left out."""
+    rows = []
+    for rung, by_seed in scores.items():
+        pooled: dict[str, dict[int, list[int]]] = {}
+        for seed, s in by_seed.items():
+            for per_set in s.values():
+                for kind, (right, total) in per_set.get("by_node_kind", {}).items():
+                    cell = pooled.setdefault(kind, {}).setdefault(seed, [0, 0])
+                    cell[0] += right
+                    cell[1] += total
+        for kind in sorted(pooled, key=lambda k: (k != "leaf", k != "copy", len(k), k)):
+            rows.append({"rung": rung, "kind": kind, **over_seeds(pooled[kind])})
     return rows
 
 

@@ -57,6 +57,16 @@ def ladder_markdown(result: dict) -> str:
         rows.append(rung + " | " + " | ".join(
             pct(cells[(rung, d)]["median"]) if (rung, d) in cells else "-" for d in depths))
     lines += markdown_table(header, rows)
+    kinds = list(dict.fromkeys(r["kind"] for r in result.get("kind_rows", [])))
+    if kinds:
+        lines += ["", "## Per node, by the node's kind (all sets pooled)", "",
+                  "leaf: a given value; copy: the value of one earlier node; otherwise the "
+                  "operations of its clause, in order.", ""]  # fmt: skip
+        cells = {(r["rung"], r["kind"]): r for r in result["kind_rows"]}
+        rows = [rung + " | " + " | ".join(
+            pct(cells[(rung, k)]["median"]) if (rung, k) in cells else "-" for k in kinds)
+            for rung in result["rungs"]]  # fmt: skip
+        lines += markdown_table("rung | " + " | ".join(f"`{k}`" for k in kinds), rows)
     lines += ["", "Rungs: " + "; ".join(f"`{k}` {LADDER[k][0]}" for k in result["rungs"]), ""]
     return "\n".join(lines)
 
