@@ -5,12 +5,12 @@ longer (or stopped) run's evaluations, when its schedule makes the two the same 
 
 copies each run directory SRC into DIR/<its name> with train.steps = S in config.toml, the
 metrics records of steps <= S, and the summary.json of a run that ended at S (its evaluation
-sets' sizes from the config, rebuilt; no checkpoints, snapshots or figures). A population whose
-training was stopped before its last step (a lent GPU's time ran out) is then counted as the
-population of S steps it is (`claims --summarize --no-analysis`). train.steps is not part of a
-run's fingerprint, and with a constant learning rate without warm-up the first S steps of a
-longer run are exactly the run of S steps; any other schedule depends on train.steps, so it is
-refused, as is a run without a full evaluation at S.
+sets' sizes from its eval_sets.pt, else rebuilt from the config; no checkpoints, snapshots or
+figures). A population whose training stopped before its last step (a lent GPU's time ran
+out) is then counted as the population of S steps it is (`claims --summarize --no-analysis`).
+train.steps is not part of a run's fingerprint, and with a constant learning rate without
+warm-up the first S steps of a longer run are exactly the run of S steps; any other schedule
+depends on train.steps, so it is refused, as is a run without a full evaluation at S.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 from empirical.config.io import ConfigError, save_config
 from empirical.runs.rundir import RunDir
 from empirical.task.eval_sets import build_eval_sets
-from empirical.train.summary import write_summary
+from empirical.train.summary import eval_set_sizes, write_summary
 
 
 def _refusal(cfg, step: int) -> str | None:
@@ -57,13 +57,18 @@ def run_at_step(src: str | Path, out: str | Path, step: int, sizes: dict | None 
     if out.exists():
         raise ConfigError(f"{out} exists: give an empty --out")
     cut = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, steps=step))
-    if sizes is None:
-        sizes = {name: len(batch) for name, batch in build_eval_sets(cfg.task, cfg.seed).items()}
+    if sizes is None:  # the run's own sets when it kept them, else built again (the same)
+        sizes = eval_set_sizes(run.path) or {
+            name: len(batch) for name, batch in build_eval_sets(cfg.task, cfg.seed).items()}
     tmp = out.with_name(out.name + ".part")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    save_config(cut, tmp / RunDir.CONFIG)
-    (tmp / RunDir.METRICS).write_text("".join(json.dumps(r) + "\n" for r in records))
-    summary = write_summary(cut, tmp, records, sizes=sizes, figures=False)
+    try:
+        save_config(cut, tmp / RunDir.CONFIG)
+        (tmp / RunDir.METRICS).write_text("".join(json.dumps(r) + "\n" for r in records))
+        summary = write_summary(cut, tmp, records, sizes=sizes, figures=False)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # nothing half-written stays
+        raise
     tmp.rename(out)
     return summary
