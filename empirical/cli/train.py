@@ -88,4 +88,3 @@ def resume_point(step: int, checkpoint_every: int) -> str:
 
 if __name__ == "__main__":
     sys.exit(main())
-

@@ -93,9 +93,11 @@ def _kinds(vocab, tokens: torch.Tensor, has: torch.Tensor) -> list[str]:
     return kinds
 
 
-def _kind_counts(correct: torch.Tensor, kinds: list[str]) -> dict[str, list[int]]:
+def _counts(correct, keys) -> dict[str, list[int]]:
+    """{key: [right, total]} of the entries (`correct` and `keys` one per entry), in the keys'
+    first-seen order."""
     out: dict[str, list[int]] = {}
-    for k, c in zip(kinds, correct.tolist(), strict=True):
+    for k, c in zip(keys, correct.tolist(), strict=True):
         cell = out.setdefault(k, [0, 0])
         cell[0] += int(c)
         cell[1] += 1
@@ -103,12 +105,9 @@ def _kind_counts(correct: torch.Tensor, kinds: list[str]) -> dict[str, list[int]
 
 
 def _depth_counts(correct: torch.Tensor, depth: torch.Tensor) -> dict[str, list[int]]:
-    """{depth: [right, total]} of the entries."""
-    out = {}
-    for d in sorted(set(depth.tolist())):
-        sel = depth == d
-        out[str(int(d))] = [int(correct[sel].sum()), int(sel.sum())]
-    return out
+    """{depth: [right, total]} of the entries, by increasing depth."""
+    counts = _counts(correct, [str(int(d)) for d in depth.tolist()])
+    return dict(sorted(counts.items(), key=lambda item: int(item[0])))
 
 
 @torch.no_grad()
@@ -128,7 +127,7 @@ def score_run(run_dir: str | Path, batch_size: int = 100) -> dict:
             "graphs": [int(rows.sum()), len(batch)],
             "by_node_depth": _depth_counts(s.correct[has], batch.target_depths[has]),
             "by_graph_depth": _depth_counts(rows, graph_depth),
-            "by_node_kind": _kind_counts(s.correct[has], _kinds(vocab, batch.tokens, has)),
+            "by_node_kind": _counts(s.correct[has], _kinds(vocab, batch.tokens, has)),
         }
     return out
 
@@ -197,34 +196,32 @@ def ladder_rows(scores: dict[str, dict[int, dict]]) -> list[dict]:
     return rows
 
 
+def _pooled_by(scores: dict[str, dict[int, dict]], key: str) -> dict[str, dict]:
+    """{rung: {value of `key`: {seed: [right, total]}}}: each seed's counts under scores'
+    `key` (by_node_depth, by_node_kind, ...) pooled over the evaluation sets; a run scored
+    before `key` was counted adds nothing."""
+    out: dict[str, dict] = {}
+    for rung, by_seed in scores.items():
+        pooled = out.setdefault(rung, {})
+        for seed, s in by_seed.items():
+            for per_set in s.values():
+                for value, (right, total) in per_set.get(key, {}).items():
+                    cell = pooled.setdefault(value, {}).setdefault(seed, [0, 0])
+                    cell[0] += right
+                    cell[1] += total
+    return out
+
+
 def kind_rows(scores: dict[str, dict[int, dict]]) -> list[dict]:
     """Per rung and node kind (pooled over the sets): accuracy over seeds; runs scored before
     the kinds were counted are left out."""
-    rows = []
-    for rung, by_seed in scores.items():
-        pooled: dict[str, dict[int, list[int]]] = {}
-        for seed, s in by_seed.items():
-            for per_set in s.values():
-                for kind, (right, total) in per_set.get("by_node_kind", {}).items():
-                    cell = pooled.setdefault(kind, {}).setdefault(seed, [0, 0])
-                    cell[0] += right
-                    cell[1] += total
-        for kind in sorted(pooled, key=lambda k: (k != "leaf", k != "copy", len(k), k)):
-            rows.append({"rung": rung, "kind": kind, **over_seeds(pooled[kind])})
-    return rows
+    return [{"rung": rung, "kind": kind, **over_seeds(pooled[kind])}
+            for rung, pooled in _pooled_by(scores, "by_node_kind").items()
+            for kind in sorted(pooled, key=lambda k: (k != "leaf", k != "copy", len(k), k))]
 
 
 def depth_rows(scores: dict[str, dict[int, dict]], key: str = "by_node_depth") -> list[dict]:
     """Per rung and depth (pooled over the sets): accuracy over seeds."""
-    rows = []
-    for rung, by_seed in scores.items():
-        pooled: dict[str, dict[int, list[int]]] = {}
-        for seed, s in by_seed.items():
-            for per_set in s.values():
-                for depth, (right, total) in per_set[key].items():
-                    cell = pooled.setdefault(depth, {}).setdefault(seed, [0, 0])
-                    cell[0] += right
-                    cell[1] += total
-        for depth in sorted(pooled, key=int):
-            rows.append({"rung": rung, "depth": int(depth), **over_seeds(pooled[depth])})
-    return rows
+    return [{"rung": rung, "depth": int(depth), **over_seeds(pooled[depth])}
+            for rung, pooled in _pooled_by(scores, key).items()
+            for depth in sorted(pooled, key=int)]
