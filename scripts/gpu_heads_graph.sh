@@ -34,6 +34,7 @@ set -uo pipefail
 BUDGET=${BUDGET:-540}
 RESERVE=${RESERVE:-35}
 source scripts/gpu_setup.sh   # T0, OUT, W, DEVICE, CHUNK; left, say; the wheels
+source scripts/gpu_jobs.sh    # launch, guard_wait, progress_table, pack
 N=${N:-32}; HYLA_N=${HYLA_N:-16}
 HEADS=(train.snapshot_every=0 "train.device=$DEVICE" "train.sample_chunk=$CHUNK")
 GRAPH=("train.device=$DEVICE")
@@ -51,19 +52,6 @@ if [ "${QUICK:-0}" = 1 ]; then
 fi
 guard=$(( $(left) - RESERVE ))
 say "all at once under a guard of $guard s: heads N = $N (HYLA $HYLA_N), graph rungs x seeds ${GRAPH_SEEDS[*]}"
-mkdir -p "$W/logs"
-pids=()
-launch() {  # name, command or function...: in the background, its wall time stamped
-  local name=$1; shift
-  ( start=$(date +%s); "$@" > "$W/logs/$name.log" 2>&1
-    echo "{\"stage\": \"$name\", \"rc\": $?, \"seconds\": $(( $(date +%s) - start ))}," >> "$W/timings.jsonl" ) &
-  pids+=($!)
-}
-killtree() {  # a process and everything under it (the guard: timeout runs no shell function)
-  local child
-  for child in $(pgrep -P "$1"); do killtree "$child"; done
-  kill -TERM "$1" 2>/dev/null
-}
 heads() {  # variant, seeds...
   local v=$1; shift
   python3 -m empirical grid --config configs/heads_attention_authors.toml --only "$v" --seeds "$@" \
@@ -91,43 +79,10 @@ for rung in rec rec_sup_discrete_corrupt; do
     --variants "$rung" --seeds 0 --out "$W/graph_seed_sizes_gpu/$rung" --no-progress --no-figures \
     "${GRAPH[@]}" "${SEED_SIZES[@]}"
 done
-running() { local n=0 p; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done; echo $n; }
-while [ "$(running)" -gt 0 ] && [ "$(left)" -gt "$RESERVE" ]; do
-  sleep 15
-  say "running: $(running) processes; $(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader 2>/dev/null)"
-done
-if [ "$(running)" -gt 0 ]; then
-  say "the guard: stopping $(running) processes (the same command resumes them)"
-  for p in "${pids[@]}"; do
-    # the python processes under each launch (its subshell stays to stamp the time)
-    for c in $(pgrep -P "$p"); do killtree "$c"; done
-  done
-fi
-wait "${pids[@]}"
-say "training done"
-for f in "$W"/logs/*.log; do echo "== $(basename "$f")"; tail -n 4 "$f"; done
-
+guard_wait
 # -- progress and packing ---------------------------------------------------------------------
-python3 - "$W" "$OUT/progress.md" <<'PY'
-import json, sys
-from pathlib import Path
-root, out = Path(sys.argv[1]), Path(sys.argv[2])
-rows = ["| run | last step | finished | lowest set |", "| --- | --- | --- | --- |"]
-for m in sorted(root.rglob("metrics.jsonl")):
-    lines = m.read_text().splitlines()
-    last = json.loads(lines[-1]) if lines else None
-    low = f"{100 * min(last['acc'].values()):.1f}%" if last and last.get("acc") else "-"
-    rows.append(f"| {m.parent.relative_to(root)} | {last['step'] if last else '-'} | "
-                f"{(m.parent / 'summary.json').exists()} | {low} |")
-out.write_text("\n".join(rows) + "\n")
-print(f"{len(rows) - 2} runs: {sum('| True |' in r for r in rows)} finished")
-PY
-say "packing"
-(echo "["; cat "$W/timings.jsonl" 2>/dev/null; echo "{\"stage\": \"total\", \"rc\": 0, \"seconds\": $(( $(date +%s) - T0 ))}]") > "$W/timings.json"
-cp "$OUT/progress.md" "$W/progress.md" 2>/dev/null
-(cd "$W" && find . -type f \( -name '*.json' -o -name '*.jsonl' -o -name '*.md' -o -name '*.log' \
-   -o -name '*.toml' \) ! -path '*/snapshots/*' ! -path '*/checkpoints/*' \
-   ! -name 'timings.jsonl' -size -8M | tar czf "$OUT/results.tar.gz" -T -)
+progress_table
+pack
 full=$W/graph_ladder_gpu/rec_sup_discrete_corrupt/runs/rec_sup_discrete_corrupt/seed0
 [ -f "$full/summary.json" ] && (cd "$full" && tar czf "$OUT/graph_full_seed0.tar.gz" checkpoints/last.pt eval_sets.pt)
 ls -la "$OUT"

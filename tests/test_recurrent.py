@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from empirical.config.io import ConfigError
 from empirical.model.config import ModelConfig
-from empirical.model.forward import RowContext, forward
+from empirical.model.forward import RowContext, forward, relative_bias
 from empirical.model.transformer import AssignAddTransformer
 from empirical.runs.config import load_run_config
 from empirical.task.pairs import training_generator
@@ -105,6 +105,10 @@ def test_the_discrete_state_feeds_back_the_values_read_out_at_the_slots():
         ({"recurrence": "fixed", "discrete_state": True, "corruption": 1.0},
          "model.corruption: must be a number in [0, 1)"),
         ({"recurrence": "fixed", "n_layers": 4, "tied_layers": True}, "model.tied_layers = true"),
+        ({"recurrence": "fixed", "latent_supervision": True, "teacher_forcing": True},
+         "model.teacher_forcing = true feeds the true values"),
+        ({"positions": "rotary"}, "model.positions: 'rotary' is not one of"),
+        ({"positions": "relative", "relative_window": 0}, "model.relative_window: must be a"),
     ],
 )  # fmt: skip
 def test_the_switches_are_checked(fields, message):
@@ -164,3 +168,50 @@ def test_corruption_acts_in_training_only(graph_batch):
     has = batch.targets >= 0  # evaluation: no corruption (chunked as it likes)
     assert torch.equal(first.predictions[has], second.predictions[has])
     assert first.nodes == int((batch.targets >= 0).sum())
+
+
+def test_teacher_forcing_feeds_the_true_values_of_the_resolved_nodes_in_training_only(graph_batch):
+    batch, task = graph_batch
+    model = _model(task, corruption=0.0, teacher_forcing=True)
+    weights = dict(model.named_parameters())
+    ctx = row_context(model.cfg, batch, teacher=True)
+    fed = {}
+    hooks = [(f"iter.{t}.hook_value_embed", lambda x, hook: fed.setdefault(hook.name, x))
+             for t in range(1, 3)]  # fmt: skip
+    model.run_with_hooks(batch.tokens, context=ctx, fwd_hooks=hooks)
+    readout = model.run_with_cache(batch.tokens, context=ctx)[1]["iter.0.hook_readout"]
+    known = (batch.target_depths <= 0) & (batch.targets >= 0)
+    deeper = (batch.target_depths > 0) & (batch.targets >= 0)
+    got = fed["iter.1.hook_value_embed"]
+    assert torch.equal(got[known], model.W_E[batch.targets[known]])  # depth 0: the truth
+    assert torch.equal(got[deeper], model.W_E[readout.argmax(-1)[deeper]])  # else the model's
+    assert not torch.equal(batch.targets[deeper], readout.argmax(-1)[deeper])  # (they differ)
+    # the loss trains with the teacher, evaluation reads the model's own state
+    plain = dataclasses.replace(model.cfg, teacher_forcing=False)
+    assert not torch.equal(target_loss(weights, batch, model.cfg), target_loss(weights, batch, plain))
+    scored = score_targets(model, batch).predictions
+    twin = AssignAddTransformer(plain, seed=0)
+    assert torch.equal(scored, score_targets(twin, batch).predictions)
+
+
+def test_relative_positions_are_a_bias_by_distance_and_no_learned_embedding():
+    cfg = dataclasses.replace(CFG, positions="relative", relative_window=4)
+    model = AssignAddTransformer(cfg, seed=5)
+    b = model.blocks[0].attn.b_rel
+    assert b.shape == (2, 4)
+    bias = relative_bias(b, 6)
+    assert torch.equal(bias[1, 5, 3], b[1, 2]) and torch.equal(bias[0, 5, 0], b[0, 3])
+    tokens = _tokens()
+    _, cache = model.run_with_cache(tokens)
+    assert "hook_pos_embed" not in cache
+    assert torch.equal(cache["blocks.0.hook_resid_pre"], cache["hook_embed"])
+    weights = dict(model.named_parameters())
+    q, k = cache["blocks.1.attn.hook_q"], cache["blocks.1.attn.hook_k"]
+    scores = torch.einsum("bqhe,bkhe->bhqk", q, k) / cfg.attn_scale
+    want = scores + relative_bias(weights["blocks.1.attn.b_rel"], 30)
+    assert torch.allclose(cache["blocks.1.attn.hook_attn_scores"].tril(), want.tril())
+    # a row's offset moves no learned position: the same logits
+    shifted = model(tokens, context=RowContext(pos_offset=torch.tensor([3, 0, 7, 1, 29])))
+    assert torch.equal(shifted, model(tokens))
+    with pytest.raises(ValueError, match="positions='answer' is the learned-position model"):
+        forward({n: w[None] for n, w in weights.items()}, tokens[None], model.cfg, "answer")

@@ -36,6 +36,11 @@ ATTENTION_KINDS = ("softmax", "linear", "hyla")
 # model.recurrence: "none" (feedforward), "fixed" (the blocks applied model.iterations times),
 # "depth" (per input: its graph's depth + model.iterations times); docs/graph.md
 RECURRENCE = ("none", "fixed", "depth")
+# model.positions: how a token knows where it is. "learned": the paper's learned absolute
+# embedding W_pos; "relative": no W_pos in the residual stream, and each attention score gets a
+# learned bias per head by the distance from key to query, distances >= relative_window sharing
+# one (a clipped relative-position bias, as T5's; any length is then a trained one: docs/graph.md)
+POSITIONS = ("learned", "relative")
 
 
 def _torch():
@@ -116,6 +121,13 @@ def _check_recurrence(cfg) -> None:
             f"model.corruption = {cfg.corruption!r} corrupts the values fed back between "
             "iterations: set model.discrete_state = true (or model.corruption = 0)"
         )
+    if cfg.teacher_forcing and not (cfg.discrete_state and cfg.latent_supervision):
+        raise ConfigError(
+            "model.teacher_forcing = true feeds the true values of the nodes resolved so far "
+            "into the discrete state and trains each iteration on them: set "
+            "model.discrete_state = true and model.latent_supervision = true (or "
+            "model.teacher_forcing = false)"
+        )
     if cfg.tied_layers and cfg.recurrent:
         raise ConfigError(
             "model.tied_layers = true with model.recurrence: the recurrent block already "
@@ -151,6 +163,12 @@ class ModelConfig:
     corruption: number(0, 1, hi_open=True, wording=COLON,
                        message="must be a number in [0, 1) (the odds that a fed-back value is "
                        "replaced by a random one in training)") = 0.0  # fmt: skip
+    # training feeds the true values of the nodes of depth <= t into iteration t + 1 (the
+    # model's own readout elsewhere; evaluation: the model's everywhere), so each iteration
+    # learns one step of the algorithm from a right state (seed 002's teacher-forced state)
+    teacher_forcing: model_flag() = False
+    positions: choice(*POSITIONS, wording=COLON) = "learned"
+    relative_window: size() = 16  # model.positions = "relative": distances 0..this - 1 own a bias
     init_std: number(0, None, lo_open=True, message="must be positive", wording=COLON,
                      type_message="must be a number") | None = None  # fmt: skip
     dtype: choice(*DTYPE_NAMES, wording=COLON) = "float32"
@@ -162,7 +180,7 @@ class ModelConfig:
 
     # fields a saved config.toml holds only when they differ from their default (added after
     # runs were saved: their config.toml files stay byte for byte as they were)
-    __omit_default__ = ("attention",)
+    __omit_default__ = ("attention", "teacher_forcing", "positions", "relative_window")
 
     def __post_init__(self) -> None:
         if self.d_head is None and self.d_model % self.n_heads:
@@ -262,7 +280,10 @@ class ModelConfig:
     n_key_value_heads = property(lambda self: None)  # no grouped-query attention (= n_heads)
     attn_only = property(lambda self: False)
     normalization_type = property(lambda self: None)
-    positional_embedding_type = property(lambda self: "standard")
+    @property
+    def positional_embedding_type(self) -> str:
+        """TransformerLens's name: "standard" (learned W_pos) or "relative" (no W_pos)."""
+        return "standard" if self.positions == "learned" else "relative"
     final_rms = property(lambda self: False)
     use_attn_result = property(lambda self: True)
 

@@ -63,23 +63,30 @@ class RowContext:
     corrupt: replace each fed-back value by a uniform one with odds model.corruption (training;
     torch's global generator); every_iteration: return every iteration's readout,
     [T, batch, pos, d_vocab_out] (T the largest of the rows'; a row's own end is iteration
-    iterations - 1, the ones after it are computed and not its answer)."""
+    iterations - 1, the ones after it are computed and not its answer); teacher,
+    teacher_depths (batch, pos): the true values and depths of the nodes (model.teacher_forcing,
+    training): iteration t + 1 is fed the true value at the slots of depth <= t."""
 
     pos_offset: Tensor | None = None
     iterations: Tensor | None = None
     slots: Tensor | None = None
     corrupt: bool = False
     every_iteration: bool = False
+    teacher: Tensor | None = None
+    teacher_depths: Tensor | None = None
 
 
 def embed(
-    W_E: Tensor, W_pos: Tensor, tokens: Tensor, hook: Hook = no_hook,
+    W_E: Tensor, W_pos: Tensor | None, tokens: Tensor, hook: Hook = no_hook,
     pos_offset: Tensor | None = None,
 ) -> Tensor:  # fmt: skip
-    """Token plus learned positional embedding, [batch, pos] -> [batch, pos, d_model]; row
+    """Token plus learned positional embedding, [batch, pos] -> [batch, pos, d_model] (W_pos
+    None: the token's alone, model.positions = "relative"); row
     b's positions start at pos_offset[b] (None: 0) and wrap around after the last row of
     W_pos (n_ctx): token j takes row (pos_offset[b] + j) mod n_ctx."""
     batch, length = tokens.shape
+    if W_pos is None:  # model.positions = "relative": where a token is lives in the scores
+        return hook("hook_embed", W_E[tokens])
     if pos_offset is None:
         positions = W_pos[:length].unsqueeze(0).expand(batch, -1, -1).contiguous()
     else:
@@ -90,17 +97,29 @@ def embed(
 
 def attention(
     x: Tensor, W_Q: Tensor, W_K: Tensor, W_V: Tensor, W_O: Tensor, attn_scale: float,
-    hook: Hook = no_hook, kind: str = "softmax",
+    hook: Hook = no_hook, kind: str = "softmax", b_rel: Tensor | None = None,
 ) -> Tensor:  # fmt: skip
     """Causal multi-head attention without biases, TransformerLens's shapes and hook names:
     x [batch, pos, d_model], W_Q/W_K/W_V [n_heads, d_model, d_head], W_O [n_heads, d_head,
     d_model] -> the heads' summed output [batch, pos, d_model]; `kind`: model.attention
-    (empirical.model.attention)."""
+    (empirical.model.attention); b_rel [n_heads, window]: model.positions = "relative"'s bias
+    by distance (`relative_bias`), added to the scaled scores."""
     q = hook("hook_q", torch.einsum("bpd,hde->bphe", x, W_Q))
     k = hook("hook_k", torch.einsum("bpd,hde->bphe", x, W_K))
     v = hook("hook_v", torch.einsum("bpd,hde->bphe", x, W_V))
     scores = torch.einsum("bqhe,bkhe->bhqk", q, k) / attn_scale
+    if b_rel is not None:
+        scores = scores + relative_bias(b_rel, scores.shape[-1])
     return attend(pattern(scores, hook, kind), v.transpose(1, 2), W_O, hook=hook, kind=kind)
+
+
+def relative_bias(b_rel: Tensor, length: int) -> Tensor:
+    """[n_heads, length, length]: b_rel[h, min(q - k, window - 1)] for query q and key k <= q
+    (the keys after the query get b_rel[h, 0]; the causal mask removes them)."""
+    window = b_rel.shape[-1]
+    at = torch.arange(length, device=b_rel.device)
+    distance = (at[:, None] - at[None, :]).clamp(0, window - 1)
+    return b_rel[:, distance]
 
 
 def mlp(x: Tensor, W_in: Tensor, W_out: Tensor, act_fn: str, hook: Hook = no_hook) -> Tensor:
@@ -121,7 +140,8 @@ def block(
     hook = _under(hook, prefix)
     resid = hook("hook_resid_pre", resid)
     W = [weights[f"{prefix}attn.W_{m}"] for m in "QKVO"]
-    attn_out = attention(resid, *W, cfg.attn_scale, _under(hook, "attn."), cfg.attention)
+    attn_out = attention(resid, *W, cfg.attn_scale, _under(hook, "attn."), cfg.attention,
+                         weights.get(f"{prefix}attn.b_rel"))  # fmt: skip
     resid = hook("hook_resid_mid", resid + hook("hook_attn_out", attn_out))
     if layer in cfg.mlp_layers:
         W_in, W_out = weights[f"{prefix}mlp.W_in"], weights[f"{prefix}mlp.W_out"]
@@ -130,12 +150,18 @@ def block(
     return hook("hook_resid_post", resid)
 
 
+def positional(weights: Mapping[str, Tensor], cfg: ModelConfig) -> Tensor | None:
+    """The learned positional embedding the residual stream adds (None: model.positions =
+    "relative", whose W_pos is kept, unused, so every tool finds the model's parameters)."""
+    return weights["pos_embed.W_pos"] if cfg.positions == "learned" else None
+
+
 def residual_stream(
     weights: Mapping[str, Tensor], tokens: Tensor, cfg: ModelConfig, hook: Hook = no_hook,
     pos_offset: Tensor | None = None,
 ) -> Tensor:  # fmt: skip
     """The residual stream after the last block, [batch, pos, d_model] (positions="all")."""
-    resid = embed(weights["embed.W_E"], weights["pos_embed.W_pos"], tokens, hook, pos_offset)
+    resid = embed(weights["embed.W_E"], positional(weights, cfg), tokens, hook, pos_offset)
     for layer in range(cfg.n_layers):
         resid = block(resid, weights, layer, cfg, hook)
     return resid
@@ -191,7 +217,7 @@ def recurrent_readouts(
     T_rows = row_iterations(cfg, tokens, context)
     T = int(T_rows.max()) if len(T_rows) else 1
     W_E, W_U = weights["embed.W_E"], weights["unembed.W_U"]
-    embedded = embed(W_E, weights["pos_embed.W_pos"], tokens, hook, context.pos_offset)
+    embedded = embed(W_E, positional(weights, cfg), tokens, hook, context.pos_offset)
     resid, values, readouts, final = embedded, None, [], None
     if cfg.discrete_state and context.slots is None:
         raise ValueError("model.discrete_state needs RowContext(slots=...): where values go")
@@ -209,6 +235,9 @@ def recurrent_readouts(
         final = logits if final is None else torch.where(ends, logits, final)
         if cfg.discrete_state and t + 1 < T:
             values = logits.detach().argmax(-1)
+            if context.teacher is not None:
+                known = (context.teacher_depths <= t) & (context.teacher >= 0)
+                values = torch.where(known, context.teacher, values)
             if context.corrupt and cfg.corruption:
                 noise = torch.rand(values.shape, device=values.device) < cfg.corruption
                 random = torch.randint_like(values, W_U.shape[-1])
@@ -234,6 +263,11 @@ def forward(
     if positions == "answer":
         if hook is not no_hook:
             raise ValueError("positions='answer' has no hook points; use positions='all'")
+        if cfg.positions != "learned":
+            raise ValueError(
+                "positions='answer' is the learned-position model's kernel; model.positions = "
+                f"{cfg.positions!r}: use positions='all'"
+            )
         if cfg.recurrent or context is not None:
             raise ValueError(
                 "positions='answer' is the feedforward model's last position; a recurrent "

@@ -30,7 +30,7 @@ def group_of(name: str, n_layers: int = 2) -> str:
     layer, kind, matrix = int(parts[1]), parts[2], parts[3]
     if kind == "mlp":
         return "mlp"
-    part = "qk" if matrix in ("W_Q", "W_K") else "ov"
+    part = "qk" if matrix in ("W_Q", "W_K", "b_rel") else "ov"  # b_rel: a score bias
     if layer == 0:
         return f"layer1_{part}"
     if layer == n_layers - 1:

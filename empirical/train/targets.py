@@ -28,12 +28,14 @@ POSITIONAL = ("tokens", "targets", "target_depths")  # the Batch fields with a c
 
 
 def row_context(
-    cfg: ModelConfig, batch: Batch, corrupt: bool = False, every_iteration: bool = False
+    cfg: ModelConfig, batch: Batch, corrupt: bool = False, every_iteration: bool = False,
+    teacher: bool = False,
 ) -> RowContext:
     """What the forward needs of `batch`'s rows: their positional offsets, their T (with
     model.recurrence = "depth": the graph's depth + model.iterations) and, with
     model.discrete_state, their value slots (the target positions: where a node is named,
-    which the tokens alone determine)."""
+    which the tokens alone determine); `teacher`: the true values and depths of the nodes for
+    model.teacher_forcing (training only)."""
     depth = batch.target_depths.max(1).values.clamp(min=0)
     iterations = depth + cfg.iterations if cfg.recurrence == "depth" else None
     return RowContext(
@@ -42,14 +44,17 @@ def row_context(
         slots=batch.targets >= 0 if cfg.discrete_state else None,
         corrupt=corrupt,
         every_iteration=every_iteration,
+        teacher=batch.targets if teacher else None,
+        teacher_depths=batch.target_depths if teacher else None,
     )
 
 
 def target_loss(weights: Mapping[str, Tensor], batch: Batch, cfg: ModelConfig) -> Tensor:
     """The training loss of `batch` (module docstring); values fed back between iterations
-    are corrupted with odds model.corruption."""
+    are corrupted with odds model.corruption (after model.teacher_forcing's true values)."""
     per_iteration = cfg.recurrent and cfg.latent_supervision
-    context = row_context(cfg, batch, corrupt=True, every_iteration=per_iteration)
+    context = row_context(cfg, batch, corrupt=True, every_iteration=per_iteration,
+                          teacher=cfg.teacher_forcing)  # fmt: skip
     logits = forward(weights, batch.tokens, cfg, context=context).float()
     targets = batch.targets
     if not per_iteration:

@@ -37,12 +37,13 @@ GOAL = 0.995  # the seed's bar: >= 99.5% of nodes right at 4x the trained size
 def rung_config(base: RunConfig, rung: str, seed: int) -> RunConfig:
     """`base` with rung's model (LADDER): a feedforward rung drops the recurrent settings; a
     recurrent one keeps base.model's recurrence and iterations (base must be recurrent), its
-    corruption only on the rung that asks for it."""
+    corruption only on the rung that asks for it, its teacher forcing on the rungs with a
+    discrete state."""
     changes = dict(LADDER[rung][1])
     model = base.model
     if changes.get("recurrence") == "none":
         changes.update(iterations=1, latent_supervision=False, discrete_state=False,
-                       corruption=0.0)  # fmt: skip
+                       corruption=0.0, teacher_forcing=False)  # fmt: skip
     else:
         if not model.recurrent:
             raise ConfigError(
@@ -54,6 +55,8 @@ def rung_config(base: RunConfig, rung: str, seed: int) -> RunConfig:
         if rung.endswith("corrupt") and not changes["corruption"]:
             raise ConfigError("graph-ladder rung 'rec_sup_discrete_corrupt' needs "
                               "model.corruption > 0 in the config")  # fmt: skip
+        # the config's teacher forcing on the rungs with a discrete state (it needs one)
+        changes["teacher_forcing"] = model.teacher_forcing and changes["discrete_state"]
     model = dataclasses.replace(model, **changes)
     return dataclasses.replace(base, name=f"{base.name}_{rung}", seed=seed, model=model)
 
