@@ -327,6 +327,12 @@ CASES = [
     C("train-task-p", E, TR + " task.p=1", "task.p", "task.p=1"),
     C("train-n-layers", E, TR + " model.n_layers=5", "model.n_layers", "model.n_layers=5 (2..4)"),
     C("train-act-fn", E, TR + " model.act_fn=gelu", "model.act_fn", "model.act_fn=gelu"),
+    C("train-positions", E, TR + " model.positions=rotary", "model.positions",
+      "model.positions=rotary"),
+    C("train-relative-window-0", E, TR + " model.positions=relative model.relative_window=0",
+      "model.relative_window", "model.relative_window=0"),
+    C("train-teacher-no-state", E, TR + " model.teacher_forcing=true", "model.teacher_forcing",
+      "model.teacher_forcing=true without a discrete state"),
     C("train-chain-hops-L", E, TR + " task.family=chain task.K=12 task.chain_hops=1,5",
       "raise task.L to at least 24", "task.family=chain, a hop count that cannot fit L "
       "(chain_hops=1,5 at L = 16)"),

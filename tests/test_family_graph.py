@@ -284,6 +284,8 @@ def test_the_ladder_table_counts_every_node_and_graph(tiny_ladder):
     assert sum(t for _, t in kinds.values()) == 20 * 8 and "leaf" in kinds
     assert sum(r for r, _ in kinds.values()) == n8["nodes"][0]
     assert set(kinds) <= {"leaf", "copy", "+", "-", "*", "++", "+-", "-+", "--"}
+    gaps = n8["by_copy_gap"]  # every copy counted once, by its gap
+    assert sum(t for _, t in gaps.values()) == kinds.get("copy", [0, 0])[1]
     text = (tiny_ladder / "ladder.md").read_text()
     assert "| ff2 | 8 | 2x |" in text and "seeds >= 99.5%" in text
     assert "by the node's kind" in text and "`leaf`" in text
@@ -309,3 +311,13 @@ def test_the_mechanism_reads_each_iteration(tiny_ladder, tmp_path):
         assert abs(parts - 1) < 1e-9
     with pytest.raises(UsageError, match="reads a recurrent model"):
         parse_options(GraphMechanismOptions, [str(tiny_ladder / "runs" / "ff2" / "seed0")])
+
+
+def test_a_copys_gap_counts_the_nodes_defined_between_its_operand_and_it():
+    from empirical.studies.graph.ladder import copy_gap
+    from empirical.task.graph.vocab import GraphVocabulary
+
+    vocab = GraphVocabulary(23, 8, 40)
+    ids = vocab.encode("5 -> x1; 7 -> x2; x1 -> x3; x3 -> x4; x1 + x2 -> x5; x2 -> x6;")
+    nodes = vocab.nodes(ids.tolist())
+    assert [copy_gap(nodes, i, 23) for i in range(len(nodes))] == [None, None, "1", "0", None, "3"]

@@ -188,7 +188,8 @@ def test_teacher_forcing_feeds_the_true_values_of_the_resolved_nodes_in_training
     assert not torch.equal(batch.targets[deeper], readout.argmax(-1)[deeper])  # (they differ)
     # the loss trains with the teacher, evaluation reads the model's own state
     plain = dataclasses.replace(model.cfg, teacher_forcing=False)
-    assert not torch.equal(target_loss(weights, batch, model.cfg), target_loss(weights, batch, plain))
+    with_teacher = target_loss(weights, batch, model.cfg)
+    assert not torch.equal(with_teacher, target_loss(weights, batch, plain))
     scored = score_targets(model, batch).predictions
     twin = AssignAddTransformer(plain, seed=0)
     assert torch.equal(scored, score_targets(twin, batch).predictions)

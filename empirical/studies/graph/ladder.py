@@ -96,11 +96,36 @@ def _kinds(vocab, tokens: torch.Tensor, has: torch.Tensor) -> list[str]:
     return kinds
 
 
+def copy_gap(nodes, index: int, p: int) -> str | None:
+    """For a copy (one operand), the number of nodes defined between its operand's clause and
+    its own, as a string ('0': the operand is the node just before); None for other kinds.
+    The rule "a node is the latest node's value" is right on every copy at gap 0 and on
+    chance (1/p) of the others: a model that fetches by name is flat over the gaps, one that
+    leans on recency falls. `p`: the modulus (a name's token id is p + its index)."""
+    node = nodes[index]
+    if node.literal is not None or len(node.operands) != 1:
+        return None
+    defined = [n.name for n in nodes[:index]]
+    return str(len(defined) - 1 - defined.index(p + node.operands[0]))
+
+
+def _gaps(vocab, tokens: torch.Tensor, has: torch.Tensor) -> list[str | None]:
+    """copy_gap of every labelled position, in the order of `correct[has]` (row by row)."""
+    gaps = []
+    for row, mask in zip(tokens.tolist(), has.tolist(), strict=True):
+        nodes = vocab.nodes(row)
+        by_position = {n.position: copy_gap(nodes, i, vocab.p) for i, n in enumerate(nodes)}
+        gaps += [by_position[i] for i, m in enumerate(mask) if m]
+    return gaps
+
+
 def _counts(correct, keys) -> dict[str, list[int]]:
-    """{key: [right, total]} of the entries (`correct` and `keys` one per entry), in the keys'
-    first-seen order."""
+    """{key: [right, total]} of the entries (`correct` and `keys` one per entry; a None key
+    is left out), in the keys' first-seen order."""
     out: dict[str, list[int]] = {}
     for k, c in zip(keys, correct.tolist(), strict=True):
+        if k is None:  # an entry the key does not apply to
+            continue
         cell = out.setdefault(k, [0, 0])
         cell[0] += int(c)
         cell[1] += 1
@@ -109,8 +134,12 @@ def _counts(correct, keys) -> dict[str, list[int]]:
 
 def _depth_counts(correct: torch.Tensor, depth: torch.Tensor) -> dict[str, list[int]]:
     """{depth: [right, total]} of the entries, by increasing depth."""
-    counts = _counts(correct, [str(int(d)) for d in depth.tolist()])
-    return dict(sorted(counts.items(), key=lambda item: int(item[0])))
+    return _depth_counts_of(correct, [str(int(d)) for d in depth.tolist()])
+
+
+def _depth_counts_of(correct: torch.Tensor, keys: list[str | None]) -> dict[str, list[int]]:
+    """_counts with integer keys (as strings), by increasing value."""
+    return dict(sorted(_counts(correct, keys).items(), key=lambda item: int(item[0])))
 
 
 @torch.no_grad()
@@ -131,6 +160,7 @@ def score_run(run_dir: str | Path, batch_size: int = 100) -> dict:
             "by_node_depth": _depth_counts(s.correct[has], batch.target_depths[has]),
             "by_graph_depth": _depth_counts(rows, graph_depth),
             "by_node_kind": _counts(s.correct[has], _kinds(vocab, batch.tokens, has)),
+            "by_copy_gap": _depth_counts_of(s.correct[has], _gaps(vocab, batch.tokens, has)),
         }
     return out
 

@@ -111,13 +111,16 @@ def ov_by_factor(model, vocab) -> dict:
     """Per layer and head, each factor's gain through W_V W_O against a random direction's:
     (||E_f W_V W_O||_F / ||E_f||_F) / (||W_V W_O||_F / sqrt(d_model)), E_f the factor's
     embedding rows centred on their mean (what tells its items apart): > 1, the head
-    carries that factor more than a random direction; < 1, less."""
+    carries that factor more than a random direction; < 1, less. Positions are a factor of
+    a learned-position model only (model.positions = "relative" adds no W_pos)."""
     p, K = vocab.p, vocab.K
     W_E = model.W_E.detach().double()
     spans = {
         "names": W_E[p : p + K], "values": W_E[:p], "marks": W_E[p + K :],
         "positions": model.W_pos.detach().double(),
     }  # fmt: skip
+    if model.cfg.positions != "learned":
+        del spans["positions"]
     centred = {f: rows - rows.mean(0) for f, rows in spans.items()}
     d = model.cfg.d_model
     out = []
@@ -129,7 +132,7 @@ def ov_by_factor(model, vocab) -> dict:
             heads.append({f: float(torch.linalg.matrix_norm(e @ ov) / torch.linalg.matrix_norm(e)
                                    / random) for f, e in centred.items()})  # fmt: skip
         out.append(heads)
-    return {"factors": list(FACTORS), "ratio": out}
+    return {"factors": list(spans), "ratio": out}
 
 
 def _probe(vocab, op: str) -> tuple[torch.Tensor, int]:

@@ -19,7 +19,7 @@ from empirical.report.tables import markdown_table, pct
 from empirical.report.writer import Figure, Json, Report, print_report, write_report
 from empirical.runs.load import load_run
 from empirical.runs.rundir import RunDir
-from empirical.studies.graph.mechanism import FACTORS, head_groups, mlp_spectrum, ov_by_factor
+from empirical.studies.graph.mechanism import head_groups, mlp_spectrum, ov_by_factor
 from empirical.studies.graph.options import GraphMechanismOptions
 from empirical.task.eval_sets import load_eval_sets
 
@@ -63,10 +63,11 @@ def markdown(result: dict) -> str:
     lines += ["", "OV per factor: the gain of the factor's centred embeddings through W_V W_O "
               "over a random direction's (> 1: carried more; the same weights every "
               "iteration).", ""]  # fmt: skip
-    rows = [f"{layer} | {h} | " + " | ".join(f"{r[f]:.2f}" for f in FACTORS)
+    factors = result["ov"]["factors"]
+    rows = [f"{layer} | {h} | " + " | ".join(f"{r[f]:.2f}" for f in factors)
             for layer, per_layer in enumerate(result["ov"]["ratio"])
             for h, r in enumerate(per_layer)]  # fmt: skip
-    lines += markdown_table("layer | head | " + " | ".join(FACTORS), rows)
+    lines += markdown_table("layer | head | " + " | ".join(factors), rows)
     lines += ["", "The last block's MLP on the probe `x -> x0; y -> x1; x0 op x1 -> x2;`, "
               "iteration 1: shares of the 2-D DFT power over (x, y).", ""]  # fmt: skip
     rows = [f"{op} | {where} | {pct(s['dc'])} | {pct(s['diagonal'])} | {pct(s['rest'])} | "
@@ -99,10 +100,11 @@ def plot_groups(result: dict):
 def plot_ov(result: dict):
     ratio = result["ov"]["ratio"]
     labels = [f"L{layer}H{h}" for layer, per in enumerate(ratio) for h in range(len(per))]
-    values = np.array([[r[f] for f in FACTORS] for per in ratio for r in per])
+    factors = result["ov"]["factors"]
+    values = np.array([[r[f] for f in factors] for per in ratio for r in per])
     fig, ax = plt.subplots(figsize=(1 + 0.6 * len(labels), 3.4), layout="constrained")
-    width = 0.8 / len(FACTORS)
-    for i, f in enumerate(FACTORS):
+    width = 0.8 / len(factors)
+    for i, f in enumerate(factors):
         ax.bar(np.arange(len(labels)) + i * width, values[:, i], width, label=f)
     ax.set_xticks(np.arange(len(labels)) + 0.4 - width / 2, labels)
     ax.set_xlabel("layer and head")
