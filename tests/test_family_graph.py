@@ -305,6 +305,10 @@ def test_the_mechanism_reads_each_iteration(tiny_ladder, tmp_path):
     share = result["heads"]["share"]  # [iteration][layer][head][slot]
     assert len(share) == result["iterations"] and len(share[0]) == 2 and len(share[0][0]) == 2
     assert all(abs(sum(s) - 1) < 1e-6 for t in share for layer in t for s in layer)
+    fetch = result["fetch"]  # attention weights: in [0, 1], one per layer and head
+    assert fetch["nodes"] > 0 and len(fetch["operand"]) == 2 and len(fetch["operand"][0]) == 2
+    assert all(0 <= w <= 1 for k in ("operand", "latest", "other") for layer in fetch[k]
+               for w in layer)  # fmt: skip
     assert set(result["mlp"]) == {"+", "-"}
     for m in result["mlp"].values():
         parts = m["input"]["dc"] + m["input"]["diagonal"] + m["input"]["rest"]
@@ -321,3 +325,16 @@ def test_a_copys_gap_counts_the_nodes_defined_between_its_operand_and_it():
     ids = vocab.encode("5 -> x1; 7 -> x2; x1 -> x3; x3 -> x4; x1 + x2 -> x5; x2 -> x6;")
     nodes = vocab.nodes(ids.tolist())
     assert [copy_gap(nodes, i, 23) for i in range(len(nodes))] == [None, None, "1", "0", None, "3"]
+
+
+def test_the_mechanism_needs_a_node_whose_operands_can_be_renamed():
+    from types import SimpleNamespace
+
+    from empirical.studies.graph.mechanism import renamable
+    from empirical.task.graph.vocab import GraphVocabulary
+
+    vocab = GraphVocabulary(23, 8, 40)
+    three = vocab.encode("5 -> x1; 7 -> x2; x1 + x2 -> x3;")  # both earlier names are operands
+    four = vocab.encode("5 -> x1; 7 -> x2; 1 -> x4; x1 + x2 -> x3;")
+    assert not renamable(vocab, SimpleNamespace(tokens=three[None]))
+    assert renamable(vocab, SimpleNamespace(tokens=four[None]))

@@ -5,6 +5,7 @@ our model (docs/graph.md, "The mechanism").
                                                     # perturbed operand slot, per iteration
     ov = ov_by_factor(model, vocab)                 # each factor's gain through W_V W_O
     dft = mlp_spectrum(model, vocab, op="+")        # the MLP's input/output over operand values
+    fetch = fetch_attention(model, vocab, batch)    # where a node looks when it is resolved
 
 Head groups: for graphs of a set, the last node with the most operands (k); for each slot j
 < k its operand name is replaced by another name defined earlier (the graph stays valid) and
@@ -26,7 +27,9 @@ from empirical.model.forward import RowContext
 from empirical.task.batch import Batch
 from empirical.train.targets import row_context
 
-__all__ = ["FACTORS", "head_groups", "mlp_spectrum", "ov_by_factor"]
+__all__ = [
+    "FACTORS", "fetch_attention", "head_groups", "mlp_spectrum", "ov_by_factor", "renamable",
+]
 
 FACTORS = ("names", "values", "marks", "positions")
 
@@ -57,6 +60,11 @@ def _perturbed(vocab, batch: Batch) -> tuple[list[int], list, list[int], int]:
         out.append(variants)
         positions.append(node.position)
     return picked, out, positions, k
+
+
+def renamable(vocab, batch: Batch) -> bool:
+    """Whether some graph of `batch` has a node whose operands head_groups can rename."""
+    return bool(_perturbed(vocab, batch)[0])
 
 
 def _context(model, batch: Batch, tokens: torch.Tensor) -> RowContext:
@@ -104,6 +112,41 @@ def head_groups(model, vocab, batch: Batch, iterations: int) -> dict:
         "change": change.tolist(),
         "group": share.argmax(-1).tolist(),
     }
+
+
+@torch.no_grad()
+def fetch_attention(model, vocab, batch: Batch) -> dict:
+    """Where each head looks from a computed node at the iteration that resolves it (t = its
+    depth), every layer: its mean attention weight on the definition of an operand (the slot
+    a fetch by name reads), on the latest definition before the node when that is not an
+    operand (what recency reads), and on one other definition (the mean over the rest)."""
+    _, cache = model.run_with_cache(batch.tokens, context=row_context(model.cfg, batch))
+    L, H = model.cfg.n_layers, model.cfg.n_heads
+    sums = torch.zeros(3, L, H, dtype=torch.float64)
+    counts = torch.zeros(3)
+    for r, ids in enumerate(batch.tokens):
+        nodes = vocab.nodes(ids)
+        where = {n.name: n.position for n in nodes}
+        for i, node in enumerate(nodes):
+            if node.literal is not None:
+                continue
+            pattern = torch.stack([cache[f"iter.{node.depth}.blocks.{layer}.attn.hook_pattern"]
+                                   [r, :, node.position] for layer in range(L)]).double()
+            operands = {where[vocab.p + o] for o in node.operands}
+            for at in operands:
+                sums[0] += pattern[..., at]
+                counts[0] += 1
+            latest = nodes[i - 1].position
+            if latest not in operands:
+                sums[1] += pattern[..., latest]
+                counts[1] += 1
+            rest = [n.position for n in nodes[:i] if n.position not in operands | {latest}]
+            if rest:
+                sums[2] += pattern[..., rest].mean(-1)
+                counts[2] += 1
+    mean = sums / counts.clamp(min=1)[:, None, None]
+    return {"nodes": int(counts[0]), "operand": mean[0].tolist(), "latest": mean[1].tolist(),
+            "other": mean[2].tolist()}  # fmt: skip
 
 
 @torch.no_grad()

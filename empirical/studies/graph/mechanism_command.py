@@ -13,13 +13,20 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from disentangled.errors import UsageError
 from empirical.config.options import command_main
 from empirical.report.figures import use_cli_backend
 from empirical.report.tables import markdown_table, pct
 from empirical.report.writer import Figure, Json, Report, print_report, write_report
 from empirical.runs.load import load_run
 from empirical.runs.rundir import RunDir
-from empirical.studies.graph.mechanism import head_groups, mlp_spectrum, ov_by_factor
+from empirical.studies.graph.mechanism import (
+    fetch_attention,
+    head_groups,
+    mlp_spectrum,
+    ov_by_factor,
+    renamable,
+)
 from empirical.studies.graph.options import GraphMechanismOptions
 from empirical.task.eval_sets import load_eval_sets
 
@@ -30,14 +37,24 @@ def mechanism(opts: GraphMechanismOptions) -> dict:
     sets = load_eval_sets(run.eval_sets)
     task = run.read_config().task
     sizes = {n: int(n.removeprefix("graph/n")) for n in sets}
-    trained = [n for n in sets if sizes[n] <= task.graph_max_nodes] or list(sets)
-    name = max(trained, key=sizes.get)  # the largest graphs of the trained range
+    # the largest graphs of the trained range, or the smallest beyond it, whose nodes have
+    # operands that can be renamed (a graph of 3 nodes may have none)
+    trained = sorted((n for n in sets if sizes[n] <= task.graph_max_nodes), key=sizes.get)[::-1]
+    beyond = sorted((n for n in sets if sizes[n] > task.graph_max_nodes), key=sizes.get)
+    name = next((n for n in trained + beyond if renamable(vocab, sets[n][: opts.n])), None)
+    if name is None:
+        raise UsageError(
+            f"graph-mechanism {opts.run_dir}: no graph of its evaluation sets "
+            f"({', '.join(sets)}) has a node whose operands can be renamed (an earlier name "
+            "not among them); evaluate larger graphs (task.graph_eval_nodes)"
+        )
     batch = sets[name][: opts.n]
     iterations = int(batch.target_depths.max()) + 1
     ops = [op for op in ("+", "-") if op in task.graph_operations]
     return {
         "run": str(run.path), "set": name, "iterations": iterations,
         "heads": head_groups(model, vocab, batch, iterations),
+        "fetch": fetch_attention(model, vocab, batch),
         "ov": ov_by_factor(model, vocab),
         "mlp": {op: mlp_spectrum(model, vocab, op) for op in ops},
     }  # fmt: skip
@@ -63,6 +80,15 @@ def markdown(result: dict) -> str:
     lines += ["", "OV per factor: the gain of the factor's centred embeddings through W_V W_O "
               "over a random direction's (> 1: carried more; the same weights every "
               "iteration).", ""]  # fmt: skip
+    fetch = result["fetch"]
+    lines += ["", f"The fetch: each head's attention from a computed node at the iteration "
+              f"that resolves it ({fetch['nodes']} operands of {result['set']}'s nodes): on "
+              "an operand's definition (a fetch by name), on the latest definition when it is "
+              "not an operand (recency), on one other definition.", ""]  # fmt: skip
+    rows = [f"{layer} | {h} | {fetch['operand'][layer][h]:.3f} | {fetch['latest'][layer][h]:.3f}"
+            f" | {fetch['other'][layer][h]:.3f}" for layer in range(len(fetch["operand"]))
+            for h in range(len(fetch["operand"][layer]))]  # fmt: skip
+    lines += markdown_table("layer | head | operand | latest | other", rows)
     factors = result["ov"]["factors"]
     rows = [f"{layer} | {h} | " + " | ".join(f"{r[f]:.2f}" for f in factors)
             for layer, per_layer in enumerate(result["ov"]["ratio"])
