@@ -338,3 +338,20 @@ def test_the_mechanism_needs_a_node_whose_operands_can_be_renamed():
     four = vocab.encode("5 -> x1; 7 -> x2; 1 -> x4; x1 + x2 -> x3;")
     assert not renamable(vocab, SimpleNamespace(tokens=three[None]))
     assert renamable(vocab, SimpleNamespace(tokens=four[None]))
+
+
+def test_a_relative_position_model_has_no_position_factor():
+    import dataclasses
+
+    from empirical.model.config import ModelConfig
+    from empirical.model.transformer import AssignAddTransformer
+    from empirical.studies.graph.mechanism import ov_by_factor
+    from empirical.task.graph.vocab import GraphVocabulary
+
+    vocab = GraphVocabulary(23, 8, 40)
+    cfg = ModelConfig.for_task(23, 8 + 3, 40, d_model=16, n_heads=2, d_mlp=16)
+    learned = ov_by_factor(AssignAddTransformer(cfg, seed=0), vocab)
+    relative = dataclasses.replace(cfg, positions="relative")
+    assert learned["factors"] == ["names", "values", "marks", "positions"]
+    assert ov_by_factor(AssignAddTransformer(relative, seed=0), vocab)["factors"] == [
+        "names", "values", "marks"]
