@@ -325,6 +325,9 @@ def test_a_copys_gap_counts_the_nodes_defined_between_its_operand_and_it():
     ids = vocab.encode("5 -> x1; 7 -> x2; x1 -> x3; x3 -> x4; x1 + x2 -> x5; x2 -> x6;")
     nodes = vocab.nodes(ids.tolist())
     assert [copy_gap(nodes, i, 23) for i in range(len(nodes))] == [None, None, "1", "0", None, "3"]
+    text = "1 -> x0; " + " ".join(f"2 -> x{i};" for i in range(1, 9)) + " x0 -> x9;"
+    long = GraphVocabulary(23, 12, 60).encode(text)
+    assert copy_gap(GraphVocabulary(23, 12, 60).nodes(long.tolist()), 9, 23) == "6"  # 8: "6+"
 
 
 def test_the_mechanism_needs_a_node_whose_operands_can_be_renamed():

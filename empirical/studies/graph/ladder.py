@@ -32,6 +32,7 @@ from empirical.train.targets import score_targets
 
 SCORES = "graph_scores.json"
 GOAL = 0.995  # the seed's bar: >= 99.5% of nodes right at 4x the trained size
+GAP_CAP = 6  # copy_gap counts gaps of 6 and more as one ("6+")
 
 
 def rung_config(base: RunConfig, rung: str, seed: int) -> RunConfig:
@@ -98,7 +99,8 @@ def _kinds(vocab, tokens: torch.Tensor, has: torch.Tensor) -> list[str]:
 
 def copy_gap(nodes, index: int, p: int) -> str | None:
     """For a copy (one operand), the number of nodes defined between its operand's clause and
-    its own, as a string ('0': the operand is the node just before); None for other kinds.
+    its own, as a string ('0': the operand is the node just before; GAP_CAP for that many and
+    more); None for other kinds.
     The rule "a node is the latest node's value" is right on every copy at gap 0 and on
     chance (1/p) of the others: a model that fetches by name is flat over the gaps, one that
     leans on recency falls. `p`: the modulus (a name's token id is p + its index)."""
@@ -106,7 +108,7 @@ def copy_gap(nodes, index: int, p: int) -> str | None:
     if node.literal is not None or len(node.operands) != 1:
         return None
     defined = [n.name for n in nodes[:index]]
-    return str(len(defined) - 1 - defined.index(p + node.operands[0]))
+    return str(min(len(defined) - 1 - defined.index(p + node.operands[0]), GAP_CAP))
 
 
 def _gaps(vocab, tokens: torch.Tensor, has: torch.Tensor) -> list[str | None]:

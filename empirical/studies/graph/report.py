@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 
 from empirical.report.tables import markdown_table, pct
 from empirical.report.writer import Figure, Json, Report
-from empirical.studies.graph.ladder import GOAL
+from empirical.studies.graph.ladder import GAP_CAP, GOAL
 from empirical.studies.graph.options import LADDER
 
 
@@ -78,7 +78,8 @@ def ladder_markdown(result: dict) -> str:
         rows = [rung + " | " + " | ".join(
             pct(cells[(rung, g)]["median"]) if (rung, g) in cells else "-" for g in gaps)
             for rung in result["rungs"]]  # fmt: skip
-        lines += markdown_table("rung | " + " | ".join(f"gap {g}" for g in gaps), rows)
+        label = {g: f"gap {g}" + ("+" if g == GAP_CAP else "") for g in gaps}
+        lines += markdown_table("rung | " + " | ".join(label[g] for g in gaps), rows)
     lines += ["", "Rungs: " + "; ".join(f"`{k}` {LADDER[k][0]}" for k in result["rungs"]), ""]
     return "\n".join(lines)
 
