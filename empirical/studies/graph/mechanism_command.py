@@ -80,6 +80,11 @@ def markdown(result: dict) -> str:
     lines += ["", "OV per factor: the gain of the factor's centred embeddings through W_V W_O "
               "over a random direction's (> 1: carried more; the same weights every "
               "iteration).", ""]  # fmt: skip
+    factors = result["ov"]["factors"]
+    rows = [f"{layer} | {h} | " + " | ".join(f"{r[f]:.2f}" for f in factors)
+            for layer, per_layer in enumerate(result["ov"]["ratio"])
+            for h, r in enumerate(per_layer)]  # fmt: skip
+    lines += markdown_table("layer | head | " + " | ".join(factors), rows)
     fetch = result["fetch"]
     lines += ["", f"The fetch: each head's attention from a computed node at the iteration "
               f"that resolves it ({fetch['nodes']} operands of {result['set']}'s nodes): on "
@@ -89,11 +94,6 @@ def markdown(result: dict) -> str:
             f" | {fetch['other'][layer][h]:.3f}" for layer in range(len(fetch["operand"]))
             for h in range(len(fetch["operand"][layer]))]  # fmt: skip
     lines += markdown_table("layer | head | operand | latest | other", rows)
-    factors = result["ov"]["factors"]
-    rows = [f"{layer} | {h} | " + " | ".join(f"{r[f]:.2f}" for f in factors)
-            for layer, per_layer in enumerate(result["ov"]["ratio"])
-            for h, r in enumerate(per_layer)]  # fmt: skip
-    lines += markdown_table("layer | head | " + " | ".join(factors), rows)
     lines += ["", "The last block's MLP on the probe `x -> x0; y -> x1; x0 op x1 -> x2;`, "
               "iteration 1: shares of the 2-D DFT power over (x, y).", ""]  # fmt: skip
     rows = [f"{op} | {where} | {pct(s['dc'])} | {pct(s['diagonal'])} | {pct(s['rest'])} | "
