@@ -8,9 +8,10 @@
 # (configs/graph_ladder_relative_gpu.toml), four processes under one wall-clock guard (BUDGET
 # seconds for the call, RESERVE of them for packing): the full rung (1+2+3+4) with seeds 0, 1
 # and 2 in a process each (the goal: >= 99.5% per node at 4x on 3 of 3 seeds), and the full
-# rung with a 4-layer block (the seed's own model: model.n_layers = 4), seed 0, in the fourth. A run finished in time is scored where it trained (graph_scores.json); one
-# the guard stopped keeps its metrics (every 500 steps) and its last checkpoint, and the
-# same command on the same warm machine resumes it. The tables are made afterwards with
+# rung with a 4-layer block (the seed's own model: model.n_layers = 4), seed 0, in the fourth.
+# A run finished in time is scored where it trained (graph_scores.json); one the guard
+# stopped keeps its metrics (every 500 steps) and its last checkpoint, and the same command
+# on the same warm machine resumes it. The tables are made afterwards with
 # `graph-ladder --no-train` over the returned runs.
 #
 # Rehearsed on a CPU with tiny sizes (tests/test_gpu_graph_relative_script.py, slow):

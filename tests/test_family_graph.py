@@ -306,7 +306,7 @@ def test_the_mechanism_reads_each_iteration(tiny_ladder, tmp_path):
     assert len(share) == result["iterations"] and len(share[0]) == 2 and len(share[0][0]) == 2
     assert all(abs(sum(s) - 1) < 1e-6 for t in share for layer in t for s in layer)
     fetch = result["fetch"]  # attention weights: in [0, 1], one per layer and head
-    assert fetch["nodes"] > 0 and len(fetch["operand"]) == 2 and len(fetch["operand"][0]) == 2
+    assert fetch["operands"] > 0 and len(fetch["operand"]) == 2 and len(fetch["operand"][0]) == 2
     assert all(0 <= w <= 1 for k in ("operand", "latest", "other") for layer in fetch[k]
                for w in layer)  # fmt: skip
     assert set(result["mlp"]) == {"+", "-"}

@@ -88,15 +88,6 @@ def node_kind(node) -> str:
     return "".join(node.ops) if node.ops else "copy"
 
 
-def _kinds(vocab, tokens: torch.Tensor, has: torch.Tensor) -> list[str]:
-    """The kind of every labelled position, in the order of `correct[has]` (row by row)."""
-    kinds = []
-    for row, mask in zip(tokens.tolist(), has.tolist(), strict=True):
-        by_position = {n.position: node_kind(n) for n in vocab.nodes(row)}
-        kinds += [by_position[i] for i, m in enumerate(mask) if m]
-    return kinds
-
-
 def copy_gap(nodes, index: int, p: int) -> str | None:
     """For a copy (one operand), the number of nodes defined between its operand's clause and
     its own, as a string ('0': the operand is the node just before; GAP_CAP for that many and
@@ -111,14 +102,19 @@ def copy_gap(nodes, index: int, p: int) -> str | None:
     return str(min(len(defined) - 1 - defined.index(p + node.operands[0]), GAP_CAP))
 
 
-def _gaps(vocab, tokens: torch.Tensor, has: torch.Tensor) -> list[str | None]:
-    """copy_gap of every labelled position, in the order of `correct[has]` (row by row)."""
-    gaps = []
+def _kinds_and_gaps(vocab, tokens: torch.Tensor, has: torch.Tensor):
+    """(node_kind, copy_gap) of every labelled position, in the order of `correct[has]` (row
+    by row), each row's graph read once."""
+    kinds, gaps = [], []
     for row, mask in zip(tokens.tolist(), has.tolist(), strict=True):
         nodes = vocab.nodes(row)
-        by_position = {n.position: copy_gap(nodes, i, vocab.p) for i, n in enumerate(nodes)}
-        gaps += [by_position[i] for i, m in enumerate(mask) if m]
-    return gaps
+        by_position = {n.position: (node_kind(n), copy_gap(nodes, i, vocab.p))
+                       for i, n in enumerate(nodes)}  # fmt: skip
+        for i, m in enumerate(mask):
+            if m:
+                kinds.append(by_position[i][0])
+                gaps.append(by_position[i][1])
+    return kinds, gaps
 
 
 def _counts(correct, keys) -> dict[str, list[int]]:
@@ -136,11 +132,11 @@ def _counts(correct, keys) -> dict[str, list[int]]:
 
 def _depth_counts(correct: torch.Tensor, depth: torch.Tensor) -> dict[str, list[int]]:
     """{depth: [right, total]} of the entries, by increasing depth."""
-    return _depth_counts_of(correct, [str(int(d)) for d in depth.tolist()])
+    return _int_counts(correct, [str(int(d)) for d in depth.tolist()])
 
 
-def _depth_counts_of(correct: torch.Tensor, keys: list[str | None]) -> dict[str, list[int]]:
-    """_counts with integer keys (as strings), by increasing value."""
+def _int_counts(correct: torch.Tensor, keys: list[str | None]) -> dict[str, list[int]]:
+    """_counts with integer keys (as strings: a depth, a gap), by increasing value."""
     return dict(sorted(_counts(correct, keys).items(), key=lambda item: int(item[0])))
 
 
@@ -156,13 +152,14 @@ def score_run(run_dir: str | Path, batch_size: int = 100) -> dict:
         has = batch.targets >= 0
         graph_depth = batch.target_depths.max(1).values
         rows = s.row_correct()
+        kinds, gaps = _kinds_and_gaps(vocab, batch.tokens, has)
         out[name] = {
             "nodes": [int(s.correct.sum()), int(has.sum())],
             "graphs": [int(rows.sum()), len(batch)],
             "by_node_depth": _depth_counts(s.correct[has], batch.target_depths[has]),
             "by_graph_depth": _depth_counts(rows, graph_depth),
-            "by_node_kind": _counts(s.correct[has], _kinds(vocab, batch.tokens, has)),
-            "by_copy_gap": _depth_counts_of(s.correct[has], _gaps(vocab, batch.tokens, has)),
+            "by_node_kind": _counts(s.correct[has], kinds),
+            "by_copy_gap": _int_counts(s.correct[has], gaps),
         }
     return out
 
@@ -255,8 +252,10 @@ def kind_rows(scores: dict[str, dict[int, dict]]) -> list[dict]:
             for kind in sorted(pooled, key=lambda k: (k != "leaf", k != "copy", len(k), k))]
 
 
-def depth_rows(scores: dict[str, dict[int, dict]], key: str = "by_node_depth") -> list[dict]:
-    """Per rung and depth (pooled over the sets): accuracy over seeds."""
-    return [{"rung": rung, "depth": int(depth), **over_seeds(pooled[depth])}
+def depth_rows(scores: dict[str, dict[int, dict]], key: str = "by_node_depth",
+               field: str = "depth") -> list[dict]:  # fmt: skip
+    """Per rung and integer value of `key` (a depth; a copy's gap, `field` "gap"), pooled over
+    the sets: accuracy over seeds, the value under `field`."""
+    return [{"rung": rung, field: int(value), **over_seeds(pooled[value])}
             for rung, pooled in _pooled_by(scores, key).items()
-            for depth in sorted(pooled, key=int)]
+            for value in sorted(pooled, key=int)]

@@ -145,8 +145,8 @@ def fetch_attention(model, vocab, batch: Batch) -> dict:
                 sums[2] += pattern[..., rest].mean(-1)
                 counts[2] += 1
     mean = sums / counts.clamp(min=1)[:, None, None]
-    return {"nodes": int(counts[0]), "operand": mean[0].tolist(), "latest": mean[1].tolist(),
-            "other": mean[2].tolist()}  # fmt: skip
+    return {"operands": int(counts[0]), "operand": mean[0].tolist(),
+            "latest": mean[1].tolist(), "other": mean[2].tolist()}  # fmt: skip
 
 
 @torch.no_grad()

@@ -87,7 +87,7 @@ def markdown(result: dict) -> str:
     lines += markdown_table("layer | head | " + " | ".join(factors), rows)
     fetch = result["fetch"]
     lines += ["", f"The fetch: each head's attention from a computed node at the iteration "
-              f"that resolves it ({fetch['nodes']} operands of {result['set']}'s nodes): on "
+              f"that resolves it ({fetch['operands']} operands of {result['set']}'s nodes): on "
               "an operand's definition (a fetch by name), on the latest definition when it is "
               "not an operand (recency), on one other definition.", ""]  # fmt: skip
     rows = [f"{layer} | {h} | {fetch['operand'][layer][h]:.3f} | {fetch['latest'][layer][h]:.3f}"

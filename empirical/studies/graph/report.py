@@ -67,14 +67,14 @@ def ladder_markdown(result: dict) -> str:
             pct(cells[(rung, k)]["median"]) if (rung, k) in cells else "-" for k in kinds)
             for rung in result["rungs"]]  # fmt: skip
         lines += markdown_table("rung | " + " | ".join(f"`{k}`" for k in kinds), rows)
-    gaps = sorted({r["depth"] for r in result.get("gap_rows", [])})
+    gaps = sorted({r["gap"] for r in result.get("gap_rows", [])})
     if gaps:
         lines += ["", "## Copies, by the nodes defined between the operand and the copy (all sets "
                   "pooled)", "",
                   "A model that fetches the operand by its name is flat over the gap; the rule "
                   "\"the latest node's value\" is right at gap 0 and at chance (1/p) beyond.",
                   ""]  # fmt: skip
-        cells = {(r["rung"], r["depth"]): r for r in result["gap_rows"]}
+        cells = {(r["rung"], r["gap"]): r for r in result["gap_rows"]}
         rows = [rung + " | " + " | ".join(
             pct(cells[(rung, g)]["median"]) if (rung, g) in cells else "-" for g in gaps)
             for rung in result["rungs"]]  # fmt: skip
