@@ -233,3 +233,12 @@ def test_a_stop_between_checkpoints_says_where_resume_picks_up():
                                                "step 1000")  # fmt: skip
     assert "train.checkpoint_every = 1000 divides" in resume_point(1600, 1000)
     assert "continues from the start" in resume_point(20, 100)
+
+
+def test_progress_bar_reads_a_set_every_family_has():
+    """A family without the paper's 0var/ind set shows its last (largest) set, not nan."""
+    from empirical.train.session import progress_accuracy
+
+    assert progress_accuracy({"0var/ind": 0.5, "1var/ind": 0.2}) == 0.5
+    assert progress_accuracy({"graph/n12": 0.9, "graph/n48": 0.4}) == 0.4
+    assert progress_accuracy({}) != progress_accuracy({})  # nan

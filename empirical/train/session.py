@@ -64,6 +64,14 @@ class SessionResult:
     finished: bool  # reached train.steps (not stopped early by stop_at)
 
 
+def progress_accuracy(acc: dict[str, float]) -> float:
+    """The progress bar's number without a `metric`: the paper's headline set (0var/ind), else
+    the last set evaluated (a family without it: its largest, hardest set); nan if none."""
+    if "0var/ind" in acc or not acc:
+        return acc.get("0var/ind", float("nan"))
+    return acc[list(acc)[-1]]
+
+
 class TrainingSession:
     """The state one session shares between its phases (see the module docstring)."""
 
@@ -365,9 +373,7 @@ class TrainingSession:
             raise TrainingError(_all_stopped(self.stopped, self.runs))
 
     def _value_of(self, m: int, acc: dict) -> float:
-        if self.metric is not None:
-            return self.metric(m, acc)
-        return acc.get("0var/ind", float("nan"))
+        return self.metric(m, acc) if self.metric is not None else progress_accuracy(acc)
 
     @contextlib.contextmanager
     def _timed(self, what: str):
