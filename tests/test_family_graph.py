@@ -292,6 +292,27 @@ def test_the_ladder_table_counts_every_node_and_graph(tiny_ladder):
     assert (tiny_ladder / "accuracy_by_size.png").stat().st_size > 0
 
 
+def test_thin_depths_carry_their_counts_and_are_marked(tiny_ladder):
+    """Each depth row holds every seed's node count; a depth with fewer than MIN_NODES nodes
+    is marked (n ...) in ladder.md, and the figure would leave it out."""
+    from empirical.studies.graph.ladder import MIN_NODES
+    from empirical.studies.graph.report import _thin
+
+    result = json.loads((tiny_ladder / "ladder.json").read_text())
+    rows = [r for r in result["depth_rows"] if r["rung"] == "ff2"]
+    scores = json.loads((tiny_ladder / "runs" / "ff2" / "seed0" / "graph_scores.json").read_text())
+    pooled = {}
+    for per_set in scores.values():
+        for depth, (_, total) in per_set["by_node_depth"].items():
+            pooled[int(depth)] = pooled.get(int(depth), 0) + total
+    assert {r["depth"]: r["totals"]["0"] for r in rows} == pooled
+    thin = [r for r in rows if r["totals"]["0"] < MIN_NODES]
+    assert thin, "20 graphs a set leave some depth thin"
+    assert all(_thin(r, "0") for r in thin) and not any(_thin(r, "0") for r in rows if r not in thin)
+    text = (tiny_ladder / "ladder.md").read_text()
+    assert f"(n {thin[0]['totals']['0']})" in text
+
+
 def test_the_mechanism_reads_each_iteration(tiny_ladder, tmp_path):
     from empirical.config.options import parse_options
     from empirical.studies.graph.mechanism_command import run

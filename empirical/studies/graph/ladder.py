@@ -33,6 +33,7 @@ from empirical.train.targets import score_targets
 SCORES = "graph_scores.json"
 GOAL = 0.995  # the seed's bar: >= 99.5% of nodes right at 4x the trained size
 GAP_CAP = 6  # copy_gap counts gaps of 6 and more as one ("6+")
+MIN_NODES = 30  # a depth or gap with fewer nodes of a seed is too thin to draw or rank
 
 
 def rung_config(base: RunConfig, rung: str, seed: int) -> RunConfig:
@@ -201,6 +202,7 @@ def over_seeds(per_seed: dict[int, list[int]]) -> dict:
     values = list(accs.values())
     return {
         "per_seed": accs,
+        "totals": {s: p[1] for s, p in per_seed.items()},
         "median": statistics.median(values) if values else None,
         "min": min(values) if values else None,
         "max": max(values) if values else None,

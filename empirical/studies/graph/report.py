@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 
 from empirical.report.tables import markdown_table, pct
 from empirical.report.writer import Figure, Json, Report
-from empirical.studies.graph.ladder import GAP_CAP, GOAL
+from empirical.studies.graph.ladder import GAP_CAP, GOAL, MIN_NODES
 from empirical.studies.graph.options import LADDER
 
 
@@ -55,8 +55,10 @@ def ladder_markdown(result: dict) -> str:
     rows = []
     for rung in result["rungs"]:
         rows.append(rung + " | " + " | ".join(
-            pct(cells[(rung, d)]["median"]) if (rung, d) in cells else "-" for d in depths))
+            _thin_marked(cells[(rung, d)]) if (rung, d) in cells else "-" for d in depths))
     lines += markdown_table(header, rows)
+    lines += ["", f"A cell marked (n ...) here and below holds fewer than {MIN_NODES} nodes of "
+              "some seed (n: its fewest): too few to read; the figure leaves it out."]  # fmt: skip
     kinds = list(dict.fromkeys(r["kind"] for r in result.get("kind_rows", [])))
     if kinds:
         lines += ["", "## Per node, by the node's kind (all sets pooled)", "",
@@ -76,7 +78,7 @@ def ladder_markdown(result: dict) -> str:
                   ""]  # fmt: skip
         cells = {(r["rung"], r["gap"]): r for r in result["gap_rows"]}
         rows = [rung + " | " + " | ".join(
-            pct(cells[(rung, g)]["median"]) if (rung, g) in cells else "-" for g in gaps)
+            _thin_marked(cells[(rung, g)]) if (rung, g) in cells else "-" for g in gaps)
             for rung in result["rungs"]]  # fmt: skip
         label = {g: f"gap {g}" + ("+" if g == GAP_CAP else "") for g in gaps}
         lines += markdown_table("rung | " + " | ".join(label[g] for g in gaps), rows)
@@ -94,6 +96,18 @@ def _by(result: dict, rung: str, key: str):
                 xs.append(r["N"])
                 ys.append(acc)
     return out
+
+
+def _thin(row: dict, seed) -> bool:
+    """A seed's cell with fewer than MIN_NODES nodes (rows written before the counts were
+    kept are drawn as they are)."""
+    return row.get("totals", {}).get(seed, MIN_NODES) < MIN_NODES
+
+
+def _thin_marked(row: dict) -> str:
+    """The median, with the fewest nodes of a seed when that is too few to read."""
+    fewest = min(row.get("totals", {}).values(), default=MIN_NODES)
+    return pct(row["median"]) + (f" (n {fewest})" if fewest < MIN_NODES else "")
 
 
 def _legend_where_most(axes) -> None:
@@ -132,7 +146,10 @@ def plot_by_depth(result: dict):
         rows = [r for r in result["depth_rows"] if r["rung"] == rung]
         seeds = sorted({s for r in rows for s in r["per_seed"]})
         for i, seed in enumerate(seeds):
-            pts = [(r["depth"], r["per_seed"][seed]) for r in rows if seed in r["per_seed"]]
+            pts = [(r["depth"], r["per_seed"][seed]) for r in rows
+                   if seed in r["per_seed"] and not _thin(r, seed)]
+            if not pts:
+                continue
             ax.plot(*zip(*pts, strict=True), "o-", color=f"C{i}", label=f"seed {seed}")
         ax.axvline(result["trained_depth"], color="0.5", lw=0.8, ls=":")
         ax.set_title(LADDER[rung][0], fontsize=9)
@@ -140,7 +157,8 @@ def plot_by_depth(result: dict):
         ax.set_ylim(-0.02, 1.02)
     axes[0][0].set_ylabel("accuracy per node")
     _legend_where_most(axes[0])
-    fig.suptitle("Graph family: accuracy per node by the node's depth (all sets pooled)")
+    fig.suptitle("Graph family: accuracy per node by the node's depth (all sets pooled; "
+                 f"depths with < {MIN_NODES} nodes of a seed left out)")
     return fig
 
 
