@@ -286,8 +286,13 @@ def test_the_ladder_table_counts_every_node_and_graph(tiny_ladder):
     assert set(kinds) <= {"leaf", "copy", "+", "-", "*", "++", "+-", "-+", "--"}
     gaps = n8["by_copy_gap"]  # every copy counted once, by its gap
     assert sum(t for _, t in gaps.values()) == kinds.get("copy", [0, 0])[1]
+    rec = json.loads((tiny_ladder / "runs" / "rec_sup_discrete_corrupt" / "seed0" /
+                      "graph_scores.json").read_text())["graph/n8"]  # fmt: skip
+    assert rec["one_step"][1] == 20 * 8 and "one_step" not in n8  # a discrete state's only
+    assert sum(t for _, t in rec["one_step_by_kind"].values()) == 20 * 8
     text = (tiny_ladder / "ladder.md").read_text()
     assert "| ff2 | 8 | 2x |" in text and "seeds >= 99.5%" in text
+    assert "## One step of the algorithm" in text
     assert "by the node's kind" in text and "`leaf`" in text
     assert (tiny_ladder / "accuracy_by_size.png").stat().st_size > 0
 

@@ -195,6 +195,29 @@ def test_teacher_forcing_feeds_the_true_values_of_the_resolved_nodes_in_training
     assert torch.equal(scored, score_targets(twin, batch).predictions)
 
 
+def test_one_step_scores_each_node_at_its_depth_from_the_true_shallower_values(graph_batch):
+    """score_targets(one_step=True): a node of depth d is read at iteration d, every node of
+    depth < d fed its true value; the same as running with the teacher and picking by hand."""
+    batch, task = graph_batch
+    model = _model(task, corruption=0.0)
+    weights = dict(model.named_parameters())
+    ctx = row_context(model.cfg, batch, every_iteration=True, teacher=True)
+    every = forward(weights, batch.tokens, model.cfg, context=ctx)
+    has = batch.targets >= 0
+    want = torch.full_like(batch.targets, -1)
+    for t in range(every.shape[0]):
+        at = has & (batch.target_depths == t)
+        want[at] = every[t].argmax(-1)[at]
+    one = score_targets(model, batch, batch_size=6, one_step=True)
+    assert torch.equal(one.predictions[has], want[has])
+    own = score_targets(model, batch)  # the model's own state: another number
+    assert not torch.equal(one.predictions[has], own.predictions[has])
+    feedforward = _model(task, recurrence="none", latent_supervision=False,
+                         discrete_state=False, corruption=0.0)  # fmt: skip
+    with pytest.raises(ValueError, match="one_step scores a recurrent model"):
+        score_targets(feedforward, batch, one_step=True)
+
+
 def test_relative_positions_are_a_bias_by_distance_and_no_learned_embedding():
     cfg = dataclasses.replace(CFG, positions="relative", relative_window=4)
     model = AssignAddTransformer(cfg, seed=5)

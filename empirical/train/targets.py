@@ -101,10 +101,26 @@ def _used_width(tokens: Tensor, targets: Tensor) -> int:
     return int(cols.max()) + 1 if len(cols) else tokens.shape[1]
 
 
+def _one_step_logits(weights, tokens: Tensor, cfg: ModelConfig, context: RowContext,
+                     depths: Tensor) -> Tensor:  # fmt: skip
+    """[batch, pos, vocab]: at each node, the readout of the iteration that resolves it (its
+    depth), the nodes of smaller depth fed their true values (`context` with a teacher)."""
+    every = forward(weights, tokens, cfg, context=context)  # [T, batch, pos, vocab]
+    at = depths.clamp(0, every.shape[0] - 1)
+    return every.gather(0, at[None, ..., None].expand(1, *every.shape[1:]))[0]
+
+
 @torch.no_grad()
-def score_targets(model, batch: Batch, batch_size: int = 256) -> TargetScores:
+def score_targets(model, batch: Batch, batch_size: int = 256,
+                  one_step: bool = False) -> TargetScores:  # fmt: skip
     """`TargetScores` of `model` (an AssignAddTransformer, put in eval mode for the call) on
-    every row of `batch`, `batch_size` rows at a time, each chunk cut after its last target."""
+    every row of `batch`, `batch_size` rows at a time, each chunk cut after its last target.
+    one_step (a recurrent model with model.discrete_state): each node scored from the readout
+    of the iteration of its depth, the shallower nodes fed their true values: one step of the
+    layer-by-layer algorithm from a right state, no error carried from earlier steps."""
+    if one_step and not (model.cfg.recurrent and model.cfg.discrete_state):
+        raise ValueError("one_step scores a recurrent model with model.discrete_state (the "
+                         "true values are fed through the discrete state)")  # fmt: skip
     n, L = batch.tokens.shape
     device = batch.tokens.device
     pred = torch.full((n, L), -1, dtype=torch.long, device=device)
@@ -117,7 +133,13 @@ def score_targets(model, batch: Batch, batch_size: int = 256) -> TargetScores:
             part = batch.slice(start, min(n, start + batch_size))
             width = _used_width(part.tokens, part.targets)
             part = part.replace(**{f: getattr(part, f)[:, :width] for f in POSITIONAL})
-            logits = forward(weights, part.tokens, model.cfg, context=row_context(model.cfg, part))
+            if one_step:
+                context = row_context(model.cfg, part, every_iteration=True, teacher=True)
+                logits = _one_step_logits(weights, part.tokens, model.cfg, context,
+                                          part.target_depths)  # fmt: skip
+            else:
+                logits = forward(weights, part.tokens, model.cfg,
+                                 context=row_context(model.cfg, part))  # fmt: skip
             logits = logits.float()
             rows = slice(start, start + len(part))
             pred[rows, :width] = logits.argmax(-1)

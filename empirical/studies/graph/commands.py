@@ -66,6 +66,7 @@ def ladder(opts: GraphLadderOptions) -> dict:
         "depth_rows": depth_rows(scores),
         "graph_depth_rows": depth_rows(scores, "by_graph_depth"),
         "kind_rows": kind_rows(scores),
+        "one_step_kind_rows": kind_rows(scores, "one_step_by_kind"),
         "gap_rows": depth_rows(scores, "by_copy_gap", "gap"),
     }
 

@@ -7,7 +7,9 @@ every final model scored per node and per graph, by the graph's size N and by de
 
 A run's scores: per evaluation set, nodes and graphs right, by node depth, by graph depth and
 by node kind (`node_kind`: a leaf, a copy of one node, or its operations, "+" or "+-"; counts,
-so that seeds pool and intervals follow: empirical.report.stats).
+so that seeds pool and intervals follow: empirical.report.stats); a copy's gap; and for a rung
+with a discrete state, one step of the algorithm (`one_step`: each node from the true values
+of the shallower ones, empirical.train.targets.score_targets), which no earlier error reaches.
 """
 
 from __future__ import annotations
@@ -162,6 +164,10 @@ def score_run(run_dir: str | Path, batch_size: int = 100) -> dict:
             "by_node_kind": _counts(s.correct[has], kinds),
             "by_copy_gap": _int_counts(s.correct[has], gaps),
         }
+        if model.cfg.recurrent and model.cfg.discrete_state:
+            one = score_targets(model, batch, batch_size, one_step=True)
+            out[name]["one_step"] = [int(one.correct.sum()), int(has.sum())]
+            out[name]["one_step_by_kind"] = _counts(one.correct[has], kinds)
     return out
 
 
@@ -226,6 +232,8 @@ def ladder_rows(scores: dict[str, dict[int, dict]]) -> list[dict]:
                 "rung": rung, "set": name, "N": int(name.removeprefix("graph/n")),
                 "nodes": over_seeds({seed: s["nodes"] for seed, s in have.items()}),
                 "graphs": over_seeds({seed: s["graphs"] for seed, s in have.items()}),
+                **({"one_step": over_seeds({seed: s["one_step"] for seed, s in have.items()})}
+                   if all("one_step" in s for s in have.values()) else {}),
             })  # fmt: skip
     return rows
 
@@ -246,11 +254,11 @@ def _pooled_by(scores: dict[str, dict[int, dict]], key: str) -> dict[str, dict]:
     return out
 
 
-def kind_rows(scores: dict[str, dict[int, dict]]) -> list[dict]:
+def kind_rows(scores: dict[str, dict[int, dict]], key: str = "by_node_kind") -> list[dict]:
     """Per rung and node kind (pooled over the sets): accuracy over seeds; runs scored before
-    the kinds were counted are left out."""
+    the kinds were counted are left out (`key` "one_step_by_kind": one step's)."""
     return [{"rung": rung, "kind": kind, **over_seeds(pooled[kind])}
-            for rung, pooled in _pooled_by(scores, "by_node_kind").items()
+            for rung, pooled in _pooled_by(scores, key).items() if pooled
             for kind in sorted(pooled, key=lambda k: (k != "leaf", k != "copy", len(k), k))]
 
 

@@ -82,8 +82,37 @@ def ladder_markdown(result: dict) -> str:
             for rung in result["rungs"]]  # fmt: skip
         label = {g: f"gap {g}" + ("+" if g == GAP_CAP else "") for g in gaps}
         lines += markdown_table("rung | " + " | ".join(label[g] for g in gaps), rows)
+    lines += _one_step_lines(result)
     lines += ["", "Rungs: " + "; ".join(f"`{k}` {LADDER[k][0]}" for k in result["rungs"]), ""]
     return "\n".join(lines)
+
+
+def _one_step_lines(result: dict) -> list[str]:
+    """The rungs with a discrete state, one step of the algorithm: by size, and by kind."""
+    rows = [r for r in result["rows"] if "one_step" in r]
+    if not rows:
+        return []
+    lines = ["", "## One step of the algorithm (each node from the true values of the shallower "
+             "ones)", "",
+             "The rungs with a discrete state, fed the true values of every node shallower than "
+             "the one scored, read at the iteration of its depth: what one iteration computes "
+             "from a right state, with no error carried from earlier ones. Per node, median "
+             "[range] over seeds.", ""]  # fmt: skip
+    sizes = sorted({r["N"] for r in rows})
+    cells = {(r["rung"], r["N"]): r["one_step"] for r in rows}
+    rungs = [g for g in result["rungs"] if any((g, n) in cells for n in sizes)]
+    lines += markdown_table("rung | " + " | ".join(f"N = {n}" for n in sizes), [
+        rung + " | " + " | ".join(_cell(cells[(rung, n)]) if (rung, n) in cells else "-"
+                                  for n in sizes) for rung in rungs])  # fmt: skip
+    by_kind = result.get("one_step_kind_rows", [])
+    kinds = list(dict.fromkeys(r["kind"] for r in by_kind))
+    if kinds:
+        cells = {(r["rung"], r["kind"]): r for r in by_kind}
+        lines += ["", "By the node's kind (all sets pooled):", ""]
+        lines += markdown_table("rung | " + " | ".join(f"`{k}`" for k in kinds), [
+            rung + " | " + " | ".join(pct(cells[(rung, k)]["median"]) if (rung, k) in cells
+                                      else "-" for k in kinds) for rung in rungs])  # fmt: skip
+    return lines
 
 
 def _by(result: dict, rung: str, key: str):
