@@ -218,6 +218,26 @@ def test_one_step_scores_each_node_at_its_depth_from_the_true_shallower_values(g
         score_targets(feedforward, batch, one_step=True)
 
 
+def test_the_relative_gain_scales_the_bias_and_not_the_model_at_init():
+    """model.relative_gain g: the score bias is g x b_rel, b_rel drawn 1/g as wide, so a model
+    starts as the gain-1 model does (the same logits) and its b_rel's gradient is g times
+    larger (with Adam: the bias moves g times faster)."""
+    base = dataclasses.replace(CFG, positions="relative", relative_window=4)
+    one = AssignAddTransformer(base, seed=5)
+    four = AssignAddTransformer(dataclasses.replace(base, relative_gain=4.0), seed=5)
+    b1, b4 = one.blocks[1].attn.b_rel, four.blocks[1].attn.b_rel
+    assert torch.allclose(4 * b4, b1) and not torch.allclose(b4, b1)
+    tokens = _tokens()
+    assert torch.allclose(one(tokens), four(tokens), atol=1e-5)
+    for model in (one, four):
+        model.zero_grad()
+        model(tokens).logsumexp(-1).sum().backward()
+    assert torch.allclose(four.blocks[1].attn.b_rel.grad, 4 * one.blocks[1].attn.b_rel.grad,
+                          rtol=1e-3, atol=1e-6)  # fmt: skip
+    with pytest.raises(ConfigError, match="model.relative_gain = 4.0 scales"):
+        dataclasses.replace(CFG, relative_gain=4.0)
+
+
 def test_relative_positions_are_a_bias_by_distance_and_no_learned_embedding():
     cfg = dataclasses.replace(CFG, positions="relative", relative_window=4)
     model = AssignAddTransformer(cfg, seed=5)

@@ -169,6 +169,11 @@ class ModelConfig:
     teacher_forcing: model_flag() = False
     positions: choice(*POSITIONS, wording=COLON) = "learned"
     relative_window: size() = 16  # model.positions = "relative": distances 0..this - 1 own a bias
+    # the bias added to a score is relative_gain x b_rel (b_rel drawn 1/gain as wide): Adam
+    # moves a parameter about lr a step, so a gain g lets a preference for a distance grow g
+    # times faster (a bias must reach ~5 before a head looks at one key of dozens)
+    relative_gain: number(0, None, lo_open=True, wording=COLON,
+                          message="must be a positive number (the factor on b_rel)") = 1.0
     init_std: number(0, None, lo_open=True, message="must be positive", wording=COLON,
                      type_message="must be a number") | None = None  # fmt: skip
     dtype: choice(*DTYPE_NAMES, wording=COLON) = "float32"
@@ -180,7 +185,8 @@ class ModelConfig:
 
     # fields a saved config.toml holds only when they differ from their default (added after
     # runs were saved: their config.toml files stay byte for byte as they were)
-    __omit_default__ = ("attention", "teacher_forcing", "positions", "relative_window")
+    __omit_default__ = ("attention", "teacher_forcing", "positions", "relative_window",
+                        "relative_gain")
 
     def __post_init__(self) -> None:
         if self.d_head is None and self.d_model % self.n_heads:
@@ -195,6 +201,11 @@ class ModelConfig:
                 "model.n_heads >= 2 (or model.attention = 'softmax')"
             )
         _check_recurrence(self)
+        if self.relative_gain != 1.0 and self.positions != "relative":
+            raise ConfigError(
+                f"model.relative_gain = {self.relative_gain} scales the relative positions' bias; "
+                "it needs model.positions = 'relative' (or model.relative_gain = 1)"
+            )
 
     @property
     def recurrent(self) -> bool:

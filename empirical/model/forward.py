@@ -140,8 +140,11 @@ def block(
     hook = _under(hook, prefix)
     resid = hook("hook_resid_pre", resid)
     W = [weights[f"{prefix}attn.W_{m}"] for m in "QKVO"]
+    b_rel = weights.get(f"{prefix}attn.b_rel")
+    if b_rel is not None and cfg.relative_gain != 1.0:
+        b_rel = cfg.relative_gain * b_rel
     attn_out = attention(resid, *W, cfg.attn_scale, _under(hook, "attn."), cfg.attention,
-                         weights.get(f"{prefix}attn.b_rel"))  # fmt: skip
+                         b_rel)  # fmt: skip
     resid = hook("hook_resid_mid", resid + hook("hook_attn_out", attn_out))
     if layer in cfg.mlp_layers:
         W_in, W_out = weights[f"{prefix}mlp.W_in"], weights[f"{prefix}mlp.W_out"]

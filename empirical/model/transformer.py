@@ -209,10 +209,12 @@ class AssignAddTransformer(HookedRootModule):
 
     @torch.no_grad()
     def init_weights(self, generator: torch.Generator | None = None) -> None:
-        """Every weight ~ N(0, cfg.init_std_) (TransformerLens's "gpt2" init, no biases)."""
+        """Every weight ~ N(0, cfg.init_std_) (TransformerLens's "gpt2" init, no biases); b_rel
+        ~ N(0, init_std_ / relative_gain), so that the bias it adds starts as wide at any gain."""
         std = self.cfg.init_std_
-        for param in self.parameters():
-            draw = torch.randn(param.shape, generator=generator, dtype=torch.float32) * std
+        for name, param in self.named_parameters():
+            width = std / self.cfg.relative_gain if name.endswith("b_rel") else std
+            draw = torch.randn(param.shape, generator=generator, dtype=torch.float32) * width
             param.copy_(draw)
 
     # -- forward passes ---------------------------------------------------------------------
