@@ -14,6 +14,10 @@
 # on the same warm machine resumes it. The tables are made afterwards with
 # `graph-ladder --no-train` over the returned runs.
 #
+# OVERRIDES="model.relative_gain=16" adds config overrides to every run (docs/graph.md, "A bias
+# that can grow"); SET names the runs' directory under the work dir (default
+# graph_ladder_relative_gpu).
+#
 # Rehearsed on a CPU with tiny sizes (tests/test_gpu_graph_relative_script.py, slow):
 #     QUICK=1 DEVICE=cpu WHEELS=0 BUDGET=300 OUT=/tmp/o WORK=/tmp/w bash scripts/gpu_graph_relative.sh
 set -uo pipefail
@@ -22,14 +26,17 @@ RESERVE=${RESERVE:-30}
 source scripts/gpu_setup.sh   # T0, OUT, W, DEVICE; left, say; the wheels
 source scripts/gpu_jobs.sh    # launch, guard_wait, progress_table, pack
 GRAPH=("train.device=$DEVICE")
+read -r -a EXTRA <<< "${OVERRIDES:-}"
+GRAPH+=("${EXTRA[@]}")
+SET=${SET:-graph_ladder_relative_gpu}
 if [ "${QUICK:-0}" = 1 ]; then
   GRAPH+=(train.steps=20 train.eval_every=10 train.full_eval_every=10 train.checkpoint_every=10
           task.eval_size=20 model.d_model=32 model.n_heads=4 model.d_mlp=64 train.batch_size=8)
 fi
-say "under a guard of $(( $(left) - RESERVE )) s: the full rung x seeds 0 1 2, its 4-layer block seed 0"
+say "under a guard of $(( $(left) - RESERVE )) s: the full rung x seeds 0 1 2, its 4-layer block seed 0 (${OVERRIDES:-no overrides})"
 ladder() {  # rung, seed, out, overrides...: one rung's one seed
   python3 -m empirical graph-ladder --config configs/graph_ladder_relative_gpu.toml --variants "$1" \
-    --seeds "$2" --out "$W/graph_ladder_relative_gpu/$3" --no-progress --no-figures "${GRAPH[@]}" "${@:4}"
+    --seeds "$2" --out "$W/$SET/$3" --no-progress --no-figures "${GRAPH[@]}" "${@:4}"
 }
 for seed in 0 1 2; do
   launch "full_seed$seed" ladder rec_sup_discrete_corrupt "$seed" "full_seed$seed"

@@ -286,6 +286,9 @@ def test_the_ladder_table_counts_every_node_and_graph(tiny_ladder):
     assert set(kinds) <= {"leaf", "copy", "+", "-", "*", "++", "+-", "-+", "--"}
     gaps = n8["by_copy_gap"]  # every copy counted once, by its gap
     assert sum(t for _, t in gaps.values()) == kinds.get("copy", [0, 0])[1]
+    for by_gap in n8["copy_rules_by_gap"].values():  # the rules see every copy
+        assert {g: t for g, (_, t) in by_gap.items()} == {g: t for g, (_, t) in gaps.items()}
+    assert {r["rule"] for r in result["gap_rule_rows"]} == {"latest", "mode"}
     rec = json.loads((tiny_ladder / "runs" / "rec_sup_discrete_corrupt" / "seed0" /
                       "graph_scores.json").read_text())["graph/n8"]  # fmt: skip
     assert rec["one_step"][1] == 20 * 8 and "one_step" not in n8  # a discrete state's only
@@ -293,6 +296,7 @@ def test_the_ladder_table_counts_every_node_and_graph(tiny_ladder):
     text = (tiny_ladder / "ladder.md").read_text()
     assert "| ff2 | 8 | 2x |" in text and "seeds >= 99.5%" in text
     assert "## One step of the algorithm" in text
+    assert "*rule: the latest node's value*" in text
     assert "by the node's kind" in text and "`leaf`" in text
     assert (tiny_ladder / "accuracy_by_size.png").stat().st_size > 0
 
@@ -355,6 +359,20 @@ def test_a_copys_gap_counts_the_nodes_defined_between_its_operand_and_it():
     text = "1 -> x0; " + " ".join(f"2 -> x{i};" for i in range(1, 9)) + " x0 -> x9;"
     long = GraphVocabulary(23, 12, 60).encode(text)
     assert copy_gap(GraphVocabulary(23, 12, 60).nodes(long.tolist()), 9, 23) == "6"  # 8: "6+"
+
+
+def test_the_copy_rules_read_the_earlier_values_only():
+    """'latest': the node just before; 'mode': the most frequent earlier value, ties to the
+    latest; both right on the copy below only when the value they name is the copy's."""
+    from empirical.studies.graph.ladder import copy_rule_values
+    from empirical.task.graph.vocab import GraphVocabulary
+
+    vocab = GraphVocabulary(23, 12, 46)
+    ids = vocab.encode("5 -> x1 ; 7 -> x2 ; 5 -> x3 ; x2 -> x4 ; x1 -> x5 ;")
+    nodes = vocab.nodes(ids.tolist())
+    assert copy_rule_values(nodes, 4) == {"latest": 7, "mode": 7}  # 5 and 7 twice: 7 latest
+    assert copy_rule_values(nodes, 3) == {"latest": 5, "mode": 5}  # 5 twice, 7 once
+    assert nodes[4].value == 5 and nodes[3].value == 7  # so both rules miss both copies
 
 
 def test_the_mechanism_needs_a_node_whose_operands_can_be_renamed():

@@ -20,6 +20,7 @@ from empirical.studies.graph.ladder import (
     depth_rows,
     kind_rows,
     ladder_rows,
+    rule_rows,
     run_dir_of,
     run_scores,
     rung_config,
@@ -68,6 +69,7 @@ def ladder(opts: GraphLadderOptions) -> dict:
         "kind_rows": kind_rows(scores),
         "one_step_kind_rows": kind_rows(scores, "one_step_by_kind"),
         "gap_rows": depth_rows(scores, "by_copy_gap", "gap"),
+        "gap_rule_rows": rule_rows(scores),
     }
 
 

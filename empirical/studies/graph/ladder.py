@@ -105,19 +105,51 @@ def copy_gap(nodes, index: int, p: int) -> str | None:
     return str(min(len(defined) - 1 - defined.index(p + node.operands[0]), GAP_CAP))
 
 
+COPY_RULES = {  # the trivial rules a copy's accuracy must beat (docs/graph.md)
+    "latest": "the latest node's value",
+    "mode": "the most frequent value of the earlier nodes (ties: the latest)",
+}
+
+
+def copy_rule_values(nodes, index: int) -> dict[str, int]:
+    """What each of COPY_RULES says node `index` (a node with an earlier one) is worth, from
+    the values of the nodes before it alone: no name is read."""
+    earlier = [n.value for n in nodes[:index]]
+    counts: dict[int, int] = {}
+    for v in earlier:
+        counts[v] = counts.get(v, 0) + 1
+    top = max(counts.values())
+    mode = next(v for v in reversed(earlier) if counts[v] == top)
+    return {"latest": earlier[-1], "mode": mode}
+
+
 def _kinds_and_gaps(vocab, tokens: torch.Tensor, has: torch.Tensor):
-    """(node_kind, copy_gap) of every labelled position, in the order of `correct[has]` (row
-    by row), each row's graph read once."""
-    kinds, gaps = [], []
+    """(node_kind, copy_gap, rules) of every labelled position, in the order of `correct[has]`
+    (row by row), each row's graph read once; rules: {rule: the rule is right} for a copy, else
+    None."""
+    kinds, gaps, rules = [], [], []
     for row, mask in zip(tokens.tolist(), has.tolist(), strict=True):
         nodes = vocab.nodes(row)
-        by_position = {n.position: (node_kind(n), copy_gap(nodes, i, vocab.p))
-                       for i, n in enumerate(nodes)}  # fmt: skip
+        by_position = {}
+        for i, n in enumerate(nodes):
+            gap = copy_gap(nodes, i, vocab.p)
+            right = None if gap is None else {
+                rule: v == n.value for rule, v in copy_rule_values(nodes, i).items()}
+            by_position[n.position] = (node_kind(n), gap, right)
         for i, m in enumerate(mask):
             if m:
                 kinds.append(by_position[i][0])
                 gaps.append(by_position[i][1])
-    return kinds, gaps
+                rules.append(by_position[i][2])
+    return kinds, gaps, rules
+
+
+def _rule_counts(rules: list, gaps: list) -> dict[str, dict[str, list[int]]]:
+    """{rule: {gap: [right, total]}} of the copies (COPY_RULES)."""
+    copies = [(r, g) for r, g in zip(rules, gaps, strict=True) if r is not None]
+    return {rule: _int_counts(torch.tensor([r[rule] for r, _ in copies], dtype=torch.bool),
+                              [g for _, g in copies])
+            for rule in COPY_RULES}  # fmt: skip
 
 
 def _counts(correct, keys) -> dict[str, list[int]]:
@@ -155,7 +187,7 @@ def score_run(run_dir: str | Path, batch_size: int = 100) -> dict:
         has = batch.targets >= 0
         graph_depth = batch.target_depths.max(1).values
         rows = s.row_correct()
-        kinds, gaps = _kinds_and_gaps(vocab, batch.tokens, has)
+        kinds, gaps, rules = _kinds_and_gaps(vocab, batch.tokens, has)
         out[name] = {
             "nodes": [int(s.correct.sum()), int(has.sum())],
             "graphs": [int(rows.sum()), len(batch)],
@@ -163,6 +195,7 @@ def score_run(run_dir: str | Path, batch_size: int = 100) -> dict:
             "by_graph_depth": _depth_counts(rows, graph_depth),
             "by_node_kind": _counts(s.correct[has], kinds),
             "by_copy_gap": _int_counts(s.correct[has], gaps),
+            "copy_rules_by_gap": _rule_counts(rules, gaps),
         }
         if model.cfg.recurrent and model.cfg.discrete_state:
             one = score_targets(model, batch, batch_size, one_step=True)
@@ -269,3 +302,17 @@ def depth_rows(scores: dict[str, dict[int, dict]], key: str = "by_node_depth",
     return [{"rung": rung, field: int(value), **over_seeds(pooled[value])}
             for rung, pooled in _pooled_by(scores, key).items()
             for value in sorted(pooled, key=int)]
+
+
+def rule_rows(scores: dict[str, dict[int, dict]]) -> list[dict]:
+    """Per COPY_RULES rule and copy gap, pooled over the sets: the rule's accuracy over seeds
+    (each seed's sets are every rung's, so the first rung scored with the rules is read)."""
+    with_rules = [rung for rung, by_seed in scores.items()
+                  if any("copy_rules_by_gap" in ps for s in by_seed.values() for ps in s.values())]
+    if not with_rules:
+        return []
+    by_seed = scores[with_rules[0]]
+    per_rule = {rule: {seed: {name: {"gaps": ps.get("copy_rules_by_gap", {}).get(rule, {})}
+                              for name, ps in s.items()} for seed, s in by_seed.items()}
+                for rule in COPY_RULES}  # fmt: skip
+    return [{"rule": row.pop("rung"), **row} for row in depth_rows(per_rule, "gaps", "gap")]

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 
 from empirical.report.tables import markdown_table, pct
 from empirical.report.writer import Figure, Json, Report
-from empirical.studies.graph.ladder import GAP_CAP, GOAL, MIN_NODES
+from empirical.studies.graph.ladder import COPY_RULES, GAP_CAP, GOAL, MIN_NODES
 from empirical.studies.graph.options import LADDER
 
 
@@ -74,12 +74,18 @@ def ladder_markdown(result: dict) -> str:
         lines += ["", "## Copies, by the nodes defined between the operand and the copy (all sets "
                   "pooled)", "",
                   "A model that fetches the operand by its name is flat over the gap; the rule "
-                  "\"the latest node's value\" is right at gap 0 and at chance (1/p) beyond.",
+                  "\"the latest node's value\" is right at gap 0 and at chance (1/p) beyond. "
+                  "The rows in italics are rules that read no name (the same sets, the first "
+                  "rung's seeds): a model's copies beat them only by reading names.",
                   ""]  # fmt: skip
         cells = {(r["rung"], r["gap"]): r for r in result["gap_rows"]}
         rows = [rung + " | " + " | ".join(
             _thin_marked(cells[(rung, g)]) if (rung, g) in cells else "-" for g in gaps)
             for rung in result["rungs"]]  # fmt: skip
+        rules = {(r["rule"], r["gap"]): r for r in result.get("gap_rule_rows", [])}
+        rows += [f"*rule: {COPY_RULES[rule]}* | " + " | ".join(
+            _thin_marked(rules[(rule, g)]) if (rule, g) in rules else "-" for g in gaps)
+            for rule in COPY_RULES if any(k[0] == rule for k in rules)]  # fmt: skip
         label = {g: f"gap {g}" + ("+" if g == GAP_CAP else "") for g in gaps}
         lines += markdown_table("rung | " + " | ".join(label[g] for g in gaps), rows)
     lines += _one_step_lines(result)
