@@ -1,7 +1,7 @@
 """scripts/gpu_graph_relative.sh rehearsed on the CPU with tiny sizes (QUICK=1: the full rung
 on three seeds and with a 4-layer block on one, a few steps each, with OVERRIDES and SET), so
-the one GPU call cannot fail for a silly reason: every run trains and is scored, the packing holds their scores and no
-checkpoint. Slow: `pytest -m slow`."""
+the one GPU call cannot fail for a silly reason: every run trains and is scored, the packing
+holds their scores and no checkpoint. Slow: `pytest -m slow`."""
 
 from __future__ import annotations
 
