@@ -100,7 +100,8 @@ class Ctx:
 
     def fill(self, text: str) -> str:
         return text.format(
-            run=self.run, other=self.other, tmp=self.tmp, file=self.file, ro=self.ro, smoke=SMOKE
+            run=self.run, other=self.other, tmp=self.tmp, file=self.file, ro=self.ro, smoke=SMOKE,
+            configs=ROOT / "configs",
         )
 
 
@@ -506,6 +507,9 @@ CASES = [
       "--variants nope"),
     C("graph-ladder-family", E, "graph-ladder --config {smoke}", "task.family",
       "a config of another family"),
+    C("graph-ladder-no-runs", E, "graph-ladder --config {configs}/graph_ladder.toml --no-train "
+      "--variants ff2 --seeds 0 --out {tmp}/gl", "no finished run",
+      "--no-train where no run is finished"),
     C("graph-mechanism-no-run", E, "graph-mechanism {tmp}/nope", "no such directory",
       "a missing run directory"),
     C("graph-mechanism-n-0", E, "graph-mechanism {run} --n 0", "--n 0", "--n 0"),

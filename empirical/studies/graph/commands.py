@@ -8,9 +8,11 @@ empirical.studies.graph.options.GraphLadderOptions.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import torch
 
+from disentangled.errors import UserError
 from empirical.config.options import command_argv, command_main
 from empirical.model.device import cpu_model
 from empirical.report.figures import use_cli_backend
@@ -42,6 +44,13 @@ def ladder(opts: GraphLadderOptions) -> dict:
     """Train (unless --no-train) and score every rung and seed; the result the report reads.
     A run that is not finished is left out of the table (the table says k of N seeds)."""
     base = opts.run_config()
+    if not opts.train and not any(RunDir(run_dir_of(opts.out, rung, seed)).summary.is_file()
+                                  for seed in opts.seeds for rung in opts.variant_names()):
+        raise UserError(
+            f"--out {opts.out}: no finished run of these rungs and seeds under "
+            f"{Path(opts.out) / 'runs'}; train them (graph-ladder without --no-train) or name "
+            "the ladder's directory"
+        )  # fmt: skip
     scores: dict[str, dict[int, dict]] = {}
     for seed in opts.seeds:  # seed by seed: a ladder stopped early is whole for its seeds
         for rung in opts.variant_names():
