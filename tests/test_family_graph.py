@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from disentangled.errors import UsageError
-from empirical.config.io import ConfigError
+from empirical.config.io import ConfigError, to_dict
 from empirical.runs.config import load_run_config
 from empirical.task.config import task_config
 from empirical.task.eval_sets import build_eval_set, eval_set_names
@@ -161,6 +161,25 @@ def test_training_rows_are_graphs_of_the_trained_sizes_at_random_offsets():
     assert int(fixed.pos_offset.abs().sum()) == 0
 
 
+def test_a_least_operand_count_draws_computed_nodes_with_that_many():
+    """graph_min_operands: every computed node with that many earlier nodes has at least that
+    many operands (no copies at 2); the default keeps the draws as they were."""
+    task = graph_task(graph_min_operands=2, graph_max_operands=3, eval_size=60)
+    batch, _ = build_eval_set(task, 0, "graph/n12")
+    vocab = family_of(task).vocabulary(task)
+    counts = set()
+    for row in batch.tokens.tolist():
+        for i, node in enumerate(vocab.nodes(row)):
+            if node.literal is None:
+                assert len(node.operands) >= min(2, i), (i, node)
+                counts.add(len(node.operands))
+    assert counts == {1, 2, 3}  # 1: only node 1, which has one node before it
+    plain, _ = build_eval_set(graph_task(eval_size=60), 0, "graph/n12")
+    same, _ = build_eval_set(graph_task(eval_size=60, graph_min_operands=1), 0, "graph/n12")
+    assert plain.equal(same)
+    assert "graph_min_operands" not in to_dict(graph_task())  # saved only when set
+
+
 def test_evaluation_sets_hold_graphs_of_their_size_at_the_natural_positions():
     task = graph_task(eval_size=40)
     assert eval_set_names(task) == ("graph/n6", "graph/n12", "graph/n24", "graph/n48")
@@ -207,6 +226,8 @@ def test_the_vocabulary_reads_and_writes_its_text():
         ({"K": 40}, "task.K = 40 variable names are too few: a graph of 48 nodes"),
         ({"L": 100}, "task.L = 100 is too short: a graph of 48 nodes"),
         ({"graph_max_operands": 4}, "task.graph_max_operands = 4 is out of range"),
+        ({"graph_max_operands": 2, "graph_min_operands": 3},
+         "task.graph_min_operands = 3 is above task.graph_max_operands = 2"),
         ({"graph_leaf_share": 1.0}, "task.graph_leaf_share = 1.0 must be a number in [0, 1)"),
         ({"lego_hops": [1]}, "task.lego_hops = (1,) is a setting of the lego family"),
     ],

@@ -41,11 +41,16 @@ class GraphTask:
     graph_max_nodes: integer(2) = 12  # training draws N uniform on min..max
     graph_eval_nodes: names("node counts (integers >= 2)", Any) = (6, 12, 24, 48)
     graph_operations: names("operations (+, -, *)") = OPERATIONS
-    graph_max_operands: integer(1, 3) = 3  # an internal node: 1..this earlier nodes
+    graph_max_operands: integer(1, 3) = 3  # an internal node: min..this earlier nodes
+    graph_min_operands: integer(1, 3) = 1  # (the seed's min_fan_in_deg; 2: no copies)
     graph_leaf_share: number(0, 1, hi_open=True,
                              message="must be a number in [0, 1) (the odds that a node after "
                              "the first is a leaf)") = 0.25  # fmt: skip
     graph_shift: Flag = True  # training rows start at a random position (docs/graph.md)
+
+    # fields a saved config.toml holds only when they differ from their default (added after
+    # runs were saved: their config.toml files stay byte for byte as they were)
+    __omit_default__ = ("graph_min_operands",)
 
     def __post_init__(self) -> None:
         _check_nodes(self)
@@ -84,6 +89,12 @@ def _check_nodes(task: GraphTask) -> None:
 
 
 def _check_operations(task: GraphTask) -> None:
+    if task.graph_min_operands > task.graph_max_operands:
+        raise ConfigError(
+            f"task.graph_min_operands = {task.graph_min_operands} is above "
+            f"task.graph_max_operands = {task.graph_max_operands}: a computed node draws its "
+            "operand count uniform on min..max"
+        )
     ops = task.graph_operations
     for op in ops:
         if op not in OPERATIONS:

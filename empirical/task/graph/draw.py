@@ -2,10 +2,11 @@
 sampler and the evaluation sets `graph/n{N}` (docs/graph.md, "One sequence").
 
 Node 0 is a leaf; each later node is a leaf with odds graph_leaf_share, else computed from
-k distinct earlier nodes (k uniform on 1..graph_max_operands, at most the nodes before it),
-chosen uniformly, joined by operations drawn uniformly from graph_operations and applied left
-to right mod p. Leaves' values are uniform on 0..p-1; names are distinct, uniform among the
-K. A node's depth: 0 for a leaf, else 1 + its deepest operand's.
+k distinct earlier nodes (k uniform on graph_min_operands..graph_max_operands, at most the
+nodes before it), chosen uniformly, joined by operations drawn uniformly from
+graph_operations and applied left to right mod p. Leaves' values are uniform on 0..p-1;
+names are distinct, uniform among the K. A node's depth: 0 for a leaf, else 1 + its
+deepest operand's.
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ class GraphDraw:
             max=self.hi - self.lo
         )
         leaf = (u["leaf"] < self.task.graph_leaf_share) | (ar == 0)
-        k = 1 + (u["k"] * A).long().clamp(max=A - 1)
+        lo = self.task.graph_min_operands
+        k = lo + (u["k"] * (A - lo + 1)).long().clamp(max=A - lo)
         k = torch.minimum(k, ar.expand(n, Nm))
         k = torch.where(leaf, 0, k)
         keys = u["keys"].reshape(n, Nm, Nm)
