@@ -424,3 +424,24 @@ def test_a_relative_position_model_has_no_position_factor():
     assert learned["factors"] == ["names", "values", "marks", "positions"]
     assert ov_by_factor(AssignAddTransformer(relative, seed=0), vocab)["factors"] == [
         "names", "values", "marks"]
+
+
+def test_a_relative_models_position_preferences_read_its_effective_bias():
+    """position_preferences: per head, the distance of the largest gain x b_rel, that bias and
+    its margin over the median; None for learned positions."""
+    import dataclasses
+
+    import torch
+
+    from empirical.model.config import ModelConfig
+    from empirical.model.transformer import AssignAddTransformer
+    from empirical.studies.graph.mechanism import position_preferences
+
+    cfg = ModelConfig.for_task(23, 8 + 3, 40, d_model=16, n_heads=2, d_mlp=16)
+    assert position_preferences(AssignAddTransformer(cfg, seed=0)) is None
+    relative = dataclasses.replace(cfg, positions="relative", relative_window=5, relative_gain=4.0)
+    model = AssignAddTransformer(relative, seed=0)
+    with torch.no_grad():
+        model.blocks[1].attn.b_rel.copy_(torch.tensor([[0.0, 0.5, 2.0, 0.25, 0.0]] * 2))
+    head = position_preferences(model)["heads"][1][0]
+    assert head == {"distance": 2, "bias": 8.0, "margin": 7.0}  # 4 x 2.0 over 4 x 0.25

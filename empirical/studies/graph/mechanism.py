@@ -150,6 +150,23 @@ def fetch_attention(model, vocab, batch: Batch) -> dict:
 
 
 @torch.no_grad()
+def position_preferences(model) -> dict | None:
+    """A relative-position model's score bias per head (relative_gain x b_rel): the distance
+    it favours most, that bias, and its margin over the median distance's (a margin of ~5
+    lets a head look at one key among dozens). None for a learned-position model."""
+    if model.cfg.positions != "relative":
+        return None
+    out = []
+    for layer in range(model.cfg.n_layers):
+        bias = model.cfg.relative_gain * model.blocks[layer].attn.b_rel.detach().double()
+        top = bias.max(-1)
+        out.append([{"distance": int(top.indices[h]), "bias": float(top.values[h]),
+                     "margin": float(top.values[h] - bias[h].median())}
+                    for h in range(model.cfg.n_heads)])  # fmt: skip
+    return {"gain": model.cfg.relative_gain, "heads": out}
+
+
+@torch.no_grad()
 def ov_by_factor(model, vocab) -> dict:
     """Per layer and head, each factor's gain through W_V W_O against a random direction's:
     (||E_f W_V W_O||_F / ||E_f||_F) / (||W_V W_O||_F / sqrt(d_model)), E_f the factor's

@@ -25,6 +25,7 @@ from empirical.studies.graph.mechanism import (
     head_groups,
     mlp_spectrum,
     ov_by_factor,
+    position_preferences,
     renamable,
 )
 from empirical.studies.graph.options import GraphMechanismOptions
@@ -56,6 +57,7 @@ def mechanism(opts: GraphMechanismOptions) -> dict:
         "heads": head_groups(model, vocab, batch, iterations),
         "fetch": fetch_attention(model, vocab, batch),
         "ov": ov_by_factor(model, vocab),
+        "positions": position_preferences(model),
         "mlp": {op: mlp_spectrum(model, vocab, op) for op in ops},
     }  # fmt: skip
 
@@ -94,6 +96,15 @@ def markdown(result: dict) -> str:
             f" | {fetch['other'][layer][h]:.3f}" for layer in range(len(fetch["operand"]))
             for h in range(len(fetch["operand"][layer]))]  # fmt: skip
     lines += markdown_table("layer | head | operand | latest | other", rows)
+    if result.get("positions"):
+        lines += ["", f"Relative positions: each head's score bias by distance (relative_gain "
+                  f"{result['positions']['gain']:g} x b_rel): the distance it favours, that "
+                  "bias, its margin over the median distance's (~5 lets a head look at one key "
+                  "among dozens).", ""]  # fmt: skip
+        rows = [f"{layer} | {h} | {c['distance']} | {c['bias']:.2f} | {c['margin']:.2f}"
+                for layer, per in enumerate(result["positions"]["heads"])
+                for h, c in enumerate(per)]  # fmt: skip
+        lines += markdown_table("layer | head | distance | bias | margin", rows)
     lines += ["", "The last block's MLP on the probe `x -> x0; y -> x1; x0 op x1 -> x2;`, "
               "iteration 1: shares of the 2-D DFT power over (x, y).", ""]  # fmt: skip
     rows = [f"{op} | {where} | {pct(s['dc'])} | {pct(s['diagonal'])} | {pct(s['rest'])} | "
