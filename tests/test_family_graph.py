@@ -310,6 +310,8 @@ def test_the_ladder_table_counts_every_node_and_graph(tiny_ladder):
     for by_gap in n8["copy_rules_by_gap"].values():  # the rules see every copy
         assert {g: t for g, (_, t) in by_gap.items()} == {g: t for g, (_, t) in gaps.items()}
     assert {r["rule"] for r in result["gap_rule_rows"]} == {"latest", "mode"}
+    leaves = kinds["leaf"][1]  # the node rules: leaves right, the rest by the rule
+    assert all(t == 20 * 8 and r >= leaves for r, t in n8["rules"].values())
     rec = json.loads((tiny_ladder / "runs" / "rec_sup_discrete_corrupt" / "seed0" /
                       "graph_scores.json").read_text())["graph/n8"]  # fmt: skip
     assert rec["one_step"][1] == 20 * 8 and "one_step" not in n8  # a discrete state's only
@@ -318,6 +320,7 @@ def test_the_ladder_table_counts_every_node_and_graph(tiny_ladder):
     assert "| ff2 | 8 | 2x |" in text and "seeds >= 99.5%" in text
     assert "## One step of the algorithm" in text
     assert "*rule: the latest node's value*" in text
+    assert "| *rule: leaves read, other nodes the most frequent earlier value* | 8 | 2x |" in text
     assert "by the node's kind" in text and "`leaf`" in text
     assert (tiny_ladder / "accuracy_by_size.png").stat().st_size > 0
 

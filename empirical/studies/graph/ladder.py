@@ -105,7 +105,7 @@ def copy_gap(nodes, index: int, p: int) -> str | None:
     return str(min(len(defined) - 1 - defined.index(p + node.operands[0]), GAP_CAP))
 
 
-COPY_RULES = {  # the trivial rules a copy's accuracy must beat (docs/graph.md)
+COPY_RULES = {  # the trivial rules a copy's (a node's) accuracy must beat (docs/graph.md)
     "latest": "the latest node's value",
     "mode": "the most frequent value of the earlier nodes (ties: the latest)",
 }
@@ -125,16 +125,16 @@ def copy_rule_values(nodes, index: int) -> dict[str, int]:
 
 def _kinds_and_gaps(vocab, tokens: torch.Tensor, has: torch.Tensor):
     """(node_kind, copy_gap, rules) of every labelled position, in the order of `correct[has]`
-    (row by row), each row's graph read once; rules: {rule: the rule is right} for a copy, else
-    None."""
+    (row by row), each row's graph read once; rules: {rule: the rule is right} (a leaf: right,
+    its value is in its clause)."""
     kinds, gaps, rules = [], [], []
     for row, mask in zip(tokens.tolist(), has.tolist(), strict=True):
         nodes = vocab.nodes(row)
         by_position = {}
         for i, n in enumerate(nodes):
             gap = copy_gap(nodes, i, vocab.p)
-            right = None if gap is None else {
-                rule: v == n.value for rule, v in copy_rule_values(nodes, i).items()}
+            right = ({rule: True for rule in COPY_RULES} if n.literal is not None else
+                     {rule: v == n.value for rule, v in copy_rule_values(nodes, i).items()})
             by_position[n.position] = (node_kind(n), gap, right)
         for i, m in enumerate(mask):
             if m:
@@ -146,7 +146,7 @@ def _kinds_and_gaps(vocab, tokens: torch.Tensor, has: torch.Tensor):
 
 def _rule_counts(rules: list, gaps: list) -> dict[str, dict[str, list[int]]]:
     """{rule: {gap: [right, total]}} of the copies (COPY_RULES)."""
-    copies = [(r, g) for r, g in zip(rules, gaps, strict=True) if r is not None]
+    copies = [(r, g) for r, g in zip(rules, gaps, strict=True) if g is not None]
     return {rule: _int_counts(torch.tensor([r[rule] for r, _ in copies], dtype=torch.bool),
                               [g for _, g in copies])
             for rule in COPY_RULES}  # fmt: skip
@@ -196,6 +196,7 @@ def score_run(run_dir: str | Path, batch_size: int = 100) -> dict:
             "by_node_kind": _counts(s.correct[has], kinds),
             "by_copy_gap": _int_counts(s.correct[has], gaps),
             "copy_rules_by_gap": _rule_counts(rules, gaps),
+            "rules": {rule: [sum(r[rule] for r in rules), len(rules)] for rule in COPY_RULES},
         }
         if model.cfg.recurrent and model.cfg.discrete_state:
             one = score_targets(model, batch, batch_size, one_step=True)
@@ -267,6 +268,9 @@ def ladder_rows(scores: dict[str, dict[int, dict]]) -> list[dict]:
                 "graphs": over_seeds({seed: s["graphs"] for seed, s in have.items()}),
                 **({"one_step": over_seeds({seed: s["one_step"] for seed, s in have.items()})}
                    if all("one_step" in s for s in have.values()) else {}),
+                **({"rules": {rule: over_seeds({seed: s["rules"][rule] for seed, s in
+                                                have.items()}) for rule in COPY_RULES}}
+                   if all("rules" in s for s in have.values()) else {}),
             })  # fmt: skip
     return rows
 

@@ -47,7 +47,20 @@ def ladder_markdown(result: dict) -> str:
         rows.append(f"{r['rung']} | {r['N']} | {inside} | {_cell(r['nodes'])} | "
                     f"{r['nodes']['at_goal']} of {r['nodes']['seeds']} | "
                     f"{_pooled(r['nodes'])} | {_cell(r['graphs'])}")  # fmt: skip
+    first = next((g for g in result["rungs"] if any("rules" in r for r in result["rows"]
+                                                     if r["rung"] == g)), None)  # fmt: skip
+    for rule in COPY_RULES if first else ():
+        for r in (r for r in result["rows"] if r["rung"] == first and "rules" in r):
+            stats = r["rules"][rule]
+            inside = "yes" if trained[0] <= r["N"] <= trained[1] else \
+                f"{r['N'] / trained[1]:.0f}x"  # fmt: skip
+            rows.append(f"*rule: {RULE_NODES[rule]}* | {r['N']} | {inside} | {_cell(stats)} | "
+                        f"{stats['at_goal']} of {stats['seeds']} | {_pooled(stats)} | -")
     lines += markdown_table(header, rows)
+    if first:
+        lines += ["", "The rows in italics read no name: a leaf's value from its clause, every "
+                  "other node by a rule on the values of the nodes before it (the same sets, "
+                  f"the seeds of `{first}`); a model ahead of them reads names."]  # fmt: skip
     lines += ["", "## Per node, by the node's depth (all sets pooled)", ""]
     depths = sorted({r["depth"] for r in result["depth_rows"]})
     cells = {(r["rung"], r["depth"]): r for r in result["depth_rows"]}
@@ -131,6 +144,10 @@ def _by(result: dict, rung: str, key: str):
                 xs.append(r["N"])
                 ys.append(acc)
     return out
+
+
+RULE_NODES = {"latest": "leaves read, other nodes the latest node's value",
+              "mode": "leaves read, other nodes the most frequent earlier value"}
 
 
 def _thin(row: dict, seed) -> bool:
