@@ -178,6 +178,11 @@ def plot_by_size(result: dict):
             ax.plot(xs, ys, "o-", color=f"C{i}", label=f"seed {seed}: per node")
         for i, (seed, (xs, ys)) in enumerate(sorted(_by(result, rung, "graphs").items())):
             ax.plot(xs, ys, "x:", color=f"C{i}", alpha=0.6, label=f"seed {seed}: per graph")
+        rule = sorted((r["N"], r["rules"]["mode"]["median"]) for r in result["rows"]
+                      if r["rung"] == rung and "rules" in r)  # fmt: skip
+        if rule:
+            ax.plot(*zip(*rule, strict=True), "-", color="0.3", lw=2.5, alpha=0.5,
+                    label="rule reading no name, per node")  # fmt: skip
         ax.axvspan(0, hi, color="0.9", zorder=0)
         ax.axhline(GOAL, color="k", lw=0.6, ls="--")
         ax.set_title(LADDER[rung][0], fontsize=9)
@@ -186,7 +191,8 @@ def plot_by_size(result: dict):
         ax.set_ylim(-0.02, 1.02)
     axes[0][0].set_ylabel("accuracy")
     _legend_where_most(axes[0])
-    fig.suptitle("Graph family: accuracy by graph size, one line per seed (dashed: 99.5%)")
+    fig.suptitle("Graph family: accuracy by graph size, one line per seed (dashed: 99.5%; grey: "
+                 "leaves read, other nodes the most frequent earlier value)")
     return fig
 
 
