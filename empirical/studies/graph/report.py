@@ -26,6 +26,11 @@ def _pooled(stats: dict) -> str:
     return f"{pct(stats['pooled'])} [{100 * low:.1f}, {100 * high:.1f}]"
 
 
+def _inside(n: int, trained: list[int]) -> str:
+    """'yes' for a trained size, else how many times the largest trained one ('4x')."""
+    return "yes" if trained[0] <= n <= trained[1] else f"{n / trained[1]:.0f}x"
+
+
 def ladder_markdown(result: dict) -> str:
     """The tables of ladder.md."""
     trained = result["trained_nodes"]
@@ -43,7 +48,7 @@ def ladder_markdown(result: dict) -> str:
              "per node: pooled [95%] | per graph: median [range]"  # fmt: skip
     rows = []
     for r in result["rows"]:
-        inside = "yes" if trained[0] <= r["N"] <= trained[1] else f"{r['N'] / trained[1]:.0f}x"
+        inside = _inside(r["N"], trained)
         rows.append(f"{r['rung']} | {r['N']} | {inside} | {_cell(r['nodes'])} | "
                     f"{r['nodes']['at_goal']} of {r['nodes']['seeds']} | "
                     f"{_pooled(r['nodes'])} | {_cell(r['graphs'])}")  # fmt: skip
@@ -52,10 +57,8 @@ def ladder_markdown(result: dict) -> str:
     for rule in COPY_RULES if first else ():
         for r in (r for r in result["rows"] if r["rung"] == first and "rules" in r):
             stats = r["rules"][rule]
-            inside = "yes" if trained[0] <= r["N"] <= trained[1] else \
-                f"{r['N'] / trained[1]:.0f}x"  # fmt: skip
-            rows.append(f"*rule: {RULE_NODES[rule]}* | {r['N']} | {inside} | {_cell(stats)} | "
-                        f"{stats['at_goal']} of {stats['seeds']} | {_pooled(stats)} | -")
+            rows.append(f"*rule: {RULE_NODES[rule]}* | {r['N']} | {_inside(r['N'], trained)} | "
+                        f"{_cell(stats)} | - | {_pooled(stats)} | -")
     lines += markdown_table(header, rows)
     if first:
         lines += ["", "The rows in italics read no name: a leaf's value from its clause, every "
