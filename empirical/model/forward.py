@@ -141,8 +141,8 @@ def block(
     resid = hook("hook_resid_pre", resid)
     W = [weights[f"{prefix}attn.W_{m}"] for m in "QKVO"]
     b_rel = weights.get(f"{prefix}attn.b_rel")
-    if b_rel is not None and cfg.relative_gain != 1.0:
-        b_rel = cfg.relative_gain * b_rel
+    if b_rel is not None:
+        b_rel = cfg.relative_gain * b_rel  # exact at the default gain 1
     attn_out = attention(resid, *W, cfg.attn_scale, _under(hook, "attn."), cfg.attention,
                          b_rel)  # fmt: skip
     resid = hook("hook_resid_mid", resid + hook("hook_attn_out", attn_out))

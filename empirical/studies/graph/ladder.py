@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import statistics
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -115,15 +116,13 @@ def copy_rule_values(nodes, index: int) -> dict[str, int]:
     """What each of COPY_RULES says node `index` (a node with an earlier one) is worth, from
     the values of the nodes before it alone: no name is read."""
     earlier = [n.value for n in nodes[:index]]
-    counts: dict[int, int] = {}
-    for v in earlier:
-        counts[v] = counts.get(v, 0) + 1
+    counts = Counter(earlier)
     top = max(counts.values())
     mode = next(v for v in reversed(earlier) if counts[v] == top)
     return {"latest": earlier[-1], "mode": mode}
 
 
-def _kinds_and_gaps(vocab, tokens: torch.Tensor, has: torch.Tensor):
+def _node_readings(vocab, tokens: torch.Tensor, has: torch.Tensor):
     """(node_kind, copy_gap, rules) of every labelled position, in the order of `correct[has]`
     (row by row), each row's graph read once; rules: {rule: the rule is right} (a leaf: right,
     its value is in its clause)."""
@@ -187,7 +186,7 @@ def score_run(run_dir: str | Path, batch_size: int = 100) -> dict:
         has = batch.targets >= 0
         graph_depth = batch.target_depths.max(1).values
         rows = s.row_correct()
-        kinds, gaps, rules = _kinds_and_gaps(vocab, batch.tokens, has)
+        kinds, gaps, rules = _node_readings(vocab, batch.tokens, has)
         out[name] = {
             "nodes": [int(s.correct.sum()), int(has.sum())],
             "graphs": [int(rows.sum()), len(batch)],
@@ -268,9 +267,6 @@ def ladder_rows(scores: dict[str, dict[int, dict]]) -> list[dict]:
                 "graphs": over_seeds({seed: s["graphs"] for seed, s in have.items()}),
                 **({"one_step": over_seeds({seed: s["one_step"] for seed, s in have.items()})}
                    if all("one_step" in s for s in have.values()) else {}),
-                **({"rules": {rule: over_seeds({seed: s["rules"][rule] for seed, s in
-                                                have.items()}) for rule in COPY_RULES}}
-                   if all("rules" in s for s in have.values()) else {}),
             })  # fmt: skip
     return rows
 
@@ -308,15 +304,33 @@ def depth_rows(scores: dict[str, dict[int, dict]], key: str = "by_node_depth",
             for value in sorted(pooled, key=int)]
 
 
+def _scored_with(scores: dict[str, dict[int, dict]], key: str) -> dict[int, dict] | None:
+    """{seed: scores} of the first rung scored with `key` (a rule's counts): every rung of a
+    seed is scored on the same sets, so a rule reads the same on each; None if no rung has it."""
+    return next((by_seed for by_seed in scores.values()
+                 if any(key in ps for s in by_seed.values() for ps in s.values())), None)
+
+
 def rule_rows(scores: dict[str, dict[int, dict]]) -> list[dict]:
-    """Per COPY_RULES rule and copy gap, pooled over the sets: the rule's accuracy over seeds
-    (each seed's sets are every rung's, so the first rung scored with the rules is read)."""
-    with_rules = [rung for rung, by_seed in scores.items()
-                  if any("copy_rules_by_gap" in ps for s in by_seed.values() for ps in s.values())]
-    if not with_rules:
+    """Per COPY_RULES rule and copy gap, pooled over the sets: the rule's accuracy over seeds."""
+    by_seed = _scored_with(scores, "copy_rules_by_gap")
+    if by_seed is None:
         return []
-    by_seed = scores[with_rules[0]]
     per_rule = {rule: {seed: {name: {"gaps": ps.get("copy_rules_by_gap", {}).get(rule, {})}
                               for name, ps in s.items()} for seed, s in by_seed.items()}
                 for rule in COPY_RULES}  # fmt: skip
     return [{"rule": row.pop("rung"), **row} for row in depth_rows(per_rule, "gaps", "gap")]
+
+
+def node_rule_rows(scores: dict[str, dict[int, dict]]) -> list[dict]:
+    """Per COPY_RULES rule and set, every node: leaves from their clause, the rest by the
+    rule; accuracy over seeds, as ladder_rows' "nodes"."""
+    by_seed = _scored_with(scores, "rules")
+    if by_seed is None:
+        return []
+    sets = sorted({n for s in by_seed.values() for n in s},
+                  key=lambda n: int(n.removeprefix("graph/n")))  # fmt: skip
+    return [{"rule": rule, "set": name, "N": int(name.removeprefix("graph/n")),
+             **over_seeds({seed: s[name]["rules"][rule] for seed, s in by_seed.items()
+                           if "rules" in s.get(name, {})})}
+            for rule in COPY_RULES for name in sets]  # fmt: skip

@@ -52,18 +52,14 @@ def ladder_markdown(result: dict) -> str:
         rows.append(f"{r['rung']} | {r['N']} | {inside} | {_cell(r['nodes'])} | "
                     f"{r['nodes']['at_goal']} of {r['nodes']['seeds']} | "
                     f"{_pooled(r['nodes'])} | {_cell(r['graphs'])}")  # fmt: skip
-    first = next((g for g in result["rungs"] if any("rules" in r for r in result["rows"]
-                                                     if r["rung"] == g)), None)  # fmt: skip
-    for rule in COPY_RULES if first else ():
-        for r in (r for r in result["rows"] if r["rung"] == first and "rules" in r):
-            stats = r["rules"][rule]
-            rows.append(f"*rule: {RULE_NODES[rule]}* | {r['N']} | {_inside(r['N'], trained)} | "
-                        f"{_cell(stats)} | - | {_pooled(stats)} | -")
+    rules = result.get("node_rule_rows", [])
+    rows += [f"*rule: {RULE_NODES[r['rule']]}* | {r['N']} | {_inside(r['N'], trained)} | "
+             f"{_cell(r)} | - | {_pooled(r)} | -" for r in rules]  # fmt: skip
     lines += markdown_table(header, rows)
-    if first:
+    if rules:
         lines += ["", "The rows in italics read no name: a leaf's value from its clause, every "
-                  "other node by a rule on the values of the nodes before it (the same sets, "
-                  f"the seeds of `{first}`); a model ahead of them reads names."]  # fmt: skip
+                  "other node by a rule on the values of the nodes before it (the same seeds' "
+                  "sets); a model ahead of them reads names."]  # fmt: skip
     lines += ["", "## Per node, by the node's depth (all sets pooled)", ""]
     depths = sorted({r["depth"] for r in result["depth_rows"]})
     cells = {(r["rung"], r["depth"]): r for r in result["depth_rows"]}
@@ -181,8 +177,8 @@ def plot_by_size(result: dict):
             ax.plot(xs, ys, "o-", color=f"C{i}", label=f"seed {seed}: per node")
         for i, (seed, (xs, ys)) in enumerate(sorted(_by(result, rung, "graphs").items())):
             ax.plot(xs, ys, "x:", color=f"C{i}", alpha=0.6, label=f"seed {seed}: per graph")
-        rule = sorted((r["N"], r["rules"]["mode"]["median"]) for r in result["rows"]
-                      if r["rung"] == rung and "rules" in r)  # fmt: skip
+        rule = [(r["N"], r["median"]) for r in result.get("node_rule_rows", [])
+                if r["rule"] == "mode"]
         if rule:
             ax.plot(*zip(*rule, strict=True), "-", color="0.3", lw=2.5, alpha=0.5,
                     label="rule reading no name, per node")  # fmt: skip
