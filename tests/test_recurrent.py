@@ -13,7 +13,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from empirical.config.io import ConfigError
+from empirical.analysis.common import light_forward
+from empirical.config.io import ConfigError, to_dict
 from empirical.model.config import ModelConfig
 from empirical.model.forward import RowContext, forward, relative_bias
 from empirical.model.transformer import AssignAddTransformer
@@ -29,10 +30,13 @@ def _tokens(n=5, length=30, seed=0):
     return torch.randint(0, CFG.d_vocab, (n, length), generator=torch.Generator().manual_seed(seed))
 
 
-@pytest.mark.parametrize("n_layers", [2, 4])
-def test_one_iteration_without_mechanisms_is_the_feedforward_model(n_layers):
-    ff = AssignAddTransformer(dataclasses.replace(CFG, n_layers=n_layers), seed=3)
-    rec_cfg = dataclasses.replace(CFG, n_layers=n_layers, recurrence="fixed", iterations=1)
+@pytest.mark.parametrize("n_layers,normalization", [(2, "none"), (4, "none"), (2, "LNPre")])
+def test_one_iteration_without_mechanisms_is_the_feedforward_model(n_layers, normalization):
+    ff = AssignAddTransformer(
+        dataclasses.replace(CFG, n_layers=n_layers, normalization=normalization), seed=3
+    )
+    rec_cfg = dataclasses.replace(CFG, n_layers=n_layers, recurrence="fixed", iterations=1,
+                                  normalization=normalization)  # fmt: skip
     rec = AssignAddTransformer(rec_cfg, seed=3)
     assert [n for n, _ in rec.named_parameters()] == [n for n, _ in ff.named_parameters()]
     tokens = _tokens()
@@ -257,5 +261,55 @@ def test_relative_positions_are_a_bias_by_distance_and_no_learned_embedding():
     # a row's offset moves no learned position: the same logits
     shifted = model(tokens, context=RowContext(pos_offset=torch.tensor([3, 0, 7, 1, 29])))
     assert torch.equal(shifted, model(tokens))
-    with pytest.raises(ValueError, match="positions='answer' is the learned-position model"):
-        forward({n: w[None] for n, w in weights.items()}, tokens[None], model.cfg, "answer")
+    answer = forward({n: w[None] for n, w in weights.items()}, tokens[None], model.cfg, "answer")
+    assert torch.allclose(answer[0], model(tokens)[:, -1], atol=1e-6)  # through every position
+
+
+def _layer_norm(x):
+    x = x - x.mean(-1, keepdim=True)
+    return x / (x.pow(2).mean(-1, keepdim=True) + 1e-5).sqrt()
+
+
+def test_lnpre_normalizes_what_attention_the_mlp_and_the_readout_read():
+    """model.normalization = "LNPre" (TransformerLens's LayerNormPre, seed 002's blocks): each
+    attention, the MLP and the unembedding read the residual stream centred and divided by its
+    RMS; the residual stream itself is not normalized; hooks ln1 / ln2 / ln_final as
+    TransformerLens names them, and its apply_ln reads them. A recurrent model normalizes its
+    readout after every iteration."""
+    model = AssignAddTransformer(dataclasses.replace(CFG, normalization="LNPre"), seed=2)
+    tokens = _tokens()
+    logits, cache = model.run_with_cache(tokens)
+    assert model.cfg.normalization_type == "LNPre"
+    assert "blocks.0.ln2.hook_normalized" not in cache  # block 0 has no MLP
+    for layer in range(2):
+        normed = _layer_norm(cache[f"blocks.{layer}.hook_resid_pre"])
+        assert torch.allclose(cache[f"blocks.{layer}.ln1.hook_normalized"], normed, atol=1e-5)
+        q = torch.einsum("bpd,hde->bphe", normed, model.blocks[layer].attn.W_Q)
+        assert torch.allclose(cache[f"blocks.{layer}.attn.hook_q"], q, atol=1e-5)
+    mid = _layer_norm(cache["blocks.1.hook_resid_mid"])
+    assert torch.allclose(cache["blocks.1.mlp.hook_pre"], mid @ model.W_in, atol=1e-5)
+    final = _layer_norm(cache["blocks.1.hook_resid_post"])
+    assert torch.allclose(logits, final @ model.W_U, atol=1e-5)
+    stack = cache.accumulated_resid(apply_ln=True)
+    assert torch.allclose(stack[-1] @ model.W_U, logits, atol=1e-5)
+    plain = AssignAddTransformer(CFG, seed=2)  # the same weights without normalization
+    assert not torch.allclose(plain(tokens), logits)
+    assert "ln_final.hook_scale" not in plain.run_with_cache(tokens)[1]
+    rec = AssignAddTransformer(dataclasses.replace(model.cfg, recurrence="fixed", iterations=2),
+                               seed=2)  # fmt: skip
+    _, rec_cache = rec.run_with_cache(tokens)
+    resid = rec_cache["iter.1.blocks.1.hook_resid_post"]
+    assert torch.allclose(rec_cache["iter.1.hook_readout"], _layer_norm(resid) @ rec.W_U,
+                          atol=1e-5)  # fmt: skip
+    weights = dict(model.named_parameters())
+    answer = forward({n: w[None] for n, w in weights.items()}, tokens[None], model.cfg, "answer")
+    assert torch.allclose(answer[0], logits[:, -1], atol=1e-6)  # through every position
+    with pytest.raises(ConfigError, match="light_forward reads the paper's model"):
+        light_forward(model, tokens)
+
+
+def test_normalization_is_saved_only_when_set():
+    assert "normalization" not in to_dict(CFG)
+    assert to_dict(dataclasses.replace(CFG, normalization="LNPre"))["normalization"] == "LNPre"
+    with pytest.raises(ConfigError, match="model.normalization"):
+        dataclasses.replace(CFG, normalization="LN")

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from empirical.config.io import ConfigError
 from empirical.model.fast import fast_forward, member_weights
 from empirical.task.config import TaskConfig
 from empirical.task.vocab import Vocabulary
@@ -102,6 +103,12 @@ def light_forward(model, tokens: Tensor, chunk: int = 2048) -> LightForward:
     (memory traffic dominates on the CPU). A 2-layer model with several heads (any
     model.attention): by `run_with_cache`, every head's patterns kept (LightForward)."""
     tokens = tokens.to(model.device)
+    if model.cfg.normalization != "none" or model.cfg.positions != "learned":
+        raise ConfigError(
+            "light_forward reads the paper's model (learned positions, no normalization); this "
+            f"one has model.positions = {model.cfg.positions!r}, model.normalization = "
+            f"{model.cfg.normalization!r}: use model.run_with_cache"
+        )
     if model.cfg.n_layers == 2 and model.cfg.n_heads > 1:
         return _hooked_light_forward(model, tokens, chunk)
     weights = member_weights(model)

@@ -41,6 +41,10 @@ RECURRENCE = ("none", "fixed", "depth")
 # learned bias per head by the distance from key to query, distances >= relative_window sharing
 # one (a clipped relative-position bias, as T5's; any length is then a trained one: docs/graph.md)
 POSITIONS = ("learned", "relative")
+# model.normalization: "none" (the paper's model) or "LNPre" (TransformerLens's name: a
+# LayerNorm without weights, x - mean(x) divided by its RMS) before each attention, the MLP
+# and the unembedding, as seed 002's blocks (docs/graph.md, "Normalization")
+NORMALIZATION = ("none", "LNPre")
 
 
 def _torch():
@@ -144,7 +148,8 @@ class ModelConfig:
     blocks before the last, which has the MLP); tied_layers (middle blocks share one
     attention, empirical.model.tied); init_std (None: 0.8 / sqrt(d_model)); dtype; act_fn
     ("relu" or "quadratic": Theorem C.1's Fourier MLP); attention ("softmax", "linear" or
-    "hyla": docs/heads.md; saved only when not "softmax"); d_vocab / d_vocab_out / n_ctx (None
+    "hyla": docs/heads.md; saved only when not "softmax"); normalization ("none" or "LNPre",
+    saved only when set); d_vocab / d_vocab_out / n_ctx (None
     until `with_task`: p + K + 3, p, L). docs/model.md has every field.
     """
 
@@ -174,6 +179,7 @@ class ModelConfig:
     # times faster (a bias must reach ~5 before a head looks at one key of dozens)
     relative_gain: number(0, None, lo_open=True, wording=COLON,
                           message="must be a positive number (the factor on b_rel)") = 1.0
+    normalization: choice(*NORMALIZATION, wording=COLON) = "none"
     init_std: number(0, None, lo_open=True, message="must be positive", wording=COLON,
                      type_message="must be a number") | None = None  # fmt: skip
     dtype: choice(*DTYPE_NAMES, wording=COLON) = "float32"
@@ -186,7 +192,7 @@ class ModelConfig:
     # fields a saved config.toml holds only when they differ from their default (added after
     # runs were saved: their config.toml files stay byte for byte as they were)
     __omit_default__ = ("attention", "teacher_forcing", "positions", "relative_window",
-                        "relative_gain")
+                        "relative_gain", "normalization")
 
     def __post_init__(self) -> None:
         if self.d_head is None and self.d_model % self.n_heads:
@@ -290,7 +296,11 @@ class ModelConfig:
 
     n_key_value_heads = property(lambda self: None)  # no grouped-query attention (= n_heads)
     attn_only = property(lambda self: False)
-    normalization_type = property(lambda self: None)
+    @property
+    def normalization_type(self) -> str | None:
+        """TransformerLens's name: None (no normalization) or "LNPre"."""
+        return None if self.normalization == "none" else self.normalization
+
     @property
     def positional_embedding_type(self) -> str:
         """TransformerLens's name: "standard" (learned W_pos) or "relative" (no W_pos)."""

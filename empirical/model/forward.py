@@ -122,6 +122,19 @@ def relative_bias(b_rel: Tensor, length: int) -> Tensor:
     return b_rel[:, distance]
 
 
+def normalized(x: Tensor, cfg: ModelConfig, hook: Hook = no_hook) -> Tensor:
+    """model.normalization: x unchanged ("none"), or `layer_norm_pre(x)` ("LNPre")."""
+    return x if cfg.normalization == "none" else layer_norm_pre(x, hook)
+
+
+def layer_norm_pre(x: Tensor, hook: Hook = no_hook, eps: float = 1e-5) -> Tensor:
+    """TransformerLens's LayerNormPre: x - mean(x) over d_model, divided by sqrt(its mean
+    square + eps) (hook_scale, hook_normalized); no weights."""
+    x = x - x.mean(-1, keepdim=True)
+    scale = hook("hook_scale", (x.pow(2).mean(-1, keepdim=True) + eps).sqrt())
+    return hook("hook_normalized", x / scale)
+
+
 def mlp(x: Tensor, W_in: Tensor, W_out: Tensor, act_fn: str, hook: Hook = no_hook) -> Tensor:
     """The MLP without biases: act(x W_in) W_out (hook_pre, hook_post)."""
     pre = hook("hook_pre", x @ W_in)
@@ -143,12 +156,14 @@ def block(
     b_rel = weights.get(f"{prefix}attn.b_rel")
     if b_rel is not None:
         b_rel = cfg.relative_gain * b_rel  # exact at the default gain 1
-    attn_out = attention(resid, *W, cfg.attn_scale, _under(hook, "attn."), cfg.attention,
+    attn_in = normalized(resid, cfg, _under(hook, "ln1."))
+    attn_out = attention(attn_in, *W, cfg.attn_scale, _under(hook, "attn."), cfg.attention,
                          b_rel)  # fmt: skip
     resid = hook("hook_resid_mid", resid + hook("hook_attn_out", attn_out))
     if layer in cfg.mlp_layers:
         W_in, W_out = weights[f"{prefix}mlp.W_in"], weights[f"{prefix}mlp.W_out"]
-        resid = resid + hook("hook_mlp_out", mlp(resid, W_in, W_out, cfg.act_fn,
+        mlp_in = normalized(resid, cfg, _under(hook, "ln2."))
+        resid = resid + hook("hook_mlp_out", mlp(mlp_in, W_in, W_out, cfg.act_fn,
                                                  _under(hook, "mlp.")))  # fmt: skip
     return hook("hook_resid_post", resid)
 
@@ -231,7 +246,7 @@ def recurrent_readouts(
             resid = embedded + at("hook_value_embed", fed)
         for layer in range(cfg.n_layers):
             resid = block(resid, weights, layer, cfg, at)
-        logits = at("hook_readout", resid @ W_U)
+        logits = at("hook_readout", normalized(resid, cfg, _under(at, "ln_final.")) @ W_U)
         if context.every_iteration:
             readouts.append(logits)
         ends = (T_rows == t + 1)[:, None, None]
@@ -262,24 +277,23 @@ def forward(
     positions="answer": [M, batch, d_vocab_out] for member-stacked weights and tokens
     [M, batch, pos] (no hooks: the kernel builds no per-position activation; model.attention
     "hyla", whose value mix the kernel's tables cannot rewrite: `answer_logits`, member by
-    member, the same numbers and gradients, slower)."""
+    member, the same numbers and gradients, slower; relative positions or a normalization,
+    which the kernel does not compute: positions="all" member by member, read at the last
+    position)."""
     if positions == "answer":
         if hook is not no_hook:
             raise ValueError("positions='answer' has no hook points; use positions='all'")
-        if cfg.positions != "learned":
-            raise ValueError(
-                "positions='answer' is the learned-position model's kernel; model.positions = "
-                f"{cfg.positions!r}: use positions='all'"
-            )
         if cfg.recurrent or context is not None:
             raise ValueError(
                 "positions='answer' is the feedforward model's last position; a recurrent "
                 "model, or rows with a context, read every position: use positions='all'"
             )
-        if cfg.attention in LINEAR_MIX_KINDS:
+        kernel = cfg.positions == "learned" and cfg.normalization == "none"
+        if kernel and cfg.attention in LINEAR_MIX_KINDS:
             return fast_forward(weights, tokens, cfg.attn_scale, act_fn=cfg.act_fn,
                                 attention=cfg.attention).logits  # fmt: skip
-        logits = [answer_logits({n: w[m] for n, w in weights.items()}, t, cfg)
+        logits = [answer_logits({n: w[m] for n, w in weights.items()}, t, cfg) if kernel
+                  else forward({n: w[m] for n, w in weights.items()}, t, cfg, last_only=True)
                   for m, t in enumerate(tokens)]  # fmt: skip
         return torch.stack(logits)
     if positions != "all":
@@ -291,5 +305,6 @@ def forward(
     if context.every_iteration:
         raise ValueError("RowContext.every_iteration: a feedforward model has one readout")
     resid = residual_stream(weights, tokens, cfg, hook, context.pos_offset)
+    resid = normalized(resid, cfg, _under(hook, "ln_final."))
     W_U = weights["unembed.W_U"]
     return resid[:, -1] @ W_U if last_only else resid @ W_U

@@ -1,14 +1,39 @@
 """The HookPoints of a recurrent model's iterations: `iter.{t}.blocks.{layer}.*` (the same
 names under each block as the feedforward model's `blocks.{layer}.*`), `iter.{t}.hook_readout`
 (the readout after iteration t, [batch, pos, d_vocab_out]) and `iter.{t}.hook_value_embed`
-(the fed-back values' embedding, t >= 1, with model.discrete_state). No parameters: the
-block's weights are the model's `blocks.{layer}.*`.
+(the fed-back values' embedding, t >= 1, with model.discrete_state), and with
+model.normalization `ln1` / `ln2` / `ln_final` (`LayerNormHooks`). No parameters: the block's
+weights are the model's `blocks.{layer}.*`.
 """
 
 from __future__ import annotations
 
-from torch import nn
+from torch import Tensor, nn
 from transformer_lens.hook_points import HookPoint
+
+from empirical.model.forward import layer_norm_pre
+
+
+class LayerNormHooks(nn.Module):
+    """A weightless LayerNorm's HookPoints (TransformerLens's LayerNormPre: hook_scale
+    [batch, pos, 1], hook_normalized [batch, pos, d_model]; empirical.model.forward.normalized)."""
+
+    def __init__(self):
+        super().__init__()
+        self.hook_scale = HookPoint()
+        self.hook_normalized = HookPoint()
+
+    def forward(self, x: Tensor) -> Tensor:
+        """The normalization itself, through these HookPoints (what TransformerLens's
+        `ActivationCache.apply_ln_to_stack` calls on `model.ln_final`)."""
+        return layer_norm_pre(x, lambda name, value: getattr(self, name)(value))
+
+
+def add_norms(module: nn.Module, cfg, *names: str) -> None:
+    """`module.{name}` = LayerNormHooks() for each name, when model.normalization is set."""
+    if cfg.normalization != "none":
+        for name in names:
+            setattr(module, name, LayerNormHooks())
 
 
 class AttentionHooks(nn.Module):
@@ -28,8 +53,9 @@ class MLPHooks(nn.Module):
 class BlockHooks(nn.Module):
     """One block's HookPoints (empirical.model.transformer.Block's, without weights)."""
 
-    def __init__(self, has_mlp: bool):
+    def __init__(self, cfg, has_mlp: bool):
         super().__init__()
+        add_norms(self, cfg, "ln1", *(("ln2",) if has_mlp else ()))
         self.attn = AttentionHooks()
         self.mlp = MLPHooks() if has_mlp else None
         self.hook_resid_pre = HookPoint()
@@ -46,8 +72,9 @@ class IterationHooks(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.blocks = nn.ModuleList(
-            [BlockHooks(layer in cfg.mlp_layers) for layer in range(cfg.n_layers)]
+            [BlockHooks(cfg, layer in cfg.mlp_layers) for layer in range(cfg.n_layers)]
         )
+        add_norms(self, cfg, "ln_final")
         self.hook_value_embed = HookPoint()
         self.hook_readout = HookPoint()
 

@@ -1,13 +1,13 @@
 """The paper's transformer on TransformerLens's `HookedRootModule`, with a training fast path.
 
 2 layers (`model.n_layers` = 3 or 4: attention-only blocks before the last), `model.n_heads`
-causal heads each, learned positional embeddings, no biases or normalization, a ReLU MLP in
-the last block only; the answer is read at the last position (`=`). Parameter and hook names
-are TransformerLens's (`cache["pattern", 1]`, `model.W_Q`, `model.QK`, `to_tokens`,
-`run_with_cache`, `transformer_lens.patching` work as on a `HookedTransformer`). The
-computation is empirical.model.forward's: `forward(tokens)` through the HookPoints,
-`forward_fast(tokens)` the answer position only (training; same numbers and gradients,
-docs/model.md).
+causal heads each, learned positional embeddings, no biases or normalization (by default;
+model.normalization), a ReLU MLP in the last block only; the answer is read at the last
+position (`=`). Parameter and hook names are TransformerLens's (`cache["pattern", 1]`,
+`model.W_Q`, `model.QK`, `to_tokens`, `run_with_cache`, `transformer_lens.patching` work as on
+a `HookedTransformer`). The computation is empirical.model.forward's: `forward(tokens)`
+through the HookPoints, `forward_fast(tokens)` the answer position only (training; same
+numbers and gradients, docs/model.md).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from empirical.config.io import ConfigError
 from empirical.model.config import ModelConfig
 from empirical.model.fast import member_weights
 from empirical.model.forward import RowContext, forward, point_hooks, row_iterations
-from empirical.model.iteration_hooks import IterationHooks, initial_count
+from empirical.model.iteration_hooks import IterationHooks, add_norms, initial_count
 from empirical.task.vocab import Vocabulary
 
 ReturnType = Literal["logits", "loss", "both"] | None
@@ -95,6 +95,7 @@ class Block(nn.Module):
 
     def __init__(self, cfg: ModelConfig, layer: int):
         super().__init__()
+        add_norms(self, cfg, "ln1", *(("ln2",) if layer in cfg.mlp_layers else ()))
         self.attn = Attention(cfg)
         self.mlp = MLP(cfg) if layer in cfg.mlp_layers else None
         self.hook_resid_pre = HookPoint()
@@ -147,7 +148,7 @@ class AssignAddCache(ActivationCache):
             components.append(self[("attn_out", layer)])
             labels.append(f"{layer}_attn_out")
         stack = torch.stack([pos_slice.apply(c, dim=-2) for c in components], dim=0)
-        if apply_ln:  # no normalization in this model: returns the stack unchanged
+        if apply_ln:  # the cache's ln scales (model.normalization); none: the stack unchanged
             stack = self.apply_ln_to_stack(stack, layer, pos_slice=pos_slice, mlp_input=mlp_input)
         return (stack, labels) if return_labels else stack
 
@@ -191,6 +192,7 @@ class AssignAddTransformer(HookedRootModule):
             for block in self.blocks[2 : cfg.n_layers - 1]:
                 for name in ("W_Q", "W_K", "W_V", "W_O"):
                     setattr(block.attn, name, getattr(self.blocks[1].attn, name))
+        add_norms(self, cfg, "ln_final")  # model.normalization: before the unembedding
         self.unembed = Unembed(cfg)
         self.setup()
         if seed is not None:
