@@ -372,6 +372,36 @@ def test_the_mechanism_reads_each_iteration(tiny_ladder, tmp_path):
         parse_options(GraphMechanismOptions, [str(tiny_ladder / "runs" / "ff2" / "seed0")])
 
 
+def test_the_fetch_table_reads_where_a_name_is_looked_up(tiny_ladder):
+    """fetch_attention on a model whose every head attends from each position to the first
+    position holding the same token (a name's definition precedes its uses): from an operand's
+    occurrence all attention is on its definition, from the node none is (its name's first
+    occurrence is the node itself)."""
+    from empirical.runs.load import load_run
+    from empirical.studies.graph.mechanism import fetch_attention
+    from empirical.task.eval_sets import load_eval_sets
+
+    run_dir = tiny_ladder / "runs" / "rec_sup_discrete_corrupt" / "seed0"
+    model, vocab = load_run(run_dir)
+    batch = load_eval_sets(run_dir / "eval_sets.pt")["graph/n8"][:20]
+    same = batch.tokens[:, :, None] == batch.tokens[:, None, :]  # [row, query, key]
+    first = same.int().argmax(-1)  # each query's token's first position
+    oracle = torch.nn.functional.one_hot(first, batch.tokens.shape[1]).float()
+
+    def duplicate_token(pattern, hook):
+        return oracle[:, None].expand_as(pattern).clone()
+
+    model.ensure_iterations(int(batch.target_depths.max()) + 1)
+    for name in model.hook_dict:
+        if name.endswith("attn.hook_pattern"):
+            model.add_hook(name, duplicate_token)
+    fetch = fetch_attention(model, vocab, batch)
+    model.reset_hooks()
+    flat = {k: [w for layer in fetch[k] for w in layer] for k in fetch if k != "operands"}
+    assert all(abs(w - 1) < 1e-6 for w in flat["at_use_operand"])
+    assert all(w < 1e-6 for k in ("at_use_other", "operand", "latest", "other") for w in flat[k])
+
+
 def test_a_copys_gap_counts_the_nodes_defined_between_its_operand_and_it():
     from empirical.studies.graph.ladder import copy_gap
     from empirical.task.graph.vocab import GraphVocabulary

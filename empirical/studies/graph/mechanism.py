@@ -116,14 +116,22 @@ def head_groups(model, vocab, batch: Batch, iterations: int) -> dict:
 
 @torch.no_grad()
 def fetch_attention(model, vocab, batch: Batch) -> dict:
-    """Where each head looks from a computed node at the iteration that resolves it (t = its
-    depth), every layer: its mean attention weight on the definition of an operand (the slot
-    a fetch by name reads), on the latest definition before the node when that is not an
-    operand (what recency reads), and on one other definition (the mean over the rest)."""
+    """Where each head looks at the iteration that resolves a computed node (t = its depth),
+    every layer. From the node: its mean attention weight on the definition of an operand (the
+    slot the seed's induction heads read), on the latest definition before the node when that
+    is not an operand (what recency reads), and on one other definition (the mean over the
+    rest). From each operand's occurrence in the node's clause: on that operand's definition
+    (a fetch where the name is written: the token matches its own earlier copy) and on one
+    other definition before it."""
     _, cache = model.run_with_cache(batch.tokens, context=row_context(model.cfg, batch))
     L, H = model.cfg.n_layers, model.cfg.n_heads
-    sums = torch.zeros(3, L, H, dtype=torch.float64)
-    counts = torch.zeros(3)
+    sums = torch.zeros(5, L, H, dtype=torch.float64)
+    counts = torch.zeros(5)
+
+    def add(k, weights):
+        sums[k] += weights
+        counts[k] += 1
+
     for r, ids in enumerate(batch.tokens):
         nodes = vocab.nodes(ids)
         where = {n.name: n.position for n in nodes}
@@ -131,22 +139,28 @@ def fetch_attention(model, vocab, batch: Batch) -> dict:
             if node.literal is not None:
                 continue
             pattern = torch.stack([cache[f"iter.{node.depth}.blocks.{layer}.attn.hook_pattern"]
-                                   [r, :, node.position] for layer in range(L)]).double()
-            operands = {where[vocab.p + o] for o in node.operands}
+                                   [r] for layer in range(L)]).double()  # [L, H, q, k]
+            at_node = pattern[:, :, node.position]
+            operands = [where[vocab.p + o] for o in node.operands]
             for at in operands:
-                sums[0] += pattern[..., at]
-                counts[0] += 1
+                add(0, at_node[..., at])
             latest = nodes[i - 1].position
             if latest not in operands:
-                sums[1] += pattern[..., latest]
-                counts[1] += 1
-            rest = [n.position for n in nodes[:i] if n.position not in operands | {latest}]
+                add(1, at_node[..., latest])
+            rest = [n.position for n in nodes[:i] if n.position not in {*operands, latest}]
             if rest:
-                sums[2] += pattern[..., rest].mean(-1)
-                counts[2] += 1
+                add(2, at_node[..., rest].mean(-1))
+            k = len(operands)
+            for slot, at in enumerate(operands):  # `a op b -> x`: slot j is 2 (k - j) back
+                at_use = pattern[:, :, node.position - 2 * (k - slot)]
+                add(3, at_use[..., at])
+                others = [n.position for n in nodes[:i] if n.position != at]
+                if others:
+                    add(4, at_use[..., others].mean(-1))
     mean = sums / counts.clamp(min=1)[:, None, None]
     return {"operands": int(counts[0]), "operand": mean[0].tolist(),
-            "latest": mean[1].tolist(), "other": mean[2].tolist()}  # fmt: skip
+            "latest": mean[1].tolist(), "other": mean[2].tolist(),
+            "at_use_operand": mean[3].tolist(), "at_use_other": mean[4].tolist()}  # fmt: skip
 
 
 @torch.no_grad()

@@ -88,14 +88,18 @@ def markdown(result: dict) -> str:
             for h, r in enumerate(per_layer)]  # fmt: skip
     lines += markdown_table("layer | head | " + " | ".join(factors), rows)
     fetch = result["fetch"]
-    lines += ["", f"The fetch: each head's attention from a computed node at the iteration "
-              f"that resolves it ({fetch['operands']} operands of {result['set']}'s nodes): on "
-              "an operand's definition (a fetch by name), on the latest definition when it is "
-              "not an operand (recency), on one other definition.", ""]  # fmt: skip
-    rows = [f"{layer} | {h} | {fetch['operand'][layer][h]:.3f} | {fetch['latest'][layer][h]:.3f}"
-            f" | {fetch['other'][layer][h]:.3f}" for layer in range(len(fetch["operand"]))
+    lines += ["", f"The fetch: each head's attention at the iteration that resolves a "
+              f"computed node ({fetch['operands']} operands of {result['set']}'s nodes). From "
+              "the node: on an operand's definition (the seed's induction heads), on the latest "
+              "definition when it is not an operand (recency), on one other definition. From "
+              "the operand's own occurrence in the clause: on its definition (the same name "
+              "written earlier), on one other definition.", ""]  # fmt: skip
+    keys = ("operand", "latest", "other", "at_use_operand", "at_use_other")
+    rows = [f"{layer} | {h} | " + " | ".join(f"{fetch[k][layer][h]:.3f}" for k in keys)
+            for layer in range(len(fetch["operand"]))
             for h in range(len(fetch["operand"][layer]))]  # fmt: skip
-    lines += markdown_table("layer | head | operand | latest | other", rows)
+    lines += markdown_table("layer | head | from the node: operand | latest | other | from the "
+                            "occurrence: its definition | other", rows)  # fmt: skip
     if result.get("positions"):
         lines += ["", f"Relative positions: each head's score bias by distance (relative_gain "
                   f"{result['positions']['gain']:g} x b_rel): the distance it favours, that "
