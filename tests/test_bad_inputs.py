@@ -334,6 +334,8 @@ CASES = [
       "model.relative_window", "model.relative_window=0"),
     C("train-normalization", E, TR + " model.normalization=LN", "model.normalization",
       "model.normalization=LN"),
+    C("train-relative-content-learned", E, TR + " model.relative_content=true",
+      "model.relative_content", "model.relative_content=true with learned positions"),
     C("train-relative-gain-0", E, TR + " model.positions=relative model.relative_gain=0",
       "model.relative_gain", "model.relative_gain=0"),
     C("train-relative-gain-learned", E, TR + " model.relative_gain=4", "model.relative_gain",

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from empirical.analysis.common import light_forward
 from empirical.config.io import ConfigError, to_dict
 from empirical.model.config import ModelConfig
-from empirical.model.forward import RowContext, forward, relative_bias
+from empirical.model.forward import RowContext, forward, relative_bias, relative_content_scores
 from empirical.model.transformer import AssignAddTransformer
 from empirical.runs.config import load_run_config
 from empirical.task.pairs import training_generator
@@ -313,3 +313,29 @@ def test_normalization_is_saved_only_when_set():
     assert to_dict(dataclasses.replace(CFG, normalization="LNPre"))["normalization"] == "LNPre"
     with pytest.raises(ConfigError, match="model.normalization"):
         dataclasses.replace(CFG, normalization="LN")
+
+
+def test_relative_content_adds_a_key_per_head_and_distance():
+    """model.relative_content: each score also gets q_i . W_rel[h, min(i - j, window - 1)]
+    (DeBERTa's content-to-position term), scaled with q . k; saved only when set; it needs
+    relative positions."""
+    cfg = dataclasses.replace(CFG, positions="relative", relative_window=4, relative_content=True)
+    model = AssignAddTransformer(cfg, seed=5)
+    W_rel = model.blocks[1].attn.W_rel
+    assert W_rel.shape == (2, 4, cfg.d_head_)
+    tokens = _tokens()
+    _, cache = model.run_with_cache(tokens)
+    q, k = cache["blocks.1.attn.hook_q"], cache["blocks.1.attn.hook_k"]
+    by_hand = torch.zeros(5, 2, 30, 30)
+    for i in range(30):
+        for j in range(i + 1):
+            by_hand[:, :, i, j] = (q[:, i] * W_rel[:, min(i - j, 3)]).sum(-1)
+    assert torch.allclose(relative_content_scores(q, W_rel).tril(), by_hand, atol=1e-6)
+    want = (torch.einsum("bqhe,bkhe->bhqk", q, k) + by_hand) / cfg.attn_scale
+    want = want + relative_bias(model.blocks[1].attn.b_rel, 30)
+    assert torch.allclose(cache["blocks.1.attn.hook_attn_scores"].tril(), want.tril(), atol=1e-5)
+    plain = AssignAddTransformer(dataclasses.replace(cfg, relative_content=False), seed=5)
+    assert not hasattr(plain.blocks[1].attn, "W_rel")
+    assert "relative_content" not in to_dict(plain.cfg) and to_dict(cfg)["relative_content"]
+    with pytest.raises(ConfigError, match="model.relative_content = true adds a key"):
+        dataclasses.replace(CFG, relative_content=True)

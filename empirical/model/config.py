@@ -179,6 +179,10 @@ class ModelConfig:
     # times faster (a bias must reach ~5 before a head looks at one key of dozens)
     relative_gain: number(0, None, lo_open=True, wording=COLON,
                           message="must be a positive number (the factor on b_rel)") = 1.0
+    # with relative positions, each score also gets q . W_rel[head, distance] (a learned key per
+    # head and distance: where a head looks can depend on the query's content, DeBERTa's
+    # content-to-position term, which seed 002's relative positions have)
+    relative_content: model_flag() = False
     normalization: choice(*NORMALIZATION, wording=COLON) = "none"
     init_std: number(0, None, lo_open=True, message="must be positive", wording=COLON,
                      type_message="must be a number") | None = None  # fmt: skip
@@ -192,7 +196,7 @@ class ModelConfig:
     # fields a saved config.toml holds only when they differ from their default (added after
     # runs were saved: their config.toml files stay byte for byte as they were)
     __omit_default__ = ("attention", "teacher_forcing", "positions", "relative_window",
-                        "relative_gain", "normalization")
+                        "relative_gain", "normalization", "relative_content")
 
     def __post_init__(self) -> None:
         if self.d_head is None and self.d_model % self.n_heads:
@@ -207,6 +211,12 @@ class ModelConfig:
                 "model.n_heads >= 2 (or model.attention = 'softmax')"
             )
         _check_recurrence(self)
+        if self.relative_content and self.positions != "relative":
+            raise ConfigError(
+                "model.relative_content = true adds a key per distance to the relative "
+                "positions' scores; it needs model.positions = 'relative' (or "
+                "model.relative_content = false)"
+            )
         if self.relative_gain != 1.0 and self.positions != "relative":
             raise ConfigError(
                 f"model.relative_gain = {self.relative_gain} scales the relative positions' bias; "

@@ -98,16 +98,21 @@ def embed(
 def attention(
     x: Tensor, W_Q: Tensor, W_K: Tensor, W_V: Tensor, W_O: Tensor, attn_scale: float,
     hook: Hook = no_hook, kind: str = "softmax", b_rel: Tensor | None = None,
+    W_rel: Tensor | None = None,
 ) -> Tensor:  # fmt: skip
     """Causal multi-head attention without biases, TransformerLens's shapes and hook names:
     x [batch, pos, d_model], W_Q/W_K/W_V [n_heads, d_model, d_head], W_O [n_heads, d_head,
     d_model] -> the heads' summed output [batch, pos, d_model]; `kind`: model.attention
     (empirical.model.attention); b_rel [n_heads, window]: model.positions = "relative"'s bias
-    by distance (`relative_bias`), added to the scaled scores."""
+    by distance (`relative_bias`), added to the scaled scores; W_rel [n_heads, window, d_head]:
+    model.relative_content's key per distance (`relative_content_scores`), scaled as q . k."""
     q = hook("hook_q", torch.einsum("bpd,hde->bphe", x, W_Q))
     k = hook("hook_k", torch.einsum("bpd,hde->bphe", x, W_K))
     v = hook("hook_v", torch.einsum("bpd,hde->bphe", x, W_V))
-    scores = torch.einsum("bqhe,bkhe->bhqk", q, k) / attn_scale
+    scores = torch.einsum("bqhe,bkhe->bhqk", q, k)
+    if W_rel is not None:
+        scores = scores + relative_content_scores(q, W_rel)
+    scores = scores / attn_scale
     if b_rel is not None:
         scores = scores + relative_bias(b_rel, scores.shape[-1])
     return attend(pattern(scores, hook, kind), v.transpose(1, 2), W_O, hook=hook, kind=kind)
@@ -135,6 +140,16 @@ def layer_norm_pre(x: Tensor, hook: Hook = no_hook, eps: float = 1e-5) -> Tensor
     return hook("hook_normalized", x / scale)
 
 
+def relative_content_scores(q: Tensor, W_rel: Tensor) -> Tensor:
+    """[batch, n_heads, length, length]: q_i . W_rel[h, min(i - j, window - 1)] for query i
+    and key j <= i (DeBERTa's content-to-position term: a key per head and distance)."""
+    window, length = W_rel.shape[1], q.shape[1]
+    by_distance = torch.einsum("bqhe,hde->bhqd", q, W_rel)  # [batch, head, query, distance]
+    at = torch.arange(length, device=q.device)
+    distance = (at[:, None] - at[None, :]).clamp(0, window - 1)  # [query, key]
+    return by_distance.gather(-1, distance.expand(*by_distance.shape[:2], -1, -1))
+
+
 def mlp(x: Tensor, W_in: Tensor, W_out: Tensor, act_fn: str, hook: Hook = no_hook) -> Tensor:
     """The MLP without biases: act(x W_in) W_out (hook_pre, hook_post)."""
     pre = hook("hook_pre", x @ W_in)
@@ -158,7 +173,7 @@ def block(
         b_rel = cfg.relative_gain * b_rel  # exact at the default gain 1
     attn_in = normalized(resid, cfg, _under(hook, "ln1."))
     attn_out = attention(attn_in, *W, cfg.attn_scale, _under(hook, "attn."), cfg.attention,
-                         b_rel)  # fmt: skip
+                         b_rel, weights.get(f"{prefix}attn.W_rel"))  # fmt: skip
     resid = hook("hook_resid_mid", resid + hook("hook_attn_out", attn_out))
     if layer in cfg.mlp_layers:
         W_in, W_out = weights[f"{prefix}mlp.W_in"], weights[f"{prefix}mlp.W_out"]

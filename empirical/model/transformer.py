@@ -57,6 +57,8 @@ class Attention(nn.Module):
         self.W_O = nn.Parameter(torch.empty(h, e, d, dtype=dt))
         if cfg.positions == "relative":  # a score bias per head by distance (forward.relative_bias)
             self.b_rel = nn.Parameter(torch.empty(h, cfg.relative_window, dtype=dt))
+        if cfg.relative_content:  # a key per head and distance (forward.relative_content_scores)
+            self.W_rel = nn.Parameter(torch.empty(h, cfg.relative_window, e, dtype=dt))
         self.hook_q = HookPoint()  # [batch, pos, head_index, d_head]
         self.hook_k = HookPoint()
         self.hook_v = HookPoint()
