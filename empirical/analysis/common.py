@@ -103,7 +103,7 @@ def light_forward(model, tokens: Tensor, chunk: int = 2048) -> LightForward:
     (memory traffic dominates on the CPU). A 2-layer model with several heads (any
     model.attention): by `run_with_cache`, every head's patterns kept (LightForward)."""
     tokens = tokens.to(model.device)
-    if model.cfg.normalization != "none" or model.cfg.positions != "learned":
+    if not model.cfg.paper_layout:
         raise ConfigError(
             "light_forward reads the paper's model (learned positions, no normalization); this "
             f"one has model.positions = {model.cfg.positions!r}, model.normalization = "

@@ -245,6 +245,12 @@ class ModelConfig:
         return torch_dtype(self.dtype)
 
     @property
+    def paper_layout(self) -> bool:
+        """Learned positions and no normalization: what the answer-only kernel
+        (empirical.model.fast) and `light_forward` compute; other models read the full forward."""
+        return self.positions == "learned" and self.normalization == "none"
+
+    @property
     def is_complete(self) -> bool:
         return None not in (self.d_vocab, self.d_vocab_out, self.n_ctx)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 import torch
@@ -118,13 +119,17 @@ def attention(
     return attend(pattern(scores, hook, kind), v.transpose(1, 2), W_O, hook=hook, kind=kind)
 
 
+def clipped_distances(length: int, window: int, device) -> Tensor:
+    """[query, key]: min(q - k, window - 1), 0 for the keys after the query (which the causal
+    mask removes): the index of a relative position's learned entry."""
+    at = torch.arange(length, device=device)
+    return (at[:, None] - at[None, :]).clamp(0, window - 1)
+
+
 def relative_bias(b_rel: Tensor, length: int) -> Tensor:
     """[n_heads, length, length]: b_rel[h, min(q - k, window - 1)] for query q and key k <= q
     (the keys after the query get b_rel[h, 0]; the causal mask removes them)."""
-    window = b_rel.shape[-1]
-    at = torch.arange(length, device=b_rel.device)
-    distance = (at[:, None] - at[None, :]).clamp(0, window - 1)
-    return b_rel[:, distance]
+    return b_rel[:, clipped_distances(length, b_rel.shape[-1], b_rel.device)]
 
 
 def normalized(x: Tensor, cfg: ModelConfig, hook: Hook = no_hook) -> Tensor:
@@ -143,10 +148,8 @@ def layer_norm_pre(x: Tensor, hook: Hook = no_hook, eps: float = 1e-5) -> Tensor
 def relative_content_scores(q: Tensor, W_rel: Tensor) -> Tensor:
     """[batch, n_heads, length, length]: q_i . W_rel[h, min(i - j, window - 1)] for query i
     and key j <= i (DeBERTa's content-to-position term: a key per head and distance)."""
-    window, length = W_rel.shape[1], q.shape[1]
     by_distance = torch.einsum("bqhe,hde->bhqd", q, W_rel)  # [batch, head, query, distance]
-    at = torch.arange(length, device=q.device)
-    distance = (at[:, None] - at[None, :]).clamp(0, window - 1)  # [query, key]
+    distance = clipped_distances(q.shape[1], W_rel.shape[1], q.device)  # [query, key]
     return by_distance.gather(-1, distance.expand(*by_distance.shape[:2], -1, -1))
 
 
@@ -303,12 +306,11 @@ def forward(
                 "positions='answer' is the feedforward model's last position; a recurrent "
                 "model, or rows with a context, read every position: use positions='all'"
             )
-        kernel = cfg.positions == "learned" and cfg.normalization == "none"
-        if kernel and cfg.attention in LINEAR_MIX_KINDS:
+        if cfg.paper_layout and cfg.attention in LINEAR_MIX_KINDS:
             return fast_forward(weights, tokens, cfg.attn_scale, act_fn=cfg.act_fn,
                                 attention=cfg.attention).logits  # fmt: skip
-        logits = [answer_logits({n: w[m] for n, w in weights.items()}, t, cfg) if kernel
-                  else forward({n: w[m] for n, w in weights.items()}, t, cfg, last_only=True)
+        one_member = answer_logits if cfg.paper_layout else partial(forward, last_only=True)
+        logits = [one_member({n: w[m] for n, w in weights.items()}, t, cfg)
                   for m, t in enumerate(tokens)]  # fmt: skip
         return torch.stack(logits)
     if positions != "all":

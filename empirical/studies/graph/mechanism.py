@@ -138,10 +138,12 @@ def fetch_attention(model, vocab, batch: Batch) -> dict:
         for i, node in enumerate(nodes):
             if node.literal is not None:
                 continue
-            pattern = torch.stack([cache[f"iter.{node.depth}.blocks.{layer}.attn.hook_pattern"]
-                                   [r] for layer in range(L)]).double()  # [L, H, q, k]
-            at_node = pattern[:, :, node.position]
             operands = [where[vocab.p + o] for o in node.operands]
+            k = len(operands)  # `a op b -> x`: slot j's occurrence is 2 (k - j) back
+            queries = [node.position, *(node.position - 2 * (k - j) for j in range(k))]
+            pattern = torch.stack([cache[f"iter.{node.depth}.blocks.{layer}.attn.hook_pattern"]
+                                   [r, :, queries] for layer in range(L)]).double()
+            at_node = pattern[:, :, 0]  # [L, H, key]
             for at in operands:
                 add(0, at_node[..., at])
             latest = nodes[i - 1].position
@@ -150,9 +152,8 @@ def fetch_attention(model, vocab, batch: Batch) -> dict:
             rest = [n.position for n in nodes[:i] if n.position not in {*operands, latest}]
             if rest:
                 add(2, at_node[..., rest].mean(-1))
-            k = len(operands)
-            for slot, at in enumerate(operands):  # `a op b -> x`: slot j is 2 (k - j) back
-                at_use = pattern[:, :, node.position - 2 * (k - slot)]
+            for slot, at in enumerate(operands):
+                at_use = pattern[:, :, 1 + slot]
                 add(3, at_use[..., at])
                 others = [n.position for n in nodes[:i] if n.position != at]
                 if others:
