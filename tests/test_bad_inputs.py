@@ -517,6 +517,9 @@ CASES = [
     C("graph-mechanism-no-run", E, "graph-mechanism {tmp}/nope", "no such directory",
       "a missing run directory"),
     C("graph-mechanism-n-0", E, "graph-mechanism {run} --n 0", "--n 0", "--n 0"),
+    C("graph-leading-leaves", E, "sample --config {configs}/graph_ladder_ln.toml "
+      "task.graph_leading_leaves=2", "task.graph_leading_leaves",
+      "task.graph_leading_leaves=2 with graphs of 2 nodes"),
     # -- pool-interventions, recount (issue #45)
     C("pool-interventions-empty", E, "pool-interventions {tmp} --out {tmp}/pooled",
       "no interventions.json", "a DIR with no interventions.json"),

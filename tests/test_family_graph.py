@@ -180,6 +180,21 @@ def test_a_least_operand_count_draws_computed_nodes_with_that_many():
     assert "graph_min_operands" not in to_dict(graph_task())  # saved only when set
 
 
+def test_leading_leaves_make_the_first_nodes_leaves_and_keep_the_default_draws():
+    """graph_leading_leaves: the first k nodes of every graph are leaves (the seed's graphs
+    start with 6); the later ones are drawn as before; the default (1) keeps the draws."""
+    task = graph_task(graph_leading_leaves=3, graph_min_nodes=4, eval_size=60)
+    batch, _ = build_eval_set(task, 0, "graph/n12")
+    vocab = family_of(task).vocabulary(task)
+    first = [[n.literal is not None for n in vocab.nodes(row)] for row in batch.tokens.tolist()]
+    assert all(all(row[:3]) for row in first)
+    assert not all(row[3] for row in first)  # a node after them may be computed
+    plain, _ = build_eval_set(graph_task(eval_size=60), 0, "graph/n12")
+    same, _ = build_eval_set(graph_task(eval_size=60, graph_leading_leaves=1), 0, "graph/n12")
+    assert plain.equal(same)
+    assert "graph_leading_leaves" not in to_dict(graph_task())  # saved only when set
+
+
 def test_evaluation_sets_hold_graphs_of_their_size_at_the_natural_positions():
     task = graph_task(eval_size=40)
     assert eval_set_names(task) == ("graph/n6", "graph/n12", "graph/n24", "graph/n48")
@@ -229,6 +244,9 @@ def test_the_vocabulary_reads_and_writes_its_text():
         ({"graph_max_operands": 2, "graph_min_operands": 3},
          "task.graph_min_operands = 3 is above task.graph_max_operands = 2"),
         ({"graph_leaf_share": 1.0}, "task.graph_leaf_share = 1.0 must be a number in [0, 1)"),
+        ({"graph_leading_leaves": 0}, "task.graph_leading_leaves = 0 is out of range"),
+        ({"graph_leading_leaves": 2},
+         "task.graph_leading_leaves = 2 leaves no computed node in a graph of 2 nodes"),
         ({"lego_hops": [1]}, "task.lego_hops = (1,) is a setting of the lego family"),
     ],
 )  # fmt: skip
@@ -316,12 +334,19 @@ def test_the_ladder_table_counts_every_node_and_graph(tiny_ladder):
                       "graph_scores.json").read_text())["graph/n8"]  # fmt: skip
     assert rec["one_step"][1] == 20 * 8 and "one_step" not in n8  # a discrete state's only
     assert sum(t for _, t in rec["one_step_by_kind"].values()) == 20 * 8
+    values = n8["by_operand_values"]  # every node of two or more operands, once
+    operations = sum(t for k, (_, t) in kinds.items() if k not in ("leaf", "copy"))
+    assert sum(t for _, t in values.values()) == operations and set(values) <= {"equal",
+                                                                               "distinct"}
+    assert rec["one_step_by_operand_values"].keys() == rec["by_operand_values"].keys()
     text = (tiny_ladder / "ladder.md").read_text()
     assert "| ff2 | 8 | 2x |" in text and "seeds >= 99.5%" in text
     assert "## One step of the algorithm" in text
     assert "*rule: the latest node's value*" in text
     assert "| *rule: leaves read, other nodes the most frequent earlier value* | 8 | 2x |" in text
     assert "by the node's kind" in text and "`leaf`" in text
+    assert operations  # the tiny task draws them
+    assert "## Nodes with two or more operands, by their operands' values" in text
     assert (tiny_ladder / "accuracy_by_size.png").stat().st_size > 0
 
 
@@ -413,6 +438,21 @@ def test_a_copys_gap_counts_the_nodes_defined_between_its_operand_and_it():
     text = "1 -> x0; " + " ".join(f"2 -> x{i};" for i in range(1, 9)) + " x0 -> x9;"
     long = GraphVocabulary(23, 12, 60).encode(text)
     assert copy_gap(GraphVocabulary(23, 12, 60).nodes(long.tolist()), 9, 23) == "6"  # 8: "6+"
+
+
+def test_operand_values_split_the_nodes_the_one_operand_rule_gets_right():
+    """'equal' when every operand has one value (a + a = 2a: the rule reading one operand is
+    right), 'distinct' otherwise; None for leaves and copies."""
+    from empirical.studies.graph.ladder import operand_values
+    from empirical.task.graph.vocab import GraphVocabulary, apply
+
+    vocab = GraphVocabulary(23, 8, 60)
+    ids = vocab.encode("5 -> x1; x1 -> x2; 7 -> x3; x1 + x2 -> x4; x2 - x3 -> x5;")
+    nodes = vocab.nodes(ids.tolist())
+    assert [operand_values(nodes, i, 23) for i in range(5)] == [None, None, None, "equal",
+                                                                "distinct"]
+    a, b = nodes[3], nodes[4]  # the rule: the operation on the second operand's value alone
+    assert apply("+", 5, 5, 23) == a.value and apply("-", 7, 7, 23) != b.value
 
 
 def test_the_copy_rules_read_the_earlier_values_only():

@@ -79,6 +79,8 @@ def ladder(opts: GraphLadderOptions) -> dict:
         "graph_depth_rows": depth_rows(scores, "by_graph_depth"),
         "kind_rows": kind_rows(scores),
         "one_step_kind_rows": kind_rows(scores, "one_step_by_kind"),
+        "operand_value_rows": kind_rows(scores, "by_operand_values"),
+        "one_step_operand_value_rows": kind_rows(scores, "one_step_by_operand_values"),
         "gap_rows": depth_rows(scores, "by_copy_gap", "gap"),
         "gap_rule_rows": rule_rows(scores),
     }

@@ -106,6 +106,18 @@ def copy_gap(nodes, index: int, p: int) -> str | None:
     return str(min(len(defined) - 1 - defined.index(p + node.operands[0]), GAP_CAP))
 
 
+def operand_values(nodes, index: int, p: int) -> str | None:
+    """For a node with two or more operands, 'equal' when every operand has the same value,
+    else 'distinct'; None for other kinds. On 'equal' nodes the rule "every operand is worth
+    the one operand read" (a + a, a - a) is right; with two operands mod an odd p, on them
+    alone: a model right on 'distinct' nodes reads both operands. `p`: as for copy_gap."""
+    node = nodes[index]
+    if node.literal is not None or len(node.operands) < 2:
+        return None
+    value = {n.name: n.value for n in nodes[:index]}
+    return "equal" if len({value[p + o] for o in node.operands}) == 1 else "distinct"
+
+
 COPY_RULES = {  # the trivial rules a copy's (a node's) accuracy must beat (docs/graph.md)
     "latest": "the latest node's value",
     "mode": "the most frequent value of the earlier nodes (ties: the latest)",
@@ -123,10 +135,10 @@ def copy_rule_values(nodes, index: int) -> dict[str, int]:
 
 
 def _node_readings(vocab, tokens: torch.Tensor, has: torch.Tensor):
-    """(node_kind, copy_gap, rules) of every labelled position, in the order of `correct[has]`
-    (row by row), each row's graph read once; rules: {rule: the rule is right} (a leaf: right,
-    its value is in its clause)."""
-    kinds, gaps, rules = [], [], []
+    """(node_kind, copy_gap, rules, operand_values) of every labelled position, in the order
+    of `correct[has]` (row by row), each row's graph read once; rules: {rule: the rule is
+    right} (a leaf: right, its value is in its clause)."""
+    kinds, gaps, rules, values = [], [], [], []
     for row, mask in zip(tokens.tolist(), has.tolist(), strict=True):
         nodes = vocab.nodes(row)
         by_position = {}
@@ -134,13 +146,14 @@ def _node_readings(vocab, tokens: torch.Tensor, has: torch.Tensor):
             gap = copy_gap(nodes, i, vocab.p)
             right = ({rule: True for rule in COPY_RULES} if n.literal is not None else
                      {rule: v == n.value for rule, v in copy_rule_values(nodes, i).items()})
-            by_position[n.position] = (node_kind(n), gap, right)
+            values_are = operand_values(nodes, i, vocab.p)
+            by_position[n.position] = (node_kind(n), gap, right, values_are)
         for i, m in enumerate(mask):
             if m:
-                kinds.append(by_position[i][0])
-                gaps.append(by_position[i][1])
-                rules.append(by_position[i][2])
-    return kinds, gaps, rules
+                for readings, reading in zip((kinds, gaps, rules, values), by_position[i],
+                                             strict=True):  # fmt: skip
+                    readings.append(reading)
+    return kinds, gaps, rules, values
 
 
 def _rule_counts(rules: list, gaps: list) -> dict[str, dict[str, list[int]]]:
@@ -186,13 +199,14 @@ def score_run(run_dir: str | Path, batch_size: int = 100) -> dict:
         has = batch.targets >= 0
         graph_depth = batch.target_depths.max(1).values
         rows = s.row_correct()
-        kinds, gaps, rules = _node_readings(vocab, batch.tokens, has)
+        kinds, gaps, rules, values = _node_readings(vocab, batch.tokens, has)
         out[name] = {
             "nodes": [int(s.correct.sum()), int(has.sum())],
             "graphs": [int(rows.sum()), len(batch)],
             "by_node_depth": _depth_counts(s.correct[has], batch.target_depths[has]),
             "by_graph_depth": _depth_counts(rows, graph_depth),
             "by_node_kind": _counts(s.correct[has], kinds),
+            "by_operand_values": _counts(s.correct[has], values),
             "by_copy_gap": _int_counts(s.correct[has], gaps),
             "copy_rules_by_gap": _rule_counts(rules, gaps),
             "rules": {rule: [sum(r[rule] for r in rules), len(rules)] for rule in COPY_RULES},
@@ -201,13 +215,14 @@ def score_run(run_dir: str | Path, batch_size: int = 100) -> dict:
             one = score_targets(model, batch, batch_size, one_step=True)
             out[name]["one_step"] = [int(one.correct.sum()), int(has.sum())]
             out[name]["one_step_by_kind"] = _counts(one.correct[has], kinds)
+            out[name]["one_step_by_operand_values"] = _counts(one.correct[has], values)
     return out
 
 
 def run_scores(run_dir: str | Path) -> dict:
     """score_run's result, cached in RUN_DIR/graph_scores.json (made again when the model
-    file is newer; a run returned without its weights, as a lent GPU's packing returns it, is
-    read from the cache alone)."""
+    file is newer or the cache lacks the operand values' counts; a run returned without its
+    weights, as a lent GPU's packing returns it, is read from the cache alone)."""
     run = RunDir(run_dir)
     path = run.path / SCORES
     try:
@@ -217,7 +232,9 @@ def run_scores(run_dir: str | Path) -> dict:
             return json.loads(path.read_text())
         raise
     if path.is_file() and path.stat().st_mtime >= model.stat().st_mtime:
-        return json.loads(path.read_text())
+        cached = json.loads(path.read_text())
+        if all("by_operand_values" in s for s in cached.values()):  # else scored before it
+            return cached
     scores = score_run(run_dir)
     atomic_write_bytes(path, (json.dumps(scores, indent=1) + "\n").encode())
     return scores

@@ -100,9 +100,39 @@ def ladder_markdown(result: dict) -> str:
             for rule in COPY_RULES if any(k[0] == rule for k in rules)]  # fmt: skip
         label = {g: f"gap {g}" + ("+" if g == GAP_CAP else "") for g in gaps}
         lines += markdown_table("rung | " + " | ".join(label[g] for g in gaps), rows)
+    lines += _operand_value_lines(result)
     lines += _one_step_lines(result)
     lines += ["", "Rungs: " + "; ".join(f"`{k}` {LADDER[k][0]}" for k in result["rungs"]), ""]
     return "\n".join(lines)
+
+
+def _operand_value_lines(result: dict) -> list[str]:
+    """Nodes with two or more operands, split by whether their operands' values are equal:
+    the rule "every operand is worth the one read" against reading them all."""
+    cells = {(r["rung"], r["kind"]): r for r in result.get("operand_value_rows", [])}
+    steps = {(r["rung"], r["kind"]): r for r in result.get("one_step_operand_value_rows", [])}
+    if not cells:
+        return []
+    lines = ["", "## Nodes with two or more operands, by their operands' values (all sets "
+             "pooled)", "",
+             "equal: every operand has the same value, where the rule \"every operand is worth "
+             "the one read\" (a + a, a - a) is right; distinct: with two operands that rule is "
+             "never right, so a model right there reads every operand. Per node, median "
+             "[range] over seeds; one step: from the true values of the shallower nodes.", ""]
+    rows = [rung + " | " + " | ".join(
+        _cell(table[(rung, k)]) if (rung, k) in table else "-"
+        for table in (cells, steps) for k in ("equal", "distinct"))
+        for rung in result["rungs"]]  # fmt: skip
+    lines += markdown_table("rung | equal | distinct | one step: equal | one step: distinct",
+                            rows)  # fmt: skip
+    first = next(r for r in result["rungs"] if (r, "equal") in cells or (r, "distinct") in cells)
+    counts = [(cells[(first, k)]["totals"] if (first, k) in cells else {}) for k in
+              ("equal", "distinct")]  # fmt: skip
+    shares = [counts[0].get(s, 0) / (counts[0].get(s, 0) + counts[1].get(s, 0))
+              for s in set(counts[0]) | set(counts[1])]  # fmt: skip
+    lines += ["", f"The rule's accuracy on these nodes, the share with equal values: "
+              f"{pct(min(shares))} to {pct(max(shares))} over the seeds' sets."]
+    return lines
 
 
 def _one_step_lines(result: dict) -> list[str]:

@@ -43,6 +43,7 @@ class GraphTask:
     graph_operations: names("operations (+, -, *)") = OPERATIONS
     graph_max_operands: integer(1, 3) = 3  # an internal node: min..this earlier nodes
     graph_min_operands: integer(1, 3) = 1  # (the seed's min_fan_in_deg; 2: no copies)
+    graph_leading_leaves: integer(1, why=" (node 0 is a leaf)") = 1  # the seed: 6 of 32
     graph_leaf_share: number(0, 1, hi_open=True,
                              message="must be a number in [0, 1) (the odds that a node after "
                              "the first is a leaf)") = 0.25  # fmt: skip
@@ -50,7 +51,7 @@ class GraphTask:
 
     # fields a saved config.toml holds only when they differ from their default (added after
     # runs were saved: their config.toml files stay byte for byte as they were)
-    __omit_default__ = ("graph_min_operands",)
+    __omit_default__ = ("graph_min_operands", "graph_leading_leaves")
 
     def __post_init__(self) -> None:
         _check_nodes(self)
@@ -85,6 +86,13 @@ def _check_nodes(task: GraphTask) -> None:
             )
     if len(set(counts)) != len(counts):
         raise ConfigError(f"task.graph_eval_nodes = {list(counts)} repeats a node count")
+    fewest = min(task.graph_min_nodes, *counts)
+    if task.graph_leading_leaves >= fewest:
+        raise ConfigError(
+            f"task.graph_leading_leaves = {task.graph_leading_leaves} leaves no computed node "
+            f"in a graph of {fewest} nodes (task.graph_min_nodes, task.graph_eval_nodes): it "
+            f"must be below {fewest}"
+        )
     task.graph_eval_nodes = tuple(sorted(counts))
 
 

@@ -1,7 +1,8 @@
 """Computational graphs drawn vectorised (one row of uniforms per sequence), the training
 sampler and the evaluation sets `graph/n{N}` (docs/graph.md, "One sequence").
 
-Node 0 is a leaf; each later node is a leaf with odds graph_leaf_share, else computed from
+The first graph_leading_leaves nodes are leaves (node 0 alone by default); each later node
+is a leaf with odds graph_leaf_share, else computed from
 k distinct earlier nodes (k uniform on graph_min_operands..graph_max_operands, at most the
 nodes before it), chosen uniformly, joined by operations drawn uniformly from
 graph_operations and applied left to right mod p. Leaves' values are uniform on 0..p-1;
@@ -77,7 +78,7 @@ class GraphDraw:
         nodes = self.lo + (u["N"][:, 0] * (self.hi - self.lo + 1)).long().clamp(
             max=self.hi - self.lo
         )
-        leaf = (u["leaf"] < self.task.graph_leaf_share) | (ar == 0)
+        leaf = (u["leaf"] < self.task.graph_leaf_share) | (ar < self.task.graph_leading_leaves)
         lo = self.task.graph_min_operands
         k = lo + (u["k"] * (A - lo + 1)).long().clamp(max=A - lo)
         k = torch.minimum(k, ar.expand(n, Nm))
