@@ -130,8 +130,9 @@ def _operand_value_lines(result: dict) -> list[str]:
               ("equal", "distinct")]  # fmt: skip
     shares = [counts[0].get(s, 0) / (counts[0].get(s, 0) + counts[1].get(s, 0))
               for s in set(counts[0]) | set(counts[1])]  # fmt: skip
-    lines += ["", f"The rule's accuracy on these nodes, the share with equal values: "
-              f"{pct(min(shares))} to {pct(max(shares))} over the seeds' sets."]
+    spread = pct(min(shares)) if min(shares) == max(shares) else \
+        f"{pct(min(shares))} to {pct(max(shares))} over the seeds"
+    lines += ["", f"The rule's accuracy on these nodes, the share with equal values: {spread}."]
     return lines
 
 
