@@ -45,8 +45,8 @@ class GraphTask:
     graph_min_operands: integer(1, 3) = 1  # (the seed's min_fan_in_deg; 2: no copies)
     graph_leading_leaves: integer(1, why=" (node 0 is a leaf)") = 1  # the seed: 6 of 32
     graph_leaf_share: number(0, 1, hi_open=True,
-                             message="must be a number in [0, 1) (the odds that a node after "
-                             "the first is a leaf)") = 0.25  # fmt: skip
+                             message="must be a number in [0, 1) (the odds that a node after the "
+                             "leading leaves is a leaf)") = 0.25  # fmt: skip
     graph_shift: Flag = True  # training rows start at a random position (docs/graph.md)
 
     # fields a saved config.toml holds only when they differ from their default (added after
