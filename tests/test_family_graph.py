@@ -350,6 +350,26 @@ def test_the_ladder_table_counts_every_node_and_graph(tiny_ladder):
     assert (tiny_ladder / "accuracy_by_size.png").stat().st_size > 0
 
 
+def test_a_cached_score_of_another_format_is_made_again(tiny_ladder, tmp_path):
+    import shutil
+
+    from empirical.studies.graph.ladder import SCORES, SCORES_FORMAT, run_scores
+
+    run = tmp_path / "seed0"
+    shutil.copytree(tiny_ladder / "runs" / "ff2" / "seed0", run)
+    cached = json.loads((run / SCORES).read_text())
+    assert {s["format"] for s in cached.values()} == {SCORES_FORMAT}
+    for older in (True, False):  # marked: a set's counts the scorer would not write
+        marked = {name: {**s, "marker": 1} for name, s in cached.items()}
+        if older:
+            for s in marked.values():
+                del s["format"]
+        (run / SCORES).write_text(json.dumps(marked))
+        scores = run_scores(run)
+        assert all(("marker" in s) is not older for s in scores.values())  # older: scored again
+        assert json.loads((run / SCORES).read_text()) == scores  # and written
+
+
 def test_thin_depths_carry_their_counts_and_are_marked(tiny_ladder):
     """Each depth row holds every seed's node count; a depth with fewer than MIN_NODES nodes
     is marked (n ...) in ladder.md, and the figure would leave it out."""

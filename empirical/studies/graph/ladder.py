@@ -34,6 +34,7 @@ from empirical.train.loop import train_run
 from empirical.train.targets import score_targets
 
 SCORES = "graph_scores.json"
+SCORES_FORMAT = 2  # every set's "format" in SCORES: raise it when score_run adds or changes a count
 GOAL = 0.995  # the seed's bar: >= 99.5% of nodes right at 4x the trained size
 GAP_CAP = 6  # copy_gap counts gaps of 6 and more as one ("6+")
 MIN_NODES = 30  # a depth or gap with fewer nodes of a seed is too thin to draw or rank
@@ -201,6 +202,7 @@ def score_run(run_dir: str | Path, batch_size: int = 100) -> dict:
         rows = s.row_correct()
         kinds, gaps, rules, values = _node_readings(vocab, batch.tokens, has)
         out[name] = {
+            "format": SCORES_FORMAT,
             "nodes": [int(s.correct.sum()), int(has.sum())],
             "graphs": [int(rows.sum()), len(batch)],
             "by_node_depth": _depth_counts(s.correct[has], batch.target_depths[has]),
@@ -221,7 +223,7 @@ def score_run(run_dir: str | Path, batch_size: int = 100) -> dict:
 
 def run_scores(run_dir: str | Path) -> dict:
     """score_run's result, cached in RUN_DIR/graph_scores.json (made again when the model
-    file is newer or the cache lacks the operand values' counts; a run returned without its
+    file is newer or the cache is of another SCORES_FORMAT; a run returned without its
     weights, as a lent GPU's packing returns it, is read from the cache alone)."""
     run = RunDir(run_dir)
     path = run.path / SCORES
@@ -233,7 +235,7 @@ def run_scores(run_dir: str | Path) -> dict:
         raise
     if path.is_file() and path.stat().st_mtime >= model.stat().st_mtime:
         cached = json.loads(path.read_text())
-        if all("by_operand_values" in s for s in cached.values()):  # else scored before it
+        if all(s.get("format") == SCORES_FORMAT for s in cached.values()):
             return cached
     scores = score_run(run_dir)
     atomic_write_bytes(path, (json.dumps(scores, indent=1) + "\n").encode())
