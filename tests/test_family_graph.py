@@ -264,6 +264,19 @@ def test_a_bad_value_on_the_command_line_is_an_error_line_and_status_2():
     assert done.stderr.count("\n") == 1
 
 
+def test_the_ladder_keeps_how_the_config_corrupts_on_its_corrupting_rung_only():
+    from empirical.studies.graph.ladder import rung_config
+
+    base = load_run_config(CONFIG, ["model.teacher_forcing=true", "model.corrupted_batches=0.05",
+                                    "model.corruption_scope=last"])  # fmt: skip
+    full = rung_config(base, "rec_sup_discrete_corrupt", 1).model
+    assert (full.corruption, full.corrupted_batches, full.corruption_scope) == (0.1, 0.05, "last")
+    for rung in ("ff2", "rec", "rec_sup_discrete"):
+        model = rung_config(base, rung, 1).model
+        assert (model.corruption, model.corrupted_batches, model.corruption_scope) == (
+            0.0, 1.0, "all")
+
+
 # -- training, the ladder and the mechanism on one tiny ladder --------------------------------
 
 TINY = [

@@ -111,6 +111,14 @@ def test_the_discrete_state_feeds_back_the_values_read_out_at_the_slots():
         ({"recurrence": "fixed", "n_layers": 4, "tied_layers": True}, "model.tied_layers = true"),
         ({"recurrence": "fixed", "latent_supervision": True, "teacher_forcing": True},
          "model.teacher_forcing = true feeds the true values"),
+        ({"recurrence": "fixed", "discrete_state": True, "corruption": 0.1,
+          "corrupted_batches": 0.0}, "model.corrupted_batches: must be a number in (0, 1]"),
+        ({"recurrence": "fixed", "discrete_state": True, "corrupted_batches": 0.05},
+         "model.corrupted_batches = 0.05 says how training corrupts"),
+        ({"recurrence": "fixed", "discrete_state": True, "corruption": 0.1,
+          "corruption_scope": "first"}, "model.corruption_scope: 'first' is not one of"),
+        ({"recurrence": "fixed", "discrete_state": True, "corruption": 0.1,
+          "corruption_scope": "last"}, "model.corruption_scope = 'last' corrupts the values"),
         ({"positions": "rotary"}, "model.positions: 'rotary' is not one of"),
         ({"positions": "relative", "relative_window": 0}, "model.relative_window: must be a"),
     ],
@@ -172,6 +180,36 @@ def test_corruption_acts_in_training_only(graph_batch):
     has = batch.targets >= 0  # evaluation: no corruption (chunked as it likes)
     assert torch.equal(first.predictions[has], second.predictions[has])
     assert first.nodes == int((batch.targets >= 0).sum())
+
+
+def test_corruption_scope_last_and_the_corrupted_batches(graph_batch):
+    """scope "last": only the values of the nodes of depth t fed into iteration t + 1 are
+    corrupted, the shallower ones stay the truth; corrupted_batches: the share of batches
+    corrupted at all (a share near 0: the uncorrupted loss, number for number)."""
+    batch, task = graph_batch
+    model = _model(task, corruption=0.999, corruption_scope="last", teacher_forcing=True)
+    ctx = dataclasses.replace(row_context(model.cfg, batch, teacher=True), corrupt=True)
+    fed = {}
+    hooks = [(f"iter.{t}.hook_value_embed", lambda x, hook: fed.setdefault(hook.name, x))
+             for t in range(1, 3)]  # fmt: skip
+    torch.manual_seed(0)
+    model.run_with_hooks(batch.tokens, context=ctx, fwd_hooks=hooks)
+    got = fed["iter.2.hook_value_embed"]
+    truth = model.W_E[batch.targets.clamp(min=0)]
+    nodes = batch.targets >= 0
+    shallower = nodes & (batch.target_depths == 0)
+    last = nodes & (batch.target_depths == 1)
+    assert torch.equal(got[shallower], truth[shallower])
+    changed = (got[last] != truth[last]).any(-1).float().mean()
+    assert changed > 0.8, changed  # (a uniform draw keeps the truth with odds 1/23)
+    weights = dict(model.named_parameters())
+    rare = dataclasses.replace(model.cfg, corrupted_batches=1e-9)
+    clean = dataclasses.replace(model.cfg, corruption=0.0, corruption_scope="all")
+    torch.manual_seed(0)
+    assert torch.equal(target_loss(weights, batch, rare), target_loss(weights, batch, clean))
+    torch.manual_seed(0)
+    assert not torch.equal(target_loss(weights, batch, model.cfg),
+                           target_loss(weights, batch, clean))  # fmt: skip
 
 
 def test_teacher_forcing_feeds_the_true_values_of_the_resolved_nodes_in_training_only(graph_batch):

@@ -45,6 +45,10 @@ POSITIONS = ("learned", "relative")
 # LayerNorm without weights, x - mean(x) divided by its RMS) before each attention, the MLP
 # and the unembedding, as seed 002's blocks (docs/graph.md, "Normalization")
 NORMALIZATION = ("none", "LNPre")
+# model.corruption_scope: which fed-back values training may corrupt. "all": every slot's;
+# "last": only those of the nodes resolved at the iteration just done (depth t before iteration
+# t + 1; needs model.teacher_forcing, which knows the depths), seed 002's "last" strategy
+CORRUPTION_SCOPES = ("all", "last")
 
 
 def _torch():
@@ -125,6 +129,18 @@ def _check_recurrence(cfg) -> None:
             f"model.corruption = {cfg.corruption!r} corrupts the values fed back between "
             "iterations: set model.discrete_state = true (or model.corruption = 0)"
         )
+    for name, default in (("corrupted_batches", 1.0), ("corruption_scope", "all")):
+        if getattr(cfg, name) != default and not cfg.corruption:
+            raise ConfigError(
+                f"model.{name} = {getattr(cfg, name)!r} says how training corrupts the fed-back "
+                f"values: set model.corruption > 0 (or leave it at its default {default!r})"
+            )
+    if cfg.corruption_scope == "last" and not cfg.teacher_forcing:
+        raise ConfigError(
+            "model.corruption_scope = 'last' corrupts the values of the nodes resolved at the "
+            "iteration just done, which the teacher's depths name: set model.teacher_forcing "
+            "= true (or model.corruption_scope = 'all')"
+        )
     if cfg.teacher_forcing and not (cfg.discrete_state and cfg.latent_supervision):
         raise ConfigError(
             "model.teacher_forcing = true feeds the true values of the nodes resolved so far "
@@ -168,6 +184,12 @@ class ModelConfig:
     corruption: number(0, 1, hi_open=True, wording=COLON,
                        message="must be a number in [0, 1) (the odds that a fed-back value is "
                        "replaced by a random one in training)") = 0.0  # fmt: skip
+    # the share of training batches that are corrupted at all (a draw a batch; seed 002: 0.05,
+    # with odds 0.5 a value and scope "last"); 1: every batch
+    corrupted_batches: number(0, 1, lo_open=True, wording=COLON,
+                              message="must be a number in (0, 1] (the share of training "
+                              "batches whose fed-back values are corrupted)") = 1.0  # fmt: skip
+    corruption_scope: choice(*CORRUPTION_SCOPES, wording=COLON) = "all"
     # training feeds the true values of the nodes of depth <= t into iteration t + 1 (the
     # model's own readout elsewhere; evaluation: the model's everywhere), so each iteration
     # learns one step of the algorithm from a right state (seed 002's teacher-forced state)
@@ -196,7 +218,8 @@ class ModelConfig:
     # fields a saved config.toml holds only when they differ from their default (added after
     # runs were saved: their config.toml files stay byte for byte as they were)
     __omit_default__ = ("attention", "teacher_forcing", "positions", "relative_window",
-                        "relative_gain", "normalization", "relative_content")
+                        "relative_gain", "normalization", "relative_content",
+                        "corrupted_batches", "corruption_scope")
 
     def __post_init__(self) -> None:
         if self.d_head is None and self.d_model % self.n_heads:

@@ -62,9 +62,10 @@ class RowContext:
     "depth", else all rows take model.iterations); slots (batch, pos) bool: the positions
     whose value is read out and embedded again between iterations (model.discrete_state);
     corrupt: replace each fed-back value by a uniform one with odds model.corruption (training;
-    torch's global generator); every_iteration: return every iteration's readout,
-    [T, batch, pos, d_vocab_out] (T the largest of the rows'; a row's own end is iteration
-    iterations - 1, the ones after it are computed and not its answer); teacher,
+    torch's global generator; model.corruption_scope "last": only the values of the nodes of
+    depth t fed into iteration t + 1, from teacher_depths); every_iteration: return every
+    iteration's readout, [T, batch, pos, d_vocab_out] (T the largest of the rows'; a row's own
+    end is iteration iterations - 1, the ones after it are computed and not its answer); teacher,
     teacher_depths (batch, pos): the true values and depths of the nodes (model.teacher_forcing,
     training): iteration t + 1 is fed the true value at the slots of depth <= t."""
 
@@ -276,6 +277,8 @@ def recurrent_readouts(
                 values = torch.where(known, context.teacher, values)
             if context.corrupt and cfg.corruption:
                 noise = torch.rand(values.shape, device=values.device) < cfg.corruption
+                if cfg.corruption_scope == "last":
+                    noise &= context.teacher_depths == t
                 random = torch.randint_like(values, W_U.shape[-1])
                 values = torch.where(noise, random, values)
     return torch.stack(readouts) if context.every_iteration else final

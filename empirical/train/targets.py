@@ -51,9 +51,12 @@ def row_context(
 
 def target_loss(weights: Mapping[str, Tensor], batch: Batch, cfg: ModelConfig) -> Tensor:
     """The training loss of `batch` (module docstring); values fed back between iterations
-    are corrupted with odds model.corruption (after model.teacher_forcing's true values)."""
+    are corrupted with odds model.corruption (after model.teacher_forcing's true values), in
+    a share model.corrupted_batches of the batches (one draw of torch's generator a batch, made
+    only when that share is below 1)."""
     per_iteration = cfg.recurrent and cfg.latent_supervision
-    context = row_context(cfg, batch, corrupt=True, every_iteration=per_iteration,
+    corrupt = cfg.corrupted_batches >= 1 or bool(torch.rand(()) < cfg.corrupted_batches)
+    context = row_context(cfg, batch, corrupt=corrupt, every_iteration=per_iteration,
                           teacher=cfg.teacher_forcing)  # fmt: skip
     logits = forward(weights, batch.tokens, cfg, context=context).float()
     targets = batch.targets

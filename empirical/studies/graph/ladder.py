@@ -43,8 +43,8 @@ MIN_NODES = 30  # a depth or gap with fewer nodes of a seed is too thin to draw 
 def rung_config(base: RunConfig, rung: str, seed: int) -> RunConfig:
     """`base` with rung's model (LADDER): a feedforward rung drops the recurrent settings; a
     recurrent one keeps base.model's recurrence and iterations (base must be recurrent), its
-    corruption only on the rung that asks for it, its teacher forcing on the rungs with a
-    discrete state."""
+    corruption (model.corruption and how it is applied) only on the rung that asks for it, its
+    teacher forcing on the rungs with a discrete state."""
     changes = dict(LADDER[rung][1])
     model = base.model
     if changes.get("recurrence") == "none":
@@ -63,6 +63,8 @@ def rung_config(base: RunConfig, rung: str, seed: int) -> RunConfig:
                               "model.corruption > 0 in the config")  # fmt: skip
         # the config's teacher forcing on the rungs with a discrete state (it needs one)
         changes["teacher_forcing"] = model.teacher_forcing and changes["discrete_state"]
+    if not changes["corruption"]:  # how the config corrupts: on its corrupting rung only
+        changes.update(corrupted_batches=1.0, corruption_scope="all")
     model = dataclasses.replace(model, **changes)
     return dataclasses.replace(base, name=f"{base.name}_{rung}", seed=seed, model=model)
 
