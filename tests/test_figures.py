@@ -359,3 +359,20 @@ def test_sweep_and_grid_figures_save_in_each_format(tmp_path):
         fig = plot_grid(grid, tmp_path / "grid.png", fmt=fmt)
         assert not plt.fignum_exists(fig.number)
         assert_valid(tmp_path / f"grid.{fmt}", fmt)
+
+
+def test_run_curves_list_only_the_spike_markers_they_draw():
+    """plot_runs: a spike marker gets a legend entry only where one is drawn (the graph family
+    has no phase detector: its curves carry no marker and no such entry)."""
+    from types import SimpleNamespace
+
+    from empirical.train.plots import plot_runs
+
+    records = [{"step": s, "acc": {"graph/n6": a}} for s, a in ((0, 0.1), (500, 0.9), (1000, 1.0))]
+    spike = SimpleNamespace(first_spike=SimpleNamespace(jump_end_step=500), second_spike=None)
+    labels = []
+    for phases in (None, spike):
+        fig = plot_runs([("seed 0", records, phases)], ["graph/n6"])
+        labels.append([t.get_text() for t in fig.legends[0].get_texts()])
+        plt.close(fig)
+    assert labels == [["seed 0"], ["seed 0", "first spike (largest jump)"]]

@@ -110,6 +110,9 @@ def plot_training_curves(
     return save_figure(fig, path, fmt)
 
 
+SPIKE_MARKERS = (("first_spike", "o"), ("second_spike", "s"))  # phase -> its marker in plot_runs
+
+
 def plot_runs(
     runs: list[tuple[str, list[dict], Phases | None]], sets: list[str],
     path: str | os.PathLike | None = None, title: str = "", *, fmt: str | None = None,
@@ -123,17 +126,19 @@ def plot_runs(
         len(sets), 1, figsize=(10, 2.9 * len(sets) + 0.8), sharex=True, layout="constrained"
     )
     axes = [axes] if len(sets) == 1 else list(axes)
+    marked = set()  # the spike markers drawn: only those get a legend entry
     for ax, name in zip(axes, sets, strict=True):
         for i, (label, records, phases) in enumerate(runs):
             color = palette[i % len(palette)]
             steps, acc = accuracy_series(records, name)
             acc = [100 * a for a in acc]
             ax.plot(steps, acc, color=color, lw=1.4, label=label)
-            for key, marker in (("first_spike", "o"), ("second_spike", "s")):
+            for key, marker in SPIKE_MARKERS:
                 rise = getattr(phases, key, None) if phases is not None else None
                 end = getattr(rise, "jump_end_step", None) if rise is not None else None
                 if end is not None and end in steps:
                     ax.plot(end, acc[steps.index(end)], marker, color=color, ms=7, mec="white")
+                    marked.add(key)
         ax.set_ylabel("accuracy (%)")
         ax.set_title(legend_label(name), fontsize=10, loc="left")
         ax.set_ylim(-2, 102)
@@ -141,9 +146,10 @@ def plot_runs(
     axes[-1].set_xlabel("training step")
     handles, labels = axes[0].get_legend_handles_labels()
     handles += [
-        Line2D([], [], marker="o", ls="", color="grey", label="first spike (largest jump)"),
-        Line2D([], [], marker="s", ls="", color="grey", label="second spike (largest jump)"),
-    ]
+        Line2D([], [], marker=marker, ls="", color="grey",
+               label=f"{key.replace('_', ' ')} (largest jump)")
+        for key, marker in SPIKE_MARKERS if key in marked
+    ]  # fmt: skip
     fig.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=9)
     if title:
         fig.suptitle(title)
