@@ -30,6 +30,8 @@
 #
 # Rehearsed on a CPU with tiny sizes (tests/test_gpu_heads_graph_script.py, slow):
 #     QUICK=1 DEVICE=cpu WHEELS=0 BUDGET=400 OUT=/tmp/o WORK=/tmp/w bash scripts/gpu_heads_graph.sh
+# (QUICK_STEPS, 20 by default: every graph run's steps, twice that for the heads; the guard's
+# rehearsal gives far more steps than fit in its budget)
 set -uo pipefail
 BUDGET=${BUDGET:-540}
 RESERVE=${RESERVE:-35}
@@ -42,10 +44,10 @@ GRAPH_SEEDS=(0 1 2)
 SEED_SIZES=()
 RUNGS=(ff2 ff4 rec rec_sup rec_sup_discrete rec_sup_discrete_corrupt)
 if [ "${QUICK:-0}" = 1 ]; then
-  N=2; HYLA_N=1
-  HEADS+=(train.steps=40 train.eval_every=20 train.full_eval_every=20 train.checkpoint_every=20
+  N=2; HYLA_N=1; QUICK_STEPS=${QUICK_STEPS:-20}
+  HEADS+=(train.steps=$(( 2 * QUICK_STEPS )) train.eval_every=20 train.full_eval_every=20 train.checkpoint_every=20
           task.eval_size=200 train.eval_subsample=0 model.d_model=32 model.d_mlp=64)
-  GRAPH+=(train.steps=20 train.eval_every=10 train.full_eval_every=10 train.checkpoint_every=10
+  GRAPH+=(train.steps=$QUICK_STEPS train.eval_every=10 train.full_eval_every=10 train.checkpoint_every=10
           task.eval_size=20 model.d_model=32 model.d_mlp=64 train.batch_size=8)
   GRAPH_SEEDS=(0)
   SEED_SIZES=(task.graph_max_nodes=6 "task.graph_eval_nodes=[6,12]" task.eval_size=10)
