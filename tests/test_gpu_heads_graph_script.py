@@ -2,7 +2,8 @@
 softmax and linear, 1 of HYLA, every graph rung and both seed-size runs for a few steps), so
 the one GPU call cannot fail for a silly reason: everything trains, the packing holds every
 member's metrics and every graph run's scores and no checkpoint; and with a budget too short
-for the trainings (far more steps than fit), the guard stops them and still packs. Slow: `pytest -m slow`."""
+for the trainings (far more steps than fit), the guard stops them and still packs. Slow:
+`pytest -m slow`."""
 
 from __future__ import annotations
 
