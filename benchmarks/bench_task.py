@@ -5,7 +5,8 @@
 Both draw from the same distribution (docs/task.md); the reference is an honest per-row
 implementation (Python `random`, precomputed allowed-pair list, one tensor at the end).
 Prints a markdown table row for the README. Target: <= 2 ms per 512-row batch on 2 CPU
-cores and >= 20x the per-row loop.
+cores and >= 20x the per-row loop. Then the time to build the largest evaluation set,
+configs/authors.toml's `fig3/2var_union` (193 580 rows; docs/task.md: 0.2-0.5 s on 2 cores).
 """
 
 from __future__ import annotations
@@ -16,13 +17,18 @@ import os
 import random
 import statistics
 import time
+from pathlib import Path
 
 import torch
 
+from empirical.runs.config import load_run_config
 from empirical.task.assign_add.draw import TrainingSampler
 from empirical.task.config import TaskConfig, task_config
+from empirical.task.eval_sets import build_eval_set
 from empirical.task.pairs import held_out_pairs, training_generator
 from empirical.task.registry import family_of
+
+AUTHORS = Path(__file__).resolve().parents[1] / "configs" / "authors.toml"
 
 
 class PerRowReference:
@@ -141,6 +147,12 @@ def main() -> None:
     print(
         f"| {args.batch} | {device.type} | {fast_ms:.2f} | {ref_ms:.1f} | {ref_ms / fast_ms:.0f}x |"
     )
+    authors = load_run_config(AUTHORS).task
+    builds = times_ms(lambda: build_eval_set(authors, 0, "fig3/2var_union"), 3)
+    rows = len(build_eval_set(authors, 0, "fig3/2var_union")[0])
+    print(f"\nbuilding configs/authors.toml's fig3/2var_union ({rows} rows): median "
+          f"{statistics.median(builds) / 1e3:.2f} s [{min(builds) / 1e3:.2f}, "
+          f"{max(builds) / 1e3:.2f}] over 3 builds")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import torch
 from test_task_helpers import ref_parse_text
@@ -136,18 +134,15 @@ def test_fig3_sets_that_cannot_exist():
     )
 
 
-def test_authors_fig3_sizes_and_build_time():
+def test_authors_fig3_sizes():
     cfg = task_config(
         p=59, K=12, max_assignments=6, r1=("k", "l"), r2=("a", "b"),
         allow_same_variable_operands=False, held_out_form="ordered", held_out_fraction=0.3,
         pair_split="python_random", pair_seed=42, mix="rows", assignment_count="clamped",
         padding="gaps",
     )  # fmt: skip
-    t0 = time.perf_counter()
-    union, enumerated = build_eval_set(cfg, 0, "fig3/2var_union")
-    elapsed = time.perf_counter() - t0
+    union, enumerated = build_eval_set(cfg, 0, "fig3/2var_union")  # its time: bench_task.py
     assert enumerated and len(union) == 1045 * 92 + 2436 * 36 + 2436 * 4 == 193_580
-    assert elapsed < 30, elapsed  # about 0.5 s on a 2-core CPU (docs/task.md)
     assert union.tokens.dtype == torch.long and (union.n_vars == 2).all()
     zero, _ = build_eval_set(cfg, 0, "fig3/0var_held_out")
     assert len(zero) == 1045
