@@ -6,7 +6,7 @@ Both draw from the same distribution (docs/task.md); the reference is an honest 
 implementation (Python `random`, precomputed allowed-pair list, one tensor at the end).
 Prints a markdown table row for the README. Target: <= 2 ms per 512-row batch on 2 CPU
 cores and >= 20x the per-row loop. Then the time to build the largest evaluation set,
-configs/authors.toml's `fig3/2var_union` (193 580 rows; docs/task.md: 0.2-0.5 s on 2 cores).
+configs/authors.toml's `fig3/2var_union` (193 580 rows; docs/task.md, docs/benchmarks.md).
 """
 
 from __future__ import annotations
